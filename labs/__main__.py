@@ -1,0 +1,5 @@
+import sys
+
+from labs.cli import main
+
+sys.exit(main())

@@ -1,0 +1,112 @@
+"""Command line: `python -m labs probe` and `python -m labs run LAB --params P --out DIR`.
+
+Exit codes: 0 success, 2 bad parameters (one-line reason on stderr), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from labs import env, registry
+from labs.params import one_line
+from labs.runtime import LabContext, build_result, emit, now_iso, validate_result
+
+
+class BadParams(Exception):
+    pass
+
+
+def _read_params(raw: str) -> dict:
+    text = raw
+    if not raw.lstrip().startswith("{"):
+        path = Path(raw)
+        if not path.is_file():
+            raise BadParams(f"--params: {raw!r} is neither a JSON object nor a readable file")
+        text = path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadParams(f"--params: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise BadParams("--params: expected a JSON object like {\"steps\": 4}")
+    return data
+
+
+def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
+    try:
+        module = registry.load(name)
+    except KeyError:
+        raise BadParams(f"lab: unknown lab {name!r}; available: {', '.join(registry.lab_names())}") from None
+    data = _read_params(raw_params)
+    try:
+        params = module.Params.model_validate(data)
+    except ValidationError as exc:
+        raise BadParams(one_line(exc)) from None
+    report = env.probe()
+    try:
+        backend = env.resolve_backend(backend_req, report)
+    except ValueError as exc:
+        raise BadParams(str(exc)) from None
+    lab_backends = getattr(module, "BACKENDS", env.BACKENDS)
+    if backend not in lab_backends:
+        # e.g. a lab that has no TE path yet runs on torch-cuda instead of refusing.
+        backend = "torch-cuda" if "torch-cuda" in lab_backends and backend == "te" else "cpu"
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = LabContext(
+        out_dir=out,
+        backend=backend,
+        environment=env.environment_for(backend, report),
+        available_backends=env.available_backends(report),
+    )
+    check = getattr(module, "check_resources", None)
+    if check is not None:
+        problem = check(params, ctx)
+        if problem:
+            raise BadParams(problem)
+    started = now_iso()
+    emit("start", lab=name, backend=backend, label=ctx.environment["label"])
+    results = module.run(params, ctx)
+    result = build_result(lab=name, params=params.model_dump(mode="json"), ctx=ctx, started_at=started, results=results)
+    errors = validate_result(result)
+    (out / "result.json").write_text(json.dumps(result, indent=2, allow_nan=False))
+    if errors:
+        print("result.json failed its schema: " + "; ".join(errors[:5]), file=sys.stderr)
+        return 1
+    emit("done", result="result.json", fraction=1.0)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labs", description="Run the course labs.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("probe", help="print the environment capability report as JSON")
+    sub.add_parser("list", help="list the labs")
+    run = sub.add_parser("run", help="run one lab and write DIR/result.json")
+    run.add_argument("lab")
+    run.add_argument("--params", default="{}", help="a JSON object or a path to a JSON file")
+    run.add_argument("--out", required=True, type=Path)
+    run.add_argument("--backend", default="auto", help="auto | te | torch-cuda | cpu")
+    args = parser.parse_args(argv)
+
+    if args.cmd == "probe":
+        print(json.dumps(env.probe(), indent=2))
+        return 0
+    if args.cmd == "list":
+        for name in registry.lab_names():
+            print(name)
+        return 0
+    try:
+        return run_lab(args.lab, args.params, args.out, args.backend)
+    except BadParams as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except Exception as exc:  # a lab bug or a device error: keep the reason readable
+        traceback.print_exc()
+        print(f"lab {args.lab} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,76 @@
+"""What a running lab gets (`LabContext`) and how its bundle is written and checked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from labs import SCHEMA_VERSION
+
+SCHEMA_PATH = Path(__file__).parent / "schema" / "result.schema.json"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def emit(event: str, **data) -> None:
+    """One JSON line on stdout: the worker reads these for progress and heartbeats."""
+    sys.stdout.write(json.dumps({"event": event, **data}) + "\n")
+    sys.stdout.flush()
+
+
+@dataclass
+class LabContext:
+    out_dir: Path
+    backend: str
+    environment: dict
+    available_backends: list[str]
+    artifacts: list[dict] = field(default_factory=list)
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        emit("progress", fraction=round(max(0.0, min(1.0, fraction)), 4), message=message)
+
+    def add_artifact(self, name: str, relpath: str, media_type: str, title: str | None = None) -> None:
+        """Register a file already written under out_dir."""
+        if not (self.out_dir / relpath).is_file():
+            raise FileNotFoundError(f"artifact {name!r}: {relpath} was not written")
+        self.artifacts.append({"name": name, "path": relpath, "media_type": media_type, "title": title or name})
+
+    def write_text(self, relpath: str, text: str) -> Path:
+        path = self.out_dir / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate_result(result: dict) -> list[str]:
+    """Schema errors as readable strings (empty list when valid)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(load_schema())
+    errors = []
+    for err in sorted(validator.iter_errors(result), key=lambda e: list(e.path)):
+        where = "/".join(str(p) for p in err.path) or "(top level)"
+        errors.append(f"{where}: {err.message}")
+    return errors
+
+
+def build_result(*, lab: str, params: dict, ctx: LabContext, started_at: str, results: dict) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "lab": lab,
+        "params": params,
+        "environment": ctx.environment,
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "results": results,
+        "artifacts": ctx.artifacts,
+    }
