@@ -24,4 +24,26 @@ def run(params: Params, ctx) -> dict:
     a = torch.randn(64, 64, device=device)
     ok = bool(torch.isfinite(a @ a).all())
     ctx.progress(0.8, "smoke-tested a matmul on " + device)
-    return {"smoke_test": {"device": device, "matmul_ok": ok}, "available_backends": ctx.available_backends}
+    env = ctx.environment
+    recipes = env["fp8_recipes"]
+    return {
+        "summary": [
+            {"label": "Device", "value": env["device"]["name"]},
+            {"label": "Backend a lab would use", "value": ctx.backend},
+            {"label": "Honesty label", "value": env["label"]},
+        ],
+        "tables": [
+            {
+                "title": "Library versions",
+                "columns": ["library", "version"],
+                "rows": [[k, v or "not present"] for k, v in env["versions"].items()],
+            },
+            {
+                "title": "FP8 recipes",
+                "columns": ["recipe", "supported", "why not"],
+                "rows": [[k, "yes" if v["supported"] else "no", v["reason"] or ""] for k, v in recipes.items()],
+            },
+        ],
+        "smoke_test": {"device": device, "matmul_ok": ok},
+        "available_backends": ctx.available_backends,
+    }
