@@ -1,0 +1,223 @@
+"""Start one process per rank, run a function in each, and bring back what it returns.
+
+    from labs.dist import launch
+    results = launch(my_rank_fn, world_size=4, args=(cfg,), device="cpu", timeout_s=120)
+
+Each rank is a fresh `spawn`ed Python process (fork is unsafe once torch has started threads).
+On CPU the ranks talk over gloo with one intra-op thread each, so a rank's timings are not inflated by
+its own thread pool fighting the other ranks; on GPU rank r owns cuda:r and talks over NCCL. The
+ranks rendezvous through a FileStore in a private temporary directory, so there is no port to race for.
+
+Failure handling, because a distributed job must never hang the worker that started it:
+- a rank that raises: its traceback comes back, the other ranks (probably stuck in a collective
+  waiting for it) are terminated, and `RankFailed` names the rank and the error;
+- a rank that dies without a word (segfault, OOM kill): `RankFailed` with its exit code;
+- ranks still running at `timeout_s`: all are terminated and `RankTimeout` names the missing ranks;
+- the parent dying: each child asked Linux to SIGKILL it when its parent goes (PR_SET_PDEATHSIG).
+In every case all children are joined before `launch` returns or raises: no stray processes.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import time
+import traceback
+from datetime import timedelta
+from typing import Any, Callable
+
+# On CPU the "devices" are processes sharing cores. Four ranks are allowed even on a 2-core machine so
+# the lab can show TP=4 anywhere; beyond that each rank would get too little of a core to mean anything.
+MIN_CPU_SLOTS = 4
+
+
+def cpu_slots() -> int:
+    return max(MIN_CPU_SLOTS, os.cpu_count() or 1)
+
+
+def slots_explained(device: str) -> tuple[int, str]:
+    """(how many ranks fit, the sentence that says why) for device 'cpu' or 'cuda'."""
+    if device == "cuda":
+        import torch
+
+        n = torch.cuda.device_count()
+        return n, f"{n} CUDA GPU(s) visible, one rank per GPU"
+    n = cpu_slots()
+    return n, f"{n} CPU rank slots = max({MIN_CPU_SLOTS}, os.cpu_count()={os.cpu_count()}); ranks share cores"
+
+
+def check_world_size(world_size: int, device: str, *, field: str = "degree") -> str | None:
+    """None if `world_size` ranks fit on this machine, else a message naming what is available."""
+    n, why = slots_explained(device)
+    if world_size > n:
+        return f"{field}: {world_size} ranks need {world_size} devices but this machine has {why}; use {field} <= {n}"
+    return None
+
+
+class RankFailed(RuntimeError):
+    def __init__(self, rank: int, detail: str):
+        self.rank = rank
+        self.detail = detail
+        super().__init__(f"rank {rank} failed: {detail}")
+
+
+class RankTimeout(RuntimeError):
+    def __init__(self, missing: list[int], timeout_s: float):
+        self.missing = missing
+        super().__init__(
+            f"ranks {missing} did not finish within {timeout_s:g} s (hung or too slow); all ranks were stopped"
+        )
+
+
+def _die_with_parent() -> None:
+    """Linux only: have the kernel SIGKILL this process if the launching process dies."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:
+        pass  # best effort; the parent's own cleanup still joins or kills us
+
+
+def _rank_entry(rank, world_size, fn, args, store_path, device, timeout_s, parent_pid, results) -> None:
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+    try:
+        import torch
+        import torch.distributed as dist
+
+        if device == "cuda":
+            torch.cuda.set_device(rank)
+            backend = "nccl"
+        else:
+            torch.set_num_threads(1)  # one core's worth per rank; see module docstring
+            backend = "gloo"
+        store = dist.FileStore(store_path, world_size)
+        dist.init_process_group(
+            backend, store=store, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+        )
+        value = fn(rank, world_size, *args)
+    except BaseException as exc:  # noqa: BLE001  (report everything, including KeyboardInterrupt)
+        # Report before tearing down: tearing down closes our sockets, and the peers' resulting
+        # "connection closed" errors must not arrive ahead of the real cause.
+        tb = traceback.format_exc(limit=8)
+        results.put(("error", rank, f"{type(exc).__name__}: {exc}\n{tb}"))
+        return
+    finally:
+        _destroy_group()
+    results.put(("ok", rank, value))
+
+
+def _destroy_group() -> None:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass
+
+
+# Errors a rank sees because a *peer* failed; the peer's own error is the one worth showing.
+_SECONDARY = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out", "NCCL communicator was aborted")
+
+
+def _primary_error(errors: dict[int, str]) -> tuple[int, str]:
+    for rank in sorted(errors):
+        if not any(marker in errors[rank] for marker in _SECONDARY):
+            return rank, errors[rank]
+    rank = min(errors)
+    return rank, errors[rank]
+
+
+def launch(
+    fn: Callable[..., Any],
+    world_size: int,
+    *,
+    args: tuple = (),
+    device: str = "cpu",
+    timeout_s: float = 300.0,
+    on_rank_done: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """Run `fn(rank, world_size, *args)` in `world_size` processes; return the values in rank order.
+
+    `fn` and `args` must be picklable (a module-level function). Raises RankFailed or RankTimeout.
+    """
+    import torch.multiprocessing as mp
+
+    problem = check_world_size(world_size, device, field="world_size")
+    if problem:
+        raise ValueError(problem)
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    tmp = tempfile.mkdtemp(prefix="labs-dist-")
+    store_path = os.path.join(tmp, "store")
+    procs = [
+        ctx.Process(
+            target=_rank_entry,
+            args=(r, world_size, fn, args, store_path, device, timeout_s, os.getpid(), results),
+            name=f"labs-rank-{r}",
+            daemon=True,
+        )
+        for r in range(world_size)
+    ]
+    values: dict[int, Any] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        for p in procs:
+            p.start()
+        while len(values) < world_size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RankTimeout(sorted(set(range(world_size)) - set(values)), timeout_s)
+            try:
+                status, rank, value = results.get(timeout=min(0.2, remaining))
+            except queue.Empty:
+                for r, p in enumerate(procs):
+                    # Exited without reporting: killed by a signal or os._exit. Give the queue a beat
+                    # in case its message is still in flight, then call it.
+                    if r not in values and p.exitcode is not None and p.exitcode != 0:
+                        time.sleep(0.2)
+                        if results.empty():
+                            raise RankFailed(r, f"process exited with code {p.exitcode} without reporting")
+                continue
+            if status == "error":
+                errors = {rank: value}
+                settle = time.monotonic() + 1.0  # let the other ranks' errors arrive, then pick the cause
+                while time.monotonic() < settle:
+                    try:
+                        status2, rank2, value2 = results.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    if status2 == "error":
+                        errors[rank2] = value2
+                raise RankFailed(*_primary_error(errors))
+            values[rank] = value
+            if on_rank_done is not None:
+                on_rank_done(rank)
+        for p in procs:
+            p.join(timeout=max(1.0, deadline - time.monotonic()))
+        return [values[r] for r in range(world_size)]
+    finally:
+        _stop_all(procs)
+        results.close()
+        results.join_thread()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stop_all(procs) -> None:
+    procs = [p for p in procs if p.pid is not None]  # never started: nothing to stop
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=3)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=3)

@@ -1,0 +1,116 @@
+"""The launcher on real gloo ranks: results come back, and a crash or a hang ends the job cleanly."""
+
+import os
+import time
+
+import pytest
+
+from labs import dist as labdist
+
+
+def _sum_of_ranks(rank, world_size, offset):
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([float(rank + offset)])
+    dist.all_reduce(t)
+    return {"rank": rank, "sum": t.item(), "threads": torch.get_num_threads(), "pid": os.getpid()}
+
+
+def _rank1_raises(rank, world_size):
+    import torch.distributed as dist
+
+    if rank == 1:
+        raise ValueError("deliberate failure on rank 1")
+    dist.barrier()  # rank 0 would wait here forever without the launcher stepping in
+    return rank
+
+
+def _rank1_hangs(rank, world_size):
+    import torch.distributed as dist
+
+    if rank == 1:
+        time.sleep(3600)
+    dist.barrier()
+    return rank
+
+
+def _rank0_dies(rank, world_size):
+    if rank == 0:
+        os._exit(7)
+    time.sleep(3600)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie still answers kill(0); the launcher joins (reaps) its children, so it must not be ours.
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().split()[2] == "Z"
+
+
+def _children_of_this_process() -> set[int]:
+    me = os.getpid()
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            # multiprocessing's resource tracker lives as long as this interpreter by design; not a rank.
+            if b"resource_tracker" not in cmd:
+                out.add(int(entry))
+    return out
+
+
+def test_results_come_back_in_rank_order_with_one_thread_each():
+    before = _children_of_this_process()
+    out = labdist.launch(_sum_of_ranks, 2, args=(10,), timeout_s=60)
+    assert [o["rank"] for o in out] == [0, 1]
+    assert all(o["sum"] == 21.0 for o in out)  # (0+10) + (1+10)
+    assert all(o["threads"] == 1 for o in out)
+    assert all(_gone(o["pid"]) for o in out)
+    assert _children_of_this_process() - before == set()
+
+
+def test_a_rank_that_raises_fails_the_job_with_its_error():
+    before = _children_of_this_process()
+    t0 = time.monotonic()
+    with pytest.raises(labdist.RankFailed, match="rank 1 failed: ValueError: deliberate failure on rank 1"):
+        labdist.launch(_rank1_raises, 2, timeout_s=60)
+    assert time.monotonic() - t0 < 30  # did not wait for the 60 s limit
+    assert _children_of_this_process() - before == set()
+
+
+def test_a_rank_that_hangs_is_stopped_at_the_time_limit():
+    before = _children_of_this_process()
+    t0 = time.monotonic()
+    with pytest.raises(labdist.RankTimeout, match=r"ranks \[0, 1\] did not finish within 4 s") as info:
+        labdist.launch(_rank1_hangs, 2, timeout_s=4)
+    assert info.value.missing == [0, 1]
+    assert time.monotonic() - t0 < 4 + 10  # limit plus terminate/join grace
+    assert _children_of_this_process() - before == set()
+
+
+def test_a_rank_that_dies_silently_is_reported_with_its_exit_code():
+    with pytest.raises(labdist.RankFailed, match="rank 0 failed: process exited with code 7"):
+        labdist.launch(_rank0_dies, 2, timeout_s=60)
+
+
+def test_world_size_beyond_slots_is_refused_with_the_arithmetic():
+    n = labdist.cpu_slots()
+    assert n == max(4, os.cpu_count())
+    msg = labdist.check_world_size(n + 1, "cpu")
+    assert f"{n} CPU rank slots = max(4, os.cpu_count()={os.cpu_count()})" in msg
+    assert f"use degree <= {n}" in msg
+    assert labdist.check_world_size(n, "cpu") is None
+    with pytest.raises(ValueError, match="world_size"):
+        labdist.launch(_sum_of_ranks, n + 1, args=(0,))
