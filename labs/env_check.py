@@ -30,7 +30,7 @@ def run(params: Params, ctx) -> dict:
         "summary": [
             {"label": "Device", "value": env["device"]["name"]},
             {"label": "Backend a lab would use", "value": ctx.backend},
-            {"label": "Honesty label", "value": env["label"]},
+            {"label": "Compute capability", "value": env["device"].get("compute_capability") or "n/a (no GPU)"},
         ],
         "tables": [
             {

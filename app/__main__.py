@@ -1,0 +1,98 @@
+"""Command line for the course server.
+
+    python -m app serve [--host 127.0.0.1] [--port 8000]   migrate, start workers, serve
+    python -m app worker                                  run one embedded worker
+    python -m app migrate                                 apply database migrations
+    python -m app users create --email E --password P --role instructor [--role grader]
+    python -m app lessons validate                        check every lesson under lessons/
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from app.config import Settings, SettingsError
+
+
+def _users_create(settings: Settings, args) -> int:
+    from app import migrate
+    from app.db import make_engine, make_sessionmaker
+    from app.services import users
+
+    migrate.upgrade(settings.db_url)
+    password = args.password or getpass.getpass("Password: ")
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        existing = users.get_by_email(db, email=args.email)
+        try:
+            if existing:
+                users.add_roles(db, user=existing, roles=args.role)
+                print(f"{existing.email}: roles now {', '.join(sorted(existing.roles))}")
+                return 0
+            user = users.create_user(db, email=args.email, password=password,
+                                     display_name=args.name or "", roles=args.role or ["learner"])
+        except users.UserError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+    print(f"created {user.email} with roles {', '.join(sorted(user.roles))}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    serve = sub.add_parser("serve", help="serve the course (embedded SQLite and worker by default)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    sub.add_parser("worker", help="run a worker that executes lab jobs")
+    sub.add_parser("migrate", help="apply database migrations")
+    users_p = sub.add_parser("users", help="manage users")
+    users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
+    create = users_sub.add_parser("create", help="create a user, or add roles to an existing one")
+    create.add_argument("--email", required=True)
+    create.add_argument("--password", help="prompted for when omitted")
+    create.add_argument("--name", default="")
+    create.add_argument("--role", action="append", choices=["learner", "instructor", "grader"],
+                        help="repeat for several roles (default: learner)")
+    lessons_p = sub.add_parser("lessons", help="course content")
+    lessons_sub = lessons_p.add_subparsers(dest="lessons_cmd", required=True)
+    lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
+    args = parser.parse_args(argv)
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+    if args.cmd == "serve":
+        import uvicorn
+
+        from app.main import create_app
+
+        print(f"Course at http://{args.host}:{args.port}  (data: {settings.data_dir}, database: {settings.db_url})")
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+        return 0
+    if args.cmd == "worker":
+        from app.worker import main as worker_main
+
+        worker_main(settings)
+        return 0
+    if args.cmd == "migrate":
+        from app import migrate
+
+        migrate.upgrade(settings.db_url)
+        print("database is at the latest migration")
+        return 0
+    if args.cmd == "users":
+        return _users_create(settings, args)
+    if args.cmd == "lessons":
+        from app.content.cli import validate_command
+
+        return validate_command(settings.lessons_dir)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

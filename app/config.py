@@ -1,0 +1,85 @@
+"""One settings object, read from the environment (COURSE_* variables and DATABASE_URL).
+
+Outside development a default or missing secret key is refused, so a deployed server never
+signs sessions with a key that is printed in this file.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV_SECRET = "development-only-secret-change-me"
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: got {raw!r}, expected a whole number from {lo} to {hi}") from None
+    if not lo <= value <= hi:
+        raise SettingsError(f"{name}: got {value}, expected a whole number from {lo} to {hi}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    environment: str = "development"  # development | test | production
+    data_dir: Path = ROOT / "data"  # SQLite file, job bundles and uploads live here
+    database_url: str = ""  # empty: SQLite file under data_dir
+    secret_key: str = DEV_SECRET  # signs session cookies
+    lessons_dir: Path = ROOT / "lessons"  # authored course content (data, no code)
+    embedded_workers: int = 1  # worker processes started with the server; 0 = run `python -m app worker` yourself
+    job_time_limit_s: int = 600  # a lab subprocess is killed after this
+    lease_s: int = 30  # a running job whose heartbeat is older than this is requeued or failed
+    heartbeat_s: float = 2.0  # how often the worker renews its lease while a lab runs
+    max_attempts: int = 2  # attempts before a job whose worker vanished is failed
+    python: str = field(default_factory=lambda: sys.executable)  # interpreter that runs `python -m labs`
+    secure_cookies: bool = False  # set in production behind HTTPS
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'course.db'}"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.data_dir / "jobs"
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, **overrides) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        environment = env.get("COURSE_ENV", "development")
+        if environment not in ("development", "test", "production"):
+            raise SettingsError(f"COURSE_ENV: got {environment!r}, expected development, test or production")
+        secret = env.get("COURSE_SECRET_KEY", "")
+        if not secret:
+            if environment == "production":
+                raise SettingsError("COURSE_SECRET_KEY: must be set in production (a long random string)")
+            secret = DEV_SECRET if environment == "development" else secrets.token_urlsafe(32)
+        elif secret == DEV_SECRET and environment == "production":
+            raise SettingsError("COURSE_SECRET_KEY: the development default is refused in production")
+        values = dict(
+            environment=environment,
+            data_dir=Path(env.get("COURSE_DATA_DIR") or ROOT / "data").resolve(),
+            database_url=env.get("DATABASE_URL", ""),
+            secret_key=secret,
+            lessons_dir=Path(env.get("COURSE_LESSONS_DIR") or ROOT / "lessons").resolve(),
+            embedded_workers=_int(env, "COURSE_WORKERS", 1, 0, 8),
+            job_time_limit_s=_int(env, "COURSE_JOB_TIME_LIMIT", 600, 5, 7200),
+            lease_s=_int(env, "COURSE_LEASE_SECONDS", 30, 2, 3600),
+            max_attempts=_int(env, "COURSE_MAX_ATTEMPTS", 2, 1, 10),
+            secure_cookies=env.get("COURSE_SECURE_COOKIES", "") == "1",
+        )
+        values.update(overrides)
+        return cls(**values)

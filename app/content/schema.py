@@ -1,0 +1,485 @@
+"""The lesson content schema: what an author may write in `lessons/<lesson-id>/`.
+
+Layout of one lesson folder (the lesson id is the folder name, a part or question id is its file stem):
+
+    lessons/<lesson-id>/
+        lesson.yaml            LessonFile: header, computed values, references
+        parts/<part-id>.yaml   PartFile: one timed part, ordered by its `number`
+        questions/<q-id>.yaml  Question: single_choice | free_response | numeric
+        atlas.yaml             Atlas (optional): vocabulary, worked example, playbook, hardware eras
+        lab.yaml               Lab (optional): the hands-on lab and its evidence of completion
+
+Every model forbids unknown keys, so a misspelt field is an error rather than silently ignored.
+Markdown fields may contain `$…$` / `$$…$$` math and `{{calc:NAME.FIELD|FORMAT}}` placeholders
+(see app/content/calc.py); numeric question prompts may also contain `{{param|FORMAT}}`.
+Cross-file checks (question ids a part lists, era ids, code-trace line numbers, generator names)
+live in the loader, which knows every file of a lesson.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+Id = Annotated[str, Field(pattern=ID_PATTERN, description="Lowercase id: letters, digits and dashes.")]
+Markdown = Annotated[str, Field(min_length=1, description="Markdown text; `$…$` math allowed.")]
+Text = Annotated[str, Field(min_length=1, description="Plain one-line text.")]
+
+#: Labs a lesson may link to; they are the labs `python -m labs run` knows.
+LabId = Literal["env-check", "fp8-step", "tp-sweep", "overlap-trace"]
+
+
+class Strict(BaseModel):
+    """Base for every content model: unknown keys are errors, values are not coerced across types."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, str_strip_whitespace=True)
+
+
+# ---------------------------------------------------------------- lesson.yaml
+
+
+class CoursePath(Strict):
+    name: Text = Field(description="Name of the course path, e.g. 'Parallel Horizons'.")
+    number: int = Field(ge=1, le=99, description="Position of the path in the course (shown as two digits).")
+    items: list[Text] = Field(min_length=1, description="Topics the path covers, shown as tags.")
+    emphasis: Markdown | None = Field(None, description="What the path emphasises, one or two sentences.")
+    note: Text | None = Field(None, description="Small print shown with the path, e.g. an independence disclaimer.")
+
+
+class Anchor(Strict):
+    year: int = Field(ge=1940, le=2100, description="Year of the historical anchor.")
+    label: Text = Field(description="What happened that year, e.g. 'Hopper FP8 / Transformer Engine'.")
+
+
+class Computed(Strict):
+    calc: Text = Field(description="Name of a calculation in app/content/calc.py's registry, e.g. 'fp8_scale'.")
+    args: dict[str, float | int | str | list[float]] = Field(
+        default_factory=dict, description="Keyword arguments passed to the calculation."
+    )
+    format: Text = Field(".4g", description="Default Python format spec for the numbers it produces.")
+
+
+class Reference(Strict):
+    title: Text = Field(description="Title of the page or paper.")
+    covers: Text = Field(description="What the learner finds there, in a few words.")
+    url: str = Field(pattern=r"^https://", description="Address of the page (https only).")
+    official: bool = Field(False, description="True for vendor or project documentation.")
+
+
+class LessonFile(Strict):
+    """`lesson.yaml`: the header of the lesson page and lesson-wide data."""
+
+    title: Text = Field(description="Lesson title, e.g. 'Transformer Scaling'.")
+    number: int = Field(ge=1, le=99, description="Lesson number, unique in the course; shown as two digits.")
+    path: CoursePath = Field(description="The course path this lesson belongs to.")
+    anchor: Anchor | None = Field(None, description="Historical anchor shown in the header.")
+    summary: Markdown = Field(description="One-paragraph promise of the lesson.")
+    study_note: Markdown | None = Field(None, description="How to study it (e.g. write answers down as you go).")
+    connects: Markdown | None = Field(None, description="How this lesson connects to tools and labs.")
+    prerequisites: list[Text] = Field(default_factory=list, description="Suggested prerequisites.")
+    tools: list[Text] = Field(default_factory=list, description="Practice tools the lesson uses.")
+    remember: Text | None = Field(None, description="The one sentence to remember first.")
+    interactive: list[Id] = Field(
+        default_factory=list, description="Ids of interactive tools the 'play' link opens, e.g. 'fp8-range'."
+    )
+    computed: dict[Id, Computed] = Field(
+        default_factory=dict,
+        description="Named worked numbers, evaluated at load time; used as {{calc:NAME.FIELD}} in any file.",
+    )
+    references: list[Reference] = Field(default_factory=list, description="'Go deeper' links.")
+
+
+# ---------------------------------------------------------------- parts and their blocks
+
+
+class Objective(Strict):
+    id: Id = Field(description="Stable id of the objective (progress and audits refer to it).")
+    text: Text = Field(description="What the learner can do by the end.")
+
+
+class Pause(Strict):
+    id: Id = Field(description="Stable id; the learner's answer is saved under it before the reveal.")
+    prompt: Text = Field(description="The 'pause and reason' question.")
+    answer: Markdown = Field(description="Reference answer revealed after the learner writes theirs.")
+
+
+class MarkdownBlock(Strict):
+    kind: Literal["markdown"] = Field(description="Free Markdown.")
+    body: Markdown = Field(description="The text.")
+
+
+class CalloutBlock(Strict):
+    kind: Literal["callout"] = Field(description="A highlighted box.")
+    style: Literal["remember", "note", "depth", "warning", "anchor"] = Field(
+        description="Look of the box: remember, note, depth (extra depth), warning, anchor (historical)."
+    )
+    title: Text = Field(description="Box title.")
+    body: Markdown = Field(description="Box text.")
+
+
+class ObjectivesBlock(Strict):
+    kind: Literal["objectives"] = Field(description="The 'by the end you should be able to' list.")
+    items: list[Objective] = Field(min_length=1, description="Objectives, in order.")
+
+
+class Step(Strict):
+    id: Id = Field(description="Stable id of the step.")
+    label: Text = Field(description="Short label, e.g. 'Scale'.")
+    body: Markdown = Field(description="What the step says.")
+
+
+class StepsBlock(Strict):
+    kind: Literal["steps"] = Field(description="A numbered mental-model sequence.")
+    items: list[Step] = Field(min_length=1, description="Steps, in order.")
+
+
+class ConceptCard(Strict):
+    id: Id = Field(description="Stable id of the card.")
+    title: Text = Field(description="The claim the card makes.")
+    body: Markdown = Field(description="Why it holds.")
+
+
+class ConceptCardsBlock(Strict):
+    kind: Literal["concept_cards"] = Field(description="A row of short concept cards.")
+    cards: list[ConceptCard] = Field(min_length=1, description="Cards, in order.")
+
+
+class SectionBlock(Strict):
+    kind: Literal["section"] = Field(description="A titled deep-dive section, optionally ending in a pause.")
+    id: Id = Field(description="Stable id of the section.")
+    label: Text | None = Field(None, description="Small label above the title, e.g. 'Part 01' or 'Depth'.")
+    title: Text = Field(description="Section title.")
+    body: Markdown = Field(description="Section text.")
+    source: Text | None = Field(None, description="Where the material comes from, for depth sections.")
+    pause: Pause | None = Field(None, description="The 'pause and reason' prompt that closes the section.")
+
+
+class TraceStep(Strict):
+    id: Id = Field(description="Stable id of the trace step.")
+    label: Text = Field(description="Short tag, e.g. 'Recipe'.")
+    title: Text = Field(description="What happens at these lines.")
+    body: Markdown = Field(description="Why it matters.")
+    lines: list[int] = Field(
+        min_length=1, description="1-based line numbers of the block's `code` this step explains."
+    )
+
+
+class CodeTraceBlock(Strict):
+    kind: Literal["code_trace"] = Field(description="A program model with trace steps linked to its lines.")
+    id: Id = Field(description="Stable id of the trace.")
+    title: Text = Field(description="Caption of the program model.")
+    language: Literal["python", "cpp", "cuda", "text", "bash"] = Field(
+        "python", description="Language used for highlighting."
+    )
+    code: str = Field(min_length=1, description="The code; line N is what a step's `lines` refer to.")
+    steps: list[TraceStep] = Field(min_length=1, description="Trace steps, in reading order.")
+
+    @property
+    def code_lines(self) -> list[str]:
+        return self.code.rstrip("\n").split("\n")
+
+    @model_validator(mode="after")
+    def _lines_exist(self) -> "CodeTraceBlock":
+        n = len(self.code_lines)
+        for i, step in enumerate(self.steps):
+            bad = [ln for ln in step.lines if not 1 <= ln <= n]
+            if bad:
+                raise ValueError(
+                    f"steps[{i}] ({step.id}) links to line(s) {bad}, but the code has lines 1..{n}"
+                )
+        return self
+
+
+class TimelineBlock(Strict):
+    kind: Literal["timeline"] = Field(description="Hardware/ecosystem eras, taken from atlas.yaml by id.")
+    eras: list[Id] = Field(min_length=1, description="Ids of `hardware_ecosystem` entries in atlas.yaml.")
+
+
+class QuestionsBlock(Strict):
+    kind: Literal["questions"] = Field(description="Practice questions, taken from questions/ by id.")
+    ids: list[Id] = Field(min_length=1, description="Question ids (file stems under questions/), in order.")
+
+
+Block = Annotated[
+    Union[
+        MarkdownBlock,
+        CalloutBlock,
+        ObjectivesBlock,
+        StepsBlock,
+        ConceptCardsBlock,
+        SectionBlock,
+        CodeTraceBlock,
+        TimelineBlock,
+        QuestionsBlock,
+    ],
+    Field(discriminator="kind"),
+]
+
+
+class PartFile(Strict):
+    """`parts/<part-id>.yaml`: one timed part of the lesson."""
+
+    number: int = Field(ge=1, le=20, description="Position of the part; numbers run 1, 2, 3… without gaps.")
+    title: Text = Field(description="Short title used in the pacing list, e.g. 'Mental model'.")
+    heading: Text | None = Field(None, description="Longer heading on the part itself; defaults to the title.")
+    minutes: int = Field(ge=1, le=120, description="Minutes the part is budgeted; the read time is their sum.")
+    intro: Markdown | None = Field(None, description="Optional text before the blocks.")
+    blocks: list[Block] = Field(default_factory=list, description="The part's content, in order.")
+
+
+class Part(PartFile):
+    id: Id = Field(description="The part id: its file stem (set by the loader).")
+
+
+# ---------------------------------------------------------------- questions
+
+
+class Option(Strict):
+    id: str = Field(pattern=r"^[A-Z]$", description="Option letter, A to Z.")
+    text: Text = Field(description="The option as shown.")
+    correct: bool = Field(False, description="True for the one correct option.")
+    feedback: Markdown = Field(description="Shown when the learner picks this option.")
+
+
+class QuestionBase(Strict):
+    label: Text | None = Field(None, description="Small tag above the prompt, e.g. 'Format' or 'Diagnose'.")
+    prompt: Markdown = Field(description="The question.")
+    hint: Markdown | None = Field(None, description="Hint the learner may open before answering.")
+
+
+class SingleChoice(QuestionBase):
+    kind: Literal["single_choice"] = Field(description="Pick one option; each option has its own feedback.")
+    options: list[Option] = Field(min_length=2, description="Options, A first.")
+    explanation: Markdown | None = Field(None, description="Shown with the answer after any pick.")
+
+    @model_validator(mode="after")
+    def _one_correct(self) -> "SingleChoice":
+        n = sum(o.correct for o in self.options)
+        if n != 1:
+            raise ValueError(f"exactly one option must have correct: true, found {n}")
+        ids = [o.id for o in self.options]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"option ids must be unique, found {ids}")
+        return self
+
+
+class FreeResponse(QuestionBase):
+    kind: Literal["free_response"] = Field(description="Written answer, saved before the reference is revealed.")
+    reference_answer: Markdown = Field(description="The reference answer.")
+
+
+class Tolerance(Strict):
+    abs: float | None = Field(None, ge=0, description="Accepted absolute error, in the question's unit.")
+    rel: float | None = Field(None, ge=0, le=1, description="Accepted relative error, e.g. 0.02 for 2%.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Tolerance":
+        if (self.abs is None) == (self.rel is None):
+            raise ValueError("give exactly one of abs or rel")
+        return self
+
+
+class Range(Strict):
+    min: float = Field(description="Smallest value drawn.")
+    max: float = Field(description="Largest value drawn.")
+    step: float = Field(1, gt=0, description="Values are min + k·step.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Range":
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) must be >= min ({self.min})")
+        return self
+
+
+class Choices(Strict):
+    choices: list[float | int | str] = Field(min_length=1, description="Values drawn with equal chance.")
+
+
+ParamSpec = Union[float, int, str, list[float], Range, Choices]
+
+
+class Numeric(QuestionBase):
+    kind: Literal["numeric"] = Field(description="A number with a unit, graded within a tolerance.")
+    generator: Text | None = Field(
+        None, description="Name of a generator in app/content/practice.py; its params vary per learner."
+    )
+    params: dict[str, ParamSpec] = Field(
+        default_factory=dict,
+        description="Generator parameters: a fixed value, {min, max, step} or {choices: [...]}.",
+    )
+    answer: float | None = Field(None, description="The answer of a fixed (non-generated) question.")
+    unit: str = Field("", description="Unit of the answer, e.g. 'ms', 'GB', '%'; empty for a pure number.")
+    tolerance: Tolerance = Field(
+        default_factory=lambda: Tolerance(rel=0.01), description="How close counts as correct."
+    )
+    explanation: Markdown | None = Field(
+        None, description="Shown after grading; may use {{param}} and the generator's derived values."
+    )
+
+    @model_validator(mode="after")
+    def _answer_or_generator(self) -> "Numeric":
+        if (self.generator is None) == (self.answer is None):
+            raise ValueError("give exactly one of `generator` (parameterized) or `answer` (fixed)")
+        if self.answer is not None and self.params:
+            raise ValueError("`params` only make sense with a `generator`")
+        return self
+
+
+QuestionFile = Annotated[Union[SingleChoice, FreeResponse, Numeric], Field(discriminator="kind")]
+
+
+# ---------------------------------------------------------------- atlas.yaml
+
+
+class Term(Strict):
+    term: Text = Field(description="The word.")
+    definition: Markdown = Field(description="What it means here.")
+
+
+class ExampleStep(Strict):
+    id: Id = Field(description="Stable id of the step.")
+    title: Text = Field(description="Short title, e.g. 'Compute scale'.")
+    body: Markdown = Field(description="The step, with {{calc:…}} numbers.")
+
+
+class WorkedExample(Strict):
+    title: Text = Field(description="Title of the example.")
+    steps: list[ExampleStep] = Field(min_length=1, description="Steps, in order.")
+    result: Markdown = Field(description="What the numbers add up to.")
+    why: Markdown = Field(description="Why it matters.")
+
+
+class PlaybookRow(Strict):
+    id: Id = Field(description="Stable id of the row.")
+    symptom: Text = Field(description="What the learner observes.")
+    inspect: Markdown = Field(description="What to inspect first.")
+    evidence: Markdown = Field(description="The evidence that settles it.")
+
+
+class Era(Strict):
+    id: Id = Field(description="Stable id; a part's timeline block refers to it.")
+    title: Text = Field(description="Name of the era, e.g. 'FP32 training'.")
+    what_changed: Markdown = Field(description="What the hardware and software changed.")
+    cost: Markdown = Field(description="What it cost or what became the new problem.")
+
+
+class Atlas(Strict):
+    """`atlas.yaml`: optional reference material, outside the timed parts."""
+
+    note: Text | None = Field(None, description="Small print, e.g. 'optional reference, outside the core time'.")
+    vocabulary: list[Term] = Field(default_factory=list, description="Core vocabulary.")
+    worked_example: WorkedExample | None = Field(None, description="One worked example with computed numbers.")
+    playbook: list[PlaybookRow] = Field(default_factory=list, description="Diagnostic playbook rows.")
+    hardware_ecosystem: list[Era] = Field(default_factory=list, description="Hardware → ecosystem eras, in order.")
+
+
+# ---------------------------------------------------------------- lab.yaml
+
+
+class LabStep(Strict):
+    id: Id = Field(description="Stable id of the step.")
+    text: Markdown = Field(description="What to do.")
+    lab: LabId | None = Field(None, description="The lab that automates this step, if any.")
+
+
+class Evidence(Strict):
+    id: Id = Field(description="Stable id; a submission's evidence is keyed by it.")
+    title: Text = Field(description="What to hand in.")
+    description: Markdown = Field(description="What counts as complete.")
+    lab: LabId = Field(description="The lab whose result provides this evidence.")
+    fallback: bool = Field(False, description="True for the item accepted on unsupported hardware instead.")
+
+
+class Stretch(Strict):
+    id: Id = Field(description="Stable id of the challenge.")
+    text: Markdown = Field(description="The challenge.")
+    lab: LabId = Field(description="The lab that supports it.")
+
+
+class Lab(Strict):
+    """`lab.yaml`: the optional hands-on lab."""
+
+    title: Text = Field(description="Lab title.")
+    minutes_min: int = Field(ge=1, description="Shortest expected duration in minutes.")
+    minutes_max: int = Field(ge=1, description="Longest expected duration in minutes.")
+    requirements: Text = Field(description="What environment it needs, e.g. 'a CUDA GPU'.")
+    goal: Markdown = Field(description="What the learner validates.")
+    procedure: list[LabStep] = Field(min_length=1, description="Steps, in order.")
+    evidence: list[Evidence] = Field(min_length=1, description="Evidence of completion.")
+    stretch: Stretch | None = Field(None, description="Optional stretch challenge.")
+    entry_points: list[Reference] = Field(default_factory=list, description="Official learning entry points.")
+
+    @model_validator(mode="after")
+    def _durations(self) -> "Lab":
+        if self.minutes_max < self.minutes_min:
+            raise ValueError(f"minutes_max ({self.minutes_max}) must be >= minutes_min ({self.minutes_min})")
+        return self
+
+
+# ---------------------------------------------------------------- assembled lesson and course
+
+
+class Question(BaseModel):
+    """A question with its id (file stem); `body` is the validated file."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="File stem under questions/.")
+    body: QuestionFile = Field(description="The question as written.")
+
+    @property
+    def kind(self) -> str:
+        return self.body.kind
+
+
+class Lesson(BaseModel):
+    """One loaded lesson: every file validated, references resolved, computed values filled in."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="Folder name under lessons/.")
+    header: LessonFile = Field(description="lesson.yaml.")
+    parts: list[Part] = Field(description="Parts ordered by number.")
+    questions: dict[str, Question] = Field(default_factory=dict, description="questions/*.yaml by id.")
+    atlas: Atlas | None = Field(None, description="atlas.yaml, if present.")
+    lab: Lab | None = Field(None, description="lab.yaml, if present.")
+    values: dict[str, dict[str, float | int | bool]] = Field(
+        default_factory=dict, description="Evaluated `computed` entries: name -> field -> value."
+    )
+
+    @property
+    def title(self) -> str:
+        return self.header.title
+
+    @property
+    def number(self) -> int:
+        return self.header.number
+
+    @property
+    def read_time_minutes(self) -> int:
+        """Computed, never typed: the sum of the parts' minutes."""
+        return sum(p.minutes for p in self.parts)
+
+    def part(self, part_id: str) -> Part | None:
+        return next((p for p in self.parts if p.id == part_id), None)
+
+    def era(self, era_id: str) -> Era | None:
+        if not self.atlas:
+            return None
+        return next((e for e in self.atlas.hardware_ecosystem if e.id == era_id), None)
+
+    def blocks(self, kind: str):
+        """All blocks of one kind across parts, in order, as (part, block)."""
+        return [(p, b) for p in self.parts for b in p.blocks if b.kind == kind]
+
+    @property
+    def objectives(self) -> list[Objective]:
+        return [o for _, b in self.blocks("objectives") for o in b.items]
+
+    @property
+    def pauses(self) -> list[Pause]:
+        return [b.pause for _, b in self.blocks("section") if b.pause]
+
+
+SLUG = re.compile(ID_PATTERN)

@@ -1,0 +1,76 @@
+"""Request dependencies: database session, current user, role checks, CSRF.
+
+    SessionDep      a SQLAlchemy session for this request
+    CurrentUser     the logged-in user, or 401 (pages redirect to /login)
+    require_role()  stacked on CurrentUser: 403 unless the user holds the role
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Iterator
+
+from fastapi import Depends, HTTPException, Request
+from sqlalchemy.orm import Session
+
+from app.models import User
+from app.security import CSRF_FORM_FIELD, CSRF_HEADER, csrf_matches
+
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+class LoginRequired(Exception):
+    """Raised for a page that needs a user; the app turns it into a redirect (or 401 for the API)."""
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    with request.app.state.sessions() as db:
+        yield db
+
+
+SessionDep = Annotated[Session, Depends(get_db)]
+
+
+def get_optional_user(request: Request, db: SessionDep) -> User | None:
+    user_id = request.session.get("user_id")
+    user = db.get(User, user_id) if isinstance(user_id, int) else None
+    request.state.user = user
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+
+
+def get_current_user(user: OptionalUser) -> User:
+    if user is None:
+        raise LoginRequired()
+    return user
+
+
+CurrentUser = Annotated[User, Depends(get_current_user)]
+
+
+def require_role(*roles: str):
+    def check(user: CurrentUser) -> User:
+        if not user.roles & set(roles):
+            raise HTTPException(403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}.")
+        return user
+
+    return check
+
+
+InstructorUser = Annotated[User, Depends(require_role("instructor"))]
+GraderUser = Annotated[User, Depends(require_role("grader", "instructor"))]
+
+
+async def csrf_protect(request: Request) -> None:
+    """Every state-changing request must present the session's CSRF token (form field or header)."""
+    if request.method not in UNSAFE:
+        return
+    presented = request.headers.get(CSRF_HEADER)
+    if not presented:
+        ctype = request.headers.get("content-type", "")
+        if ctype.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+            form = await request.form()  # Starlette caches it, so the route still sees the body
+            presented = form.get(CSRF_FORM_FIELD)
+    if not csrf_matches(request.session, presented if isinstance(presented, str) else None):
+        raise HTTPException(403, "The form's security token is missing or out of date. Reload the page and try again.")

@@ -1,0 +1,99 @@
+"""Lab pages: parameter forms, job status (polled by htmx), results and artifacts."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, RedirectResponse
+
+from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.services import jobs as job_service
+from app.services import labforms
+from app.services.artifacts import artifact_path
+from app.web import is_htmx, render
+from labs import registry
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+ARTIFACT_HEADERS = {
+    # Artifacts may come from uploaded bundles: never let one run script or be sniffed as HTML.
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def _lab_or_404(lab: str):
+    if lab not in registry.LAB_MODULES or not registry.available(lab):
+        raise HTTPException(404, f"There is no lab called {lab!r}. Labs: {', '.join(registry.lab_names())}.")
+    return registry.load(lab)
+
+
+@router.get("/labs")
+def labs_index(request: Request, user: CurrentUser):
+    labs = [{"name": n, "title": getattr(registry.load(n), "TITLE", n)} for n in registry.lab_names()]
+    return render(request, "labs/index.html", {"labs": labs})
+
+
+@router.get("/labs/{lab}")
+def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep):
+    module = _lab_or_404(lab)
+    ctx = {
+        "lab": lab,
+        "module": module,
+        "fields": labforms.form_fields(lab),
+        "values": {},
+        "errors": {},
+        "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10),
+    }
+    return render(request, "labs/lab.html", ctx)
+
+
+@router.post("/labs/{lab}/jobs")
+async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionDep):
+    module = _lab_or_404(lab)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    backend = form.get("backend", "auto")
+    params, errors = labforms.parse_form(lab, form)
+    job = None
+    if not errors:
+        try:
+            job = job_service.create_job(db, owner=user, lab=lab, params=params, backend=backend)
+        except job_service.JobInputError as exc:
+            errors = {e["field"].split(".")[0]: e["message"] for e in exc.errors}
+    if job is None:
+        ctx = {"lab": lab, "module": module, "fields": labforms.form_fields(lab), "values": form, "errors": errors,
+               "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10)}
+        return render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
+    if is_htmx(request):
+        # The form stays as it was; the new job's card goes on top of the run list.
+        response = render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
+        response.headers["HX-Retarget"] = "#job-list"
+        response.headers["HX-Reswap"] = "afterbegin"
+        return response
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+
+def _job_for(db, job_id: int, user) -> "job_service.Job":
+    job = job_service.get_job_for(db, job_id=job_id, user=user)
+    if job is None:  # not yours and not a grader: the same answer as a missing job, leaking nothing
+        raise HTTPException(404, f"No job {job_id} that you can see.")
+    return job
+
+
+@router.get("/jobs")
+def my_jobs(request: Request, user: CurrentUser, db: SessionDep):
+    return render(request, "jobs/list.html", {"jobs": job_service.list_jobs(db, owner=user, limit=100)})
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: int, user: CurrentUser, db: SessionDep):
+    job = _job_for(db, job_id, user)
+    return render(request, "jobs/job.html", {"job": job}, block="job_card")
+
+
+@router.get("/jobs/{job_id}/artifacts/{name}")
+def job_artifact(job_id: int, name: str, user: CurrentUser, db: SessionDep, request: Request):
+    job = _job_for(db, job_id, user)
+    path, media_type = artifact_path(request.app.state.settings, job, name)
+    return FileResponse(path, media_type=media_type or mimetypes.guess_type(path.name)[0], headers=ARTIFACT_HEADERS)

@@ -1,0 +1,204 @@
+"""Lab jobs: create, claim with a lease, heartbeat, finish, and reclaim jobs whose worker vanished.
+
+Claiming is a conditional UPDATE (status must still be 'queued'), so two workers can never
+claim the same job on SQLite or PostgreSQL. Every running job carries a lease that the worker
+renews with each heartbeat; `reap_expired` requeues (or, after max_attempts, fails) a job
+whose lease ran out, so no job stays 'running' forever.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from pydantic import ValidationError
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.models import Job, User, utcnow
+from labs import registry
+from labs.params import describe_error
+
+BACKEND_CHOICES = ("auto", "te", "torch-cuda", "cpu")
+
+
+class JobInputError(ValueError):
+    """Bad lab name, backend or parameters; `errors` is [{field, message}]."""
+
+    def __init__(self, errors: list[dict]):
+        super().__init__("; ".join(e["message"] for e in errors))
+        self.errors = errors
+
+
+@dataclass
+class Progress:
+    fraction: float
+    message: str
+
+
+def as_utc(dt: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if dt is None:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
+    """Return the validated, normalised params or raise JobInputError naming the field."""
+    if lab not in registry.LAB_MODULES or not registry.available(lab):
+        raise JobInputError([{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(registry.lab_names())}"}])
+    if backend not in BACKEND_CHOICES:
+        raise JobInputError(
+            [{"field": "backend", "message": f"backend: got {backend!r}, expected one of {', '.join(BACKEND_CHOICES)}"}]
+        )
+    if not isinstance(params, dict):
+        raise JobInputError([{"field": "params", "message": "params: expected a JSON object"}])
+    try:
+        model = registry.load(lab).Params.model_validate(params)
+    except ValidationError as exc:
+        raise JobInputError(describe_error(exc)) from None
+    return model.model_dump(mode="json")
+
+
+def create_job(db: Session, *, owner: User, lab: str, params: dict, backend: str = "auto", max_attempts: int = 2) -> Job:
+    clean = validate_request(lab=lab, params=params, backend=backend)
+    job = Job(
+        owner_id=owner.id,
+        lab=lab,
+        params=clean,
+        backend=backend,
+        queue="gpu" if backend in ("te", "torch-cuda") else "cpu",
+        status="queued",
+        message="waiting for a worker",
+        max_attempts=max_attempts,
+    )
+    db.add(job)
+    db.commit()
+    return job
+
+
+def get_job(db: Session, *, job_id: int) -> Job | None:
+    return db.get(Job, job_id)
+
+
+def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
+    """The job if `user` may see it (its owner, or an instructor/grader); None otherwise."""
+    job = db.get(Job, job_id)
+    if job is None:
+        return None
+    if job.owner_id == user.id or user.roles & {"instructor", "grader"}:
+        return job
+    return None
+
+
+def list_jobs(db: Session, *, owner: User, lab: str | None = None, limit: int = 20) -> list[Job]:
+    q = select(Job).where(Job.owner_id == owner.id)
+    if lab:
+        q = q.where(Job.lab == lab)
+    return list(db.scalars(q.order_by(Job.id.desc()).limit(limit)))
+
+
+def claim_next(db: Session, *, worker_id: str, lease_s: float, queues: tuple[str, ...] = ("cpu", "gpu")) -> Job | None:
+    now = utcnow()
+    candidates = db.scalars(
+        select(Job.id).where(Job.status == "queued", Job.queue.in_(queues)).order_by(Job.id).limit(5)
+    ).all()
+    for job_id in candidates:
+        res = db.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued")
+            .values(
+                status="running",
+                worker_id=worker_id,
+                attempts=Job.attempts + 1,
+                lease_expires_at=now + timedelta(seconds=lease_s),
+                heartbeat_at=now,
+                started_at=now,
+                progress=0.0,
+                message="starting",
+            )
+        )
+        db.commit()
+        if res.rowcount == 1:
+            job = db.get(Job, job_id)
+            db.refresh(job)
+            return job
+    return None
+
+
+def heartbeat(db: Session, *, job_id: int, worker_id: str, lease_s: float, progress: Progress | None) -> bool:
+    """Renew the lease (and record progress). False means the lease was lost: stop working on it."""
+    now = utcnow()
+    values: dict = {"heartbeat_at": now, "lease_expires_at": now + timedelta(seconds=lease_s)}
+    if progress is not None:
+        values.update(progress=progress.fraction, message=progress.message[:500])
+    res = db.execute(
+        update(Job).where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running").values(**values)
+    )
+    db.commit()
+    return res.rowcount == 1
+
+
+def finish(
+    db: Session,
+    *,
+    job_id: int,
+    worker_id: str,
+    ok: bool,
+    result: dict | None = None,
+    error: str | None = None,
+    bundle_dir: str | None = None,
+    message: str = "",
+) -> bool:
+    res = db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(
+            status="succeeded" if ok else "failed",
+            progress=1.0 if ok else Job.progress,
+            result=result,
+            error=error,
+            bundle_dir=bundle_dir,
+            message=message or ("finished" if ok else "failed"),
+            finished_at=utcnow(),
+            lease_expires_at=None,
+        )
+    )
+    db.commit()
+    return res.rowcount == 1
+
+
+def release(db: Session, *, job_id: int, worker_id: str, reason: str) -> None:
+    """An orderly shutdown hands the job back without spending one of its attempts."""
+    db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(status="queued", worker_id=None, lease_expires_at=None, attempts=Job.attempts - 1, message=reason)
+    )
+    db.commit()
+
+
+def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
+    """Requeue or fail running jobs whose lease ran out. Returns the ids touched."""
+    now = now or utcnow()
+    touched = []
+    stale = db.scalars(select(Job).where(Job.status == "running", Job.lease_expires_at < now)).all()
+    for job in stale:
+        lost = f"worker {job.worker_id} stopped renewing its lease (attempt {job.attempts} of {job.max_attempts})"
+        if job.attempts < job.max_attempts:
+            values = dict(status="queued", worker_id=None, lease_expires_at=None, message=f"requeued: {lost}")
+        else:
+            values = dict(
+                status="failed",
+                lease_expires_at=None,
+                finished_at=now,
+                error=f"The lab could not finish: {lost}. No attempts are left; run it again.",
+                message="failed: worker lost",
+            )
+        res = db.execute(
+            update(Job).where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now).values(**values)
+        )
+        if res.rowcount == 1:
+            touched.append(job.id)
+    db.commit()
+    return touched

@@ -1,0 +1,43 @@
+"""Template rendering: a page and its htmx fragment come from the same template.
+
+When a request carries `HX-Request`, only the named block is rendered; otherwise the whole
+page (extending base.html) is. All text is autoescaped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from fastapi import Request
+from jinja2_fragments.fastapi import Jinja2Blocks
+
+from app.config import ROOT
+from app.security import csrf_token_for
+
+templates = Jinja2Blocks(directory=str(ROOT / "templates"))
+
+
+def _when(dt: datetime | None) -> str:
+    if dt is None:
+        return ""
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+templates.env.filters["when"] = _when
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def render(request: Request, name: str, context: dict | None = None, *, block: str | None = None, status_code: int = 200):
+    """Render `name`; with HX-Request and a `block`, only that block (the fragment)."""
+    ctx = dict(context or {})
+    ctx.setdefault("user", getattr(request.state, "user", None))
+    ctx["csrf_token"] = csrf_token_for(request.session)
+    kwargs = {"status_code": status_code}
+    if block and is_htmx(request):
+        kwargs["block_name"] = block
+    return templates.TemplateResponse(request, name, ctx, **kwargs)
