@@ -1,0 +1,675 @@
+"""FP8 numerics in software, following Transformer Engine's semantics (see DESIGN.md).
+
+Everything here runs on any torch device, CPU included, so the `cpu` backend emulates FP8
+with the same rules TE applies on an H100:
+
+- formats: E4M3 (max 448) and E5M2 (max 57344); HYBRID = E4M3 forward, E5M2 for gradients;
+- quantize = multiply by the scale, clamp to +-max *explicitly*, then cast. The clamp is ours
+  because the cast's overflow behaviour differs between libraries (saturate, NaN or inf);
+- delayed scaling: the amax of step t goes into row 0 of a history, the scale for step t+1 is
+  computed after the step from that history, then the history rolls;
+- current scaling, 1x128 / 128x128 block scaling with power-of-two scales, and MXFP8 with an
+  E8M0 shared scale per 32 values that is rounded up so nothing clips;
+- an emulated FP8 linear layer (`Fp8Linear`): GEMM inputs are rounded onto the FP8 grid, the
+  product accumulates in FP32, master weights stay in their own (higher) precision.
+
+Quick check:
+
+    python -c "from labs.fp8 import quantize; import torch; print(quantize(torch.tensor([120., 300.]), 'e4m3', 448/240))"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+FormatName = Literal["e4m3", "e5m2"]
+RecipeKind = Literal["delayed", "current", "block", "mxfp8"]
+Role = Literal["input", "weight", "grad_output"]
+
+FLT_MAX = torch.finfo(torch.float32).max
+
+
+@dataclass(frozen=True)
+class Fp8Format:
+    """Limits of one FP8 encoding (OCP FP8: E4M3 has no inf, E5M2 is IEEE-like)."""
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    max: float  # largest finite value; clamp target before the cast
+    min_normal: float  # 2**(1 - bias)
+    min_subnormal: float  # 2**(1 - bias - mantissa_bits); half of it and below rounds to 0
+    has_inf: bool
+    torch_dtype: torch.dtype
+
+    @property
+    def clip_threshold(self) -> float:
+        """Scaled magnitudes above this lose more than rounding error to the clamp.
+
+        Up to max + half an ULP the value would round to max anyway (ties go to max, whose
+        mantissa is even), so only values beyond it count as clipped. This keeps a tensor's
+        own amax, scaled by an FP32 scale that rounded up by an ulp, from counting as a clip.
+        """
+        top_ulp = 2.0 ** (math.floor(math.log2(self.max)) - self.mantissa_bits)
+        return self.max + top_ulp / 2
+
+
+FORMATS: dict[str, Fp8Format] = {
+    "e4m3": Fp8Format("e4m3", 4, 3, 7, 448.0, 2.0**-6, 2.0**-9, False, torch.float8_e4m3fn),
+    "e5m2": Fp8Format("e5m2", 5, 2, 15, 57344.0, 2.0**-14, 2.0**-16, True, torch.float8_e5m2),
+}
+
+FP8_MAX: dict[str, float] = {name: f.max for name, f in FORMATS.items()}
+
+
+def _format(fmt: str) -> Fp8Format:
+    try:
+        return FORMATS[fmt]
+    except KeyError:
+        raise ValueError(f"fmt: got {fmt!r}, expected one of {', '.join(FORMATS)}") from None
+
+
+# --------------------------------------------------------------------------- quantize
+
+
+@dataclass
+class QuantResult:
+    """One quantization. `dequant` holds FP32 values that lie exactly on the scaled FP8 grid.
+
+    Counts are kept as tensors so a GPU caller does not pay a host sync per call; the int
+    properties sync when read.
+    """
+
+    dequant: torch.Tensor  # same shape as the input, float32
+    data: torch.Tensor  # the raw FP8 tensor (before dividing by the scale)
+    scale: torch.Tensor  # multiplier applied before the cast (per tensor or per block)
+    amax: torch.Tensor  # max |x| of the unscaled input (per tensor or per block)
+    clipped_t: torch.Tensor | None  # values with |x * scale| beyond max + half an ULP (saturated)
+    flushed_t: torch.Tensor | None  # nonzero inputs that came back as exactly 0
+
+    @property
+    def clipped(self) -> int:
+        return int(self.clipped_t) if self.clipped_t is not None else 0
+
+    @property
+    def flushed(self) -> int:
+        return int(self.flushed_t) if self.flushed_t is not None else 0
+
+
+def round_to_format(x: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Nearest FP8 value (ties to even), saturating at +-max; returned as float32."""
+    spec = _format(fmt)
+    xf = x.float()
+    return xf.clamp(-spec.max, spec.max).to(spec.torch_dtype).float()
+
+
+def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True) -> QuantResult:
+    """Scale, clamp to +-max, cast to FP8; dequantize with the reciprocal scale as TE does.
+
+    `scale` is a float or a tensor broadcastable to `x` (per-block scales).
+    """
+    spec = _format(fmt)
+    xf = x.float()
+    scale_t = torch.as_tensor(scale, dtype=torch.float32, device=xf.device)
+    scaled = xf * scale_t
+    # The explicit clamp is the whole overflow policy: never let the cast decide.
+    data = scaled.clamp(-spec.max, spec.max).to(spec.torch_dtype)
+    dequant = data.float() * torch.reciprocal(scale_t)
+    clipped = flushed = None
+    if count:
+        clipped = (scaled.abs() > spec.clip_threshold).sum()
+        flushed = ((data.float() == 0) & (xf != 0) & torch.isfinite(xf)).sum()
+    amax = xf.abs().amax() if xf.numel() else torch.zeros((), device=xf.device)
+    return QuantResult(dequant, data, scale_t, amax, clipped, flushed)
+
+
+# --------------------------------------------------------------------------- scales
+
+
+def compute_scale(amax, fmt: str, margin: int = 0, prev_scale=1.0):
+    """Delayed-scaling scale: (fp8_max / amax) / 2**margin, in FP32.
+
+    amax 0, inf or NaN keeps `prev_scale`; a scale that overflows FP32 becomes FLT_MAX.
+    Returns a float for float input and a tensor for tensor input.
+    """
+    as_tensor = torch.is_tensor(amax)
+    a = torch.as_tensor(amax, dtype=torch.float32)
+    prev = torch.as_tensor(prev_scale, dtype=torch.float32, device=a.device)
+    fp8_max = torch.tensor(_format(fmt).max, dtype=torch.float32, device=a.device)
+    sf = (fp8_max / a) / (2.0**margin)
+    sf = torch.where(a > 0.0, sf, prev)
+    sf = torch.where(torch.isfinite(a), sf, prev)
+    sf = torch.where(torch.isinf(sf), torch.full_like(sf, FLT_MAX), sf)
+    return sf if as_tensor else float(sf)
+
+
+def current_scale(amax, fmt: str, eps: float = 0.0):
+    """Current-scaling scale from the tensor being quantized: fp8_max / max(amax, eps).
+
+    1 when amax is 0, inf or NaN; FLT_MAX when the quotient overflows FP32.
+    """
+    as_tensor = torch.is_tensor(amax)
+    a = torch.as_tensor(amax, dtype=torch.float32)
+    fp8_max = torch.tensor(_format(fmt).max, dtype=torch.float32, device=a.device)
+    sf = fp8_max / torch.clamp(a, min=eps)
+    bad = (a == 0) | ~torch.isfinite(a)
+    sf = torch.where(bad, torch.ones_like(sf), sf)
+    sf = torch.where(torch.isinf(sf), torch.full_like(sf, FLT_MAX), sf)
+    return sf if as_tensor else float(sf)
+
+
+def _pow2_floor(x: torch.Tensor) -> torch.Tensor:
+    """Largest power of two <= x (x > 0, finite): keep the exponent, drop the mantissa."""
+    _, e = torch.frexp(x)  # x = m * 2**e with m in [0.5, 1)
+    return torch.ldexp(torch.ones_like(x), e - 1)
+
+
+def _pow2_ceil_exponent(x: torch.Tensor) -> torch.Tensor:
+    """ceil(log2(x)) for x > 0, exact for powers of two."""
+    m, e = torch.frexp(x)
+    return torch.where(m == 0.5, e - 1, e)
+
+
+class DelayedScaling:
+    """Per-tensor delayed scaling state, TE's rules (one tensor, so the history is 1-D).
+
+    Per step: `record(amax)` any number of times (max goes into row 0), then `update()` once
+    after the step. The scale in `self.scale` during step t therefore comes from amaxes of
+    steps <= t-1; step 0 runs with scale 1, as TE's does.
+    """
+
+    def __init__(self, fmt: str = "e4m3", history_len: int = 1024, algo: str = "max", margin: int = 0, device=None):
+        if history_len < 1:
+            raise ValueError(f"history_len: got {history_len}, expected >= 1")
+        if algo not in ("max", "most_recent"):
+            raise ValueError(f"algo: got {algo!r}, expected 'max' or 'most_recent'")
+        _format(fmt)
+        self.fmt, self.history_len, self.algo, self.margin = fmt, history_len, algo, margin
+        self.amax_history = torch.zeros(history_len, dtype=torch.float32, device=device)
+        self.scale = torch.ones((), dtype=torch.float32, device=device)
+
+    def record(self, amax) -> None:
+        a = torch.as_tensor(amax, dtype=torch.float32, device=self.amax_history.device)
+        # torch.maximum propagates NaN, so a NaN step keeps the previous scale at update().
+        self.amax_history[0] = torch.maximum(self.amax_history[0], a)
+
+    def update(self) -> torch.Tensor:
+        """End of step: amax by algo -> new scale -> roll the history. Returns that amax."""
+        if self.algo == "max":
+            amax = self.amax_history.max()
+        else:
+            amax = self.amax_history[0].clone()
+        self.scale = compute_scale(amax, self.fmt, self.margin, self.scale)
+        # Roll so the newest value sits in the last row and the oldest drops out; row 0 is
+        # zeroed to collect the next step's amax (TE's _update_amax_history).
+        if self.history_len > 1:
+            self.amax_history = torch.roll(self.amax_history, -1, 0)
+        self.amax_history[0] = 0.0
+        return amax
+
+
+# --------------------------------------------------------------------------- block formats
+
+
+def _as_2d(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(1, -1) if x.dim() < 2 else x.reshape(-1, x.shape[-1])
+
+
+def _quantize_blocks(x: torch.Tensor, fmt: str, block: tuple[int, int], scale_from_amax, count: bool) -> QuantResult:
+    """Quantize a 2-D view of `x` in (bm, bk) tiles, each with scale_from_amax(tile amax)."""
+    shape = x.shape
+    x2 = _as_2d(x.float())  # (M, K)
+    m, k = x2.shape
+    bm, bk = block
+    pm, pk = (-m) % bm, (-k) % bk
+    # Zero padding cannot raise a tile's amax and is never counted as clipped or flushed.
+    xp = F.pad(x2, (0, pk, 0, pm))  # (M', K')
+    tiles = xp.reshape((m + pm) // bm, bm, (k + pk) // bk, bk)  # (Mb, bm, Kb, bk)
+    amax = tiles.abs().amax(dim=(1, 3), keepdim=True)  # (Mb, 1, Kb, 1)
+    scale = scale_from_amax(amax)
+    res = quantize(tiles, fmt, scale, count=count)
+    deq = res.dequant.reshape(m + pm, k + pk)[:m, :k].reshape(shape)
+    data = res.data.reshape(m + pm, k + pk)[:m, :k].reshape(shape)
+    return QuantResult(deq, data, scale.reshape(amax.shape[0], amax.shape[2]), amax.amax(), res.clipped_t, res.flushed_t)
+
+
+def quantize_blockwise(
+    x: torch.Tensor, fmt: str = "e4m3", block: tuple[int, int] = (1, 128), pow2: bool = True, *, count: bool = True
+) -> QuantResult:
+    """Block scaling: one scale per (bm, bk) tile of the 2-D view (leading dims flattened).
+
+    (1, 128) is TE's tile for activations and gradients, (128, 128) for weights. With
+    pow2=True the scale fp8_max/amax is rounded *down* to a power of two, so scaling is exact
+    in binary and the tile's largest value still fits.
+    """
+    _format(fmt)
+
+    def scale_from_amax(amax: torch.Tensor) -> torch.Tensor:
+        sf = current_scale(amax, fmt)
+        return _pow2_floor(sf) if pow2 else sf
+
+    return _quantize_blocks(x, fmt, block, scale_from_amax, count)
+
+
+def quantize_mx(x: torch.Tensor, block: int = 32, fmt: str = "e4m3", dim: int = -1, *, count: bool = True) -> QuantResult:
+    """MXFP8: each run of `block` values along `dim` shares an E8M0 (power-of-two) scale.
+
+    The shared scale 2**e is the smallest power of two with amax / 2**e <= fp8_max (e rounded
+    up, clamped to E8M0's [-127, 127]), so nothing in the block clips. `scale` in the result
+    is the multiplier 2**-e, for symmetry with the other recipes.
+    """
+    fp8_max = _format(fmt).max
+
+    def scale_from_amax(amax: torch.Tensor) -> torch.Tensor:
+        ok = (amax > 0) & torch.isfinite(amax)
+        ratio = torch.where(ok, amax * (1.0 / fp8_max), torch.ones_like(amax))
+        e = _pow2_ceil_exponent(ratio)
+        # The FP32 reciprocal can round the ratio down by an ulp; bump e where that would clip.
+        e = torch.where(amax * torch.ldexp(torch.ones_like(amax), -e) > fp8_max, e + 1, e)
+        e = e.clamp(-127, 127)
+        return torch.where(ok, torch.ldexp(torch.ones_like(amax), -e), torch.ones_like(amax))
+
+    if x.dim() < 2:
+        return _quantize_blocks(x, fmt, (1, block), scale_from_amax, count)
+    moved = x.movedim(dim, -1)
+    res = _quantize_blocks(moved, fmt, (1, block), scale_from_amax, count)
+    res.dequant = res.dequant.movedim(-1, dim)
+    res.data = res.data.movedim(-1, dim)
+    return res
+
+
+# --------------------------------------------------------------------------- accumulation & int8
+
+
+def accumulate(values: Iterable[float], fmt: str, promote_every: int | None = None) -> float:
+    """Sum `values` with the running sum rounded to `fmt` after every addition.
+
+    With promote_every=N the narrow partial sum is added into an FP32 accumulator and reset
+    every N terms, the way FP8 GEMMs promote tensor-core partial sums.
+    """
+    narrow = torch.zeros((), dtype=torch.float32)
+    wide = torch.zeros((), dtype=torch.float32)
+    for i, v in enumerate(values, start=1):
+        narrow = round_to_format(narrow + float(v), fmt)
+        if promote_every and i % promote_every == 0:
+            wide = wide + narrow
+            narrow = torch.zeros((), dtype=torch.float32)
+    return float(wide + narrow)
+
+
+@dataclass
+class IntQuant:
+    q: torch.Tensor  # integer codes (stored as int32 to allow any bit width <= 16)
+    scale: torch.Tensor  # grid step: x ~= q * scale (per tensor or per block)
+    dequant: torch.Tensor
+
+
+def absmax_quantize(x: torch.Tensor, bits: int = 8, block: int | None = None) -> IntQuant:
+    """Symmetric absmax quantization: step = max|x| / (2**(bits-1) - 1), q = round(x / step).
+
+    With `block`, the flattened tensor is cut into runs of `block` values, each with its own
+    step, so an outlier only coarsens its own block.
+    """
+    if not 2 <= bits <= 16:
+        raise ValueError(f"bits: got {bits}, expected 2..16")
+    qmax = 2 ** (bits - 1) - 1
+    xf = x.float().reshape(-1)
+    n = xf.numel()
+    size = block or max(n, 1)
+    pad = (-n) % size
+    blocks = F.pad(xf, (0, pad)).reshape(-1, size)  # (nblocks, size)
+    step = blocks.abs().amax(dim=1, keepdim=True) / qmax
+    step = torch.where(step > 0, step, torch.ones_like(step))  # an all-zero block stays 0
+    q = torch.round(blocks / step).clamp(-qmax, qmax)
+    deq = (q * step).reshape(-1)[:n].reshape(x.shape)
+    return IntQuant(q.reshape(-1)[:n].reshape(x.shape).to(torch.int32), step.reshape(-1), deq)
+
+
+# --------------------------------------------------------------------------- recipes & quantizers
+
+
+@dataclass(frozen=True)
+class Fp8Recipe:
+    """What an FP8 run uses; field defaults mirror TE's DelayedScaling defaults."""
+
+    kind: RecipeKind = "delayed"  # delayed | current | block | mxfp8
+    fp8_format: Literal["hybrid", "e4m3"] = "hybrid"  # hybrid: E4M3 forward, E5M2 gradients
+    margin: int = 0  # delayed only: scale divided by 2**margin as headroom
+    amax_history_len: int = 1024  # delayed only: steps of amax kept
+    amax_compute_algo: Literal["max", "most_recent"] = "max"  # delayed only
+    amax_epsilon: float = 0.0  # current only: floor on amax before dividing
+
+    def __post_init__(self):
+        if self.kind not in ("delayed", "current", "block", "mxfp8"):
+            raise ValueError(f"recipe kind: got {self.kind!r}, expected delayed, current, block or mxfp8")
+        if self.fp8_format not in ("hybrid", "e4m3"):
+            raise ValueError(f"fp8_format: got {self.fp8_format!r}, expected hybrid or e4m3")
+        if self.amax_history_len < 1:
+            raise ValueError(f"amax_history_len: got {self.amax_history_len}, expected >= 1")
+        if self.amax_compute_algo not in ("max", "most_recent"):
+            raise ValueError(f"amax_compute_algo: got {self.amax_compute_algo!r}, expected max or most_recent")
+
+    def format_for(self, role: str) -> str:
+        return "e5m2" if (role == "grad_output" and self.fp8_format == "hybrid") else "e4m3"
+
+    def block_for(self, role: str) -> tuple[int, int]:
+        """Tile along the last dim of the 2-D operand (the GEMM's reduction dim)."""
+        if self.kind == "mxfp8":
+            return (1, 32)
+        return (128, 128) if role == "weight" else (1, 128)
+
+
+@dataclass
+class StepRecord:
+    step: int
+    amax: float  # max |x| seen this step (before scaling)
+    scale: float  # scale applied to the largest value (the per-tensor scale, or its block's)
+    clipped: int
+    flushed: int
+    numel: int
+
+
+class TensorQuantizer:
+    """Scaling state plus per-step evidence for one tensor role, e.g. layer 3's weight.
+
+    Call `quantize()` during the step and `end_step()` once after the optimizer step. With
+    `collect=False` it skips the clipped/flushed counts and history (the amax is still needed
+    for scaling); `frozen=True` quantizes with the current scale and records nothing
+    (evaluation, generation).
+    """
+
+    def __init__(self, name: str, role: str, recipe: Fp8Recipe, device=None, collect: bool = True):
+        self.name, self.role, self.recipe = name, role, recipe
+        self.fmt = recipe.format_for(role)
+        self.collect = collect
+        self.frozen = False
+        self.step = 0
+        self.delayed = (
+            DelayedScaling(self.fmt, recipe.amax_history_len, recipe.amax_compute_algo, recipe.margin, device)
+            if recipe.kind == "delayed"
+            else None
+        )
+        self._step_stats: list[torch.Tensor] | None = None  # [amax, scale, clipped, flushed, numel]
+        self._history: list[tuple[int, torch.Tensor]] = []
+
+    def quantize(self, x: torch.Tensor, *, record: bool = True) -> torch.Tensor:
+        """Round `x` (2-D, reduction dim last) onto the FP8 grid; returns FP32 values."""
+        count = self.collect and record and not self.frozen
+        kind = self.recipe.kind
+        if kind == "delayed":
+            if self.delayed.scale.device != x.device:
+                self._move(x.device)
+            res = quantize(x, self.fmt, self.delayed.scale, count=count)
+            if record and not self.frozen:
+                self.delayed.record(res.amax)
+        elif kind == "current":
+            amax = x.detach().float().abs().amax()
+            res = quantize(x, self.fmt, current_scale(amax, self.fmt, self.recipe.amax_epsilon), count=count)
+        elif kind == "block":
+            res = quantize_blockwise(x, self.fmt, self.recipe.block_for(self.role), count=count)
+        else:
+            res = quantize_mx(x, 32, self.fmt, dim=-1, count=count)
+        if count:
+            self._accumulate(res, x.numel())
+        return res.dequant
+
+    def _move(self, device) -> None:
+        self.delayed.amax_history = self.delayed.amax_history.to(device)
+        self.delayed.scale = self.delayed.scale.to(device)
+
+    def _accumulate(self, res: QuantResult, numel: int) -> None:
+        scale_of_max = res.scale.min() if res.scale.dim() else res.scale
+        stats = [res.amax.detach(), scale_of_max.detach(), res.clipped_t, res.flushed_t, torch.tensor(numel)]
+        stats = [s.float().to(res.amax.device) for s in stats]
+        if self._step_stats is None:
+            self._step_stats = stats
+        else:
+            old = self._step_stats
+            self._step_stats = [
+                torch.maximum(old[0], stats[0]),
+                torch.minimum(old[1], stats[1]),
+                old[2] + stats[2],
+                old[3] + stats[3],
+                old[4] + stats[4],
+            ]
+
+    def end_step(self) -> None:
+        """After the step: delayed scaling updates its scale and rolls the history."""
+        if self.frozen:
+            return
+        if self.delayed is not None:
+            self.delayed.update()
+        if self._step_stats is not None:
+            self._history.append((self.step, torch.stack(self._step_stats)))
+        self._step_stats = None
+        self.step += 1
+
+    @property
+    def scale(self) -> float | None:
+        """The per-tensor scale the next step will use (delayed only; others derive it per call)."""
+        return float(self.delayed.scale) if self.delayed is not None else None
+
+    def history(self) -> list[StepRecord]:
+        if not self._history:
+            return []
+        values = torch.stack([t for _, t in self._history]).cpu().tolist()  # one sync for all steps
+        return [
+            StepRecord(step, a, s, int(c), int(f), int(n))
+            for (step, _), (a, s, c, f, n) in zip(self._history, values)
+        ]
+
+
+# --------------------------------------------------------------------------- emulated FP8 linear
+
+
+def _autocast_dtype(device_type: str) -> torch.dtype | None:
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return None
+
+
+class _Fp8LinearFn(torch.autograd.Function):
+    """y = x W^T + b with both GEMM operands on the FP8 grid and an FP32 product.
+
+    forward : fprop  y  = q(x) @ q(W)^T                  x, W in E4M3
+    backward: dgrad  dx = q(dy) @ q(W)                   dy in E5M2 (HYBRID) or E4M3
+              wgrad  dW = q(dy)^T @ q(x)
+    Per-tensor recipes reuse the forward FP8 tensors for the backward GEMMs (TE keeps the FP8
+    copy and its transpose). Block and MX recipes scale along the reduction dim, which differs
+    per GEMM, so the backward re-quantizes the saved high-precision tensors in the other
+    orientation, as TE's column-wise copies do.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, mod: "Fp8Linear"):
+        out_dtype = _autocast_dtype(x.device.type) or x.dtype
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            k = x.shape[-1]
+            x2 = x.reshape(-1, k).float()  # (M, K)
+            w = weight.float()  # (N, K)
+            xq = mod.input_quantizer.quantize(x2)  # (M, K) FP8 values held in FP32
+            wq = mod.weight_quantizer.quantize(w)  # (N, K)
+            y = xq @ wq.t()  # (M, N), FP32 accumulation
+            if bias is not None:
+                y = y + bias.float()
+        ctx.mod = mod
+        ctx.x_shape = x.shape
+        ctx.x_dtype, ctx.w_dtype = x.dtype, weight.dtype
+        ctx.has_bias = bias is not None
+        if mod.recipe.kind in ("delayed", "current"):
+            ctx.save_for_backward(xq, wq)
+        else:
+            ctx.save_for_backward(x2, w, wq)
+        return y.reshape(*x.shape[:-1], y.shape[-1]).to(out_dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        mod: Fp8Linear = ctx.mod
+        n = grad_out.shape[-1]
+        with torch.autocast(device_type=grad_out.device.type, enabled=False):
+            g = grad_out.reshape(-1, n).float()  # (M, N)
+            gq = mod.grad_quantizer.quantize(g)  # (M, N), blocks along N for dgrad
+            if mod.recipe.kind in ("delayed", "current"):
+                xq, wq = ctx.saved_tensors
+                gq_t, xq_t, wq_t = gq, xq, wq
+            else:
+                x2, w, wq = ctx.saved_tensors
+                # Re-quantize along the other axis; `record=False` keeps one count per tensor.
+                gq_t = mod.grad_quantizer.quantize(g.t(), record=False).t()  # (M, N), blocks along M
+                xq_t = mod.input_quantizer.quantize(x2.t(), record=False).t()  # (M, K), blocks along M
+                if mod.recipe.kind == "mxfp8":
+                    wq_t = mod.weight_quantizer.quantize(w.t(), record=False).t()  # (N, K), blocks along N
+                else:
+                    wq_t = wq  # 128x128 tiles serve both orientations
+            dx = dw = db = None
+            if ctx.needs_input_grad[0]:
+                dx = (gq @ wq_t).reshape(ctx.x_shape).to(ctx.x_dtype)  # (M, K)
+            if ctx.needs_input_grad[1]:
+                dw = (gq_t.t() @ xq_t).to(ctx.w_dtype)  # (N, K)
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                db = g.sum(0).to(ctx.w_dtype)  # bias grad from the unquantized gradient
+        return dx, dw, db, None
+
+
+class Fp8Linear(nn.Module):
+    """Drop-in nn.Linear whose GEMMs run on emulated FP8 with `recipe`.
+
+    The parameters are ordinary (FP32 by default) master weights for the optimizer. Call
+    `end_step()` (or `fp8_end_step(model)`) once per training step after the backward, so
+    delayed scaling moves to the next step's scale.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        recipe: Fp8Recipe | None = None,
+        name: str = "linear",
+        collect: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.recipe = recipe or Fp8Recipe()
+        self.name = name
+        self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device, dtype=dtype))
+        self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype)) if bias else None
+        self.reset_parameters()
+        self.input_quantizer = TensorQuantizer(f"{name}.input", "input", self.recipe, device, collect)
+        self.weight_quantizer = TensorQuantizer(f"{name}.weight", "weight", self.recipe, device, collect)
+        self.grad_quantizer = TensorQuantizer(f"{name}.grad_output", "grad_output", self.recipe, device, collect)
+
+    def reset_parameters(self) -> None:
+        # Same initialisation as nn.Linear so a seeded model starts identical in both runs.
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, recipe: Fp8Recipe | None = None, name: str = "linear", collect: bool = True):
+        """Wrap an existing nn.Linear's parameters (shared, not copied)."""
+        mod = cls.__new__(cls)
+        nn.Module.__init__(mod)
+        mod.in_features, mod.out_features = linear.in_features, linear.out_features
+        mod.recipe = recipe or Fp8Recipe()
+        mod.name = name
+        mod.weight = linear.weight
+        mod.bias = linear.bias
+        dev = linear.weight.device
+        mod.input_quantizer = TensorQuantizer(f"{name}.input", "input", mod.recipe, dev, collect)
+        mod.weight_quantizer = TensorQuantizer(f"{name}.weight", "weight", mod.recipe, dev, collect)
+        mod.grad_quantizer = TensorQuantizer(f"{name}.grad_output", "grad_output", mod.recipe, dev, collect)
+        return mod
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _Fp8LinearFn.apply(x, self.weight, self.bias, self)
+
+    def quantizers(self) -> dict[str, TensorQuantizer]:
+        return {"input": self.input_quantizer, "weight": self.weight_quantizer, "grad_output": self.grad_quantizer}
+
+    def end_step(self) -> None:
+        for q in self.quantizers().values():
+            q.end_step()
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, recipe={self.recipe.kind}/{self.recipe.fp8_format}"
+
+
+def fp8_modules(model: nn.Module) -> Iterator[tuple[str, Fp8Linear]]:
+    for name, mod in model.named_modules():
+        if isinstance(mod, Fp8Linear):
+            yield name, mod
+
+
+def fp8_end_step(model: nn.Module) -> None:
+    """Close the step for every Fp8Linear in `model` (delayed scaling updates here)."""
+    for _, mod in fp8_modules(model):
+        mod.end_step()
+
+
+def fp8_quantizers(model: nn.Module) -> dict[str, TensorQuantizer]:
+    """{"blocks.0.attn.qkv.input": quantizer, ...} in module order."""
+    out = {}
+    for name, mod in fp8_modules(model):
+        for role, q in mod.quantizers().items():
+            out[f"{name}.{role}"] = q
+    return out
+
+
+@contextlib.contextmanager
+def fp8_frozen(model: nn.Module):
+    """Quantize with the current scales but record nothing (evaluation, generation)."""
+    qs = list(fp8_quantizers(model).values())
+    before = [q.frozen for q in qs]
+    for q in qs:
+        q.frozen = True
+    try:
+        yield
+    finally:
+        for q, b in zip(qs, before):
+            q.frozen = b
+
+
+def set_fp8_collect(model: nn.Module, on: bool) -> None:
+    """Turn the evidence counters on or off (the benchmark measures their cost)."""
+    for q in fp8_quantizers(model).values():
+        q.collect = on
+
+
+__all__ = [
+    "FLT_MAX",
+    "FORMATS",
+    "FP8_MAX",
+    "DelayedScaling",
+    "Fp8Format",
+    "Fp8Linear",
+    "Fp8Recipe",
+    "IntQuant",
+    "QuantResult",
+    "StepRecord",
+    "TensorQuantizer",
+    "absmax_quantize",
+    "accumulate",
+    "compute_scale",
+    "current_scale",
+    "fp8_end_step",
+    "fp8_frozen",
+    "fp8_modules",
+    "fp8_quantizers",
+    "quantize",
+    "quantize_blockwise",
+    "quantize_mx",
+    "round_to_format",
+    "set_fp8_collect",
+]
