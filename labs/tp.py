@@ -1,0 +1,349 @@
+"""Megatron-style tensor parallelism: the four region mappings, two parallel linears, degree checks.
+
+Every collective is a small named autograd function, in conjugate pairs, so a call site reads as
+data flow and its backward is the mirror image:
+
+    copy_to_tp_region       forward: identity;              backward: all-reduce
+    reduce_from_tp_region   forward: all-reduce;            backward: identity
+    scatter_to_tp_region    forward: split (last dim);      backward: all-gather (last dim)
+    gather_from_tp_region   forward: all-gather (last dim); backward: split (last dim)
+
+(tests/labs/test_tp.py reads each function's "forward: X; backward: Y" line and checks it on gloo.)
+
+An MLP block split this way needs exactly one all-reduce forward and one backward:
+
+    x ──copy_to──> ColumnParallelLinear(fc1) ─gelu─> RowParallelLinear(fc2) ──reduce_from──> y
+       (bwd: all-reduce dx)   W1[rows r]               W2[cols r]         (fwd: all-reduce y)
+
+Timing: when a `Tracer` is active, every GEMM (forward and both backward GEMMs) is a compute span
+and every collective a communication span, so a lab can draw what each rank did. With no tracer
+active the functions cost nothing extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from labs.timeline import Span
+
+# ---- degrees: one validated object whose errors show the arithmetic --------------------------
+
+
+@dataclass(frozen=True)
+class TPDims:
+    degree: int
+    hidden: int
+    ffn: int
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.degree < 1:
+            out.append(f"degree({self.degree}) must be >= 1")
+        else:
+            # fc1 is split by output rows and fc2 by input columns: both along ffn.
+            if self.ffn % self.degree:
+                out.append(f"ffn({self.ffn}) % degree({self.degree}) = {self.ffn % self.degree}, must be 0")
+        return out
+
+    def check(self) -> "TPDims":
+        problems = self.problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def ffn_parallel(self) -> int:
+        return self.ffn // self.degree
+
+
+# ---- tracing ---------------------------------------------------------------------------------
+
+_TRACER: "Tracer | None" = None
+
+
+class Tracer:
+    """Collects spans for one rank. CPU: wall clock (perf_counter, one clock for all processes on a
+    Linux host). CUDA: events on the current stream, turned into times after one synchronize, so
+    host-side timers never pretend to measure kernels."""
+
+    def __init__(self, rank: int, device: torch.device):
+        self.rank = rank
+        self.cuda = device.type == "cuda"
+        self._pending: list[tuple] = []
+        self._origin_event = None
+        self._origin_wall_ms = 0.0
+
+    def start(self) -> None:
+        """Mark time zero of the measured region (call right after a barrier)."""
+        self._pending.clear()
+        if self.cuda:
+            torch.cuda.synchronize()
+            self._origin_wall_ms = time.perf_counter() * 1e3
+            self._origin_event = torch.cuda.Event(enable_timing=True)
+            self._origin_event.record()
+
+    def now(self):
+        if self.cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    def add(self, lane: str, name: str, start, end, **args) -> None:
+        self._pending.append((lane, name, start, end, args))
+
+    @contextlib.contextmanager
+    def span(self, lane: str, name: str, **args):
+        start = self.now()
+        try:
+            yield
+        finally:
+            self.add(lane, name, start, self.now(), **args)
+
+    def _ms(self, mark) -> float:
+        if self.cuda:
+            return self._origin_wall_ms + self._origin_event.elapsed_time(mark)
+        return mark * 1e3
+
+    def spans(self) -> list[Span]:
+        """Absolute milliseconds; labs subtract a common origin across ranks."""
+        if self.cuda:
+            torch.cuda.synchronize()
+        return [Span(self.rank, lane, name, self._ms(s), self._ms(e), args) for lane, name, s, e, args in self._pending]
+
+
+@contextlib.contextmanager
+def tracing(tracer: Tracer | None):
+    global _TRACER
+    previous, _TRACER = _TRACER, tracer
+    try:
+        yield tracer
+    finally:
+        _TRACER = previous
+
+
+def _span(lane: str, name: str, **args):
+    return _TRACER.span(lane, name, **args) if _TRACER is not None else contextlib.nullcontext()
+
+
+# ---- raw collectives (traced) ------------------------------------------------------------------
+
+
+def _world(group) -> int:
+    return dist.get_world_size(group) if dist.is_initialized() else 1
+
+
+def _all_reduce(x: torch.Tensor, group, name: str) -> torch.Tensor:
+    if _world(group) == 1:  # TP=1: nothing to reduce, and no span either
+        return x
+    x = x.contiguous()
+    with _span("communication", name, kind="all-reduce", bytes=x.numel() * x.element_size()):
+        dist.all_reduce(x, group=group)
+    return x
+
+
+def all_gather_into(out: torch.Tensor, x: torch.Tensor, group, async_op: bool = False):
+    """Gather `x` from every rank into `out` (rank-major along dim 0); prefers the non-deprecated name."""
+    fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    return fn(out, x, group=group, async_op=async_op)
+
+
+def _all_gather_last_dim(x: torch.Tensor, group, name: str) -> torch.Tensor:
+    world = _world(group)
+    if world == 1:
+        return x
+    x = x.contiguous()
+    # gloo accepts only the concatenated form: rank-major along dim 0.
+    out = torch.empty((world * x.shape[0], *x.shape[1:]), dtype=x.dtype, device=x.device)  # (p*d0, ..., n/p)
+    with _span("communication", name, kind="all-gather", bytes=out.numel() * out.element_size()):
+        all_gather_into(out, x, group)
+    return torch.cat(out.view(world, *x.shape).unbind(0), dim=-1)  # (d0, ..., n)
+
+
+def _split_last_dim(x: torch.Tensor, group) -> torch.Tensor:
+    world = _world(group)
+    if world == 1:
+        return x
+    rank = dist.get_rank(group)
+    return x.chunk(world, dim=-1)[rank].contiguous()
+
+
+# ---- the four mappings -------------------------------------------------------------------------
+
+
+class _CopyToTPRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_reduce(grad.clone(), ctx.group, "all-reduce dX (copy_to bwd)"), None
+
+
+class _ReduceFromTPRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group):
+        return _all_reduce(x.clone(), group, "all-reduce Y (reduce_from fwd)")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _ScatterToTPRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _split_last_dim(x, group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_gather_last_dim(grad, ctx.group, "all-gather dX (scatter_to bwd)"), None
+
+
+class _GatherFromTPRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _all_gather_last_dim(x, group, "all-gather Y (gather_from fwd)")
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _split_last_dim(grad, ctx.group), None
+
+
+def copy_to_tp_region(x: torch.Tensor, group=None) -> torch.Tensor:
+    """Enter a tensor-parallel region with a replicated input.
+
+    forward: identity; backward: all-reduce
+    Each rank's partial input gradient covers only its shard of the next weight, so they are summed.
+    """
+    return _CopyToTPRegion.apply(x, group)
+
+
+def reduce_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
+    """Leave a tensor-parallel region whose ranks hold partial sums.
+
+    forward: all-reduce; backward: identity
+    """
+    return _ReduceFromTPRegion.apply(x_parallel, group)
+
+
+def scatter_to_tp_region(x: torch.Tensor, group=None) -> torch.Tensor:
+    """Keep this rank's slice of the last dimension.
+
+    forward: split; backward: all-gather
+    """
+    return _ScatterToTPRegion.apply(x, group)
+
+
+def gather_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
+    """Concatenate every rank's slice of the last dimension.
+
+    forward: all-gather; backward: split
+    """
+    return _GatherFromTPRegion.apply(x_parallel, group)
+
+
+# ---- linears with traced GEMMs -----------------------------------------------------------------
+
+
+class _TracedLinear(torch.autograd.Function):
+    """y = x @ w.T with each of the three GEMMs (forward, dX, dW) timed as its own compute span."""
+
+    @staticmethod
+    def forward(ctx, x, weight, name):
+        ctx.save_for_backward(x, weight)
+        ctx.name = name
+        with _span("compute", f"{name} fwd GEMM", m=x.numel() // x.shape[-1], n=weight.shape[0], k=x.shape[-1]):
+            return x @ weight.t()  # (..., in) @ (in, out) -> (..., out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        with _span("compute", f"{ctx.name} dX GEMM"):
+            grad_x = grad @ weight  # (..., out) @ (out, in) -> (..., in)
+        with _span("compute", f"{ctx.name} dW GEMM"):
+            grad_w = grad.reshape(-1, grad.shape[-1]).t() @ x.reshape(-1, x.shape[-1])  # (out, in)
+        return grad_x, grad_w, None
+
+
+def traced_linear(x: torch.Tensor, weight: torch.Tensor, name: str) -> torch.Tensor:
+    return _TracedLinear.apply(x, weight, name)
+
+
+class ColumnParallelLinear(torch.nn.Module):
+    """Y = X W^T with W split by output rows: rank r owns W[r*out/p:(r+1)*out/p, :].
+
+    Input replicated, output sharded along its last dim (gather_output=False keeps it that way,
+    which is what a following RowParallelLinear wants).
+    """
+
+    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc1", gather_output: bool = False):
+        super().__init__()
+        world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
+        out_features, in_features = weight_full.shape
+        rows = out_features // world
+        self.group, self.name, self.gather_output = group, name, gather_output
+        self.row_range = (rank * rows, (rank + 1) * rows)
+        self.weight_parallel = torch.nn.Parameter(weight_full[self.row_range[0] : self.row_range[1]].clone())  # (out/p, in)
+        self.full_shape = (out_features, in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = copy_to_tp_region(x, self.group)
+        y_parallel = traced_linear(x, self.weight_parallel, self.name)  # (..., out/p)
+        return gather_from_tp_region(y_parallel, self.group) if self.gather_output else y_parallel
+
+    def mapping(self) -> dict:
+        return {
+            "weight": f"{self.name}.weight",
+            "split": "column-parallel (output rows)",
+            "full_shape": list(self.full_shape),
+            "slice": f"rows {self.row_range[0]}:{self.row_range[1]}",
+            "local_shape": list(self.weight_parallel.shape),
+        }
+
+
+class RowParallelLinear(torch.nn.Module):
+    """Y = X W^T with W split by input columns: rank r owns W[:, r*in/p:(r+1)*in/p].
+
+    Input sharded along its last dim (input_is_parallel=True: it comes from a ColumnParallelLinear),
+    output = all-reduce of per-rank partial sums, replicated.
+    """
+
+    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc2", input_is_parallel: bool = True):
+        super().__init__()
+        world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
+        out_features, in_features = weight_full.shape
+        cols = in_features // world
+        self.group, self.name, self.input_is_parallel = group, name, input_is_parallel
+        self.col_range = (rank * cols, (rank + 1) * cols)
+        self.weight_parallel = torch.nn.Parameter(weight_full[:, self.col_range[0] : self.col_range[1]].clone())  # (out, in/p)
+        self.full_shape = (out_features, in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x_parallel = x if self.input_is_parallel else scatter_to_tp_region(x, self.group)  # (..., in/p)
+        y_partial = traced_linear(x_parallel, self.weight_parallel, self.name)  # (..., out), a partial sum
+        return reduce_from_tp_region(y_partial, self.group)
+
+    def mapping(self) -> dict:
+        return {
+            "weight": f"{self.name}.weight",
+            "split": "row-parallel (input columns)",
+            "full_shape": list(self.full_shape),
+            "slice": f"cols {self.col_range[0]}:{self.col_range[1]}",
+            "local_shape": list(self.weight_parallel.shape),
+        }
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    with _span("compute", "gelu"):
+        return F.gelu(x)
