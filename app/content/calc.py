@@ -12,7 +12,8 @@ the numbers, so the page, the tests and the practice engine all read the same ar
 Each calculation returns a flat dict of named numbers (bools render as yes/no). FP8 rules follow
 Transformer Engine (docs in shared/DESIGN.md): scale = (fp8_max / amax) / 2**margin, quantize = multiply,
 clamp to ±fp8_max explicitly, then round. When the labs package provides `labs.fp8`, its functions are
-used so the lesson and the lab agree bit for bit; otherwise the same rules run in plain Python here.
+used so the lesson and the lab agree bit for bit; otherwise the same rules run in plain Python here
+(tests/content/test_calc.py checks that both paths give the same numbers).
 """
 
 from __future__ import annotations
@@ -70,21 +71,31 @@ def fp8_scale(amax: float, fmt: str = "E4M3", margin: int = 0) -> dict:
     """Scale that maps amax onto the format's largest value: (fp8_max / amax) / 2**margin."""
     fmt = _fmt(fmt)
     amax = _positive("amax", amax)
-    if _labs_fp8 is not None and hasattr(_labs_fp8, "compute_scale"):
-        scale = float(_labs_fp8.compute_scale(amax, fmt, margin=margin))
+    if _labs_fp8 is not None:  # FP32 arithmetic, as the lab and Transformer Engine do it
+        scale = float(_labs_fp8.compute_scale(amax, fmt.lower(), margin=margin))
     else:
         scale = min((FP8_MAX[fmt] / amax) / 2.0**margin, FLT_MAX)
     return {"scale": scale, "fp8_max": FP8_MAX[fmt], "amax": amax}
 
 
-def fp8_map(value: float, scale: float, fmt: str = "E4M3") -> dict:
-    """Where one value lands after scaling: the scaled value, what is stored after the clamp, and clipping."""
+def fp8_map(value: float, scale: float | None = None, fmt: str = "E4M3", amax: float | None = None) -> dict:
+    """Where one value lands after scaling: the scaled value, what is stored after the clamp, and clipping.
+
+    Give the `scale`, or the `amax` it is derived from (then scale = fp8_scale(amax, fmt)).
+    """
     fmt = _fmt(fmt)
-    scale = _positive("scale", scale)
+    if (scale is None) == (amax is None):
+        raise CalcError("give exactly one of scale or amax")
+    scale = fp8_scale(amax, fmt)["scale"] if amax is not None else _positive("scale", scale)
     scaled = float(value) * scale
     limit = FP8_MAX[fmt]
     clipped = abs(scaled) > limit
     stored = round_fp8(scaled, fmt)  # clamps explicitly before rounding
+    if _labs_fp8 is not None:  # the lab's quantizer: same clamp, its own clip threshold and FP32 math
+        import torch
+
+        res = _labs_fp8.quantize(torch.tensor([float(value)]), fmt.lower(), scale)
+        stored, clipped = float(res.data.float()[0]), res.clipped > 0
     return {
         "scaled": scaled,
         "stored": stored,
@@ -92,6 +103,7 @@ def fp8_map(value: float, scale: float, fmt: str = "E4M3") -> dict:
         "fp8_max": limit,
         "lost": abs(scaled) - limit if clipped else 0.0,
         "dequantized": stored / scale,
+        "scale": scale,
     }
 
 
@@ -214,16 +226,9 @@ def accumulate_fp8(addend: float, count: int, promote_every: int = 0, fmt: str =
     fmt = _fmt(fmt)
     if not isinstance(count, int) or count < 1:
         raise CalcError(f"count must be an integer >= 1, got {count!r}")
-    if _labs_fp8 is not None and hasattr(_labs_fp8, "accumulate"):
-        try:
-            total = float(_labs_fp8.accumulate([addend] * count, fmt, promote_every=promote_every))
-            stuck = None
-        except TypeError:  # a different signature than expected: keep our own arithmetic
-            total, stuck = _accumulate(addend, count, promote_every, fmt)
-    else:
-        total, stuck = _accumulate(addend, count, promote_every, fmt)
-    if stuck is None:
-        _, stuck = _accumulate(addend, count, promote_every, fmt)
+    total, stuck = _accumulate(addend, count, promote_every, fmt)
+    if _labs_fp8 is not None:
+        total = float(_labs_fp8.accumulate([addend] * count, fmt.lower(), promote_every=promote_every or None))
     exact = addend * count
     return {"total": total, "exact": exact, "error": exact - total, "stuck_after": stuck}
 

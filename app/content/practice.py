@@ -41,6 +41,7 @@ class Variant:
     unit: str
     explanation: str  # Markdown
     values: dict[str, Any] = field(default_factory=dict)  # params + derived numbers
+    hint: str = ""  # Markdown, placeholders filled in
 
 
 @dataclass(frozen=True)
@@ -315,10 +316,11 @@ def make_variant(question: Question, seed: int) -> Variant:
             raise PracticeError(f"{gen.name}: no valid draw in 20 tries: {last}")
         prompt = fill(q.prompt, values)
         explanation = fill(q.explanation or gen.explanation, values)
-        return Variant(question.id, seed, params, prompt, float(values["answer"]), q.unit, explanation, values)
+        hint = fill(q.hint, values) if q.hint else ""
+        return Variant(question.id, seed, params, prompt, float(values["answer"]), q.unit, explanation, values, hint)
     if isinstance(q, Numeric):
-        return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", {})
-    return Variant(question.id, seed, {}, q.prompt, None, "", getattr(q, "explanation", None) or "", {})
+        return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", {}, q.hint or "")
+    return Variant(question.id, seed, {}, q.prompt, None, "", getattr(q, "explanation", None) or "", {}, q.hint or "")
 
 
 # ---------------------------------------------------------------- parsing answers

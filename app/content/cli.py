@@ -1,0 +1,35 @@
+"""`python -m app lessons validate [ROOT]`: check every lesson folder and print what is wrong.
+
+The lead's app/__main__.py calls `validate_command(root)`; it prints one line per error
+(`file:line: field: expected …, found …`) and a summary, and returns the process exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from .loader import load_course
+
+
+def validate_command(root: Path, out: TextIO | None = None) -> int:
+    """0 when every lesson under root is valid, 1 otherwise."""
+    out = out or sys.stdout
+    course = load_course(Path(root))
+    for error in course.errors:
+        print(error, file=out)
+    for lesson in course.ordered():
+        n_q = len(lesson.questions)
+        print(f"ok  {lesson.id}: lesson {lesson.number:02d} '{lesson.title}', {len(lesson.parts)} parts, "
+              f"{lesson.read_time_minutes} min, {n_q} questions", file=out)
+    broken = course.broken
+    if course.errors:
+        print(f"{len(course.errors)} error(s) in {len(broken)} lesson(s): {', '.join(sorted(broken))}", file=out)
+        return 1
+    print(f"{len(course.lessons)} lesson(s) valid", file=out)
+    return 0
+
+
+if __name__ == "__main__":  # a fallback until the app's own CLI wires it in
+    sys.exit(validate_command(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("lessons")))

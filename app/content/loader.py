@@ -1,0 +1,496 @@
+"""Load lessons from `lessons/`, collecting every error instead of stopping at the first.
+
+- `load_course(root)`: every `root/<lesson-id>/` (folders starting with `_` or `.` are skipped), each
+  validated on its own; a broken lesson is left out and its errors reported, the others load.
+- `validate_lesson_dir(path)`: the errors of one lesson folder.
+- `validate_lesson_texts(texts, …)`: the same for YAML texts held in memory (the browser editor), with
+  any file not posted read from `base_dir`.
+
+An error names the file (relative to the lesson folder's parent, e.g.
+`transformer-scaling/parts/orient.yaml`), the field path (`blocks[2].pause.answer`), what was
+expected and what was found, plus the YAML line when it can be located.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from . import calc, practice
+from .schema import (
+    SLUG,
+    Atlas,
+    Lab,
+    Lesson,
+    LessonFile,
+    Part,
+    Question,
+    QuestionFile,
+    QuestionsBlock,
+    TimelineBlock,
+)
+
+LESSON_FILE = "lesson.yaml"
+OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab}
+IGNORED_FILES = {"README.md"}
+CALC_PLACEHOLDER = re.compile(
+    r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}"
+)
+_QUESTION_ADAPTER = TypeAdapter(QuestionFile)
+
+
+@dataclass(frozen=True)
+class ContentError:
+    """One problem in one file, in the author's terms."""
+
+    file: str  # e.g. "transformer-scaling/parts/orient.yaml"
+    field: str  # e.g. "blocks[2].pause.answer"; "" for the file as a whole
+    expected: str
+    found: str
+    line: int | None = None  # 1-based line in the YAML, when known
+
+    @property
+    def message(self) -> str:
+        return f"expected {self.expected}, found {self.found}"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field or '(file)'}: {self.message}"
+
+
+@dataclass
+class Course:
+    """Every lesson that loaded cleanly, in lesson-number order, and every error found."""
+
+    lessons: dict[str, Lesson] = field(default_factory=dict)
+    errors: list[ContentError] = field(default_factory=list)
+
+    def lesson(self, lesson_id: str) -> Lesson | None:
+        return self.lessons.get(lesson_id)
+
+    def ordered(self) -> list[Lesson]:
+        return sorted(self.lessons.values(), key=lambda l: (l.number, l.id))
+
+    @property
+    def broken(self) -> dict[str, list[ContentError]]:
+        """Lesson id -> its errors, for lessons left out."""
+        out: dict[str, list[ContentError]] = {}
+        for e in self.errors:
+            out.setdefault(e.file.split("/", 1)[0], []).append(e)
+        return out
+
+
+# ---------------------------------------------------------------- public entry points
+
+
+def load_course(root: Path) -> Course:
+    root = Path(root)
+    course = Course()
+    if not root.is_dir():
+        course.errors.append(ContentError(str(root), "", "a lessons folder", "no such folder"))
+        return course
+    numbers: dict[int, str] = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        lesson, errors = load_lesson_dir(folder)
+        course.errors.extend(errors)
+        if lesson is None:
+            continue
+        if lesson.number in numbers:
+            course.errors.append(ContentError(
+                f"{folder.name}/{LESSON_FILE}", "number",
+                f"a lesson number not used by another lesson ({numbers[lesson.number]} has it)",
+                str(lesson.number)))
+            continue
+        numbers[lesson.number] = lesson.id
+        course.lessons[lesson.id] = lesson
+    return course
+
+
+def load_lesson_dir(path: Path) -> tuple[Lesson | None, list[ContentError]]:
+    path = Path(path)
+    return validate_lesson_texts(read_lesson_texts(path), lesson_id=path.name)
+
+
+def validate_lesson_dir(path: Path) -> list[ContentError]:
+    return load_lesson_dir(path)[1]
+
+
+def read_lesson_texts(path: Path) -> dict[str, str]:
+    """Every file of a lesson folder as {relative path: text} (non-UTF-8 files come back as '\\0binary')."""
+    texts: dict[str, str] = {}
+    for f in sorted(Path(path).rglob("*")):
+        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(path).parts):
+            try:
+                texts[f.relative_to(path).as_posix()] = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                texts[f.relative_to(path).as_posix()] = "\0binary"
+    return texts
+
+
+def validate_lesson_texts(
+    texts: dict[str, str], lesson_id: str = "preview", base_dir: Path | None = None
+) -> tuple[Lesson | None, list[ContentError]]:
+    """Validate a lesson given as {relative path: YAML text}; files absent here are read from base_dir.
+
+    Returns (lesson, []) when everything is valid, else (None, errors). Never raises for bad content.
+    """
+    files = dict(read_lesson_texts(base_dir)) if base_dir else {}
+    files.update(texts)
+    return _LessonBuild(lesson_id, files).run()
+
+
+# ---------------------------------------------------------------- the build of one lesson
+
+
+class _LessonBuild:
+    def __init__(self, lesson_id: str, files: dict[str, str]):
+        self.id = lesson_id
+        self.files = files
+        self.errors: list[ContentError] = []
+        self.trees: dict[str, Any] = {}  # rel path -> composed YAML node, for line numbers
+
+    def err(self, rel: str, loc: tuple | str, expected: str, found: str) -> None:
+        path = loc if isinstance(loc, str) else _loc_to_path(loc)
+        line = _line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else _path_to_loc(loc))
+        self.errors.append(ContentError(f"{self.id}/{rel}", path, expected, found, line))
+
+    def run(self) -> tuple[Lesson | None, list[ContentError]]:
+        if not SLUG.match(self.id):
+            self.err(LESSON_FILE, "", "a folder name of lowercase letters, digits and dashes", repr(self.id))
+        raw: dict[str, Any] = {}
+        for rel, text in sorted(self.files.items()):
+            if rel in IGNORED_FILES:
+                continue
+            if not _known_file(rel):
+                self.err(rel, "", "lesson.yaml, atlas.yaml, lab.yaml, parts/<id>.yaml or questions/<id>.yaml",
+                         "a file the loader does not know")
+                continue
+            data = self.parse(rel, text)
+            if data is not None:
+                raw[rel] = data
+        if LESSON_FILE not in self.files:
+            self.err(LESSON_FILE, "", "a lesson.yaml file", "no such file")
+
+        values, pending = self.evaluate_computed(raw.get(LESSON_FILE))
+        for rel in list(raw):
+            raw[rel] = self.substitute(rel, raw[rel], (), values, pending, raw.get(LESSON_FILE))
+
+        header = self.validate(LESSON_FILE, LessonFile, raw[LESSON_FILE]) if LESSON_FILE in raw else None
+        parts = []
+        for rel in sorted(r for r in raw if r.startswith("parts/")):
+            data = raw[rel]
+            stem = Path(rel).stem
+            if isinstance(data, dict) and "id" in data:
+                self.err(rel, ("id",), "no `id` field (the id is the file name)", repr(data["id"]))
+                continue
+            if not SLUG.match(stem):
+                self.err(rel, "", "a file name of lowercase letters, digits and dashes", repr(stem))
+                continue
+            part = self.validate(rel, Part, {**data, "id": stem} if isinstance(data, dict) else data)
+            if part:
+                parts.append((rel, part))
+        questions: dict[str, Question] = {}
+        for rel in sorted(r for r in raw if r.startswith("questions/")):
+            stem = Path(rel).stem
+            if not SLUG.match(stem):
+                self.err(rel, "", "a file name of lowercase letters, digits and dashes", repr(stem))
+                continue
+            body = self.validate(rel, _QUESTION_ADAPTER, raw[rel])
+            if body is None:
+                continue
+            for fld, expected, found in practice.check_numeric(body) if body.kind == "numeric" else []:
+                self.err(rel, fld, expected, found)
+            questions[stem] = Question(id=stem, body=body)
+        extras = {rel: self.validate(rel, model, raw[rel]) for rel, model in OPTIONAL_FILES.items() if rel in raw}
+
+        if not parts and not any(r.startswith("parts/") for r in self.files):
+            self.err("parts/", "", "at least one part file under parts/", "none")
+        self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
+        if self.errors or header is None:
+            return None, self.errors
+        lesson = Lesson(
+            id=self.id,
+            header=header,
+            parts=[p for _, p in sorted(parts, key=lambda rp: rp[1].number)],
+            questions=questions,
+            atlas=extras.get("atlas.yaml"),
+            lab=extras.get("lab.yaml"),
+            values=values,
+        )
+        return lesson, []
+
+    # -- steps
+
+    def parse(self, rel: str, text: str) -> Any:
+        if text == "\0binary":
+            self.err(rel, "", "a UTF-8 text file", "bytes that are not UTF-8")
+            return None
+        try:
+            self.trees[rel] = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            self.errors.append(ContentError(
+                f"{self.id}/{rel}", "", "valid YAML", problem, mark.line + 1 if mark else None))
+            return None
+        if not isinstance(data, dict):
+            self.err(rel, "", "a mapping of fields (key: value lines)", _found(data))
+            return None
+        return data
+
+    def validate(self, rel: str, model: Any, data: Any) -> Any:
+        try:
+            if isinstance(model, TypeAdapter):
+                return model.validate_python(data)
+            return model.model_validate(data)
+        except ValidationError as exc:
+            root = model if isinstance(model, type) else None
+            for loc, expected, found in _explain(exc, data, root):
+                self.err(rel, loc, expected, found)
+            return None
+
+    def evaluate_computed(self, header: Any) -> tuple[dict, set]:
+        """Evaluate lesson.yaml's `computed` entries; returns values and the names that failed."""
+        values: dict[str, dict] = {}
+        failed: set[str] = set()
+        entries = header.get("computed") if isinstance(header, dict) else None
+        if not isinstance(entries, dict):
+            return values, failed
+        for name, entry in entries.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("calc"), str):
+                failed.add(name)  # the schema reports the shape
+                continue
+            args = entry.get("args") or {}
+            try:
+                result = calc.evaluate(entry["calc"], args if isinstance(args, dict) else {})
+            except calc.CalcError as exc:
+                self.err(LESSON_FILE, ("computed", name), "a calculation that runs", str(exc))
+                failed.add(name)
+                continue
+            values[name] = result
+        return values, failed
+
+    def substitute(self, rel: str, node: Any, loc: tuple, values: dict, failed: set, header: Any) -> Any:
+        """Replace {{calc:…}} placeholders in every string of a file, reporting the ones that do not resolve."""
+        if isinstance(node, dict):
+            return {k: self.substitute(rel, v, loc + (k,), values, failed, header) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self.substitute(rel, v, loc + (i,), values, failed, header) for i, v in enumerate(node)]
+        if not isinstance(node, str) or "{{" not in node:
+            return node
+        entries = header.get("computed", {}) if isinstance(header, dict) else {}
+
+        def sub(m: re.Match) -> str:
+            name, fld, spec = m.group(1), m.group(2), m.group(3)
+            if name in failed:
+                return m.group(0)
+            if name not in values:
+                known = ", ".join(sorted(values)) or "none declared"
+                self.err(rel, loc, f"a name from lesson.yaml `computed` ({known})", f"{{{{calc:{name}}}}}")
+                return m.group(0)
+            result = values[name]
+            if fld is None or fld not in result:
+                self.err(rel, loc, f"calc:{name}.FIELD with FIELD one of {', '.join(result)}",
+                         repr(m.group(0)))
+                return m.group(0)
+            default = entries.get(name, {}).get("format", ".4g") if isinstance(entries.get(name), dict) else ".4g"
+            try:
+                return calc.format_value(result[fld], (spec or default).strip())
+            except calc.CalcError as exc:
+                self.err(rel, loc, "a Python format spec such as .2f or ,.0f", str(exc))
+                return m.group(0)
+
+        return CALC_PLACEHOLDER.sub(sub, node)
+
+    def cross_check(self, parts, questions: dict, atlas: Atlas | None, raw: dict) -> None:
+        numbers = sorted(p.number for _, p in parts)
+        if parts and numbers != list(range(1, len(parts) + 1)):
+            for rel, p in parts:
+                if numbers.count(p.number) > 1 or numbers != list(range(1, len(parts) + 1)):
+                    self.err(rel, ("number",), f"part numbers 1..{len(parts)}, each once", str(p.number))
+        listed: set[str] = set()
+        era_ids = {e.id for e in atlas.hardware_ecosystem} if atlas else set()
+        seen: dict[str, str] = {}
+        for rel, part in parts:
+            for i, block in enumerate(part.blocks):
+                if isinstance(block, QuestionsBlock):
+                    for j, qid in enumerate(block.ids):
+                        if qid in listed:
+                            self.err(rel, ("blocks", i, "ids", j), "each question listed once", repr(qid))
+                        listed.add(qid)
+                        if qid not in questions and f"questions/{qid}.yaml" not in self.files:
+                            self.err(rel, ("blocks", i, "ids", j), "the id of a file in questions/", repr(qid))
+                if isinstance(block, TimelineBlock):
+                    for j, eid in enumerate(block.eras):
+                        if eid not in era_ids:
+                            self.err(rel, ("blocks", i, "eras", j),
+                                     "an id from atlas.yaml hardware_ecosystem", repr(eid))
+                for loc, ident in _stable_ids(block):
+                    if ident in seen:
+                        self.err(rel, ("blocks", i) + loc, f"an id unique in the lesson (also used in {seen[ident]})",
+                                 repr(ident))
+                    seen.setdefault(ident, rel)
+        for qid in questions:
+            if qid not in listed:
+                self.err(f"questions/{qid}.yaml", "", "a question listed in some part's questions block",
+                         "a question no part lists")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _known_file(rel: str) -> bool:
+    if rel == LESSON_FILE or rel in OPTIONAL_FILES:
+        return True
+    parts = rel.split("/")
+    return len(parts) == 2 and parts[0] in ("parts", "questions") and parts[1].endswith(".yaml")
+
+
+def _stable_ids(block) -> list[tuple[tuple, str]]:
+    """Ids learners' saved answers and progress hang on: sections, pauses, objectives, trace steps."""
+    out = []
+    if getattr(block, "kind", "") == "section":
+        out.append(((("id",)), block.id))
+        if block.pause:
+            out.append((("pause", "id"), block.pause.id))
+    if getattr(block, "kind", "") == "objectives":
+        out += [(("items", i, "id"), o.id) for i, o in enumerate(block.items)]
+    if getattr(block, "kind", "") == "code_trace":
+        out.append((("id",), block.id))
+        out += [(("steps", i, "id"), s.id) for i, s in enumerate(block.steps)]
+    return out
+
+
+def _found(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    text = repr(value)
+    kind = type(value).__name__.replace("str", "text").replace("dict", "mapping").replace("NoneType", "nothing")
+    return f"{kind} {text[:60] + '…' if len(text) > 60 else text}"
+
+
+def _loc_to_path(loc: tuple) -> str:
+    out = ""
+    for item in loc:
+        out += f"[{item}]" if isinstance(item, int) else (f".{item}" if out else str(item))
+    return out
+
+
+def _path_to_loc(path: str) -> tuple:
+    loc: list = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        loc.append(int(index) if index else name)
+    return tuple(loc)
+
+
+def _line_of(node: Any, loc: tuple) -> int | None:
+    """1-based line of the value at loc in a composed YAML tree (the deepest node that exists)."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for item in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == item), None)
+            if match is None:
+                return line
+            key, node = match
+            line = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int) and item < len(node.value):
+            node = node.value[item]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _unwrap(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
+    """The model class that validates the mapping at loc (to list its allowed fields), or None."""
+    tp: Any = root
+    for item in loc:
+        tp = _unwrap(tp)
+        origin = typing.get_origin(tp)
+        if origin in (typing.Union, types.UnionType):
+            members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
+            kind = data.get("kind") if isinstance(data, dict) else None
+            tp = next((m for m in members if kind and m.model_fields.get("kind") and kind in typing.get_args(
+                m.model_fields["kind"].annotation)), members[0] if len(members) == 1 else None)
+            if tp is None:
+                return None
+            origin = None
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if not isinstance(data, dict) or item not in tp.model_fields:
+                return None
+            tp, data = tp.model_fields[item].annotation, data.get(item)
+        elif origin is list and isinstance(item, int) and isinstance(data, list) and item < len(data):
+            tp, data = typing.get_args(tp)[0], data[item]
+        elif origin is dict and isinstance(data, dict):
+            tp, data = typing.get_args(tp)[1], data.get(item)
+        else:
+            return None
+    tp = _unwrap(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
+        kind = data.get("kind") if isinstance(data, dict) else None
+        tp = next((m for m in members if "kind" in m.model_fields and kind in typing.get_args(
+            m.model_fields["kind"].annotation)), None)
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> list[tuple[tuple, str, str]]:
+    """pydantic errors -> (loc in the author's data, expected, found), merging union alternatives."""
+    merged: dict[tuple, tuple[list[str], str]] = {}
+    for e in exc.errors(include_url=False):
+        loc, node, walked = [], data, list(e["loc"])
+        for n, item in enumerate(walked):
+            if isinstance(node, dict) and item in node:
+                loc.append(item)
+                node = node[item]
+            elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+                loc.append(item)
+                node = node[item]
+            elif n == len(walked) - 1 and e["type"] in ("missing", "extra_forbidden"):
+                loc.append(item)
+                node = None
+            # else: a union member's tag (e.g. 'section', 'Range'): not part of the author's data
+        key = tuple(loc)
+        expected, found = _expected(e, data, root, key), _found(e.get("input"))
+        if e["type"] == "missing":
+            found = "nothing (the field is missing)"
+        if key in merged:
+            if expected not in merged[key][0]:
+                merged[key][0].append(expected)
+        else:
+            merged[key] = ([expected], found)
+    return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
+
+
+def _expected(e: dict, data: Any, root: type[BaseModel] | None, loc: tuple) -> str:
+    kind = e["type"]
+    if kind == "missing":
+        return "a value (required field)"
+    if kind == "extra_forbidden":
+        model = _model_at(root, data, loc[:-1]) if root else None
+        allowed = ", ".join(model.model_fields) if model else ""
+        return f"no field named {loc[-1]!r} here" + (f" (allowed: {allowed})" if allowed else "")
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        ctx = e.get("ctx", {})
+        return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"
+    msg = e["msg"]
+    for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    return msg
