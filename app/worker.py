@@ -127,7 +127,13 @@ class Worker:
         out.mkdir(parents=True, exist_ok=True)
         cmd = [s.python, "-m", "labs", "run", job.lab, "--params", json.dumps(job.params),
                "--out", str(out), "--backend", job.backend]
-        run = self.current = LabRun(cmd, cwd=ROOT)
+        try:
+            run = self.current = LabRun(cmd, cwd=ROOT)
+        except OSError as exc:
+            with self.sessions() as db:
+                job_service.finish(db, job_id=job.id, worker_id=self.worker_id, ok=False,
+                                   error=f"The worker could not start the lab: {exc}", message="failed")
+            return
         deadline = time.monotonic() + s.job_time_limit_s
         outcome: tuple[bool, str | None, str] | None = None
         while run.proc.poll() is None:

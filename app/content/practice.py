@@ -314,6 +314,7 @@ def make_variant(question: Question, seed: int) -> Variant:
                 last = exc
         else:
             raise PracticeError(f"{gen.name}: no valid draw in 20 tries: {last}")
+        params = {k: values.get(k, v) for k, v in params.items()}  # what the solver actually used
         prompt = fill(q.prompt, values)
         explanation = fill(q.explanation or gen.explanation, values)
         hint = fill(q.hint, values) if q.hint else ""

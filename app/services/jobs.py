@@ -196,7 +196,10 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
                 message="failed: worker lost",
             )
         res = db.execute(
-            update(Job).where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now).values(**values)
+            update(Job)
+            .where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now)
+            .values(**values)
+            .execution_options(synchronize_session=False)  # SQLite's naive datetimes vs an aware `now`
         )
         if res.rowcount == 1:
             touched.append(job.id)

@@ -1,0 +1,90 @@
+import pytest
+
+
+def test_register_login_logout(client):
+    r = client.register("ann@example.org")
+    assert r.status_code == 303
+    assert "Ann" in client.get("/").text
+    r = client.post("/logout", follow_redirects=False)
+    assert r.status_code == 303
+    assert "Log in" in client.get("/").text
+    assert client.login("ann@example.org").status_code == 303
+    assert client.get("/api/v1/me").json()["roles"] == ["learner"]
+
+
+def test_duplicate_registration_is_refused_and_changes_nothing(client, db):
+    from app.services.users import count_users
+
+    client.register("ann@example.org")
+    client.post("/logout")
+    r = client.register("ANN@example.org ", password="another password")
+    assert r.status_code == 400
+    assert "already exists" in r.text
+    assert count_users(db) == 1
+    assert client.login("ann@example.org").status_code == 303  # the original password still works
+
+
+@pytest.mark.parametrize(
+    "email,password,field",
+    [("not-an-email", "long enough", "email"), ("a@b.org", "short", "password")],
+)
+def test_bad_registration_names_the_field(client, email, password, field):
+    r = client.register(email, password=password)
+    assert r.status_code == 400
+    assert f'id="{field}-error"' in r.text
+
+
+def test_wrong_password(client):
+    client.register("ann@example.org")
+    client.post("/logout")
+    r = client.login("ann@example.org", password="wrong password")
+    assert r.status_code == 400
+    assert "do not match" in r.text
+    assert client.get("/api/v1/me").status_code == 401
+
+
+def test_post_without_csrf_is_refused(client):
+    r = client.client.post("/register", data={"email": "x@y.org", "password": "long enough"})
+    assert r.status_code == 403
+    assert "security token" in r.text
+    r = client.client.post("/login", data={"email": "x@y.org", "password": "long enough", "csrf_token": "forged"})
+    assert r.status_code == 403
+
+
+def test_api_post_needs_csrf_header(client):
+    client.register("ann@example.org")
+    r = client.client.post("/api/v1/jobs", json={"lab": "env-check"})
+    assert r.status_code == 403
+    r = client.client.post("/api/v1/jobs", json={"lab": "env-check"}, headers={"X-CSRF-Token": client.api_token()})
+    assert r.status_code == 201
+
+
+def test_pages_need_login(client):
+    r = client.get("/labs", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/labs"
+    assert client.get("/api/v1/jobs").status_code == 401
+
+
+def test_login_redirect_stays_on_site(client):
+    client.register("ann@example.org")
+    client.post("/logout")
+    token = client.csrf()
+    r = client.client.post("/login", data={"email": "ann@example.org", "password": "correct horse",
+                                           "next": "https://evil.example/", "csrf_token": token}, follow_redirects=False)
+    assert r.headers["location"] == "/"
+
+
+@pytest.mark.parametrize("path", ["/instructor", "/grader"])
+def test_learner_cannot_open_staff_pages(client, path):
+    client.register("ann@example.org")
+    r = client.get(path)
+    assert r.status_code == 403
+    assert "This page is for" in r.text
+
+
+def test_roles_from_command_line_user(client, make_user):
+    make_user("teach@example.org", roles=("instructor", "grader"))
+    client.login("teach@example.org")
+    assert client.get("/instructor").status_code == 200
+    assert client.get("/grader").status_code == 200
+    assert client.get("/api/v1/me").json()["roles"] == ["grader", "instructor"]

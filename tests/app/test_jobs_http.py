@@ -1,0 +1,87 @@
+"""Lab jobs through the pages and the API, executed by a real worker running `python -m labs`."""
+
+import json
+
+from app.models import Job
+
+
+def _learner(client, email="ann@example.org"):
+    client.register(email)
+    return client
+
+
+def test_env_check_job_end_to_end(client, worker, db):
+    _learner(client)
+    r = client.post("/labs/env-check/jobs", headers={"HX-Request": "true"})
+    assert r.status_code == 201
+    assert r.headers["HX-Retarget"] == "#job-list"
+    assert 'data-status="queued"' in r.text and 'hx-trigger="every 1s"' in r.text
+    assert worker.run_once()
+    job = db.query(Job).one()
+    db.refresh(job)
+    assert job.status == "succeeded", job.error
+    page = client.get(f"/jobs/{job.id}", headers={"HX-Request": "true"}).text
+    assert 'data-status="succeeded"' in page and "every 1s" not in page  # polling stops
+    assert "CPU emulation" in page and "FP8 recipes" in page
+    result = client.get(f"/api/v1/jobs/{job.id}/result").json()
+    assert result["lab"] == "env-check" and result["environment"]["backend"] == "cpu"
+    assert result["environment"]["emulated"] is True
+    raw = client.get(f"/jobs/{job.id}/artifacts/result.json")
+    assert raw.headers["content-security-policy"].startswith("default-src 'none'")
+    assert json.loads(raw.text)["schema_version"] == 1
+
+
+def test_api_job_lifecycle_and_errors(client, worker):
+    _learner(client)
+    headers = {"X-CSRF-Token": client.api_token()}
+    r = client.post("/api/v1/jobs", json={"lab": "env-check", "params": {"oops": 1}}, headers=headers)
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "oops"
+    r = client.post("/api/v1/jobs", json={"lab": "no-such-lab"}, headers=headers)
+    assert r.status_code == 422 and "unknown lab" in r.json()["detail"]
+    r = client.post("/api/v1/jobs", content="{not json", headers={**headers, "content-type": "application/json"})
+    assert r.status_code == 422
+    r = client.post("/api/v1/jobs", json={"lab": "env-check"}, headers=headers)
+    job_id = r.json()["id"]
+    assert client.get(f"/api/v1/jobs/{job_id}/result").status_code == 409
+    worker.run_once()
+    status = client.get(f"/api/v1/jobs/{job_id}").json()
+    assert status["status"] == "succeeded" and "CPU emulation" in status["label"]
+    assert client.get("/api/v1/openapi.json").json()["paths"]["/api/v1/jobs"]
+
+
+def test_jobs_are_private(client, make_client, worker):
+    _learner(client)
+    client.post("/labs/env-check/jobs")
+    other = make_client()
+    other.register("bob@example.org", name="Bob")
+    assert other.get("/jobs/1").status_code == 404
+    assert other.get("/api/v1/jobs/1").status_code == 404
+    assert other.get("/jobs/1/artifacts/result.json").status_code == 404
+    assert other.get("/api/v1/jobs").json() == []
+    assert other.get("/jobs/999999").status_code == 404
+
+
+def test_unknown_lab_page_is_404(client):
+    _learner(client)
+    r = client.get("/labs/warp-drive")
+    assert r.status_code == 404 and "no lab called" in r.text
+    assert client.post("/labs/warp-drive/jobs").status_code == 404
+
+
+def test_failed_lab_reports_a_reason(client, db, settings):
+    """A lab that cannot start fails with a readable reason instead of crashing the worker."""
+    from dataclasses import replace
+
+    from app.worker import Worker
+
+    _learner(client)
+    client.post("/labs/env-check/jobs")
+    broken = Worker(replace(settings, python="/nonexistent/python"), worker_id="broken")
+    assert broken.run_once()
+    broken.engine.dispose()
+    job = db.query(Job).one()
+    db.refresh(job)
+    assert job.status == "failed" and "could not start the lab" in job.error
+    page = client.get(f"/jobs/{job.id}").text
+    assert "could not start the lab" in page

@@ -1,0 +1,64 @@
+"""Claiming, heartbeats and lease expiry against real databases (no worker process here)."""
+
+from datetime import timedelta
+
+import pytest
+
+from app.models import utcnow
+from app.services import jobs
+
+
+@pytest.fixture
+def learner(make_user):
+    return make_user("ann@example.org")
+
+
+def test_create_validates_params(db, learner):
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={})
+    assert job.status == "queued" and job.params == {}
+    with pytest.raises(jobs.JobInputError) as exc:
+        jobs.create_job(db, owner=learner, lab="env-check", params={"bogus": 1})
+    assert exc.value.errors == [{"field": "bogus", "message": "unknown parameter 'bogus'"}]
+    with pytest.raises(jobs.JobInputError, match="unknown lab 'nope'"):
+        jobs.create_job(db, owner=learner, lab="nope", params={})
+    with pytest.raises(jobs.JobInputError, match="backend: got 'tpu'"):
+        jobs.create_job(db, owner=learner, lab="env-check", params={}, backend="tpu")
+
+
+def test_a_job_is_claimed_once(db, learner):
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={})
+    first = jobs.claim_next(db, worker_id="w1", lease_s=30)
+    second = jobs.claim_next(db, worker_id="w2", lease_s=30)
+    assert first.id == job.id and first.worker_id == "w1" and first.attempts == 1
+    assert second is None
+
+
+def test_heartbeat_renews_and_detects_lost_lease(db, learner):
+    jobs.create_job(db, owner=learner, lab="env-check", params={})
+    job = jobs.claim_next(db, worker_id="w1", lease_s=30)
+    assert jobs.heartbeat(db, job_id=job.id, worker_id="w1", lease_s=30, progress=jobs.Progress(0.5, "half"))
+    db.refresh(job)
+    assert job.progress == 0.5 and job.message == "half"
+    assert not jobs.heartbeat(db, job_id=job.id, worker_id="intruder", lease_s=30, progress=None)
+
+
+def test_expired_lease_requeues_then_fails(db, learner):
+    jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2)
+    later = lambda: utcnow() + timedelta(seconds=120)  # noqa: E731
+    job = jobs.claim_next(db, worker_id="w1", lease_s=1)
+    assert jobs.reap_expired(db, now=later()) == [job.id]
+    db.refresh(job)
+    assert job.status == "queued" and "w1 stopped renewing" in job.message
+    job = jobs.claim_next(db, worker_id="w2", lease_s=1)
+    assert job.attempts == 2
+    assert jobs.reap_expired(db, now=later()) == [job.id]
+    db.refresh(job)
+    assert job.status == "failed" and "No attempts are left" in job.error
+    # The old worker's late result is refused: the job is no longer its own.
+    assert not jobs.finish(db, job_id=job.id, worker_id="w2", ok=True, result={})
+
+
+def test_live_lease_is_not_reaped(db, learner):
+    jobs.create_job(db, owner=learner, lab="env-check", params={})
+    jobs.claim_next(db, worker_id="w1", lease_s=60)
+    assert jobs.reap_expired(db) == []

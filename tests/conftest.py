@@ -1,0 +1,202 @@
+"""Shared fixtures: real SQLite and PostgreSQL databases, the app, logged-in clients, a worker.
+
+PostgreSQL is a real server started once per test session from the Debian binaries
+(`scripts/setup.sh --test` installs them) in a temporary directory on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from app import migrate
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pg_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        pytest.fail("PostgreSQL binaries are missing: run `scripts/setup.sh --test` (installs Debian's postgresql)")
+    return Path(found[-1]).parent
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL cluster; yields a base URL without a database name."""
+    bindir = _pg_bin()
+    base = Path(tempfile.mkdtemp(prefix="course-pg-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # postgres refuses to run as root
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+        run_as = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+                   check=True, capture_output=True)
+    subprocess.run(
+        [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
+         f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"],
+        check=True, capture_output=True,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_db_counter = 0
+
+
+def _new_pg_database(base_url: str) -> str:
+    global _db_counter
+    _db_counter += 1
+    name = f"course_{os.getpid()}_{_db_counter}"
+    admin = create_engine(f"{base_url}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return f"{base_url}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path) -> str:
+    """An empty database of each kind: the core tests run against both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'course.db'}"
+    return _new_pg_database(request.getfixturevalue("postgres_server"))
+
+
+@pytest.fixture
+def settings(db_url, tmp_path) -> Settings:
+    return Settings.from_env(
+        {"COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp_path / "data")},
+        database_url=db_url,
+        embedded_workers=0,  # tests drive the worker explicitly (or start a real server)
+        lease_s=5,
+        heartbeat_s=0.2,
+    )
+
+
+@pytest.fixture
+def db(settings):
+    migrate.upgrade(settings.db_url)
+    engine = make_engine(settings.db_url)
+    with make_sessionmaker(engine)() as session:
+        yield session
+    engine.dispose()
+
+
+@pytest.fixture
+def app(settings):
+    from app.main import create_app
+
+    return create_app(settings)
+
+
+class Browserless:
+    """A TestClient wrapper that knows the CSRF token and how to log in."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def csrf(self, path: str = "/login") -> str:
+        html = self.client.get(path).text
+        return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+
+    def register(self, email: str, password: str = "correct horse", name: str = "Ann"):
+        return self.client.post("/register", data={"email": email, "password": password, "display_name": name,
+                                                   "csrf_token": self.csrf("/register")}, follow_redirects=False)
+
+    def login(self, email: str, password: str = "correct horse"):
+        return self.client.post("/login", data={"email": email, "password": password, "csrf_token": self.csrf()},
+                                follow_redirects=False)
+
+    def post(self, path: str, data: dict | None = None, **kw):
+        if "json" in kw or "content" in kw:  # API calls carry the token in a header instead
+            return self.client.post(path, **kw)
+        data = dict(data or {})
+        data.setdefault("csrf_token", self.csrf())
+        return self.client.post(path, data=data, **kw)
+
+    def api_token(self) -> str:
+        return self.client.get("/api/v1/me").json()["csrf_token"]
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+@pytest.fixture
+def client(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as c:
+        yield Browserless(c)
+
+
+@pytest.fixture
+def make_client(app):
+    """A factory for extra, independent clients (another learner, a grader)."""
+    from fastapi.testclient import TestClient
+
+    opened = []
+
+    def make():
+        c = TestClient(app)
+        c.__enter__()
+        opened.append(c)
+        return Browserless(c)
+
+    yield make
+    for c in opened:
+        c.__exit__(None, None, None)
+
+
+@pytest.fixture
+def make_user(settings, db):
+    from app.services import users
+
+    def make(email: str, roles=("learner",), password: str = "correct horse"):
+        return users.create_user(db, email=email, password=password, display_name=email.split("@")[0], roles=list(roles))
+
+    return make
+
+
+@pytest.fixture
+def worker(settings):
+    from app.worker import Worker
+
+    w = Worker(settings, worker_id="test-worker")
+    yield w
+    w.engine.dispose()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
