@@ -179,6 +179,16 @@ def tp_threshold(flops: float, bandwidth: float) -> dict:
     return {"d_min": 2 * flops / bandwidth}
 
 
+def train_compute(params: float, tokens: float, flops: float, mfu: float) -> dict:
+    """Training compute 6·N·D FLOPs and its duration at a sustained fraction (MFU) of peak FLOP/s."""
+    params, tokens, flops = _positive("params", params), _positive("tokens", tokens), _positive("flops", flops)
+    if not 0 < mfu <= 1:
+        raise CalcError(f"mfu must be in (0, 1], got {mfu!r}")
+    total = 6 * params * tokens
+    seconds = total / (flops * mfu)
+    return {"flop": total, "seconds": seconds, "hours": seconds / 3600}
+
+
 # ---------------------------------------------------------------- integer and block quantization
 
 
@@ -257,6 +267,7 @@ REGISTRY: dict[str, Callable[..., dict]] = {
     "zero_memory": zero_memory,
     "pipeline_bubble": pipeline_bubble,
     "tp_threshold": tp_threshold,
+    "train_compute": train_compute,
     "absmax_quant": absmax_quant,
     "block_quant": block_quant,
     "accumulate_fp8": accumulate_fp8,
