@@ -27,6 +27,7 @@ from . import calc, practice
 from .schema import (
     SLUG,
     Atlas,
+    CodeTraceBlock,
     Lab,
     Lesson,
     LessonFile,
@@ -214,7 +215,7 @@ class _LessonBuild:
             self.err("parts/", "", "at least one part file under parts/", "none")
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
         if self.errors or header is None:
-            return None, self.errors
+            return None, sorted(self.errors, key=lambda e: (e.file, e.line or 0))
         lesson = Lesson(
             id=self.id,
             header=header,
@@ -328,6 +329,13 @@ class _LessonBuild:
                         listed.add(qid)
                         if qid not in questions and f"questions/{qid}.yaml" not in self.files:
                             self.err(rel, ("blocks", i, "ids", j), "the id of a file in questions/", repr(qid))
+                if isinstance(block, CodeTraceBlock):
+                    n = len(block.code_lines)
+                    for j, step in enumerate(block.steps):
+                        for k, ln in enumerate(step.lines):
+                            if not 1 <= ln <= n:
+                                self.err(rel, ("blocks", i, "steps", j, "lines", k),
+                                         f"a line number of this block's code (1..{n})", str(ln))
                 if isinstance(block, TimelineBlock):
                     for j, eid in enumerate(block.eras):
                         if eid not in era_ids:
@@ -338,7 +346,8 @@ class _LessonBuild:
                         self.err(rel, ("blocks", i) + loc, f"an id unique in the lesson (also used in {seen[ident]})",
                                  repr(ident))
                     seen.setdefault(ident, rel)
-        for qid in questions:
+        parts_ok = len(parts) == sum(1 for r in self.files if r.startswith("parts/"))
+        for qid in questions if parts_ok else ():  # a part that failed would hide its listing
             if qid not in listed:
                 self.err(f"questions/{qid}.yaml", "", "a question listed in some part's questions block",
                          "a question no part lists")
@@ -470,6 +479,8 @@ def _explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> l
         expected, found = _expected(e, data, root, key), _found(e.get("input"))
         if e["type"] == "missing":
             found = "nothing (the field is missing)"
+        elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
+            expected, found = expected.split("; found ", 1)
         if key in merged:
             if expected not in merged[key][0]:
                 merged[key][0].append(expected)

@@ -1,0 +1,173 @@
+"""Variants are deterministic per seed; grading handles right, wrong, malformed, tolerance and units."""
+
+import pytest
+
+from app.content.practice import GENERATORS, fill, grade, make_variant, parse_number
+from app.content.schema import FreeResponse, Numeric, Question, SingleChoice
+
+
+def numeric(generator=None, **kw):
+    body = {"kind": "numeric", "prompt": kw.pop("prompt", "Q?"), **kw}
+    if generator:
+        body["generator"] = generator
+        body.setdefault("unit", GENERATORS[generator].unit)
+    qid = body.pop("qid", "q")
+    return Question(id=qid, body=Numeric.model_validate(body))
+
+
+# (generator, fixed params, expected answer) — numbers worked in the source material by hand
+SEED_NUMBERS = [
+    ("fp8_scale", {"amax": 240, "fmt": "E4M3"}, 448 / 240),  # ≈ 1.87
+    ("fp8_clip", {"amax": 240, "value": 120, "fmt": "E4M3"}, 224),
+    ("fp8_clip", {"amax": 240, "value": 300, "fmt": "E4M3"}, 448),  # 560 clips at 448
+    ("fp8_step_time", {"compute": 12, "comm": 5, "overlap": 3}, 14),
+    ("ring_allreduce", {"size": 4, "gpus": 4}, 6),  # 6 numbers sent for an array of 4
+    ("ring_allreduce", {"size": 1, "gpus": 8}, 1.75),
+    ("collective_time", {"size": 14, "gpus": 8, "bandwidth": 450}, 27.2),  # ≈ 27 ms
+    ("zero_memory", {"params": 7, "gpus": 4, "stage": 0}, 112),
+    ("zero_memory", {"params": 7, "gpus": 4, "stage": 1}, 49),
+    ("zero_memory", {"params": 7, "gpus": 4, "stage": 2}, 38.5),
+    ("zero_memory", {"params": 7, "gpus": 4, "stage": 3}, 28),
+    ("pipeline_bubble", {"stages": 4, "microbatches": 8}, 100 * 3 / 11),  # ≈ 27%
+    ("tp_threshold", {"flops": 989, "bandwidth": 450}, 4396),  # ≈ 4,400
+    ("absmax_int8", {"index": 0}, 25),
+    ("absmax_int8", {"index": 1}, -42),
+    ("absmax_int8", {"index": 1, "outlier": 30}, -2),
+    ("block_absmax", {"index": 0}, 76),
+    ("block_absmax", {"index": 1}, -127),
+    ("e4m3_accumulate", {}, 64),
+    ("e4m3_accumulate", {"promote_every": 8}, 300),
+]
+
+
+@pytest.mark.parametrize("generator,params,expected", SEED_NUMBERS)
+def test_generator_reproduces_hand_computed_number(generator, params, expected):
+    v = make_variant(numeric(generator, params=params), seed=0)
+    assert v.answer == pytest.approx(expected, rel=2e-3)
+
+
+def test_at_least_eight_generators():
+    assert len(GENERATORS) >= 8
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_generator_is_deterministic_per_seed_and_varies(name):
+    gen = GENERATORS[name]
+    ranges = {}
+    for key, default in gen.defaults.items():
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and key not in ("index", "bits"):
+            ranges[key] = {"min": max(1, default // 2), "max": default * 2 + 2, "step": 1} if key != "overlap" \
+                else {"min": 0, "max": 4}
+    if name in ("absmax_int8", "block_absmax"):
+        ranges = {"outlier": {"choices": [1.5, 3.0, 30.0]}, "index": {"min": 0, "max": 2}}
+    if name == "e4m3_accumulate":
+        ranges = {"addend": {"choices": [1, 2, 3, 5]}, "count": {"min": 20, "max": 120}}
+    if name == "fp8_scale" or name == "fp8_clip":
+        ranges.pop("margin", None)
+    if name == "zero_memory":
+        ranges["stage"] = {"min": 0, "max": 3}
+    q = numeric(name, params=ranges, prompt=gen.prompt)
+    a, b = make_variant(q, 11), make_variant(q, 11)
+    assert a == b
+    variants = {make_variant(q, s).prompt for s in range(12)}
+    assert len(variants) > 1, "seeds should change the numbers"
+    assert "{{" not in a.prompt and "{{" not in a.explanation
+    assert grade(q, a, repr(a.answer)).correct
+
+
+def test_variant_depends_on_question_id_and_seed():
+    spec = {"amax": {"min": 100, "max": 400, "step": 1}}
+    one = numeric("fp8_scale", params=spec, prompt="{{amax}}", qid="one")
+    two = numeric("fp8_scale", params=spec, prompt="{{amax}}", qid="two")
+    draws_one = [make_variant(one, s).params["amax"] for s in range(8)]
+    draws_two = [make_variant(two, s).params["amax"] for s in range(8)]
+    assert draws_one == [make_variant(one, s).params["amax"] for s in range(8)]
+    assert draws_one != draws_two  # two questions with the same seed do not share numbers
+    assert all(100 <= a <= 400 and float(a).is_integer() for a in draws_one)
+
+
+def test_grading_correct_incorrect_and_tolerance():
+    q = numeric("fp8_step_time", params={}, tolerance={"abs": 0.5})
+    v = make_variant(q, 0)
+    assert v.answer == 14
+    assert grade(q, v, "14").correct
+    assert grade(q, v, "14.4 ms").correct
+    wrong = grade(q, v, "17")
+    assert wrong.status == "incorrect" and wrong.counts_as_attempt
+    assert wrong.expected == 14 and wrong.unit == "ms" and wrong.expected_text == "14 ms"
+    assert "±0.5 ms" in wrong.message
+    rel = numeric("fp8_scale", params={}, tolerance={"rel": 0.01})
+    rv = make_variant(rel, 0)
+    assert grade(rel, rv, "1.87").correct and grade(rel, rv, "1.866").correct
+    assert not grade(rel, rv, "1.9").correct  # 1.8% off
+
+
+def test_units_convert_within_a_dimension():
+    q = numeric("fp8_step_time", params={})
+    v = make_variant(q, 0)
+    assert grade(q, v, "0.014 s").correct
+    assert grade(q, v, "14000 us").correct
+    bad = grade(q, v, "14 GB")
+    assert bad.status == "invalid" and not bad.counts_as_attempt and "ms" in bad.message
+    z = numeric("zero_memory", params={})
+    zv = make_variant(z, 0)
+    assert zv.answer == 49 and grade(z, zv, "49,000 MB").correct and grade(z, zv, "49 gb").correct
+    pct = numeric("pipeline_bubble", params={}, tolerance={"abs": 0.5})
+    pv = make_variant(pct, 0)
+    assert grade(pct, pv, "27.3%").correct and grade(pct, pv, "27 %").correct
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "abc", "fourteen", "1.2.3", "nan", "inf", "--3"])
+def test_non_numbers_are_invalid_not_attempts(raw):
+    q = numeric("fp8_step_time", params={})
+    fb = grade(q, make_variant(q, 0), raw)
+    assert fb.status == "invalid" and not fb.correct and not fb.counts_as_attempt
+    assert fb.message
+
+
+@pytest.mark.parametrize("raw,value,unit", [
+    ("14", 14, ""), ("-2.5e3 ms", -2500, "ms"), ("1,234.5", 1234.5, ""), ("16 384", 16384, ""),
+    ("0,5", 0.5, ""), ("−3", -3, ""), (".5x", 0.5, "x"), ("27%", 27, "%"),
+])
+def test_parse_number(raw, value, unit):
+    assert parse_number(raw) == (pytest.approx(value), unit)
+
+
+def test_fixed_numeric_question():
+    q = numeric(answer=300, unit="", tolerance={"abs": 0})
+    v = make_variant(q, 5)
+    assert v.answer == 300 and grade(q, v, "300").correct and not grade(q, v, "64").correct
+
+
+def test_single_choice_feedback_per_option():
+    q = Question(id="sc", body=SingleChoice.model_validate({
+        "kind": "single_choice", "prompt": "Which?", "explanation": "Because.",
+        "options": [
+            {"id": "A", "text": "TP", "correct": True, "feedback": "Yes, TP."},
+            {"id": "B", "text": "DP", "feedback": "DP replicates."},
+        ]}))
+    right, wrong = grade(q, None, "a"), grade(q, None, "B")
+    assert right.correct and right.message == "Yes, TP." and right.chosen == "A"
+    assert wrong.status == "incorrect" and wrong.message == "DP replicates." and wrong.expected_text == "A"
+    assert grade(q, None, "Z").status == "invalid"
+
+
+def test_free_response_needs_text_then_reveals_reference():
+    q = Question(id="fr", body=FreeResponse.model_validate({
+        "kind": "free_response", "prompt": "Why?", "hint": "Think.", "reference_answer": "Range."}))
+    assert grade(q, None, "  ").status == "invalid"
+    fb = grade(q, None, "because of range")
+    assert fb.status == "answered" and fb.message == "Range." and fb.counts_as_attempt
+
+
+def test_unknown_placeholder_and_params_are_reported():
+    from app.content.practice import PracticeError, check_numeric
+
+    with pytest.raises(PracticeError, match="unknown placeholder"):
+        fill("{{nope}}", {"a": 1})
+    bad = numeric("fp8_scale", params={"colour": 1}).body
+    assert check_numeric(bad)[0][0] == "params.colour"
+    wrong_unit = numeric("fp8_step_time", params={}, unit="s").body
+    assert check_numeric(wrong_unit)[0][0] == "unit"
+    bad_prompt = numeric("fp8_scale", params={}, prompt="{{amx}}").body
+    assert "amx" in check_numeric(bad_prompt)[0][2]

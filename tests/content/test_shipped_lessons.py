@@ -1,0 +1,78 @@
+"""Every lesson in lessons/ validates, renders and has working questions."""
+
+import io
+
+import pytest
+
+from app.content.cli import validate_command
+from app.content.loader import validate_lesson_dir
+from app.content.markdown import render_markdown
+from app.content.practice import grade, make_variant
+
+from .conftest import LESSONS
+
+SHIPPED = sorted(p.name for p in LESSONS.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def test_course_loads_without_errors(course):
+    assert [str(e) for e in course.errors] == []
+    assert set(course.lessons) == set(SHIPPED)
+    assert {"transformer-scaling", "precision-by-numbers"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("lesson_id", SHIPPED)
+def test_lesson_dir_validates(lesson_id):
+    assert [str(e) for e in validate_lesson_dir(LESSONS / lesson_id)] == []
+
+
+@pytest.mark.parametrize("lesson_id", SHIPPED)
+def test_every_question_makes_variants_and_grades_its_own_answer(course, lesson_id):
+    lesson = course.lesson(lesson_id)
+    for qid, q in lesson.questions.items():
+        for seed in range(10):
+            v = make_variant(q, seed)
+            assert "{{" not in v.prompt and "{{" not in v.explanation and "{{" not in v.hint, qid
+            if q.kind == "numeric":
+                fb = grade(q, v, f"{v.answer!r} {v.unit}")
+                assert fb.correct, (qid, seed, fb)
+
+
+@pytest.mark.parametrize("lesson_id", SHIPPED)
+def test_no_placeholder_survives_and_markdown_renders(course, lesson_id):
+    lesson = course.lesson(lesson_id)
+    dump = lesson.model_dump_json()
+    assert "{{calc:" not in dump
+    for part in lesson.parts:
+        for block in part.blocks:
+            for text in (getattr(block, "body", None), getattr(getattr(block, "pause", None), "answer", None)):
+                if text:
+                    assert "<script" not in render_markdown(text)
+
+
+def test_lesson_06_shape(l06):
+    assert l06.number == 6 and l06.title == "Transformer Scaling"
+    assert [(p.number, p.id, p.minutes) for p in l06.parts] == [
+        (1, "orient", 5), (2, "mental-model", 8), (3, "deep-dives", 15),
+        (4, "code-trace", 12), (5, "history", 8), (6, "practice", 12),
+    ]
+    assert l06.read_time_minutes == 60
+    assert l06.header.anchor.year == 2022 and "Transformer Engine" in l06.header.anchor.label
+    assert l06.header.path.name == "Parallel Horizons" and l06.header.path.number == 6
+
+
+def test_second_lesson_is_short(course):
+    lesson = course.lesson("precision-by-numbers")
+    assert 20 <= lesson.read_time_minutes <= 25
+    assert sum(q.kind == "numeric" for q in lesson.questions.values()) >= 5
+
+
+def test_cli_validate_command(tmp_path):
+    out = io.StringIO()
+    assert validate_command(LESSONS, out=out) == 0
+    assert "lesson(s) valid" in out.getvalue()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "lesson.yaml").write_text("title: x\n")
+    out = io.StringIO()
+    assert validate_command(tmp_path, out=out) == 1
+    assert "bad/lesson.yaml:1: number: expected a value (required field)" in out.getvalue()
