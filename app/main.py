@@ -22,6 +22,7 @@ from app import migrate
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
+from app.services import lessons as lesson_service
 from app.web import render
 
 
@@ -43,6 +44,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         migrate.upgrade(settings.db_url)
+        with app.state.sessions() as db:
+            app.state.content_errors = lesson_service.sync_from_files(db, settings.lessons_dir)
         workers = _start_workers(settings)
         try:
             yield
@@ -77,9 +80,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import api, auth, labs, pages
+    from app.routes import api, auth, labs, lessons, pages
 
-    for module in (auth, pages, labs):
+    app.state.content_errors = {}
+    for module in (auth, pages, lessons, labs):
         app.include_router(module.router, include_in_schema=False)
     app.include_router(api.router)
 

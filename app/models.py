@@ -90,3 +90,69 @@ class Job(Base):
     @property
     def finished(self) -> bool:
         return self.status in ("succeeded", "failed")
+
+
+class LessonVersion(Base):
+    """An immutable published version of one lesson: the text of every file, as authored.
+
+    Files on disk are published as a new version when their content changes; the browser editor
+    publishes versions too. Attempts and answers point at the version they were given under.
+    """
+
+    __tablename__ = "lesson_versions"
+    __table_args__ = (UniqueConstraint("lesson_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    lesson_id: Mapped[str] = mapped_column(String(64), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    files: Mapped[dict] = mapped_column(JSON)  # relative path -> YAML text
+    content_hash: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(10))  # files | editor
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PartProgress(Base):
+    __tablename__ = "part_progress"
+    __table_args__ = (UniqueConstraint("user_id", "lesson_id", "part_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lesson_id: Mapped[str] = mapped_column(String(64))
+    part_id: Mapped[str] = mapped_column(String(64))
+    seconds_spent: Mapped[int] = mapped_column(Integer, default=0)
+    first_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+    done_at: Mapped[datetime | None]
+
+
+class Response(Base):
+    """A learner's written answer (pause-and-reason or free response). Append-only: never overwritten."""
+
+    __tablename__ = "responses"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lesson_id: Mapped[str] = mapped_column(String(64))
+    lesson_version: Mapped[int] = mapped_column(Integer)
+    item_id: Mapped[str] = mapped_column(String(64))  # pause id or question id
+    kind: Mapped[str] = mapped_column(String(20))  # pause | free_response
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Attempt(Base):
+    """One graded answer to a practice question, with the variant and lesson version it answered."""
+
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lesson_id: Mapped[str] = mapped_column(String(64))
+    lesson_version: Mapped[int] = mapped_column(Integer)
+    question_id: Mapped[str] = mapped_column(String(64))
+    variant_seed: Mapped[int] = mapped_column(Integer)
+    answer: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(12))  # correct | incorrect | answered
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -41,3 +41,37 @@ def render(request: Request, name: str, context: dict | None = None, *, block: s
     if block and is_htmx(request):
         kwargs["block_name"] = block
     return templates.TemplateResponse(request, name, ctx, **kwargs)
+
+
+# ---------------------------------------------------------------- lesson rendering helpers
+
+from markupsafe import Markup  # noqa: E402
+from pygments import highlight  # noqa: E402
+from pygments.formatters import HtmlFormatter  # noqa: E402
+from pygments.lexers import get_lexer_by_name  # noqa: E402
+
+from app.content import render_inline, render_markdown  # noqa: E402
+
+
+def code_lines(code: str, language: str) -> list[Markup]:
+    """Highlighted HTML, one entry per source line (Pygments escapes the code itself)."""
+    lexer = get_lexer_by_name({"cuda": "cuda", "cpp": "cpp", "bash": "bash", "text": "text"}.get(language, language))
+    html = highlight(code.rstrip("\n"), lexer, HtmlFormatter(nowrap=True, classprefix="tok-"))
+    return [Markup(line) for line in html.rstrip("\n").split("\n")]
+
+
+def line_span(lines: list[int]) -> str:
+    if not lines:
+        return ""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    if lines == list(range(lines[0], lines[-1] + 1)):
+        return f"lines {lines[0]}–{lines[-1]}"
+    return "lines " + ", ".join(map(str, lines))
+
+
+templates.env.filters["md"] = lambda text: Markup(render_markdown(text))
+templates.env.filters["md_inline"] = lambda text: Markup(render_inline(text))
+templates.env.filters["two"] = lambda n: f"{int(n):02d}"
+templates.env.globals["code_lines"] = code_lines
+templates.env.globals["line_span"] = line_span

@@ -64,13 +64,13 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
     if job is None:
         ctx = {"lab": lab, "module": module, "fields": labforms.form_fields(lab), "values": form, "errors": errors,
                "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10)}
-        return render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
-    if is_htmx(request):
-        # The form stays as it was; the new job's card goes on top of the run list.
-        response = render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
-        response.headers["HX-Retarget"] = "#job-list"
-        response.headers["HX-Reswap"] = "afterbegin"
+        response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
+        if is_htmx(request):  # errors go back into the form, next to their fields
+            response.headers["HX-Retarget"] = "#lab-form-wrap"
+            response.headers["HX-Reswap"] = "innerHTML"
         return response
+    if is_htmx(request):  # the caller's hx-target decides where the new job card goes
+        return render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from app.deps import GraderUser, InstructorUser, OptionalUser, SessionDep, csrf_protect
+from app.services import learning
+from app.services import lessons as lesson_service
 from app.web import render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -12,12 +14,17 @@ router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 @router.get("/")
 def home(request: Request, user: OptionalUser, db: SessionDep):
-    return render(request, "home.html", {})
+    if user is None:
+        return render(request, "home.html", {"progress": []})
+    catalogue = lesson_service.catalogue(db)
+    return render(request, "home.html", {"progress": learning.dashboard(db, user=user, lessons=catalogue)})
 
 
 @router.get("/instructor")
-def instructor_home(request: Request, user: InstructorUser):
-    return render(request, "instructor/index.html", {})
+def instructor_home(request: Request, user: InstructorUser, db: SessionDep):
+    catalogue = lesson_service.catalogue(db)
+    rows = [(lesson, version, lesson_service.versions(db, lesson_id=lesson.id)) for lesson, version in catalogue]
+    return render(request, "instructor/index.html", {"rows": rows, "file_errors": request.app.state.content_errors})
 
 
 @router.get("/grader")

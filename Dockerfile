@@ -1,0 +1,15 @@
+# Image for docker-compose.yml. The GPU worker adds Transformer Engine through the `gpu` extra
+# on a CUDA base image; this default image is the CPU build used by web and worker-cpu.
+FROM python:3.11-slim
+WORKDIR /srv
+COPY pyproject.toml constraints.txt ./
+COPY app app
+COPY labs labs
+RUN pip install --no-cache-dir -c constraints.txt --extra-index-url https://download.pytorch.org/whl/cpu .
+COPY lessons lessons
+COPY templates templates
+COPY static static
+COPY migrations migrations
+COPY alembic.ini ./
+EXPOSE 8000
+CMD ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8000"]

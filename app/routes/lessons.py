@@ -1,0 +1,165 @@
+"""Lesson pages: the six timed parts, reference sections, pause-and-reason answers, practice.
+
+Every page is rendered from one published lesson version; answers carry the version they were
+given under, and an answer posted against an outdated version is refused with the text kept.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import RedirectResponse
+
+from app.content import grade, make_variant
+from app.content.schema import FreeResponse, Lesson, Numeric
+from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.services import learning
+from app.services import lessons as lesson_service
+from app.services import jobs as job_service
+from app.web import render
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+REFERENCE_SECTIONS = {"atlas": "Knowledge atlas", "lab": "Hands-on lab", "references": "Go deeper"}
+
+
+def _lesson(db, lesson_id: str, version: int | None = None) -> tuple[Lesson, int, int]:
+    """(lesson, shown version, current version); 404 with the reason when missing."""
+    cur = lesson_service.current(db, lesson_id=lesson_id)
+    if cur is None:
+        raise HTTPException(404, f"There is no lesson {lesson_id!r}.")
+    lesson, current_version = cur
+    if version is None or version == current_version:
+        return lesson, current_version, current_version
+    row = lesson_service.version_row(db, lesson_id=lesson_id, version=version)
+    old = lesson_service.build(row) if row else None
+    if old is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version} (the current one is {current_version}).")
+    return old, version, current_version
+
+
+def _variants(lesson: Lesson, user) -> dict:
+    out = {}
+    for qid, q in lesson.questions.items():
+        seed = learning.variant_seed(user.id, qid)
+        out[qid] = make_variant(q, seed) if isinstance(q.body, Numeric) else None
+    return out
+
+
+def _part_context(db, request, user, lesson: Lesson, version: int, current_version: int, part_id: str) -> dict:
+    return {
+        "lesson": lesson,
+        "version": version,
+        "current_version": current_version,
+        "part_id": part_id,
+        "part": lesson.part(part_id),
+        "section": REFERENCE_SECTIONS.get(part_id),
+        "progress": learning.progress_map(db, user=user, lesson_id=lesson.id),
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson.id),
+        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson.id),
+        "variants": _variants(lesson, user),
+        "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
+        "feedback": {},
+    }
+
+
+@router.get("/lessons/{lesson_id}")
+def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: int | None = None):
+    lesson, version, current_version = _lesson(db, lesson_id, v)
+    part = learning.resume_part(db, user=user, lesson=lesson)
+    suffix = f"?v={version}" if version != current_version else ""
+    return RedirectResponse(f"/lessons/{lesson_id}/{part}{suffix}", status_code=303)
+
+
+@router.get("/lessons/{lesson_id}/{part_id}")
+def lesson_part(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: int | None = None):
+    lesson, version, current_version = _lesson(db, lesson_id, v)
+    if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    if lesson.part(part_id) is not None and version == current_version:
+        learning.visit(db, user=user, lesson_id=lesson_id, part_id=part_id)
+    ctx = _part_context(db, request, user, lesson, version, current_version, part_id)
+    return render(request, "lessons/lesson.html", ctx, block="part")
+
+
+@router.post("/lessons/{lesson_id}/progress/{part_id}/done")
+def toggle_done(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep,
+                done: Annotated[str, Form()] = "1"):
+    lesson, version, current_version = _lesson(db, lesson_id)
+    if lesson.part(part_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    learning.set_done(db, user=user, lesson_id=lesson_id, part_id=part_id, done=done == "1")
+    ctx = _part_context(db, request, user, lesson, version, current_version, part_id)
+    return render(request, "lessons/lesson.html", ctx, block="pacing")
+
+
+@router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)
+def reading_time(lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep,
+                 seconds: Annotated[int, Form(ge=0, le=3600)] = 0):
+    lesson, _, _ = _lesson(db, lesson_id)
+    if lesson.part(part_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
+
+
+def _stale(version: int, current_version: int) -> str | None:
+    if version != current_version:
+        return (f"This lesson was updated to version {current_version} after you opened it (you answered version "
+                f"{version}). Your text is still in the box: reload the page and submit it again.")
+    return None
+
+
+@router.post("/lessons/{lesson_id}/pauses/{pause_id}")
+def answer_pause(request: Request, lesson_id: str, pause_id: str, user: CurrentUser, db: SessionDep,
+                 answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[int, Form()] = 0):
+    lesson, _, current_version = _lesson(db, lesson_id)
+    pause = next((p for p in lesson.pauses if p.id == pause_id), None)
+    if pause is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no pause-and-reason prompt {pause_id!r}.")
+    error = _stale(version, current_version)
+    if not error:
+        try:
+            learning.save_response(db, user=user, lesson_id=lesson_id, version=version, item_id=pause_id,
+                                   kind="pause", text=answer)
+        except learning.AnswerError as exc:
+            error = exc.message
+    ctx = {"lesson": lesson, "version": current_version, "pause": pause, "error": error, "draft": answer,
+           "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id)}
+    return render(request, "lessons/_pause.html", ctx, status_code=400 if error else 200)
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}")
+def answer_question(request: Request, lesson_id: str, question_id: str, user: CurrentUser, db: SessionDep,
+                    answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[int, Form()] = 0,
+                    seed: Annotated[int, Form()] = -1):
+    lesson, _, current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    if question is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r}.")
+    my_seed = learning.variant_seed(user.id, question_id)
+    variants = _variants(lesson, user)
+    error = _stale(version, current_version)
+    feedback = None
+    if not error and isinstance(question.body, Numeric) and seed != my_seed:
+        error = "This answer was for a different variant of the question than yours; reload the page to see your own."
+    if not error and isinstance(question.body, FreeResponse):
+        try:
+            learning.check_answer_text(answer)
+        except learning.AnswerError as exc:
+            error = exc.message
+    if not error:
+        feedback = grade(question, variants[question_id], answer)
+        if feedback.counts_as_attempt:
+            if isinstance(question.body, FreeResponse):
+                learning.save_response(db, user=user, lesson_id=lesson_id, version=version, item_id=question_id,
+                                       kind="free_response", text=answer)
+            learning.record_attempt(db, user=user, lesson_id=lesson_id, version=version, question_id=question_id,
+                                    seed=my_seed, answer=answer, status=feedback.status)
+        else:
+            error = feedback.message
+            feedback = None
+    ctx = {"lesson": lesson, "version": current_version, "qid": question_id, "q": question.body,
+           "variant": variants[question_id], "seed": my_seed, "feedback": feedback, "error": error, "draft": answer,
+           "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
+           "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id)}
+    return render(request, "lessons/_question.html", ctx, status_code=400 if error else 200)

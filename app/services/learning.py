@@ -1,0 +1,168 @@
+"""A learner's trail through a lesson: part progress and time, written answers, graded attempts.
+
+Written answers and attempts are append-only rows: a new answer never overwrites an old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.content.schema import Lesson
+from app.models import Attempt, PartProgress, Response, User, utcnow
+from app.services.jobs import as_utc
+
+MAX_ANSWER_CHARS = 5000
+MAX_HEARTBEAT_S = 60  # one beacon never credits more than this, however long the gap
+
+
+class AnswerError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def variant_seed(user_id: int, question_id: str) -> int:
+    """Each learner's own, stable variant of a parameterized question."""
+    digest = hashlib.sha256(f"{user_id}:{question_id}".encode()).hexdigest()
+    return int(digest[:8], 16) % 1_000_000
+
+
+def check_answer_text(text: str, field: str = "answer") -> str:
+    text = (text or "").strip()
+    if not text:
+        raise AnswerError(field, "write an answer first (it is saved before anything is revealed)")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerError(field, f"keep it under {MAX_ANSWER_CHARS} characters (yours has {len(text)})")
+    return text
+
+
+def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> PartProgress:
+    row = db.scalar(select(PartProgress).where(PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id,
+                                               PartProgress.part_id == part_id))
+    if row is None:
+        row = PartProgress(user_id=user.id, lesson_id=lesson_id, part_id=part_id, seconds_spent=0)
+        db.add(row)
+        try:
+            db.flush()
+        except IntegrityError:  # two tabs opened the part at once
+            db.rollback()
+            return _progress_row(db, user, lesson_id, part_id)
+    return row
+
+
+def visit(db: Session, *, user: User, lesson_id: str, part_id: str) -> PartProgress:
+    row = _progress_row(db, user, lesson_id, part_id)
+    row.last_seen_at = utcnow()
+    db.commit()
+    return row
+
+
+def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: int) -> PartProgress:
+    """Credit reading time from the page's beacon, never more than the wall time since the last one."""
+    row = _progress_row(db, user, lesson_id, part_id)
+    now = utcnow()
+    since = (now - as_utc(row.last_seen_at)).total_seconds() if row.last_seen_at else MAX_HEARTBEAT_S
+    row.seconds_spent += int(max(0, min(seconds, MAX_HEARTBEAT_S, since + 1)))
+    row.last_seen_at = now
+    db.commit()
+    return row
+
+
+def set_done(db: Session, *, user: User, lesson_id: str, part_id: str, done: bool = True) -> PartProgress:
+    row = _progress_row(db, user, lesson_id, part_id)
+    row.done_at = utcnow() if done else None
+    row.last_seen_at = utcnow()
+    db.commit()
+    return row
+
+
+def progress_map(db: Session, *, user: User, lesson_id: str) -> dict[str, PartProgress]:
+    rows = db.scalars(select(PartProgress).where(PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id))
+    return {r.part_id: r for r in rows}
+
+
+def resume_part(db: Session, *, user: User, lesson: Lesson) -> str:
+    """Where the learner left off: the part seen last, or the first part."""
+    rows = progress_map(db, user=user, lesson_id=lesson.id)
+    known = [r for r in rows.values() if lesson.part(r.part_id)]
+    if not known:
+        return lesson.parts[0].id
+    return max(known, key=lambda r: as_utc(r.last_seen_at)).part_id
+
+
+def save_response(db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str) -> Response:
+    row = Response(user_id=user.id, lesson_id=lesson_id, lesson_version=version, item_id=item_id, kind=kind,
+                   text=check_answer_text(text))
+    db.add(row)
+    db.commit()
+    return row
+
+
+def latest_responses(db: Session, *, user: User, lesson_id: str) -> dict[str, Response]:
+    rows = db.scalars(select(Response).where(Response.user_id == user.id, Response.lesson_id == lesson_id)
+                      .order_by(Response.id))
+    return {r.item_id: r for r in rows}
+
+
+def record_attempt(db: Session, *, user: User, lesson_id: str, version: int, question_id: str, seed: int,
+                   answer: str, status: str) -> Attempt:
+    row = Attempt(user_id=user.id, lesson_id=lesson_id, lesson_version=version, question_id=question_id,
+                  variant_seed=seed, answer=answer[:MAX_ANSWER_CHARS], status=status)
+    db.add(row)
+    db.commit()
+    return row
+
+
+def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
+    rows = db.scalars(select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id)
+                      .order_by(Attempt.id))
+    return {r.question_id: r for r in rows}
+
+
+@dataclass
+class LessonProgress:
+    lesson: Lesson
+    version: int
+    parts_done: int
+    parts_total: int
+    seconds: int
+    questions_correct: int
+    questions_total: int
+    resume_part: str
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.parts_done / self.parts_total) if self.parts_total else 0
+
+    @property
+    def minutes(self) -> int:
+        return round(self.seconds / 60)
+
+
+def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> list[LessonProgress]:
+    out = []
+    for lesson, version in lessons:
+        rows = progress_map(db, user=user, lesson_id=lesson.id)
+        part_ids = {p.id for p in lesson.parts}
+        correct = db.scalar(
+            select(func.count(func.distinct(Attempt.question_id))).where(
+                Attempt.user_id == user.id, Attempt.lesson_id == lesson.id, Attempt.status.in_(("correct", "answered"))
+            )
+        ) or 0
+        out.append(LessonProgress(
+            lesson=lesson, version=version,
+            parts_done=sum(1 for pid, r in rows.items() if pid in part_ids and r.done_at),
+            parts_total=len(lesson.parts),
+            seconds=sum(r.seconds_spent for r in rows.values()),
+            questions_correct=correct,
+            questions_total=len(lesson.questions),
+            resume_part=resume_part(db, user=user, lesson=lesson),
+        ))
+    return out

@@ -1,0 +1,120 @@
+"""Published lesson versions: files on disk and the browser editor both publish into one table.
+
+A version is immutable (the text of every file), so the built `Lesson` for (id, version) is
+cached per process; publishing never needs a restart, and old versions stay readable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.content import ContentError, validate_lesson_texts
+from app.content.loader import read_lesson_texts
+from app.content.schema import Lesson
+from app.models import LessonVersion, User
+
+MAX_FILE_CHARS = 200_000
+
+
+def content_hash(files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+@lru_cache(maxsize=64)
+def _build(lesson_id: str, version: int, files_json: str) -> tuple[Lesson | None, tuple[ContentError, ...]]:
+    lesson, errors = validate_lesson_texts(json.loads(files_json), lesson_id=lesson_id)
+    return lesson, tuple(errors)
+
+
+def build(row: LessonVersion) -> Lesson | None:
+    return _build(row.lesson_id, row.version, json.dumps(row.files, sort_keys=True))[0]
+
+
+def latest_row(db: Session, *, lesson_id: str, source: str | None = None) -> LessonVersion | None:
+    q = select(LessonVersion).where(LessonVersion.lesson_id == lesson_id)
+    if source:
+        q = q.where(LessonVersion.source == source)
+    return db.scalar(q.order_by(LessonVersion.version.desc()).limit(1))
+
+
+def version_row(db: Session, *, lesson_id: str, version: int) -> LessonVersion | None:
+    return db.scalar(select(LessonVersion).where(LessonVersion.lesson_id == lesson_id, LessonVersion.version == version))
+
+
+def versions(db: Session, *, lesson_id: str) -> list[LessonVersion]:
+    return list(db.scalars(select(LessonVersion).where(LessonVersion.lesson_id == lesson_id)
+                           .order_by(LessonVersion.version.desc())))
+
+
+def current(db: Session, *, lesson_id: str) -> tuple[Lesson, int] | None:
+    row = latest_row(db, lesson_id=lesson_id)
+    if row is None:
+        return None
+    lesson = build(row)
+    return (lesson, row.version) if lesson else None
+
+
+def catalogue(db: Session) -> list[tuple[Lesson, int]]:
+    """The current version of every lesson, in lesson-number order."""
+    latest = (
+        select(LessonVersion.lesson_id, func.max(LessonVersion.version).label("v"))
+        .group_by(LessonVersion.lesson_id)
+        .subquery()
+    )
+    rows = db.scalars(
+        select(LessonVersion).join(
+            latest, (LessonVersion.lesson_id == latest.c.lesson_id) & (LessonVersion.version == latest.c.v)
+        )
+    ).all()
+    out = [(build(r), r.version) for r in rows]
+    return sorted([(l, v) for l, v in out if l], key=lambda lv: (lv[0].number, lv[0].id))
+
+
+def publish(
+    db: Session, *, lesson_id: str, files: dict[str, str], source: str, author: User | None = None, note: str = ""
+) -> tuple[int | None, list[ContentError]]:
+    """Validate and store a new version. Returns (version, []) or (None, errors); nothing is stored on errors."""
+    too_big = [p for p, t in files.items() if len(t) > MAX_FILE_CHARS]
+    if too_big:
+        return None, [ContentError(f"{lesson_id}/{p}", "", f"at most {MAX_FILE_CHARS} characters",
+                                   f"{len(files[p])} characters") for p in too_big]
+    lesson, errors = validate_lesson_texts(files, lesson_id=lesson_id)
+    if lesson is None:
+        return None, errors
+    prev = latest_row(db, lesson_id=lesson_id)
+    row = LessonVersion(lesson_id=lesson_id, version=(prev.version + 1) if prev else 1, files=files,
+                        content_hash=content_hash(files), source=source,
+                        author_id=author.id if author else None, note=note[:500])
+    db.add(row)
+    try:
+        db.commit()
+    except IntegrityError:  # another publish took that number at the same moment
+        db.rollback()
+        return None, [ContentError(lesson_id, "", "the current version", "a newer version was published meanwhile; reload")]
+    return row.version, []
+
+
+def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentError]]:
+    """Publish each lesson folder whose files changed since they were last published from disk.
+
+    Returns the errors of folders that did not validate (their last good version stays current).
+    """
+    problems: dict[str, list[ContentError]] = {}
+    if not lessons_dir.is_dir():
+        return {"(lessons)": [ContentError(str(lessons_dir), "", "a lessons folder", "no such folder")]}
+    for folder in sorted(p for p in lessons_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        files = read_lesson_texts(folder)
+        last_from_files = latest_row(db, lesson_id=folder.name, source="files")
+        if last_from_files and last_from_files.content_hash == content_hash(files):
+            continue
+        version, errors = publish(db, lesson_id=folder.name, files=files, source="files", note="published from lessons/")
+        if errors:
+            problems[folder.name] = errors
+    return problems

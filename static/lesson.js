@@ -1,0 +1,36 @@
+// Lesson page behaviour: render math with the vendored KaTeX, and link code-trace steps to lines.
+// Runs on first load and on every htmx swap (htmx fires htmx:load for new content).
+(function () {
+  function renderMath(root) {
+    if (!window.katex) return;
+    root.querySelectorAll(".math-inline, .math-display").forEach(function (el) {
+      if (el.dataset.rendered) return;
+      try {
+        window.katex.render(el.textContent, el, { displayMode: el.classList.contains("math-display"), throwOnError: false });
+        el.dataset.rendered = "1";
+      } catch (e) { /* leave the TeX source visible */ }
+    });
+  }
+  function wireTraces(root) {
+    root.querySelectorAll("[data-trace]").forEach(function (fig) {
+      if (fig.dataset.wired) return;
+      fig.dataset.wired = "1";
+      fig.addEventListener("click", function (ev) {
+        var btn = ev.target.closest(".trace-step");
+        if (!btn) return;
+        var pressed = btn.getAttribute("aria-pressed") === "true";
+        fig.querySelectorAll(".trace-step").forEach(function (b) { b.setAttribute("aria-pressed", "false"); });
+        fig.querySelectorAll(".line.hl").forEach(function (l) { l.classList.remove("hl"); });
+        if (pressed) return;
+        btn.setAttribute("aria-pressed", "true");
+        btn.dataset.lines.split(",").forEach(function (n) {
+          var line = fig.querySelector('.line[data-line="' + n + '"]');
+          if (line) line.classList.add("hl");
+        });
+      });
+    });
+  }
+  function init(root) { renderMath(root); wireTraces(root); }
+  document.addEventListener("htmx:load", function (ev) { init(ev.detail.elt); });
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+})();
