@@ -22,10 +22,20 @@ import inspect
 import math
 from typing import Callable
 
-try:  # the lab package is standalone; prefer its FP8 semantics when present
-    from labs import fp8 as _labs_fp8  # type: ignore[attr-defined]
-except Exception:  # ImportError, or a half-written module during development
-    _labs_fp8 = None
+_UNSET = object()
+_labs_fp8: object = _UNSET  # imported on first use: labs.fp8 pulls in torch (~1.5 s), not needed to import app
+
+
+def _labs():
+    """labs.fp8 when the standalone lab package is importable, else None (plain-Python arithmetic)."""
+    global _labs_fp8
+    if _labs_fp8 is _UNSET:
+        try:
+            from labs import fp8 as module
+        except Exception:  # ImportError, or a half-written module during development
+            module = None
+        _labs_fp8 = module
+    return _labs_fp8
 
 #: Largest finite magnitude of each FP8 format (Transformer Engine's FP8 formats).
 FP8_MAX = {"E4M3": 448.0, "E5M2": 57344.0}
@@ -71,8 +81,8 @@ def fp8_scale(amax: float, fmt: str = "E4M3", margin: int = 0) -> dict:
     """Scale that maps amax onto the format's largest value: (fp8_max / amax) / 2**margin."""
     fmt = _fmt(fmt)
     amax = _positive("amax", amax)
-    if _labs_fp8 is not None:  # FP32 arithmetic, as the lab and Transformer Engine do it
-        scale = float(_labs_fp8.compute_scale(amax, fmt.lower(), margin=margin))
+    if _labs() is not None:  # FP32 arithmetic, as the lab and Transformer Engine do it
+        scale = float(_labs().compute_scale(amax, fmt.lower(), margin=margin))
     else:
         scale = min((FP8_MAX[fmt] / amax) / 2.0**margin, FLT_MAX)
     return {"scale": scale, "fp8_max": FP8_MAX[fmt], "amax": amax}
@@ -91,10 +101,10 @@ def fp8_map(value: float, scale: float | None = None, fmt: str = "E4M3", amax: f
     limit = FP8_MAX[fmt]
     clipped = abs(scaled) > limit
     stored = round_fp8(scaled, fmt)  # clamps explicitly before rounding
-    if _labs_fp8 is not None:  # the lab's quantizer: same clamp, its own clip threshold and FP32 math
+    if _labs() is not None:  # the lab's quantizer: same clamp, its own clip threshold and FP32 math
         import torch
 
-        res = _labs_fp8.quantize(torch.tensor([float(value)]), fmt.lower(), scale)
+        res = _labs().quantize(torch.tensor([float(value)]), fmt.lower(), scale)
         stored, clipped = float(res.data.float()[0]), res.clipped > 0
     return {
         "scaled": scaled,
@@ -237,8 +247,8 @@ def accumulate_fp8(addend: float, count: int, promote_every: int = 0, fmt: str =
     if not isinstance(count, int) or count < 1:
         raise CalcError(f"count must be an integer >= 1, got {count!r}")
     total, stuck = _accumulate(addend, count, promote_every, fmt)
-    if _labs_fp8 is not None:
-        total = float(_labs_fp8.accumulate([addend] * count, fmt.lower(), promote_every=promote_every or None))
+    if _labs() is not None:
+        total = float(_labs().accumulate([addend] * count, fmt.lower(), promote_every=promote_every or None))
     exact = addend * count
     return {"total": total, "exact": exact, "error": exact - total, "stuck_after": stuck}
 
@@ -303,4 +313,4 @@ def format_value(value, spec: str) -> str:
 
 def using_labs_fp8() -> bool:
     """True when FP8 numbers come from labs.fp8 rather than this module's own arithmetic."""
-    return _labs_fp8 is not None
+    return _labs() is not None

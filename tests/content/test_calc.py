@@ -65,3 +65,18 @@ def test_format_value():
     assert calc.format_value(True, ".2f") == "yes"
     assert calc.format_value(4395.5, ",.0f") == "4,396"
     assert math.isclose(calc.tp_threshold(989e12, 450e9)["d_min"], 4395.56, rel_tol=1e-4)
+
+
+def test_shipped_lessons_give_the_same_numbers_without_labs(monkeypatch):
+    from app.content.loader import load_course
+
+    from .conftest import LESSONS
+
+    with_labs = {lid: l.values for lid, l in load_course(LESSONS).lessons.items()}
+    monkeypatch.setattr(calc, "_labs_fp8", None)
+    plain = load_course(LESSONS)
+    assert plain.errors == []
+    for lid, lesson in plain.lessons.items():
+        for name, fields in lesson.values.items():
+            for key, value in fields.items():
+                assert value == pytest.approx(with_labs[lid][name][key], rel=1e-6), (lid, name, key)
