@@ -1,0 +1,127 @@
+"""Lesson pages, written answers, practice grading and progress, through HTTP on both databases."""
+
+import re
+
+import pytest
+
+from app.content import make_variant
+from app.models import Attempt, PartProgress, Response
+from app.services import learning
+from app.services import lessons as lesson_service
+
+LESSON = "transformer-scaling"
+
+
+@pytest.fixture
+def learner(client):
+    client.register("ann@example.org")
+    return client
+
+
+def _me(client) -> int:
+    return client.get("/api/v1/me").json()["id"]
+
+
+def test_lesson_resumes_where_left_off(learner):
+    r = learner.get(f"/lessons/{LESSON}", follow_redirects=False)
+    assert r.headers["location"] == f"/lessons/{LESSON}/orient"
+    assert learner.get(f"/lessons/{LESSON}/code-trace").status_code == 200
+    r = learner.get(f"/lessons/{LESSON}", follow_redirects=False)
+    assert r.headers["location"] == f"/lessons/{LESSON}/code-trace"
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_part_page_and_fragment(learner, htmx):
+    headers = {"HX-Request": "true"} if htmx else {}
+    html = learner.get(f"/lessons/{LESSON}/deep-dives", headers=headers).text
+    assert ("<html" in html) is not htmx  # the fragment is the same template's block
+    assert "Pause and reason" in html and 'aria-current="page"' in html
+
+
+def test_unknown_lesson_and_part_are_404(learner):
+    assert learner.get("/lessons/nope").status_code == 404
+    assert learner.get(f"/lessons/{LESSON}/nope").status_code == 404
+
+
+def test_pause_answer_is_saved_before_reveal(learner, db):
+    html = learner.get(f"/lessons/{LESSON}/deep-dives").text
+    pause_id = re.search(r'id="pause-([a-z0-9-]+)"', html).group(1)
+    empty = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "  ", "version": 1})
+    assert empty.status_code == 400 and "write an answer first" in empty.text
+    assert db.query(Response).count() == 0
+    r = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "distributions drift", "version": 1})
+    assert r.status_code == 200 and "Reference answer" in r.text and "distributions drift" in r.text
+    learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "second thoughts", "version": 1})
+    assert [x.text for x in db.query(Response).order_by(Response.id)] == ["distributions drift", "second thoughts"]
+    too_long = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "x" * 5001, "version": 1})
+    assert too_long.status_code == 400 and "under 5000 characters" in too_long.text
+    assert 'x' * 100 in too_long.text  # the draft is handed back, not lost
+
+
+def test_single_choice_feedback_per_option(learner, db):
+    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    qid, q = next((k, v) for k, v in lesson.questions.items() if v.kind == "single_choice")
+    for option in q.body.options:
+        r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": option.id, "version": version})
+        assert r.status_code == 200
+        assert ("Correct." in r.text) is option.correct
+    bad = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": "Z", "version": version})
+    assert bad.status_code == 400 and "Pick one of the options" in bad.text
+    assert db.query(Attempt).count() == len(q.body.options)
+
+
+def test_numeric_variant_graded_and_bad_input_not_counted(learner, db):
+    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    qid, q = next((k, v) for k, v in lesson.questions.items() if v.kind == "numeric" and v.body.generator)
+    seed = learning.variant_seed(_me(learner), qid)
+    variant = make_variant(q, seed)
+    assert f'name="seed" value="{seed}"' in learner.get(f"/lessons/{LESSON}/practice").text
+    answer = f"{variant.answer} {q.body.unit}".strip()
+    r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": answer, "version": version, "seed": seed})
+    assert r.status_code == 200 and "Correct." in r.text
+    r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": "lots", "version": version, "seed": seed})
+    assert r.status_code == 400 and 'aria-invalid="true"' in r.text
+    r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": "1", "version": version, "seed": seed + 1})
+    assert r.status_code == 400 and "different variant" in r.text
+    attempts = db.query(Attempt).all()
+    assert [(a.status, a.variant_seed, a.lesson_version) for a in attempts] == [("correct", seed, version)]
+
+
+def test_stale_version_is_refused_and_text_kept(learner, db):
+    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    qid = next(k for k, v in lesson.questions.items() if v.kind == "free_response")
+    row = lesson_service.latest_row(db, lesson_id=LESSON)
+    files = dict(row.files)
+    files["lesson.yaml"] = files["lesson.yaml"].replace("title: Transformer Scaling", "title: Transformer Scaling (revised)")
+    new_version, errors = lesson_service.publish(db, lesson_id=LESSON, files=files, source="editor")
+    assert errors == [] and new_version == version + 1
+    r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": "my careful answer", "version": version})
+    assert r.status_code == 400 and f"updated to version {new_version}" in r.text and "my careful answer" in r.text
+    assert db.query(Response).count() == 0
+    # The old version stays readable, read-only; the current one carries the new title.
+    old = learner.get(f"/lessons/{LESSON}/orient?v={version}").text
+    assert f"You are reading version {version}" in old
+    assert "Transformer Scaling (revised)" in learner.get(f"/lessons/{LESSON}/orient").text
+    assert learner.get(f"/lessons/{LESSON}/orient?v=99").status_code == 404
+
+
+def test_progress_done_time_and_dashboard(learner, db):
+    learner.get(f"/lessons/{LESSON}/orient")
+    r = learner.post(f"/lessons/{LESSON}/progress/orient/done", headers={"HX-Request": "true"})
+    assert r.status_code == 200 and 'aria-label="done"' in r.text
+    assert learner.post(f"/lessons/{LESSON}/progress/orient/time", {"seconds": 20}).status_code == 204
+    row = db.query(PartProgress).filter_by(part_id="orient").one()
+    assert row.done_at is not None and 0 < row.seconds_spent <= 20
+    bad = learner.post(f"/lessons/{LESSON}/progress/orient/time", {"seconds": -5})
+    assert bad.status_code == 422
+    home = learner.get("/").text
+    assert "1 of 6 parts done" in home and "Resume" in home
+
+
+def test_answers_are_per_learner(learner, make_client, db):
+    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    pause_id = lesson.pauses[0].id
+    learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "ann's private thought", "version": version})
+    bob = make_client()
+    bob.register("bob@example.org", name="Bob")
+    assert "ann's private thought" not in bob.get(f"/lessons/{LESSON}/deep-dives").text
