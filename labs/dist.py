@@ -20,6 +20,7 @@ In every case all children are joined before `launch` returns or raises: no stra
 from __future__ import annotations
 
 import os
+import pickle
 import queue
 import shutil
 import tempfile
@@ -111,7 +112,9 @@ def _rank_entry(rank, world_size, fn, args, store_path, device, timeout_s, paren
         return
     finally:
         _destroy_group()
-    results.put(("ok", rank, value))
+    # Plain pickle to bytes: torch.multiprocessing would otherwise pass tensors as shared-memory
+    # handles that die with this process, which is about to exit.
+    results.put(("ok", rank, pickle.dumps(value)))
 
 
 def _destroy_group() -> None:
@@ -198,7 +201,7 @@ def launch(
                     if status2 == "error":
                         errors[rank2] = value2
                 raise RankFailed(*_primary_error(errors))
-            values[rank] = value
+            values[rank] = pickle.loads(value)
             if on_rank_done is not None:
                 on_rank_done(rank)
         for p in procs:

@@ -256,28 +256,44 @@ def gather_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
 # ---- linears with traced GEMMs -----------------------------------------------------------------
 
 
+def fp8_round(t: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.fp8)."""
+    from labs import fp8
+
+    scale = fp8.current_scale(t.detach().abs().amax().float(), fmt)
+    return fp8.quantize(t, fmt, scale, count=False).dequant.to(t.dtype)
+
+
 class _TracedLinear(torch.autograd.Function):
-    """y = x @ w.T with each of the three GEMMs (forward, dX, dW) timed as its own compute span."""
+    """y = x @ w.T with each of the three GEMMs (forward, dX, dW) timed as its own compute span.
+
+    fp8=True rounds the GEMM inputs onto the FP8 grid first (E4M3 for x and w, E5M2 for the
+    incoming gradient: the HYBRID recipe); products still accumulate in FP32.
+    """
 
     @staticmethod
-    def forward(ctx, x, weight, name):
+    def forward(ctx, x, weight, name, fp8):
+        if fp8:
+            x, weight = fp8_round(x, "e4m3"), fp8_round(weight, "e4m3")
         ctx.save_for_backward(x, weight)
-        ctx.name = name
+        ctx.name, ctx.fp8 = name, fp8
         with _span("compute", f"{name} fwd GEMM", m=x.numel() // x.shape[-1], n=weight.shape[0], k=x.shape[-1]):
             return x @ weight.t()  # (..., in) @ (in, out) -> (..., out)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
+        if ctx.fp8:
+            grad = fp8_round(grad, "e5m2")
         with _span("compute", f"{ctx.name} dX GEMM"):
             grad_x = grad @ weight  # (..., out) @ (out, in) -> (..., in)
         with _span("compute", f"{ctx.name} dW GEMM"):
             grad_w = grad.reshape(-1, grad.shape[-1]).t() @ x.reshape(-1, x.shape[-1])  # (out, in)
-        return grad_x, grad_w, None
+        return grad_x, grad_w, None, None
 
 
-def traced_linear(x: torch.Tensor, weight: torch.Tensor, name: str) -> torch.Tensor:
-    return _TracedLinear.apply(x, weight, name)
+def traced_linear(x: torch.Tensor, weight: torch.Tensor, name: str, fp8: bool = False) -> torch.Tensor:
+    return _TracedLinear.apply(x, weight, name, fp8)
 
 
 class ColumnParallelLinear(torch.nn.Module):
@@ -287,19 +303,19 @@ class ColumnParallelLinear(torch.nn.Module):
     which is what a following RowParallelLinear wants).
     """
 
-    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc1", gather_output: bool = False):
+    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc1", gather_output: bool = False, fp8: bool = False):
         super().__init__()
         world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
         out_features, in_features = weight_full.shape
         rows = out_features // world
-        self.group, self.name, self.gather_output = group, name, gather_output
+        self.group, self.name, self.gather_output, self.fp8 = group, name, gather_output, fp8
         self.row_range = (rank * rows, (rank + 1) * rows)
         self.weight_parallel = torch.nn.Parameter(weight_full[self.row_range[0] : self.row_range[1]].clone())  # (out/p, in)
         self.full_shape = (out_features, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = copy_to_tp_region(x, self.group)
-        y_parallel = traced_linear(x, self.weight_parallel, self.name)  # (..., out/p)
+        y_parallel = traced_linear(x, self.weight_parallel, self.name, self.fp8)  # (..., out/p)
         return gather_from_tp_region(y_parallel, self.group) if self.gather_output else y_parallel
 
     def mapping(self) -> dict:
@@ -319,19 +335,19 @@ class RowParallelLinear(torch.nn.Module):
     output = all-reduce of per-rank partial sums, replicated.
     """
 
-    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc2", input_is_parallel: bool = True):
+    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc2", input_is_parallel: bool = True, fp8: bool = False):
         super().__init__()
         world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
         out_features, in_features = weight_full.shape
         cols = in_features // world
-        self.group, self.name, self.input_is_parallel = group, name, input_is_parallel
+        self.group, self.name, self.input_is_parallel, self.fp8 = group, name, input_is_parallel, fp8
         self.col_range = (rank * cols, (rank + 1) * cols)
         self.weight_parallel = torch.nn.Parameter(weight_full[:, self.col_range[0] : self.col_range[1]].clone())  # (out, in/p)
         self.full_shape = (out_features, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x_parallel = x if self.input_is_parallel else scatter_to_tp_region(x, self.group)  # (..., in/p)
-        y_partial = traced_linear(x_parallel, self.weight_parallel, self.name)  # (..., out), a partial sum
+        y_partial = traced_linear(x_parallel, self.weight_parallel, self.name, self.fp8)  # (..., out), a partial sum
         return reduce_from_tp_region(y_partial, self.group)
 
     def mapping(self) -> dict:
