@@ -80,10 +80,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import api, auth, labs, lessons, pages
+    from app.routes import api, auth, authoring, labs, lessons, pages
 
     app.state.content_errors = {}
-    for module in (auth, pages, lessons, labs):
+    for module in (auth, pages, lessons, labs, authoring):
         app.include_router(module.router, include_in_schema=False)
     app.include_router(api.router)
 
