@@ -1,0 +1,126 @@
+"""fp8-step through the real command line, the way the app's worker runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from labs.fp8_step import OUTLIER_TARGET, Params
+from labs.runtime import validate_result
+
+ROOT = Path(__file__).resolve().parents[2]
+# Small enough that one run (both models) takes a second or two of compute on 2 cores.
+SMALL = {"steps": 8, "batch": 4, "seq": 16, "d_model": 32, "n_heads": 2, "ffn": 64, "n_layers": 2, "vocab": 16}
+
+
+def run_cli(params: dict, out: Path, backend: str = "cpu") -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "labs", "run", "fp8-step", "--params", json.dumps(params), "--out", str(out)]
+    cmd += ["--backend", backend]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def load_ok(proc: subprocess.CompletedProcess, out: Path) -> dict:
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((out / "result.json").read_text())
+    assert validate_result(result) == []
+    return result
+
+
+def test_small_run_writes_a_valid_bundle(tmp_path):
+    proc = run_cli(SMALL, tmp_path)
+    result = load_ok(proc, tmp_path)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0]["event"] == "start" and lines[-1]["event"] == "done"
+    assert any(line["event"] == "progress" for line in lines)
+
+    res = result["results"]
+    assert res["backend"] == "cpu" and res["emulated"] is True
+    assert result["environment"]["label"].startswith("CPU emulation")
+    assert res["recipe"]["formats"] == {"input": "e4m3", "weight": "e4m3", "grad_output": "e5m2"}
+    ref, f8 = res["runs"]["reference"], res["runs"]["fp8"]
+    assert len(ref["loss"]) == len(f8["loss"]) == SMALL["steps"]
+    # Same initial weights and batch: the first losses differ only by FP8 rounding.
+    assert abs(ref["loss"][0] - f8["loss"][0]) < 0.05
+    assert len(res["grad_rel_error_step0"]) == SMALL["n_layers"] * 4
+    assert all(0 < g["rel_error"] < 1 for g in res["grad_rel_error_step0"])
+    assert len(res["quantizers"]) == SMALL["n_layers"] * 4 * 3
+    q = res["quantizers"][0]
+    assert q["steps"] == list(range(SMALL["steps"])) and q["scale"][0] == 1.0  # delayed starts at 1
+    assert len(res["clipping"]["clipped_per_step"]) == SMALL["steps"]
+    # CPU: timings are labelled as such and peak memory is absent with a reason, never invented.
+    assert res["timing"]["kind"] == "cpu" and "CPU" in res["timing"]["note"]
+    assert ref["peak_memory_bytes"] is None and res["memory"]["measured"] is False and res["memory"]["note"]
+    assert res["te_metadata"] is None
+    assert 0 <= f8["generation"]["accuracy"] <= 1
+    names = {a["name"]: a for a in result["artifacts"]}
+    assert set(names) == {"loss_curves", "amax_scale_history"}
+    for art in names.values():
+        svg = (tmp_path / art["path"]).read_text()
+        assert svg.startswith("<svg") and art["media_type"] == "image/svg+xml"
+    assert {"summary", "tables"} <= set(res) and all(t["rows"] for t in res["tables"])
+
+
+@pytest.mark.parametrize(
+    "params, must_mention",
+    [
+        ({"steps": 0}, ["steps", "0", ">= 2"]),
+        ({"d_model": 30, "n_heads": 4}, ["n_heads", "d_model"]),
+        ({"recipe": "fp4"}, ["recipe", "fp4"]),
+        ({"steps": 5, "outlier_step": 9}, ["outlier_step", "steps"]),
+        ({"bogus": 1}, ["bogus"]),
+        ({"d_model": 4096, "n_heads": 32, "ffn": 16384, "n_layers": 8, "seq": 2048}, ["cpu", "steps"]),
+    ],
+)
+def test_bad_params_exit_2_with_one_line_naming_the_field(tmp_path, params, must_mention):
+    proc = run_cli(params, tmp_path)
+    assert proc.returncode == 2
+    msg = proc.stderr.strip()
+    assert "\n" not in msg and msg
+    for word in must_mention:
+        assert word in msg, msg
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_outlier_clips_at_the_spike_and_the_scale_adapts_next_step(tmp_path):
+    k = 5
+    result = load_ok(run_cli(SMALL | {"outlier_step": k, "outlier_scale": 16.0}, tmp_path), tmp_path)
+    res = result["results"]
+    out = res["outlier"]
+    assert out["target"] == f"{OUTLIER_TARGET}.input" and out["step"] == k
+    # Delayed scaling quantizes the spike with the scale from steps < k, so it clips ...
+    assert out["clipped_at_spike"] > 0
+    assert out["amax_at_spike"] > 4 * out["amax_before"]
+    assert k in res["clipping"]["steps_with_clipping"]
+    # ... and the next step's scale already includes the spike's amax: no clipping there.
+    assert out["scale_after"] < out["scale_at_spike"] / 4
+    assert out["clipped_after"] == 0
+    target = next(q for q in res["quantizers"] if q["name"] == out["target"])
+    assert target["clipped"][k] == out["clipped_at_spike"] and target["clipped"][k - 1] == 0
+
+
+def test_current_scaling_does_not_clip_the_same_spike(tmp_path):
+    params = SMALL | {"outlier_step": 5, "outlier_scale": 16.0, "recipe": "current"}
+    res = load_ok(run_cli(params, tmp_path), tmp_path)["results"]
+    assert res["outlier"]["clipped_at_spike"] == 0
+
+
+def test_every_param_has_a_reason_and_bounds_for_the_form():
+    schema = Params.model_json_schema()
+    for name, prop in schema["properties"].items():
+        assert prop.get("description"), name
+        if prop.get("type") in ("integer", "number"):
+            assert "minimum" in prop or "exclusiveMinimum" in prop, name
+    Params()  # the defaults validate
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: peak memory and GPU timings")
+def test_gpu_run_measures_peak_memory(tmp_path):
+    res = load_ok(run_cli(SMALL | {"d_model": 64, "ffn": 128, "batch": 8}, tmp_path, backend="auto"), tmp_path)["results"]
+    assert res["timing"]["kind"] == "cuda"
+    assert res["runs"]["reference"]["peak_memory_bytes"] > 0 and res["runs"]["fp8"]["peak_memory_bytes"] > 0
