@@ -1,0 +1,405 @@
+"""overlap-trace: an async all-gather and what each rank does while it is in flight, on real timelines.
+
+    # CPU (gloo, 2 ranks, all three schedules):
+    python -m labs run overlap-trace --params '{}' --out /tmp/overlap --backend cpu
+    # 4 ranks, one schedule:
+    python -m labs run overlap-trace --params '{"ranks": 4, "schedules": ["windowed"]}' --out /tmp/overlap4
+    # GPU node (NCCL, CUDA events, NVTX ranges):
+    python -m labs run overlap-trace --params '{"ranks": 8}' --out /tmp/overlap --backend torch-cuda
+
+Reads as: model (seeded weights: a column-parallel linear, an independent linear, a dependent linear)
+-> parallel wrapping (each rank keeps its rows of the column-parallel weight) -> run, per step:
+
+    y_parallel = x @ W1_parallel^T                   compute        (tokens, ffn/p)
+    handle = all_gather(y_parallel, async_op=True)   communication  -> (tokens, ffn) when done
+    then one of three schedules:
+      immediate  wait at once, then the independent linear      (the API is async; nothing overlaps)
+      windowed   the independent linear, then wait              (the window holds real work)
+      dependent  a linear that READS the gathered tensor: it must wait first, so nothing overlaps.
+                 Reading before wait() is a race; the lab counts how much of the buffer was still
+                 unwritten at the moment the consumer wanted it (the buffer starts as NaN).
+
+Every schedule does the same work, so their step times compare directly. Spans come from real
+timestamps after warm-up and a barrier. On CPU (gloo) the collective runs on gloo's background
+thread: its span is launch -> completion, the completion stamped by a callback on the work's
+future. On GPU the spans are CUDA events on the compute and communication streams, never CPU
+timers around wait() (which returns before the GPU has done anything).
+
+Per rank and schedule: overlap ratio = |compute ∩ comm| / |comm|, exposed communication, and the
+identity T_step ≈ compute + communication - overlap checked against the measured step (residual).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from labs import dist as labdist, timeline as tl
+from labs.params import LabParams
+
+TITLE = "Overlap trace: async all-gather, the overlap window, and a dependency that forbids it"
+BACKENDS = ("te", "torch-cuda", "cpu")
+SCHEDULES = ("immediate", "windowed", "dependent")
+
+Schedule = Literal["immediate", "windowed", "dependent"]
+
+
+class Params(LabParams):
+    ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
+    schedules: list[Schedule] = Field(
+        default=list(SCHEDULES), min_length=1, max_length=3, description="which schedules to run after the async all-gather"
+    )
+    tokens: int = Field(512, ge=8, le=16384, description="rows of the activation; with ffn sets the all-gather size")
+    hidden: int = Field(512, ge=16, le=16384, description="input width of the column-parallel linear")
+    ffn: int = Field(2048, ge=16, le=65536, description="output width of the column-parallel linear, gathered across ranks")
+    window_out: int = Field(
+        768, ge=16, le=16384,
+        description="output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
+    )
+    steps: int = Field(5, ge=1, le=50, description="timed steps per schedule (medians reported, the last one drawn)")
+    warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so first-call costs stay out of the timeline")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds inputs and weights")
+    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
+
+    @field_validator("schedules")
+    @classmethod
+    def _unique_in_order(cls, v: list[str]) -> list[str]:
+        return [s for s in SCHEDULES if s in v]
+
+
+def _device(ctx) -> str:
+    return "cuda" if ctx.backend in ("te", "torch-cuda") else "cpu"
+
+
+def check_resources(params: Params, ctx) -> str | None:
+    problem = labdist.check_world_size(params.ranks, _device(ctx), field="ranks")
+    if problem:
+        return problem
+    if params.ffn % params.ranks:
+        return f"ffn: ffn({params.ffn}) % ranks({params.ranks}) = {params.ffn % params.ranks}, must be 0"
+    return None
+
+
+# ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
+
+
+class _CpuClock:
+    def now(self):
+        return time.perf_counter()
+
+    def ms(self, mark) -> float:
+        return mark * 1e3
+
+    def nvtx(self, name):
+        return contextlib.nullcontext()
+
+    def sync(self):
+        pass
+
+
+class _CudaClock:
+    """CUDA events on whatever stream is current; converted to one host timeline at the end."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        torch.cuda.synchronize()
+        self.origin_wall_ms = time.perf_counter() * 1e3
+        self.origin = torch.cuda.Event(enable_timing=True)
+        self.origin.record()
+
+    def now(self):
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def ms(self, mark) -> float:
+        return self.origin_wall_ms + self.origin.elapsed_time(mark)
+
+    def nvtx(self, name):
+        try:  # NVTX ranges show the phases in Nsight Systems; optional
+            return self.torch.cuda.nvtx.range(name)
+        except Exception:
+            return contextlib.nullcontext()
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+
+# ---- one step of one schedule ------------------------------------------------------------------
+
+
+def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
+    import torch
+
+    from labs.tp import all_gather_into
+
+    marks = []  # (lane, name, start, end)
+    t_start = clock.now()
+    c0 = clock.now()
+    y_parallel = x @ w1_parallel.t()  # (tokens, ffn/p)
+    marks.append(("compute", "column-parallel linear", c0, clock.now()))
+    out = torch.full((world * y_parallel.shape[0], y_parallel.shape[1]), float("nan"))  # (p*tokens, ffn/p)
+    done = []
+    launch = clock.now()
+    handle = all_gather_into(out, y_parallel, group, async_op=True)
+    # gloo completes the work on its own thread; stamp the moment it finishes.
+    handle.get_future().add_done_callback(lambda _f: done.append(time.perf_counter()))
+    unwritten = None
+    if schedule == "windowed":
+        c0 = clock.now()
+        z = x2 @ w_ind.t()  # (tokens, window_out): reads nothing the all-gather writes
+        marks.append(("compute", "independent linear (in the window)", c0, clock.now()))
+    if schedule == "dependent":
+        # The consumer wants the gathered tensor now. Count what it would have read unfinished.
+        unwritten = int(torch.isnan(out).sum())
+    w0 = clock.now()
+    handle.wait()
+    w1 = clock.now()
+    marks.append(("wait", "wait()", w0, w1))
+    c0 = clock.now()
+    if schedule == "immediate":
+        z = x2 @ w_ind.t()  # same work as the window, but after the wait: nothing overlaps
+        marks.append(("compute", "independent linear (after wait)", c0, clock.now()))
+    elif schedule == "dependent":
+        gathered = torch.cat(out.view(world, *y_parallel.shape).unbind(0), dim=-1)  # (tokens, ffn)
+        # The last k columns come from the last rank's shard: data this rank only has via the collective.
+        z = gathered[:, -w_dep.shape[1]:] @ w_dep.t()  # (tokens, window_out), same FLOPs as the window's linear
+        marks.append(("compute", "dependent linear (reads gathered)", c0, clock.now()))
+    t_end = clock.now()
+    # Completion can be stamped a hair after wait() returned (callback scheduling); it cannot really be later.
+    finish = min(done[0], w1) if done else w1
+    marks.append(("communication", "all-gather (async)", launch, finish))
+    del z
+    return marks, (t_start, t_end), unwritten, out.numel()
+
+
+def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, comm_stream):
+    import torch
+
+    from labs.tp import all_gather_into
+
+    main = torch.cuda.current_stream()
+    marks = []
+    t_start = clock.now()
+    with clock.nvtx("column-parallel linear"):
+        c0 = clock.now()
+        y_parallel = x @ w1_parallel.t()  # (tokens, ffn/p)
+        marks.append(("compute", "column-parallel linear", c0, clock.now()))
+    out = torch.full((world * y_parallel.shape[0], y_parallel.shape[1]), float("nan"), device=x.device)
+    # The collective is issued from a side stream so events on that stream bracket its kernel.
+    comm_stream.wait_stream(main)
+    with torch.cuda.stream(comm_stream), clock.nvtx("all-gather (async)"):
+        launch = clock.now()
+        handle = all_gather_into(out, y_parallel, group, async_op=True)
+        handle.wait()  # on CUDA this makes comm_stream (not the CPU) wait for NCCL
+        finish = clock.now()
+    unwritten = None
+    if schedule == "windowed":
+        with clock.nvtx("independent linear"):
+            c0 = clock.now()
+            z = x2 @ w_ind.t()
+            marks.append(("compute", "independent linear (in the window)", c0, clock.now()))
+    w0 = clock.now()
+    with clock.nvtx("wait"):
+        main.wait_stream(comm_stream)  # the stream stalls here until the all-gather is done
+    w1 = clock.now()
+    marks.append(("wait", "wait()", w0, w1))
+    c0 = clock.now()
+    if schedule == "immediate":
+        z = x2 @ w_ind.t()
+        marks.append(("compute", "independent linear (after wait)", c0, clock.now()))
+    elif schedule == "dependent":
+        gathered = torch.cat(out.view(world, *y_parallel.shape).unbind(0), dim=-1)
+        z = gathered[:, -w_dep.shape[1]:] @ w_dep.t()
+        marks.append(("compute", "dependent linear (reads gathered)", c0, clock.now()))
+    t_end = clock.now()
+    marks.append(("communication", "all-gather (async)", launch, finish))
+    out.record_stream(comm_stream)
+    del z
+    return marks, (t_start, t_end), unwritten, out.numel()
+
+
+def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    params = Params.model_validate(params_dict)
+    device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
+    # model: full weights from the seed, identical on every rank
+    g = torch.Generator().manual_seed(params.seed)
+    w1 = torch.randn(params.ffn, params.hidden, generator=g) / params.hidden**0.5  # (ffn, hidden)
+    w_ind = torch.randn(params.window_out, params.hidden, generator=g) / params.hidden**0.5  # (window_out, hidden)
+    k_dep = min(params.hidden, params.ffn)
+    w_dep = torch.randn(params.window_out, k_dep, generator=g) / k_dep**0.5  # (window_out, k_dep): same FLOPs as w_ind
+    x = torch.randn(params.tokens, params.hidden, generator=g)  # (tokens, hidden)
+    x2 = torch.randn(params.tokens, params.hidden, generator=g)  # input of the independent work
+    # parallel wrapping: this rank's rows of the column-parallel weight
+    rows = params.ffn // world
+    w1_parallel = w1[rank * rows : (rank + 1) * rows].contiguous()  # (ffn/p, hidden)
+    x, x2, w1_parallel, w_ind, w_dep = (t.to(device) for t in (x, x2, w1_parallel, w_ind, w_dep))
+    group = dist.group.WORLD
+    comm_stream = torch.cuda.Stream() if device_kind == "cuda" else None
+
+    out = {}
+    for schedule in params.schedules:
+        def step(clock):
+            if device_kind == "cuda":
+                return _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, comm_stream)
+            return _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock)
+
+        for _ in range(params.warmup):
+            step(_CpuClock() if device_kind == "cpu" else _CudaClock(torch))
+        spans, steps, unwritten = [], [], []
+        for s in range(params.steps):
+            dist.barrier()  # every rank starts the measured step together
+            clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
+            marks, (a, b), n_unwritten, numel = step(clock)
+            clock.sync()
+            spans += [tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
+                      for lane, name, s0, s1 in marks]
+            steps.append((clock.ms(a), clock.ms(b)))
+            unwritten.append(n_unwritten)
+        out[schedule] = {"spans": spans, "steps": steps, "unwritten": unwritten, "gathered_numel": numel}
+    return out
+
+
+# ---- run ----------------------------------------------------------------------------------------
+
+
+def _median(xs):
+    xs = [v for v in xs if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def run(params: Params, ctx) -> dict:
+    device = _device(ctx)
+    ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}")
+    per_rank = labdist.launch(_rank_main, params.ranks, args=(params.model_dump(), device), device=device,
+                              timeout_s=params.rank_timeout_s,
+                              on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"))
+    t0 = min(st[0] for rec in per_rank for sch in rec.values() for st in sch["steps"])
+    schedules = {}
+    for schedule in params.schedules:
+        all_spans, ranks = [], []
+        for r in range(params.ranks):
+            rec = per_rank[r][schedule]
+            spans = [tl.Span(d["rank"], d["lane"], d["name"], d["start_ms"] - t0, d["end_ms"] - t0, d["args"]) for d in rec["spans"]]
+            all_spans += spans
+            per_step = []
+            for s, (a, b) in enumerate(rec["steps"]):
+                mine = [sp for sp in spans if sp.args["step"] == s]
+                per_step.append(tl.overlap_metrics(mine, r, step=(a - t0, b - t0)))
+            keys = ("step_ms", "compute_ms", "communication_ms", "wait_ms", "overlap_ms", "overlap_ratio",
+                    "exposed_communication_ms", "identity_ms", "identity_residual_ms")
+            row = {"rank": r, **{k: _median(p[k] for p in per_step) for k in keys}}
+            row["identity_residual_fraction"] = row["identity_residual_ms"] / row["step_ms"] if row["step_ms"] else None
+            if schedule == "dependent" and device == "cpu":
+                row["unwritten_at_read"] = max(v for v in rec["unwritten"] if v is not None)
+            ranks.append(row)
+        last = params.steps - 1
+        drawn = [s for s in all_spans if s.args["step"] == last]
+        lo = min(s.start_ms for s in drawn)
+        drawn = [tl.Span(s.rank, s.lane, s.name, s.start_ms - lo, s.end_ms - lo, s.args) for s in drawn]
+        svg, trace = f"timeline_{schedule}.svg", f"trace_{schedule}.json"
+        mean_ratio = _mean([r["overlap_ratio"] for r in ranks])
+        ctx.write_text(svg, tl.svg_timeline(
+            drawn, title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
+            subtitle=f"mean overlap ratio {mean_ratio:.2f}; " + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
+            description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule."))
+        ctx.write_text(trace, tl.chrome_trace_json(all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}))
+        ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {schedule} (measured)")
+        ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (open in Perfetto)")
+        schedules[schedule] = {
+            "ranks": ranks,
+            "overlap_ratio": mean_ratio,
+            "exposed_comm_ms": _mean([r["exposed_communication_ms"] for r in ranks]),
+            "step_ms": max(r["step_ms"] for r in ranks),
+            **_safety(schedule, ranks, device),
+            "artifacts": {"timeline": svg, "trace": trace},
+        }
+    numel = per_rank[0][params.schedules[0]]["gathered_numel"]
+    comparison = None
+    if "windowed" in schedules and "immediate" in schedules:
+        w, i = schedules["windowed"], schedules["immediate"]
+        comparison = {
+            "windowed_overlap_gt_immediate_per_rank": [
+                (a["overlap_ratio"] or 0) > (b["overlap_ratio"] or 0) for a, b in zip(w["ranks"], i["ranks"])
+            ],
+            "windowed_over_immediate_step": w["step_ms"] / i["step_ms"] if i["step_ms"] else None,
+        }
+    ctx.progress(0.95, "writing tables")
+    return _results(params, ctx, schedules, comparison, numel * 4, device)
+
+
+def _mean(xs):
+    xs = [v for v in xs if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _safety(schedule: str, ranks: list[dict], device: str) -> dict:
+    if schedule == "dependent":
+        seen = [r.get("unwritten_at_read") for r in ranks]
+        evidence = (
+            f"at the moment the consumer wanted the gathered tensor, up to {max(v for v in seen if v is not None)} "
+            "of its elements were still unwritten (NaN)" if device == "cpu" and any(v is not None for v in seen)
+            else "the consumer's input is the all-gather's output buffer"
+        )
+        return {
+            "safe_to_overlap": False,
+            "must_wait": True,
+            "explanation": "UNSAFE to overlap: this work reads the gathered tensor, so it has to come after wait(); "
+            f"running it in the window would read a buffer the collective is still writing ({evidence}). "
+            "Nothing is left to hide the communication behind.",
+        }
+    if schedule == "windowed":
+        return {"safe_to_overlap": True, "must_wait": False,
+                "explanation": "Safe: the window's linear reads x2 and its own weight, nothing the all-gather writes; wait() comes before any use of the gathered tensor."}
+    return {"safe_to_overlap": True, "must_wait": False,
+            "explanation": "Async in name only: wait() is called at once, so the all-gather is fully exposed, as if it were synchronous."}
+
+
+def _results(params, ctx, schedules, comparison, gathered_bytes, device) -> dict:
+    cpu = device == "cpu"
+    note = ("CPU wall-clock spans; gloo runs the collective on a background thread and ranks share cores"
+            if cpu else "CUDA event spans on the compute and communication streams")
+    summary = [{"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
+               {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"}]
+    for name, s in schedules.items():
+        summary.append({"label": f"{name}: overlap ratio (mean over ranks)", "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
+                        "note": "|compute ∩ communication| / |communication|"})
+        summary.append({"label": f"{name}: exposed communication (mean)", "value": round(s["exposed_comm_ms"], 3), "unit": "ms", "note": note})
+    if "dependent" in schedules:
+        summary.append({"label": "dependent: safe to overlap?", "value": "no, it must wait", "note": schedules["dependent"]["explanation"]})
+    if comparison:
+        summary.append({"label": "windowed overlap ratio > immediate on every rank", "value": all(comparison["windowed_overlap_gt_immediate_per_rank"])})
+    rows = []
+    for name, s in schedules.items():
+        for r in s["ranks"]:
+            rows.append([name, r["rank"], _r(r["step_ms"]), _r(r["compute_ms"]), _r(r["communication_ms"]), _r(r["overlap_ms"]),
+                         _r(r["overlap_ratio"]), _r(r["exposed_communication_ms"]), _r(r["wait_ms"]), _r(r["identity_ms"]),
+                         _r(r["identity_residual_ms"])])
+    tables = [
+        {"title": "Per rank and schedule (medians over steps, ms): T_step ≈ compute + communication − overlap",
+         "columns": ["schedule", "rank", "measured step", "compute", "communication", "overlap", "overlap ratio", "exposed comm", "wait", "compute + comm − overlap", "residual (idle)"],
+         "rows": rows},
+        {"title": "Is the window safe?",
+         "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
+         "rows": [[n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]] for n, s in schedules.items()]},
+    ]
+    return {
+        "summary": summary,
+        "tables": tables,
+        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": note},
+        "ranks": params.ranks,
+        "gathered_bytes": gathered_bytes,
+        "schedules": schedules,
+        "comparison": comparison,
+    }
+
+
+def _r(v, nd: int = 3):
+    return None if v is None else round(float(v), nd)
