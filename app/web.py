@@ -45,6 +45,8 @@ def render(request: Request, name: str, context: dict | None = None, *, block: s
 
 # ---------------------------------------------------------------- lesson rendering helpers
 
+from functools import lru_cache  # noqa: E402
+
 from markupsafe import Markup  # noqa: E402
 from pygments import highlight  # noqa: E402
 from pygments.formatters import HtmlFormatter  # noqa: E402
@@ -70,8 +72,19 @@ def line_span(lines: list[int]) -> str:
     return "lines " + ", ".join(map(str, lines))
 
 
-templates.env.filters["md"] = lambda text: Markup(render_markdown(text))
-templates.env.filters["md_inline"] = lambda text: Markup(render_inline(text))
+@lru_cache(maxsize=8192)
+def _md(text: str | None) -> Markup:
+    return Markup(render_markdown(text))
+
+
+@lru_cache(maxsize=8192)
+def _md_inline(text: str | None) -> Markup:
+    return Markup(render_inline(text))
+
+
+# Authored text is immutable per lesson version, so rendered Markdown is cached by its source.
+templates.env.filters["md"] = _md
+templates.env.filters["md_inline"] = _md_inline
 templates.env.filters["two"] = lambda n: f"{int(n):02d}"
 templates.env.globals["code_lines"] = code_lines
 templates.env.globals["line_span"] = line_span

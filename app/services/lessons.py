@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -27,14 +26,17 @@ def content_hash(files: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
-@lru_cache(maxsize=64)
-def _build(lesson_id: str, version: int, files_json: str) -> tuple[Lesson | None, tuple[ContentError, ...]]:
-    lesson, errors = validate_lesson_texts(json.loads(files_json), lesson_id=lesson_id)
-    return lesson, tuple(errors)
+_built: dict[tuple[str, int, str], Lesson | None] = {}
 
 
 def build(row: LessonVersion) -> Lesson | None:
-    return _build(row.lesson_id, row.version, json.dumps(row.files, sort_keys=True))[0]
+    """The validated Lesson of a version row, built once per process (versions never change)."""
+    key = (row.lesson_id, row.version, row.content_hash)
+    if key not in _built:
+        if len(_built) > 64:
+            _built.clear()
+        _built[key] = validate_lesson_texts(row.files, lesson_id=row.lesson_id)[0]
+    return _built[key]
 
 
 def latest_row(db: Session, *, lesson_id: str, source: str | None = None) -> LessonVersion | None:
