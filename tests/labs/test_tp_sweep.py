@@ -1,0 +1,120 @@
+"""tp-sweep through the real command line on gloo ranks, at sizes small enough for a 2-core machine."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from labs.runtime import validate_result
+
+SMALL = {"tokens": 32, "hidden": 64, "ffn": 256, "steps": 2, "warmup": 1, "rank_timeout_s": 120}
+
+
+def run_cli(params: dict, out: Path, backend: str = "cpu"):
+    return subprocess.run(
+        [sys.executable, "-m", "labs", "run", "tp-sweep", "--params", json.dumps(params), "--out", str(out), "--backend", backend],
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tp-sweep")
+    proc = run_cli({**SMALL, "degrees": [1, 2, 4]}, out)
+    assert proc.returncode == 0, proc.stderr
+    return out, json.loads((out / "result.json").read_text())
+
+
+def test_result_is_valid_and_covers_every_degree_and_rank(sweep):
+    out, result = sweep
+    assert validate_result(result) == []
+    res = result["results"]
+    assert [d["degree"] for d in res["degrees"]] == [1, 2, 4]
+    for d in res["degrees"]:
+        assert [r["rank"] for r in d["ranks"]] == list(range(d["degree"]))
+        assert d["parity"]["within_tolerance"], d["parity"]
+        kinds = d["collective_kinds"]
+        assert kinds == ([] if d["degree"] == 1 else ["all-reduce"])
+        for r in d["ranks"]:
+            assert len(r["collectives"]) == (0 if d["degree"] == 1 else 2)  # one forward, one backward
+            assert r["local_gemm_ms"] > 0
+    assert res["degrees"][0]["step_vs_tp1"] == 1.0
+    assert res["tolerance_used"] == "FP32_REORDER"
+
+
+def test_rank_mapping_tiles_each_weight_exactly(sweep):
+    _, result = sweep
+    tp4 = next(d for d in result["results"]["degrees"] if d["degree"] == 4)
+    fc1_slices = [r["mapping"][0]["slice"] for r in tp4["ranks"]]
+    assert fc1_slices == ["rows 0:64", "rows 64:128", "rows 128:192", "rows 192:256"]
+    assert tp4["ranks"][3]["mapping"][1] == {
+        "weight": "fc2.weight", "split": "row-parallel (input columns)", "full_shape": [64, 256],
+        "slice": "cols 192:256", "local_shape": [64, 64],
+    }
+    # all-reduce of (tokens, hidden) fp32, forward and backward
+    assert tp4["collective_bytes_per_step"] == 2 * 32 * 64 * 4
+
+
+def test_prediction_is_labelled_and_names_where_oversharding_begins(sweep):
+    _, result = sweep
+    pred = result["results"]["predicted"]
+    assert pred["label"] == "predicted" and pred["node"] == "H200"
+    assert [p["degree"] for p in pred["per_degree"]] == [1, 2, 4, 8]
+    # At this tiny size collective latency dwarfs the GEMMs: over-sharding from the first split.
+    assert pred["oversharding_from"] == 2
+    assert any("predicted" in s["label"].lower() for s in result["results"]["summary"])
+
+
+def test_artifacts_exist_and_svgs_parse(sweep):
+    out, result = sweep
+    names = {a["name"] for a in result["artifacts"]}
+    assert {"sweep_plot", "timeline_tp1", "timeline_tp2", "timeline_tp4", "trace_tp4"} <= names
+    for a in result["artifacts"]:
+        path = out / a["path"]
+        assert path.is_file()
+        if a["media_type"] == "image/svg+xml":
+            ET.fromstring(path.read_text())
+        else:
+            trace = json.loads(path.read_text())
+            assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} <= {0, 1, 2, 3}
+
+
+def test_fp8_emulation_runs_on_two_ranks_within_its_own_tolerance(tmp_path):
+    proc = run_cli({**SMALL, "degrees": [2], "fp8": True}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "result.json").read_text())["results"]
+    assert res["tolerance_used"] == "FP8_PER_SHARD_SCALE" and res["fp8"]["enabled"]
+    assert res["degrees"][0]["parity"]["within_tolerance"]
+
+
+@pytest.mark.parametrize(
+    "params, needle",
+    [
+        ({"degrees": [1, 8]}, "degrees: 8 ranks need 8 devices but this machine has"),
+        ({"degrees": [3], "ffn": 256}, "degrees: ffn(256) % degree(3) = 1, must be 0"),
+        ({"degrees": [0]}, "degrees.0: got 0, expected >= 1"),
+    ],
+)
+def test_bad_degrees_are_refused_with_exit_2(tmp_path, params, needle):
+    import os
+
+    if params["degrees"] == [1, 8] and max(4, os.cpu_count()) >= 8:
+        pytest.skip("this machine has 8 CPU slots, so 8 ranks are allowed")
+    proc = run_cli({**SMALL, **params}, tmp_path)
+    assert proc.returncode == 2
+    assert needle in proc.stderr
+    assert not (tmp_path / "result.json").exists()
+
+
+@pytest.mark.gpu
+def test_sweep_on_gpu_uses_cuda_events(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs: the GPU path runs one rank per device over NCCL")
+    proc = run_cli({**SMALL, "degrees": [1, 2]}, tmp_path, backend="torch-cuda")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "result.json").read_text())["results"]
+    assert res["timing"]["kind"] == "cuda-events"
