@@ -35,11 +35,12 @@ from .schema import (
     Question,
     QuestionFile,
     QuestionsBlock,
+    Rubric,
     TimelineBlock,
 )
 
 LESSON_FILE = "lesson.yaml"
-OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab}
+OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
 CALC_PLACEHOLDER = re.compile(
     r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}"
@@ -170,7 +171,7 @@ class _LessonBuild:
             if rel in IGNORED_FILES:
                 continue
             if not _known_file(rel):
-                self.err(rel, "", "lesson.yaml, atlas.yaml, lab.yaml, parts/<id>.yaml or questions/<id>.yaml",
+                self.err(rel, "", "lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, parts/<id>.yaml or questions/<id>.yaml",
                          "a file the loader does not know")
                 continue
             data = self.parse(rel, text)
@@ -214,6 +215,7 @@ class _LessonBuild:
         if not parts and not any(r.startswith("parts/") for r in self.files):
             self.err("parts/", "", "at least one part file under parts/", "none")
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
+        self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in raw)
         if self.errors or header is None:
             return None, sorted(self.errors, key=lambda e: (e.file, e.line or 0))
         lesson = Lesson(
@@ -223,6 +225,7 @@ class _LessonBuild:
             questions=questions,
             atlas=extras.get("atlas.yaml"),
             lab=extras.get("lab.yaml"),
+            rubric=extras.get("rubric.yaml"),
             values=values,
         )
         return lesson, []
@@ -310,6 +313,26 @@ class _LessonBuild:
                 return m.group(0)
 
         return CALC_PLACEHOLDER.sub(sub, node)
+
+    def check_rubric(self, rubric: Rubric | None, lab: Lab | None, lab_written: bool) -> None:
+        """A rubric line may name an evidence item or report question; both must exist in lab.yaml."""
+        if rubric is None:
+            return
+        if not lab_written:
+            self.err("rubric.yaml", "", "a lab.yaml next to rubric.yaml (the rubric grades its report)", "no lab.yaml")
+            return
+        if lab is None:
+            return  # lab.yaml's own errors are reported already
+        slots = [s.id for s in lab.report_slots]
+        questions = [q.id for q in lab.report_questions]
+        for i, item in enumerate(rubric.items):
+            if item.evidence and item.evidence not in slots:
+                self.err("rubric.yaml", ("items", i, "evidence"),
+                         f"an evidence or stretch id from lab.yaml ({', '.join(slots)})", repr(item.evidence))
+            if item.question and item.question not in questions:
+                self.err("rubric.yaml", ("items", i, "question"),
+                         f"a report question id from lab.yaml ({', '.join(questions) or 'none declared'})",
+                         repr(item.question))
 
     def cross_check(self, parts, questions: dict, atlas: Atlas | None, raw: dict) -> None:
         numbers = sorted(p.number for _, p in parts)

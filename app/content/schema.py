@@ -8,6 +8,7 @@ Layout of one lesson folder (the lesson id is the folder name, a part or questio
         questions/<q-id>.yaml  Question: single_choice | free_response | numeric
         atlas.yaml             Atlas (optional): vocabulary, worked example, playbook, hardware eras
         lab.yaml               Lab (optional): the hands-on lab and its evidence of completion
+        rubric.yaml            Rubric (optional, needs lab.yaml): how a grader scores the lab report
 
 Every model forbids unknown keys, so a misspelt field is an error rather than silently ignored.
 Markdown fields may contain `$…$` / `$$…$$` math and `{{calc:NAME.FIELD|FORMAT}}` placeholders
@@ -391,6 +392,12 @@ class Stretch(Strict):
     lab: LabId = Field(description="The lab that supports it.")
 
 
+class ReportQuestion(Strict):
+    id: Id = Field(description="Stable id; the learner's written answer in a lab report is keyed by it.")
+    prompt: Markdown = Field(description="The question the learner answers in writing in the lab report.")
+    hint: Markdown | None = Field(None, description="What a good answer refers to, shown under the box.")
+
+
 class Lab(Strict):
     """`lab.yaml`: the optional hands-on lab."""
 
@@ -403,12 +410,87 @@ class Lab(Strict):
     evidence: list[Evidence] = Field(min_length=1, description="Evidence of completion.")
     stretch: Stretch | None = Field(None, description="Optional stretch challenge.")
     entry_points: list[Reference] = Field(default_factory=list, description="Official learning entry points.")
+    report_questions: list[ReportQuestion] = Field(
+        default_factory=list, description="Questions the learner answers in writing when handing in the lab report."
+    )
 
     @model_validator(mode="after")
     def _durations(self) -> "Lab":
         if self.minutes_max < self.minutes_min:
             raise ValueError(f"minutes_max >= minutes_min; found {self.minutes_max} < {self.minutes_min}")
+        ids = [e.id for e in self.evidence] + ([self.stretch.id] if self.stretch else [])
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"evidence and stretch ids unique; found {', '.join(dup)} more than once")
+        qids = [q.id for q in self.report_questions]
+        dup = sorted({i for i in qids if qids.count(i) > 1})
+        if dup:
+            raise ValueError(f"report question ids unique; found {', '.join(dup)} more than once")
         return self
+
+    @property
+    def report_slots(self) -> list["Evidence | Stretch"]:
+        """What a lab report can carry: every evidence item, then the stretch challenge."""
+        return [*self.evidence, *([self.stretch] if self.stretch else [])]
+
+
+# ---------------------------------------------------------------- rubric.yaml
+
+
+class RubricLevel(Strict):
+    id: Id = Field(description="Stable id of the level, e.g. 'complete'; a grade records which level was picked.")
+    title: Text = Field(description="Short name shown on the level's button, e.g. 'Complete'.")
+    fraction: float = Field(ge=0, le=1, description="Share of the item's points this level earns: 0 to 1.")
+    description: Markdown | None = Field(None, description="What work at this level looks like.")
+
+
+class RubricItem(Strict):
+    id: Id = Field(description="Stable id; grades keep the level picked for it, so do not rename once grading started.")
+    title: Text = Field(description="The rubric line as graders and learners see it.")
+    points: float = Field(gt=0, le=100, description="Points the item is worth; changing it recomputes saved grades.")
+    evidence: Id | None = Field(None, description="Id of the lab.yaml evidence item (or stretch) this line judges.")
+    question: Id | None = Field(None, description="Id of the lab.yaml report question this line judges.")
+    description: Markdown | None = Field(None, description="What the grader looks for.")
+    levels: list[RubricLevel] = Field(
+        min_length=2, max_length=9, description="Levels from lowest to highest; keys 1-9 pick them while grading."
+    )
+
+    @model_validator(mode="after")
+    def _levels(self) -> "RubricItem":
+        ids = [lv.id for lv in self.levels]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"unique level ids; found {ids}")
+        fractions = [lv.fraction for lv in self.levels]
+        if fractions != sorted(fractions) or len(set(fractions)) != len(fractions):
+            raise ValueError(f"level fractions strictly increasing, lowest first; found {fractions}")
+        if fractions[-1] != 1:
+            raise ValueError(f"a last level worth the full points (fraction 1); found {fractions[-1]}")
+        return self
+
+    def level(self, level_id: str) -> RubricLevel | None:
+        return next((lv for lv in self.levels if lv.id == level_id), None)
+
+
+class Rubric(Strict):
+    """`rubric.yaml`: how graders score the lab report (validated like every lesson file)."""
+
+    note: Markdown | None = Field(None, description="Guidance shown to graders above the rubric.")
+    items: list[RubricItem] = Field(min_length=1, max_length=40, description="Rubric lines, in grading order.")
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Rubric":
+        ids = [i.id for i in self.items]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"unique item ids; found {', '.join(dup)} more than once")
+        return self
+
+    @property
+    def max_points(self) -> float:
+        return sum(i.points for i in self.items)
+
+    def item(self, item_id: str) -> RubricItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
 
 
 # ---------------------------------------------------------------- assembled lesson and course
@@ -436,6 +518,7 @@ class Lesson(BaseModel):
     questions: dict[str, Question] = Field(default_factory=dict, description="questions/*.yaml by id.")
     atlas: Atlas | None = Field(None, description="atlas.yaml, if present.")
     lab: Lab | None = Field(None, description="lab.yaml, if present.")
+    rubric: Rubric | None = Field(None, description="rubric.yaml, if present (needs lab.yaml).")
     values: dict[str, dict[str, float | int | bool]] = Field(
         default_factory=dict, description="Evaluated `computed` entries: name -> field -> value."
     )
