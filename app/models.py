@@ -156,3 +156,97 @@ class Attempt(Base):
     answer: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(12))  # correct | incorrect | answered
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# ---------------------------------------------------------------- lab reports and grading
+
+REPORT_STATUSES = ("draft", "submitted", "claimed", "graded")
+
+
+class GraderAssignment(Base):
+    """Which lessons a grader grades; a grader sees reports of these lessons only (instructors see all)."""
+
+    __tablename__ = "grader_assignments"
+    __table_args__ = (UniqueConstraint("user_id", "lesson_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lesson_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Bundle(Base):
+    """A lab bundle uploaded by a learner (a zip of result.json and artifacts made by `python -m labs run`)."""
+
+    __tablename__ = "bundles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lab: Mapped[str] = mapped_column(String(40))
+    filename: Mapped[str] = mapped_column(String(255))  # as uploaded, shown escaped
+    size_bytes: Mapped[int] = mapped_column(Integer)  # compressed, as received
+    bundle_dir: Mapped[str] = mapped_column(String(255))  # relative to the data dir
+    result: Mapped[dict] = mapped_column(JSON)  # the validated result.json
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LabReport(Base):
+    """One learner's lab report for one lesson: a working draft plus append-only submitted versions.
+
+    `revision` grows with every claim, release and status change, so claims are conditional updates.
+    """
+
+    __tablename__ = "lab_reports"
+    __table_args__ = (UniqueConstraint("owner_id", "lesson_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    lesson_id: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(12), default="draft", index=True)  # REPORT_STATUSES
+    draft: Mapped[dict] = mapped_column(JSON, default=dict)  # {"evidence": {slot: {"job"|"bundle": id}}, "answers": {q: text}}
+    claimed_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    claimed_at: Mapped[datetime | None]
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    submitted_at: Mapped[datetime | None]  # of the latest version; the queue's stable order
+
+
+class ReportVersion(Base):
+    """A submitted report, never changed afterwards except for its automatic checks (re-run on regrade)."""
+
+    __tablename__ = "report_versions"
+    __table_args__ = (UniqueConstraint("report_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    report_id: Mapped[int] = mapped_column(ForeignKey("lab_reports.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    lesson_version: Mapped[int] = mapped_column(Integer)
+    evidence: Mapped[dict] = mapped_column(JSON)  # {slot id: {"job": id} | {"bundle": id}}
+    answers: Mapped[dict] = mapped_column(JSON)  # {question id: text}
+    checks: Mapped[dict] = mapped_column(JSON, default=dict)  # {slot id: {"status", "checks": [...]}}
+    checked_at: Mapped[datetime | None]
+    submitted_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Grade(Base):
+    """One saved grade of one report version. Append-only: every save (or rubric recompute) is a new
+    revision, and (version_id, revision) is unique, so of two saves from the same revision the second
+    is refused by the database itself; nothing saved is ever overwritten."""
+
+    __tablename__ = "grades"
+    __table_args__ = (UniqueConstraint("version_id", "revision"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("report_versions.id", ondelete="CASCADE"), index=True)
+    revision: Mapped[int] = mapped_column(Integer)
+    grader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))  # None: recompute
+    rubric_version: Mapped[int] = mapped_column(Integer)  # lesson version whose rubric.yaml was used
+    rubric_hash: Mapped[str] = mapped_column(String(64))
+    scores: Mapped[dict] = mapped_column(JSON)  # {item id: {"level": id, "fraction": f, "points": p}}
+    total: Mapped[float] = mapped_column()
+    max_total: Mapped[float] = mapped_column()
+    feedback: Mapped[str] = mapped_column(Text, default="")  # shown to the learner
+    notes: Mapped[str] = mapped_column(Text, default="")  # graders and instructors only
+    reason: Mapped[str] = mapped_column(Text, default="")  # e.g. "recomputed: rubric v7 changed points"
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
