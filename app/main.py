@@ -80,12 +80,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import api, auth, authoring, labs, lessons, pages
+    from app.routes import api, auth, authoring, labs, lessons, pages, tools
 
     app.state.content_errors = {}
     for module in (auth, pages, lessons, labs, authoring):
         app.include_router(module.router, include_in_schema=False)
+    app.include_router(tools.router, include_in_schema=False)
     app.include_router(api.router)
+    app.include_router(tools.api)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired):

@@ -85,6 +85,14 @@ def _md_inline(text: str | None) -> Markup:
 # Authored text is immutable per lesson version, so rendered Markdown is cached by its source.
 templates.env.filters["md"] = _md
 templates.env.filters["md_inline"] = _md_inline
+def _num(v):
+    """Floats to 4 significant digits for tables and summaries; everything else unchanged."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return v
+
+
+templates.env.filters["num"] = _num
 templates.env.filters["two"] = lambda n: f"{int(n):02d}"
 templates.env.globals["code_lines"] = code_lines
 templates.env.globals["line_span"] = line_span

@@ -1,0 +1,55 @@
+"""The interactive lesson: three calculators as an htmx page and as JSON under /api/v1/tools."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from app.deps import CurrentUser
+from app.services.tools import TOOLS
+from app.web import render
+from labs.params import describe_error
+
+router = APIRouter()
+api = APIRouter(prefix="/api/v1/tools", tags=["tools"])
+
+
+def _run(tool: str, query: dict) -> tuple[dict | None, dict | None, list[dict]]:
+    if tool not in TOOLS:
+        raise HTTPException(404, f"There is no tool {tool!r}; tools: {', '.join(TOOLS)}.")
+    model, fn, _ = TOOLS[tool]
+    data = {k: v for k, v in query.items() if v != ""}
+    if "consumer_reads_result" in model.model_fields:
+        data["consumer_reads_result"] = data.get("consumer_reads_result") in ("on", "true", "1", True)
+    try:
+        params = model.model_validate(data)
+    except ValidationError as exc:
+        return None, data, describe_error(exc)
+    return fn(params), params.model_dump(), []
+
+
+@router.get("/play")
+def play(request: Request, user: CurrentUser):
+    tools = {}
+    for name, (model, fn, title) in TOOLS.items():
+        params = model()
+        tools[name] = {"title": title, "params": params.model_dump(), "result": fn(params), "errors": {}}
+    return render(request, "tools/play.html", {"tools": tools})
+
+
+@router.get("/play/{tool}")
+def play_tool(request: Request, tool: str, user: CurrentUser):
+    result, values, errors = _run(tool, dict(request.query_params))
+    ctx = {"name": tool, "t": {"title": TOOLS[tool][2], "params": values, "result": result,
+                               "errors": {e["field"]: e["message"] for e in errors}}}
+    return render(request, f"tools/_{tool}.html", ctx, status_code=422 if errors else 200)
+
+
+@api.get("/{tool}")
+def tool_api(request: Request, tool: str, user: CurrentUser):
+    """Run one calculator: `fp8-range`, `parallel-axis` or `overlap-window`; parameters as query strings."""
+    result, values, errors = _run(tool, dict(request.query_params))
+    if errors:
+        return JSONResponse({"detail": "; ".join(e["message"] for e in errors), "errors": errors}, status_code=422)
+    return {"tool": tool, "params": values, "result": result}
