@@ -42,6 +42,7 @@ OUTLIER_TARGET = "blocks.0.mlp.fc_in"
 CPU_FLOP_BUDGET = 2e12
 MAX_HISTORY_POINTS = 512  # per-quantizer points kept in result.json for long runs
 PROMPT_LEN, GEN_LEN, N_PROMPTS = 8, 16, 4
+MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
 
 
 class Params(LabParams):
@@ -125,11 +126,16 @@ def check_resources(p: Params, ctx) -> str | None:
             )
     if ctx.backend == "te":
         # TE's FP8 GEMMs need 16-aligned dims; block recipes need whole tiles along the reduction dim.
-        align = {"block": 128, "mxfp8": 32}.get(p.recipe, 16)
-        for name, v in (("d_model", p.d_model), ("ffn", p.ffn), ("batch*seq", p.batch * p.seq)):
+        align = te_alignment(p)
+        for name, v in (("d_model", p.d_model), ("ffn", p.ffn), ("seq", p.seq)):
             if v % align:
                 return f"{name}: got {v}, expected a multiple of {align} for Transformer Engine's {p.recipe} FP8 GEMMs"
     return None
+
+
+def te_alignment(p: Params) -> int:
+    """Shape multiple TE's FP8 GEMMs need: 16 per tensor, whole 32-blocks (MX) or 128-tiles (block)."""
+    return {"block": 128, "mxfp8": 32}.get(p.recipe, 16)
 
 
 # --------------------------------------------------------------------------- precisions
@@ -144,6 +150,7 @@ class Precision:
     autocast: Callable[[], Any]  # context manager entered around every forward
     end_step: Callable[[torch.nn.Module], None] = lambda m: None  # after optimizer.step()
     after_step: Callable[[torch.nn.Module, int], None] = lambda m, s: None  # evidence from TE
+    pad_to: int = 1  # generation pads windows to this multiple (TE's FP8 GEMM shape rules)
 
 
 def _bf16_autocast(device: str) -> Callable[[], Any]:
@@ -209,7 +216,7 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
             reference,
             fp8,
             Precision("reference", "BF16 (te.Linear, FP8 off)", bf16),
-            Precision("fp8", f"FP8 {p.recipe} (Transformer Engine)", fp8_ctx),
+            Precision("fp8", f"FP8 {p.recipe} (Transformer Engine)", fp8_ctx, pad_to=te_alignment(p)),
             device,
             te_recipe=rec,
             te_trace=trace,
@@ -238,7 +245,21 @@ def _copy_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
 
 
 def _read_te_meta(model: torch.nn.Module, step: int, trace: dict) -> None:
-    """Copy each te.Linear's delayed-scaling state after the step (TE's own numbers)."""
+    """Copy each te.Linear's delayed-scaling state after the step (TE's own numbers).
+
+    TE rolls the history when it updates the scale: the step's amax then sits in the last row and
+    row 0 is zeroed. A version that defers the update to the next forward still has it in row 0.
+    Any surprise in TE's internals is kept as a reason instead of failing the run.
+    """
+    if "__error__" in trace:
+        return
+    try:
+        _read_te_meta_unguarded(model, step, trace)
+    except Exception as exc:  # TE internals differ between versions
+        trace["__error__"] = f"could not read TE fp8_meta: {type(exc).__name__}: {exc}"
+
+
+def _read_te_meta_unguarded(model: torch.nn.Module, step: int, trace: dict) -> None:
     for name, mod in model.gemm_layers():
         meta = getattr(mod, "fp8_meta", None)
         if not meta or "scaling_fwd" not in meta:
@@ -248,8 +269,8 @@ def _read_te_meta(model: torch.nn.Module, step: int, trace: dict) -> None:
             s = meta.get(direction)
             if s is None:
                 continue
-            hist = s.amax_history  # (history_len, n): row 0 collects the next step; the newest sits last
-            newest = hist[-1] if hist.shape[0] > 1 else hist[0]
+            hist = s.amax_history  # (history_len, n)
+            newest = hist[0] if (hist.shape[0] == 1 or bool((hist[0] != 0).any())) else hist[-1]
             for i, role in enumerate(roles):
                 entry[role] = (float(newest[i]), float(s.scale[i]))
         trace.setdefault(name, []).append((step, entry))
@@ -298,8 +319,12 @@ def train(
     gen = torch.Generator().manual_seed(p.seed + 1)  # identical batches for both runs
     target = dict(model.named_modules())[OUTLIER_TARGET]
     cuda = device == "cuda"
+    base = 0
     if cuda:
+        # Both models' weights are live before either run; count only what this run adds on top
+        # (activations, gradients, optimizer state, FP8 copies, workspaces) so the runs compare.
         torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
     losses, step_ms, grads0 = [], [], {}
     report_every = max(1, p.steps // 20)
@@ -333,7 +358,7 @@ def train(
         losses.append(loss_value)
         if step % report_every == 0:
             progress((step + 1) / p.steps, f"{prec.label}: step {step + 1}/{p.steps}, loss {loss_value:.3f}")
-    peak = int(torch.cuda.max_memory_allocated()) if cuda else None
+    peak = int(torch.cuda.max_memory_allocated()) - base if cuda else None
     return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device))
 
 
@@ -345,7 +370,7 @@ def generation_check(model, prec: Precision, p: Params, device: str) -> dict:
     tokens, _ = stride_batch(torch.Generator().manual_seed(p.seed + 7), N_PROMPTS, prompt_len, p.vocab)
     freeze = fp8_frozen(model) if prec.key == "fp8" else contextlib.nullcontext()
     with freeze, prec.autocast():
-        out = model.generate(tokens.to(device), GEN_LEN).cpu()  # (N, prompt_len + GEN_LEN)
+        out = model.generate(tokens.to(device), GEN_LEN, pad_to=prec.pad_to).cpu()  # (N, prompt_len + GEN_LEN)
     model.train()
     samples, correct = [], 0
     for row in out.tolist():
@@ -417,6 +442,8 @@ def _te_quantizers(trace: dict, p: Params) -> list[dict]:
     rec = fp8_recipe(p)
     out = []
     for layer, points in trace.items():
+        if layer.startswith("__"):
+            continue
         for role in ("input", "weight", "grad_output"):
             pts = [(s, e[role]) for s, e in points if role in e]
             if not pts:
@@ -490,7 +517,10 @@ def _outlier_report(p: Params, quantizers: list[dict]) -> dict | None:
 
 def _charts(ctx, p: Params, ref: RunRecord, f8: RunRecord, quantizers, clipped_per_step, focus) -> None:
     xs = list(range(p.steps))
-    clipped_idx = [i for i, c in enumerate(clipped_per_step or []) if c]
+    # Delayed scaling clips a few values on many steps while amaxes grow; ring only the worst
+    # steps so a spike stands out (every step's count is in results.clipping).
+    worst = sorted((c, i) for i, c in enumerate(clipped_per_step or []) if c)[-MAX_LOSS_RINGS:]
+    clipped_idx = sorted(i for _, i in worst)
     loss_svg = svgplot.line_chart(
         [
             svgplot.Series("BF16 reference", xs, _finite(ref.losses)),
@@ -499,7 +529,10 @@ def _charts(ctx, p: Params, ref: RunRecord, f8: RunRecord, quantizers, clipped_p
         title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
         xlabel="step",
         ylabel="cross-entropy loss",
-        description="Loss per step for both runs; red rings mark FP8 steps where any tensor clipped.",
+        description=(
+            f"Loss per step for both runs; red rings mark the (at most {MAX_LOSS_RINGS}) FP8 steps with the most "
+            "clipped values across all FP8 tensors."
+        ),
     )
     ctx.write_text("loss.svg", loss_svg)
     ctx.add_artifact("loss_curves", "loss.svg", "image/svg+xml", "Loss curves, BF16 vs FP8")
@@ -569,7 +602,8 @@ def run(params: Params, ctx) -> dict:
     timing_kind = "cpu" if cpu else "cuda"
     t_ref, t_f8 = _timing(ref), _timing(f8)
     mem_note = (
-        None
+        "torch.cuda.max_memory_allocated during each run minus what was allocated when it started "
+        "(the weights of both models), i.e. activations, gradients, optimizer state and FP8 copies"
         if not cpu
         else "not measured on CPU: PyTorch keeps no peak-allocation counter for CPU tensors, and the process RSS "
         "would mix both runs and the interpreter"
@@ -648,21 +682,25 @@ def run(params: Params, ctx) -> dict:
 
 def _te_metadata_summary(built: Built) -> dict:
     """Final FP8 state of each te.Linear, as TE holds it (scales and amax history rows)."""
-    layers, reason = {}, None
+    layers, reason = {}, built.te_trace.get("__error__")
     for name, mod in built.fp8.gemm_layers():
         meta = getattr(mod, "fp8_meta", None)
         if not meta or "scaling_fwd" not in meta:
             reason = "this recipe keeps no delayed-scaling fp8_meta (TE computes scales per tensor or per block)"
             continue
         entry = {}
-        for direction in ("scaling_fwd", "scaling_bwd"):
-            s = meta.get(direction)
-            if s is not None:
-                entry[direction] = {
-                    "scale": [float(v) for v in s.scale.flatten()[:4]],
-                    "amax_history_newest": [float(v) for v in s.amax_history[-1].flatten()[:4]],
-                    "amax_history_len": int(s.amax_history.shape[0]),
-                }
+        try:
+            for direction in ("scaling_fwd", "scaling_bwd"):
+                s = meta.get(direction)
+                if s is not None:
+                    entry[direction] = {
+                        "scale": [float(v) for v in s.scale.flatten()[:4]],
+                        "amax_history_newest": [float(v) for v in s.amax_history[-1].flatten()[:4]],
+                        "amax_history_len": int(s.amax_history.shape[0]),
+                    }
+        except Exception as exc:  # TE internals differ between versions
+            reason = f"could not read TE fp8_meta: {type(exc).__name__}: {exc}"
+            continue
         layers[name] = entry
     return {"available": bool(layers), "reason": None if layers else reason, "layers": layers}
 
@@ -693,10 +731,10 @@ def _summary(p, runs, ratio, timing_note, total_clipped, total_underflow, clip_s
                 "note": f"{round(g['accuracy'] * total)} of {total} generated tokens follow the prompt's stride",
             }
         )
-    if mem_note:
+    if ref["peak_memory_bytes"] is None:
         out.append({"label": "Peak memory", "value": None, "note": mem_note})
     else:
-        out.append({"label": "Peak memory, BF16", "value": ref["peak_memory_bytes"], "unit": "bytes"})
+        out.append({"label": "Peak memory, BF16", "value": ref["peak_memory_bytes"], "unit": "bytes", "note": mem_note})
         out.append({"label": "Peak memory, FP8", "value": f8["peak_memory_bytes"], "unit": "bytes"})
     if outlier and "clipped_at_spike" in outlier:
         out.append(

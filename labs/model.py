@@ -142,12 +142,21 @@ class GPT(nn.Module):
         return [(n, m) for n, m in self.named_modules() if n.endswith(names)]
 
     @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
-        """Greedy continuation of (B, T0) prompts; returns (B, T0 + n_new)."""
+    def generate(self, prompt: torch.Tensor, n_new: int, pad_to: int = 1) -> torch.Tensor:
+        """Greedy continuation of (B, T0) prompts; returns (B, T0 + n_new).
+
+        pad_to > 1 right-pads each window to a multiple of it (TE's FP8 GEMMs need aligned
+        shapes). Causal attention keeps the padding from changing the positions that are read.
+        """
         idx = prompt
         for _ in range(n_new):
-            logits = self(idx[:, -self.cfg.seq :])  # (B, T, vocab)
-            nxt = logits[:, -1].float().argmax(-1, keepdim=True)  # (B, 1)
+            window = idx[:, -self.cfg.seq :]  # (B, T)
+            t = window.shape[1]
+            padded = min(self.cfg.seq, -(-t // pad_to) * pad_to) if pad_to > 1 else t
+            if padded > t:
+                window = torch.cat([window, window[:, -1:].expand(-1, padded - t)], dim=1)  # (B, T')
+            logits = self(window)  # (B, T', vocab)
+            nxt = logits[:, t - 1].float().argmax(-1, keepdim=True)  # (B, 1), last real position
             idx = torch.cat([idx, nxt], dim=1)
         return idx
 
