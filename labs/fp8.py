@@ -111,10 +111,11 @@ def round_to_format(x: torch.Tensor, fmt: str) -> torch.Tensor:
     return xf.clamp(-spec.max, spec.max).to(spec.torch_dtype).float()
 
 
-def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True) -> QuantResult:
+def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torch.Tensor | None = None) -> QuantResult:
     """Scale, clamp to +-max, cast to FP8; dequantize with the reciprocal scale as TE does.
 
-    `scale` is a float or a tensor broadcastable to `x` (per-block scales).
+    `scale` is a float or a tensor broadcastable to `x` (per-block scales). `amax`, when the
+    caller already has it, saves a pass over the tensor.
     """
     spec = _format(fmt)
     xf = x.float()
@@ -126,8 +127,10 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True) -> QuantRe
     clipped = flushed = None
     if count:
         clipped = (scaled.abs() > spec.clip_threshold).sum()
-        flushed = ((data.float() == 0) & (xf != 0) & torch.isfinite(xf)).sum()
-    amax = xf.abs().amax() if xf.numel() else torch.zeros((), device=xf.device)
+        # inf saturates and NaN stays NaN, so only finite nonzero inputs can come back as 0.
+        flushed = ((dequant == 0) & (xf != 0)).sum()
+    if amax is None:
+        amax = xf.abs().amax() if xf.numel() else torch.zeros((), device=xf.device)
     return QuantResult(dequant, data, scale_t, amax, clipped, flushed)
 
 
@@ -397,8 +400,8 @@ class TensorQuantizer:
             if recipe.kind == "delayed"
             else None
         )
-        self._step_stats: list[torch.Tensor] | None = None  # [amax, scale, clipped, flushed, numel]
-        self._history: list[tuple[int, torch.Tensor]] = []
+        self._pending: list[tuple] = []  # this step's (amax, scale, clipped, flushed, numel) per call
+        self._history: list[tuple[int, torch.Tensor, int]] = []  # (step, [amax, scale, clipped, flushed], numel)
 
     def quantize(self, x: torch.Tensor, *, record: bool = True) -> torch.Tensor:
         """Round `x` (2-D, reduction dim last) onto the FP8 grid; returns FP32 values."""
@@ -412,7 +415,7 @@ class TensorQuantizer:
                 self.delayed.record(res.amax)
         elif kind == "current":
             amax = x.detach().float().abs().amax()
-            res = quantize(x, self.fmt, current_scale(amax, self.fmt, self.recipe.amax_epsilon), count=count)
+            res = quantize(x, self.fmt, current_scale(amax, self.fmt, self.recipe.amax_epsilon), count=count, amax=amax)
         elif kind == "block":
             res = quantize_blockwise(x, self.fmt, self.recipe.block_for(self.role), count=count)
         else:
@@ -426,20 +429,9 @@ class TensorQuantizer:
         self.delayed.scale = self.delayed.scale.to(device)
 
     def _accumulate(self, res: QuantResult, numel: int) -> None:
-        scale_of_max = res.scale.min() if res.scale.dim() else res.scale
-        stats = [res.amax.detach(), scale_of_max.detach(), res.clipped_t, res.flushed_t, torch.tensor(numel)]
-        stats = [s.float().to(res.amax.device) for s in stats]
-        if self._step_stats is None:
-            self._step_stats = stats
-        else:
-            old = self._step_stats
-            self._step_stats = [
-                torch.maximum(old[0], stats[0]),
-                torch.minimum(old[1], stats[1]),
-                old[2] + stats[2],
-                old[3] + stats[3],
-                old[4] + stats[4],
-            ]
+        # Keep tensors as they are (no host sync, few ops); reduce once per step in end_step().
+        scale_of_max = res.scale if res.scale.dim() == 0 else res.scale.min()
+        self._pending.append((res.amax, scale_of_max, res.clipped_t, res.flushed_t, numel))
 
     def end_step(self) -> None:
         """After the step: delayed scaling updates its scale and rolls the history."""
@@ -447,9 +439,20 @@ class TensorQuantizer:
             return
         if self.delayed is not None:
             self.delayed.update()
-        if self._step_stats is not None:
-            self._history.append((self.step, torch.stack(self._step_stats)))
-        self._step_stats = None
+        if self._pending:
+            amax, scale, clipped, flushed, numel = zip(*self._pending)
+            if len(self._pending) == 1:  # the usual case: one forward (or backward) per step
+                row = [amax[0], scale[0], clipped[0], flushed[0]]
+            else:  # several calls in one step (e.g. gradient accumulation): TE keeps their max
+                row = [
+                    torch.stack(amax).max(),
+                    torch.stack(scale).min(),
+                    torch.stack(clipped).sum(),
+                    torch.stack(flushed).sum(),
+                ]
+            row_t = torch.stack([v.detach().to(torch.float32) for v in row])  # (4,)
+            self._history.append((self.step, row_t, sum(numel)))
+        self._pending = []
         self.step += 1
 
     @property
@@ -460,10 +463,10 @@ class TensorQuantizer:
     def history(self) -> list[StepRecord]:
         if not self._history:
             return []
-        values = torch.stack([t for _, t in self._history]).cpu().tolist()  # one sync for all steps
+        values = torch.stack([t for _, t, _ in self._history]).cpu().tolist()  # one sync for all steps
         return [
-            StepRecord(step, a, s, int(c), int(f), int(n))
-            for (step, _), (a, s, c, f, n) in zip(self._history, values)
+            StepRecord(step, a, s, int(c), int(f), n)
+            for (step, _, n), (a, s, c, f) in zip(self._history, values)
         ]
 
 

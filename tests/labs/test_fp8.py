@@ -361,3 +361,17 @@ def test_fp8_linear_under_bf16_autocast_and_frozen():
         lin.end_step()
     assert lin.input_quantizer.scale == scale
     assert len(lin.input_quantizer.history()) == 1
+
+
+def test_quantizer_merges_calls_within_a_step_and_collect_off_still_scales():
+    q = TensorQuantizer("x", "input", Fp8Recipe(kind="delayed", fp8_format="e4m3", amax_history_len=2))
+    q.quantize(torch.tensor([2.0, 500.0]))  # scale 1 at step 0: 500 saturates
+    q.quantize(torch.tensor([7.0, 600.0]))
+    q.end_step()
+    (rec,) = q.history()
+    assert rec.amax == 600.0 and rec.clipped == 2 and rec.numel == 4
+    assert q.scale == pytest.approx(448 / 600)  # both calls fed row 0 of the amax history
+    quiet = TensorQuantizer("y", "input", Fp8Recipe(kind="delayed", amax_history_len=2), collect=False)
+    quiet.quantize(torch.tensor([4.0]))
+    quiet.end_step()
+    assert quiet.history() == [] and quiet.scale == pytest.approx(112.0)
