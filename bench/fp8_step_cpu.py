@@ -1,6 +1,6 @@
 """CPU benchmark for the fp8-step lab: emulation cost and instrumentation cost, as ratios.
 
-    .venv/bin/python bench/fp8_step_cpu.py              # default lab model, ~1 minute on 2 cores
+    .venv/bin/python bench/fp8_step_cpu.py              # default lab model, ~10 s on an idle 2-core machine
     .venv/bin/python bench/fp8_step_cpu.py --steps 60 --repeats 5
 
 Prints, all measured in this one process on the lab's default model:

@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from labs import svgplot
-from labs.fp8 import FP8_MAX, Fp8Recipe, fp8_end_step, fp8_frozen, fp8_quantizers, set_fp8_collect
+from labs.fp8 import FP8_MAX, Fp8Recipe, fp8_end_step, fp8_frozen, fp8_quantizers
 from labs.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, te_linear_factory, torch_linear
 from labs.params import LabParams
 
@@ -426,8 +426,8 @@ def _emulated_quantizers(model, p: Params) -> list[dict]:
                 "fp8_max": FP8_MAX[q.fmt],
                 "source": "emulation",
                 "steps": [hist[i].step for i in keep],
-                "amax": [hist[i].amax for i in keep],
-                "scale": [hist[i].scale for i in keep],
+                "amax": _finite([hist[i].amax for i in keep]),  # NaN/inf (a diverged run) -> null
+                "scale": _finite([hist[i].scale for i in keep]),
                 "clipped": [hist[i].clipped for i in keep],
                 "underflow": [hist[i].flushed for i in keep],
                 "numel": hist[-1].numel if hist else 0,
@@ -458,8 +458,8 @@ def _te_quantizers(trace: dict, p: Params) -> list[dict]:
                     "fp8_max": FP8_MAX[rec.format_for(role)],
                     "source": "transformer_engine",
                     "steps": [pts[i][0] for i in keep],
-                    "amax": [pts[i][1][0] for i in keep],
-                    "scale": [pts[i][1][1] for i in keep],
+                    "amax": _finite([pts[i][1][0] for i in keep]),
+                    "scale": _finite([pts[i][1][1] for i in keep]),
                     "clipped": None,  # TE's kernels do not count saturated values
                     "underflow": None,
                     "numel": None,
@@ -539,7 +539,7 @@ def _charts(ctx, p: Params, ref: RunRecord, f8: RunRecord, quantizers, clipped_p
     if focus is None:
         return
     marks = [i for i, c in enumerate(focus["clipped"] or []) if c]
-    scaled = [a * s for a, s in zip(focus["amax"], focus["scale"])]
+    scaled = [a * s if a is not None and s is not None else None for a, s in zip(focus["amax"], focus["scale"])]
     hist_svg = svgplot.line_chart(
         [
             svgplot.Series("amax (unscaled)", focus["steps"], focus["amax"], markers=marks),
