@@ -221,7 +221,12 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
             te_recipe=rec,
             te_trace=trace,
         )
-        built.fp8_precision.after_step = lambda m, s: _read_te_meta(m, s, trace)
+        if p.recipe == "delayed":
+            # Only delayed scaling keeps an amax history/scale per module in fp8_meta; the other
+            # recipes compute scales inside TE's quantizers, per tensor or per block.
+            built.fp8_precision.after_step = lambda m, s: _read_te_meta(m, s, trace)
+        else:
+            trace["__error__"] = f"TE keeps no per-step amax history for the {p.recipe} recipe"
         return built
     reference = GPT(cfg, torch_linear).to(device)
     fp8 = GPT(cfg, fp8_linear_factory(fp8_recipe(p), collect=collect)).to(device)
@@ -683,6 +688,8 @@ def run(params: Params, ctx) -> dict:
 def _te_metadata_summary(built: Built) -> dict:
     """Final FP8 state of each te.Linear, as TE holds it (scales and amax history rows)."""
     layers, reason = {}, built.te_trace.get("__error__")
+    if "__error__" in built.te_trace:
+        return {"available": False, "reason": reason, "layers": {}}
     for name, mod in built.fp8.gemm_layers():
         meta = getattr(mod, "fp8_meta", None)
         if not meta or "scaling_fwd" not in meta:
