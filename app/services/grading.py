@@ -1,0 +1,334 @@
+"""Grading: who may see which reports, the queue, claims, saving grades, rubric recompute, CSV export.
+
+Visibility: a learner sees only their own reports; a grader only reports of lessons assigned to them
+(GraderAssignment); an instructor every report of the course.
+
+A grade stores, per rubric item, the level the grader picked and that level's fraction of the item's
+points. Totals are always fraction x the rubric's *current* points, so when a published rubric changes
+an item's points (or a level's fraction), `sync_rubric` appends a recomputed revision of each affected
+grade. Grades are append-only revisions with (version_id, revision) unique: a save names the revision it
+started from, and of two saves from the same revision the database accepts exactly one.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.content.schema import Rubric
+from app.models import Grade, GraderAssignment, LabReport, ReportVersion, User, utcnow
+from app.services import lessons as lesson_service
+
+QUEUE_STATUSES = ("submitted", "claimed", "graded")
+MAX_TEXT = 20_000
+
+
+class GradingError(ValueError):
+    """A refused action; the message says why and what to do."""
+
+
+# ---------------------------------------------------------------- who sees what
+
+
+def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
+    """Let `grader` grade `lesson_id`; False if already assigned."""
+    if db.scalar(select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)):
+        return False
+    db.add(GraderAssignment(user_id=grader.id, lesson_id=lesson_id))
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        return False
+    return True
+
+
+def unassign(db: Session, *, grader: User, lesson_id: str) -> None:
+    row = db.scalar(select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id))
+    if row:
+        db.delete(row)
+        db.commit()
+
+
+def assignments(db: Session) -> list[tuple[User, str]]:
+    rows = db.execute(select(User, GraderAssignment.lesson_id).join(GraderAssignment, GraderAssignment.user_id == User.id)
+                      .order_by(GraderAssignment.lesson_id, User.email)).all()
+    return [(u, lid) for u, lid in rows]
+
+
+def graded_lessons(db: Session, *, user: User) -> set[str] | None:
+    """Lesson ids whose reports `user` may grade; None means every lesson (instructors)."""
+    if user.has_role("instructor"):
+        return None
+    if not user.has_role("grader"):
+        return set()
+    return set(db.scalars(select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)))
+
+
+def can_grade(db: Session, *, user: User, report: LabReport) -> bool:
+    lessons = graded_lessons(db, user=user)
+    return lessons is None or report.lesson_id in lessons
+
+
+def report_for_grader(db: Session, *, report_id: int, user: User) -> LabReport | None:
+    """The submitted report if `user` may grade it; None (a 404, leaking nothing) otherwise."""
+    report = db.get(LabReport, report_id)
+    if report is None or report.status == "draft" or not can_grade(db, user=user, report=report):
+        return None
+    return report
+
+
+def report_for_viewer(db: Session, *, report_id: int, user: User) -> LabReport | None:
+    """Owner, or a grader/instructor who may grade it."""
+    report = db.get(LabReport, report_id)
+    if report is None:
+        return None
+    if report.owner_id == user.id:
+        return report
+    return report if report.status != "draft" and can_grade(db, user=user, report=report) else None
+
+
+# ---------------------------------------------------------------- the queue
+
+
+@dataclass
+class QueueRow:
+    report: LabReport
+    owner: User
+    version: ReportVersion
+    grader: User | None
+    grade: Grade | None
+
+
+def queue(db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None,
+          grader: str | None = None) -> list[QueueRow]:
+    """Submitted reports `user` may grade, oldest submission first (ties by id): a stable order.
+
+    grader: 'me', 'none' (unclaimed) or a user id as text.
+    """
+    q = select(LabReport).where(LabReport.status.in_(QUEUE_STATUSES))
+    lessons = graded_lessons(db, user=user)
+    if lessons is not None:
+        q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
+    if lesson_id:
+        q = q.where(LabReport.lesson_id == lesson_id)
+    if status in QUEUE_STATUSES:
+        q = q.where(LabReport.status == status)
+    if grader == "me":
+        q = q.where(LabReport.claimed_by_id == user.id)
+    elif grader == "none":
+        q = q.where(LabReport.claimed_by_id.is_(None))
+    elif grader and grader.isdigit():
+        q = q.where(LabReport.claimed_by_id == int(grader))
+    reports = db.scalars(q.order_by(LabReport.submitted_at, LabReport.id)).all()
+    rows = []
+    for r in reports:
+        v = db.scalar(select(ReportVersion).where(ReportVersion.report_id == r.id).order_by(ReportVersion.number.desc()).limit(1))
+        if v is None:
+            continue
+        rows.append(QueueRow(r, db.get(User, r.owner_id), v, db.get(User, r.claimed_by_id) if r.claimed_by_id else None,
+                             latest_grade(db, version=v)))
+    return rows
+
+
+def graders(db: Session) -> list[User]:
+    from app.models import UserRole
+
+    return list(db.scalars(select(User).join(UserRole).where(UserRole.role.in_(("grader", "instructor")))
+                           .distinct().order_by(User.email)))
+
+
+# ---------------------------------------------------------------- claims
+
+
+def claim(db: Session, *, report: LabReport, grader: User) -> None:
+    """Take the report; GradingError if someone else holds it. A conditional UPDATE decides a race."""
+    res = db.execute(update(LabReport)
+                     .where(LabReport.id == report.id, LabReport.status.in_(("submitted", "graded")),
+                            LabReport.claimed_by_id.is_(None))
+                     .values(status=case((LabReport.status == "submitted", "claimed"), else_=LabReport.status),
+                             claimed_by_id=grader.id, claimed_at=utcnow(), revision=LabReport.revision + 1))
+    db.commit()
+    db.refresh(report)
+    if res.rowcount != 1 and report.claimed_by_id != grader.id:
+        holder = db.get(User, report.claimed_by_id) if report.claimed_by_id else None
+        if holder:
+            raise GradingError(f"{holder.display_name} ({holder.email}) claimed this report first; it stays with them.")
+        raise GradingError(f"This report is {report.status} and cannot be claimed now.")
+
+
+def release(db: Session, *, report: LabReport, user: User) -> None:
+    """Give a claim back to the queue: the holder, or an instructor, may."""
+    if report.claimed_by_id is None:
+        return
+    if report.claimed_by_id != user.id and not user.has_role("instructor"):
+        raise GradingError("Only the grader holding the claim, or an instructor, can release it.")
+    db.execute(update(LabReport).where(LabReport.id == report.id, LabReport.claimed_by_id == report.claimed_by_id)
+               .values(claimed_by_id=None, claimed_at=None, revision=LabReport.revision + 1,
+                       status=("submitted" if report.status == "claimed" else report.status)))
+    db.commit()
+    db.refresh(report)
+
+
+# ---------------------------------------------------------------- grades
+
+
+def rubric_hash(rubric: Rubric) -> str:
+    """What a total depends on: item ids and points, level ids and fractions (not the wording)."""
+    shape = [[i.id, i.points, [[lv.id, lv.fraction] for lv in i.levels]] for i in rubric.items]
+    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()
+
+
+def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
+    return db.scalar(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc()).limit(1))
+
+
+def grade_history(db: Session, *, version: ReportVersion) -> list[Grade]:
+    return list(db.scalars(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc())))
+
+
+def score(rubric: Rubric, levels: dict[str, str | dict]) -> tuple[dict, float, list[str]]:
+    """(scores, total, unscored item ids) for picked levels {item: level id} (or stored {item: {level, fraction}})."""
+    scores, total, unscored = {}, 0.0, []
+    for item in rubric.items:
+        picked = levels.get(item.id)
+        level_id = picked.get("level") if isinstance(picked, dict) else picked
+        level = item.level(level_id) if level_id else None
+        if level is not None:
+            fraction = level.fraction
+        elif isinstance(picked, dict) and isinstance(picked.get("fraction"), (int, float)):
+            fraction = float(picked["fraction"])  # a level the rubric no longer has: keep what was awarded
+        else:
+            unscored.append(item.id)
+            continue
+        points = round(fraction * item.points, 4)
+        scores[item.id] = {"level": level_id, "fraction": fraction, "points": points}
+        total += points
+    return scores, round(total, 4), unscored
+
+
+def save_grade(db: Session, *, report: LabReport, version: ReportVersion, grader: User, base_revision: int,
+               levels: dict[str, str], feedback: str, notes: str, rubric: Rubric, rubric_version: int) -> Grade:
+    """Append a grade revision; GradingError if the report is not claimed by `grader`, a line is unscored,
+    the version is not the latest, or another save (or a rubric recompute) came first."""
+    if report.claimed_by_id != grader.id:
+        raise GradingError("Claim the report before saving a grade (another grader may hold it).")
+    latest = db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id))
+    if version.number != latest:
+        raise GradingError(f"The learner submitted version {latest} after you opened version {version.number}. "
+                           "Your scores and text are kept below; open the new version to grade it.")
+    bad = [f"{item_id}: {level!r}" for item_id, level in levels.items()
+           if rubric.item(item_id) is None or (level and rubric.item(item_id).level(level) is None)]
+    if bad:
+        raise GradingError("Unknown rubric lines or levels: " + ", ".join(bad) + ".")
+    scores, total, unscored = score(rubric, {k: v for k, v in levels.items() if v})
+    if unscored:
+        titles = ", ".join(rubric.item(i).title for i in unscored)
+        raise GradingError(f"Pick a level for every rubric line before saving; missing: {titles}.")
+    if len(feedback) > MAX_TEXT or len(notes) > MAX_TEXT:
+        raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
+    current = latest_grade(db, version=version)
+    current_rev = current.revision if current else 0
+    conflict = _conflict_message(db, current)
+    if base_revision != current_rev:
+        raise GradingError(conflict)
+    grade = Grade(version_id=version.id, revision=current_rev + 1, grader_id=grader.id, rubric_version=rubric_version,
+                  rubric_hash=rubric_hash(rubric), scores=scores, total=total, max_total=rubric.max_points,
+                  feedback=feedback, notes=notes, reason="saved by grader")
+    db.add(grade)
+    try:
+        db.flush()
+    except IntegrityError:  # another save from the same revision got there between our read and insert
+        db.rollback()
+        raise GradingError(_conflict_message(db, latest_grade(db, version=version))) from None
+    db.execute(update(LabReport).where(LabReport.id == report.id)
+               .values(status="graded", updated_at=utcnow(), revision=LabReport.revision + 1))
+    db.commit()
+    db.refresh(report)
+    return grade
+
+
+def _conflict_message(db: Session, current: Grade | None) -> str:
+    if current is None:
+        return "The grade changed while you were editing. Your scores and text are kept below; reload before saving again."
+    who = db.get(User, current.grader_id).display_name if current.grader_id else "a rubric recompute"
+    return (f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
+            "your scores and text are kept below. Reload to see the saved grade, then save again if you still disagree.")
+
+
+def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
+    """Recompute every grade of `lesson_id` whose rubric differs from the current one; returns version ids touched.
+
+    Each recompute is a new revision by nobody (grader_id None), with the reason, so history keeps the old totals.
+    """
+    cur = lesson_service.current(db, lesson_id=lesson_id)
+    if cur is None or cur[0].rubric is None:
+        return []
+    lesson, lesson_version = cur
+    rubric, want = lesson.rubric, rubric_hash(lesson.rubric)
+    latest_rev = (select(Grade.version_id, func.max(Grade.revision).label("rev"))
+                  .join(ReportVersion, ReportVersion.id == Grade.version_id)
+                  .join(LabReport, LabReport.id == ReportVersion.report_id)
+                  .where(LabReport.lesson_id == lesson_id).group_by(Grade.version_id).subquery())
+    stale = db.scalars(select(Grade).join(latest_rev, (Grade.version_id == latest_rev.c.version_id)
+                                          & (Grade.revision == latest_rev.c.rev))
+                       .where(Grade.rubric_hash != want)).all()
+    touched = []
+    for g in stale:
+        scores, total, unscored = score(rubric, g.scores or {})
+        reason = f"recomputed for rubric of lesson version {lesson_version}: total {g.total:g} -> {total:g} of {rubric.max_points:g}"
+        if unscored:
+            reason += f"; new lines not scored yet: {', '.join(unscored)}"
+        db.add(Grade(version_id=g.version_id, revision=g.revision + 1, grader_id=None, rubric_version=lesson_version,
+                     rubric_hash=want, scores=scores, total=total, max_total=rubric.max_points,
+                     feedback=g.feedback, notes=g.notes, reason=reason))
+        try:
+            db.commit()
+            touched.append(g.version_id)
+        except IntegrityError:  # a grader's save or another recompute took that revision: it will be seen next time
+            db.rollback()
+    return touched
+
+
+# ---------------------------------------------------------------- export
+
+
+def _cell(value) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (CSV injection: leading = + - @ tab CR)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
+    rows = queue(db, user=user, lesson_id=lesson_id)
+    item_ids: list[str] = []
+    rubrics: dict[str, Rubric | None] = {}
+    for row in rows:
+        lid = row.report.lesson_id
+        if lid not in rubrics:
+            cur = lesson_service.current(db, lesson_id=lid)
+            rubrics[lid] = cur[0].rubric if cur else None
+            for item in (rubrics[lid].items if rubrics[lid] else []):
+                if item.id not in item_ids:
+                    item_ids.append(item.id)
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["report", "lesson", "learner_email", "learner_name", "version", "submitted_at", "status", "grader",
+                "total", "max_total", *item_ids, "graded_at", "feedback"])
+    for row in rows:
+        g = row.grade
+        scores = (g.scores if g else {}) or {}
+        w.writerow([_cell(v) for v in (
+            row.report.id, row.report.lesson_id, row.owner.email, row.owner.display_name, row.version.number,
+            row.version.submitted_at.isoformat() if row.version.submitted_at else "", row.report.status,
+            row.grader.email if row.grader else "", g.total if g else "", g.max_total if g else "",
+            *[(scores.get(i) or {}).get("points", "") for i in item_ids],
+            g.created_at.isoformat() if g else "", g.feedback if g else "")])
+    return out.getvalue()
