@@ -5,6 +5,7 @@
     python -m app migrate                                 apply database migrations
     python -m app users create --email E --password P --role instructor [--role grader]
     python -m app lessons validate                        check every lesson under lessons/
+    python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
 """
 
 from __future__ import annotations
@@ -39,6 +40,22 @@ def _users_create(settings: Settings, args) -> int:
     return 0
 
 
+def _graders_assign(settings: Settings, args) -> int:
+    from app import migrate
+    from app.db import make_engine, make_sessionmaker
+    from app.services import grading, users
+
+    migrate.upgrade(settings.db_url)
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        user = users.get_by_email(db, email=args.email)
+        if user is None or not user.roles & {"grader", "instructor"}:
+            print(f"--email: no grader {args.email!r}; create one with `users create --role grader` first", file=sys.stderr)
+            return 2
+        new = grading.assign(db, grader=user, lesson_id=args.lesson)
+    print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app")
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -55,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--name", default="")
     create.add_argument("--role", action="append", choices=["learner", "instructor", "grader"],
                         help="repeat for several roles (default: learner)")
+    graders_p = sub.add_parser("graders", help="who grades which lesson's lab reports")
+    graders_sub = graders_p.add_subparsers(dest="graders_cmd", required=True)
+    assign = graders_sub.add_parser("assign", help="let a grader grade one lesson's lab reports")
+    assign.add_argument("--email", required=True)
+    assign.add_argument("--lesson", required=True, help="lesson id, e.g. transformer-scaling")
     lessons_p = sub.add_parser("lessons", help="course content")
     lessons_sub = lessons_p.add_subparsers(dest="lessons_cmd", required=True)
     lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
@@ -87,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "users":
         return _users_create(settings, args)
+    if args.cmd == "graders":
+        return _graders_assign(settings, args)
     if args.cmd == "lessons":
         from app.content.cli import validate_command
 

@@ -80,14 +80,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import api, auth, authoring, labs, lessons, pages, tools
+    from app.routes import api, auth, authoring, grading, labs, lessons, pages, reports, tools
 
     app.state.content_errors = {}
-    for module in (auth, pages, lessons, labs, authoring):
+    # reports before lessons: /lessons/{id}/report must not be read as a part called "report"
+    for module in (auth, pages, reports, lessons, labs, authoring, grading):
         app.include_router(module.router, include_in_schema=False)
     app.include_router(tools.router, include_in_schema=False)
     app.include_router(api.router)
     app.include_router(tools.api)
+    app.include_router(reports.api)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired):

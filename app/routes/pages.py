@@ -1,10 +1,10 @@
-"""Home, and the instructor and grader landing pages (role-checked)."""
+"""Home and the instructor landing page (role-checked); the grader's queue is in grading.py."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from app.deps import GraderUser, InstructorUser, OptionalUser, SessionDep, csrf_protect
+from app.deps import InstructorUser, OptionalUser, SessionDep, csrf_protect
 from app.services import learning
 from app.services import lessons as lesson_service
 from app.web import render
@@ -27,6 +27,4 @@ def instructor_home(request: Request, user: InstructorUser, db: SessionDep):
     return render(request, "instructor/index.html", {"rows": rows, "file_errors": request.app.state.content_errors})
 
 
-@router.get("/grader")
-def grader_home(request: Request, user: GraderUser):
-    return render(request, "grader/index.html", {})
+# The grader's queue lives in app/routes/grading.py.

@@ -1,0 +1,207 @@
+"""The grader's side: the queue, claiming, the review page with the rubric, regrade, CSV export.
+
+    GET  /grader                          queue, filterable by lesson, status and grader (stable order)
+    POST /grader/assignments              instructors: let a grader grade a lesson (or remove that)
+    GET  /grader/reports/{id}[?v=N]       review: evidence, checks, answers, rubric, notes, feedback
+    POST /grader/reports/{id}/claim|release|grade|regrade
+    GET  /grader/export.csv[?lesson=ID]   grades as CSV
+
+Reports a grader may not grade answer 404, like reports that do not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.deps import GraderUser, InstructorUser, SessionDep, csrf_protect
+from app.models import LabReport, User
+from app.routes.reports import evidence_views, lesson_of_version
+from app.services import grading
+from app.services import lessons as lesson_service
+from app.services import reports as report_service
+from app.services import users as user_service
+from app.web import render
+
+router = APIRouter(prefix="/grader", dependencies=[Depends(csrf_protect)])
+
+
+def _filters(lesson: str | None, status: str | None, grader: str | None) -> dict:
+    return {k: v for k, v in (("lesson", lesson), ("status", status), ("grader", grader)) if v}
+
+
+@router.get("")
+def queue_page(request: Request, user: GraderUser, db: SessionDep, lesson: str | None = None,
+               status: str | None = None, grader: str | None = None):
+    allowed = grading.graded_lessons(db, user=user)
+    catalogue = [l for l, _ in lesson_service.catalogue(db) if l.lab is not None]
+    lessons = [l for l in catalogue if allowed is None or l.id in allowed]
+    for l in lessons:
+        grading.sync_rubric(db, lesson_id=l.id)
+    rows = grading.queue(db, user=user, lesson_id=lesson, status=status, grader=grader)
+    ctx = {
+        "rows": rows,
+        "lessons": lessons,
+        "graders": grading.graders(db),
+        "filters": _filters(lesson, status, grader),
+        "query": urlencode(_filters(lesson, status, grader)),
+        "statuses": grading.QUEUE_STATUSES,
+        "assigned": allowed,
+        "assignments": grading.assignments(db) if user.has_role("instructor") else [],
+        "all_lessons": catalogue,
+        "message": request.query_params.get("msg", ""),
+    }
+    return render(request, "grader/index.html", ctx, block="queue")
+
+
+@router.post("/assignments")
+def assignments(request: Request, user: InstructorUser, db: SessionDep, email: Annotated[str, Form(max_length=254)],
+                lesson_id: Annotated[str, Form(max_length=64)], action: Annotated[str, Form()] = "assign"):
+    grader = user_service.get_by_email(db, email=email)
+    if grader is None or not grader.roles & {"grader", "instructor"}:
+        msg = f"{email}: no grader with that email (give the account the grader role first)."
+    elif lesson_service.current(db, lesson_id=lesson_id) is None:
+        msg = f"lesson_id: there is no lesson {lesson_id!r}."
+    elif action == "remove":
+        grading.unassign(db, grader=grader, lesson_id=lesson_id)
+        msg = f"{grader.email} no longer grades {lesson_id}."
+    else:
+        grading.assign(db, grader=grader, lesson_id=lesson_id)
+        msg = f"{grader.email} now grades {lesson_id}."
+    return RedirectResponse("/grader?" + urlencode({"msg": msg}), status_code=303)
+
+
+def _report(db, report_id: int, user) -> LabReport:
+    report = grading.report_for_grader(db, report_id=report_id, user=user)
+    if report is None:
+        raise HTTPException(404, f"No submitted report {report_id} that you grade.")
+    return report
+
+
+def _review(request: Request, db, user, report: LabReport, number: int | None = None, *, error: str = "",
+            message: str = "", posted: dict | None = None, status_code: int = 200):
+    settings = request.app.state.settings
+    grading.sync_rubric(db, lesson_id=report.lesson_id)
+    versions = report_service.versions(db, report=report)
+    version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
+    if version is None:
+        raise HTTPException(404, f"Report {report.id} has no version {number}.")
+    lesson_then = lesson_of_version(db, report, version)
+    cur = lesson_service.current(db, lesson_id=report.lesson_id)
+    lesson, lesson_version = cur if cur else (lesson_then, version.lesson_version)
+    grade = grading.latest_grade(db, version=version)
+    picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
+    feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
+    base_revision = grade.revision if grade else 0
+    if posted is not None:  # a refused save: keep everything the grader typed and picked
+        picked = posted["levels"]
+        feedback, notes, base_revision = posted["feedback"], posted["notes"], posted["base_revision"]
+    filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
+    order = [r.report.id for r in grading.queue(db, user=user, **{"lesson_id": filters.get("lesson"),
+                                                                   "status": filters.get("status"),
+                                                                   "grader": filters.get("grader")})]
+    pos = order.index(report.id) if report.id in order else -1
+    ctx = {
+        "report": report,
+        "owner": db.get(User, report.owner_id),
+        "holder": db.get(User, report.claimed_by_id) if report.claimed_by_id else None,
+        "versions": versions,
+        "version": version,
+        "is_latest": version.number == versions[0].number,
+        "lesson": lesson,
+        "lesson_then": lesson_then,
+        "lesson_version": lesson_version,
+        "evidence": evidence_views(db, settings, report, version, lesson_then),
+        "rubric": lesson.rubric,
+        "grade": grade,
+        "history": grading.grade_history(db, version=version),
+        "graders": {u.id: u for u in grading.graders(db)},
+        "picked": picked,
+        "feedback": feedback,
+        "notes": notes,
+        "base_revision": base_revision,
+        "mine": report.claimed_by_id == user.id,
+        "error": error,
+        "message": message,
+        "query": urlencode(filters),
+        "next_id": order[pos + 1] if 0 <= pos < len(order) - 1 else None,
+        "prev_id": order[pos - 1] if pos > 0 else None,
+        "position": (pos + 1, len(order)) if pos >= 0 else None,
+    }
+    return render(request, "grader/review.html", ctx, block="review", status_code=status_code)
+
+
+@router.get("/reports/{report_id}")
+def review_page(request: Request, report_id: int, user: GraderUser, db: SessionDep, v: int | None = None):
+    return _review(request, db, user, _report(db, report_id, user), v)
+
+
+@router.post("/reports/{report_id}/claim")
+def claim(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+    report = _report(db, report_id, user)
+    try:
+        grading.claim(db, report=report, grader=user)
+    except grading.GradingError as exc:
+        return _review(request, db, user, report, error=str(exc), status_code=409)
+    return _review(request, db, user, report, message="Claimed: this report is yours to grade.")
+
+
+@router.post("/reports/{report_id}/release")
+def release(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+    report = _report(db, report_id, user)
+    try:
+        grading.release(db, report=report, user=user)
+    except grading.GradingError as exc:
+        return _review(request, db, user, report, error=str(exc), status_code=403)
+    return _review(request, db, user, report, message="Released back to the queue.")
+
+
+@router.post("/reports/{report_id}/grade")
+async def save_grade(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+    report = _report(db, report_id, user)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    try:
+        number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
+    except ValueError:
+        raise HTTPException(422, "version and base_revision must be whole numbers.") from None
+    version = report_service.version(db, report=report, number=number)
+    if version is None:
+        raise HTTPException(404, f"Report {report.id} has no version {number}.")
+    cur = lesson_service.current(db, lesson_id=report.lesson_id)
+    if cur is None or cur[0].rubric is None:
+        raise HTTPException(409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading.")
+    lesson, lesson_version = cur
+    levels = {item.id: form.get(f"level-{item.id}", "") for item in lesson.rubric.items}
+    posted = {"levels": levels, "feedback": form.get("feedback", ""), "notes": form.get("notes", ""),
+              "base_revision": base_revision}
+    try:
+        grading.save_grade(db, report=report, version=version, grader=user, base_revision=base_revision, levels=levels,
+                           feedback=posted["feedback"], notes=posted["notes"], rubric=lesson.rubric,
+                           rubric_version=lesson_version)
+    except grading.GradingError as exc:
+        return _review(request, db, user, report, number, error=str(exc), posted=posted, status_code=409)
+    return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
+
+
+@router.post("/reports/{report_id}/regrade")
+def regrade(request: Request, report_id: int, user: GraderUser, db: SessionDep, version: Annotated[int, Form()]):
+    report = _report(db, report_id, user)
+    v = report_service.version(db, report=report, number=version)
+    if v is None:
+        raise HTTPException(404, f"Report {report.id} has no version {version}.")
+    report_service.recheck(db, settings=request.app.state.settings, version=v, lesson=lesson_of_version(db, report, v))
+    return _review(request, db, user, report, version, message="Automatic checks re-run.")
+
+
+@router.get("/export.csv")
+def export(user: GraderUser, db: SessionDep, lesson: str | None = None):
+    for l, _ in lesson_service.catalogue(db):
+        if l.rubric is not None and (lesson is None or l.id == lesson):
+            grading.sync_rubric(db, lesson_id=l.id)
+    body = grading.export_csv(db, user=user, lesson_id=lesson)
+    name = f"grades-{lesson or 'all'}.csv"
+    return Response(body, media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"})

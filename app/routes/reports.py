@@ -1,0 +1,249 @@
+"""Learner lab reports: assemble evidence and answers, upload bundles, submit, see checks and grades.
+
+    GET  /reports                                     my reports, one per lesson with a lab
+    GET  /lessons/{id}/report                         the report page (draft, versions, grades)
+    POST /lessons/{id}/report                         action=save | submit | attach-latest
+    POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
+    GET  /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}   evidence files, for owner and graders
+    GET  /bundles/{id}, /bundles/{id}/artifacts/{name}                  an uploaded bundle, for its owner
+    POST /api/v1/bundles, GET /api/v1/bundles/{id}                      the same upload for scripts
+"""
+
+from __future__ import annotations
+
+import mimetypes
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.datastructures import UploadFile
+
+from app.content.schema import Lesson
+from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.models import Bundle, LabReport, ReportVersion
+from app.routes.labs import ARTIFACT_HEADERS
+from app.services import bundles as bundle_service
+from app.services import grading
+from app.services import lessons as lesson_service
+from app.services import reports as report_service
+from app.services.artifacts import resolve_artifact
+from app.web import render
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+
+
+def lesson_with_lab(db, lesson_id: str) -> tuple[Lesson, int]:
+    cur = lesson_service.current(db, lesson_id=lesson_id)
+    if cur is None:
+        raise HTTPException(404, f"There is no lesson {lesson_id!r}.")
+    if cur[0].lab is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no lab, so it has no lab report.")
+    return cur
+
+
+def lesson_of_version(db, report: LabReport, version: ReportVersion) -> Lesson:
+    """The lesson as it was when the version was submitted (its evidence slots), else the current one."""
+    row = lesson_service.version_row(db, lesson_id=report.lesson_id, version=version.lesson_version)
+    lesson = lesson_service.build(row) if row else None
+    return lesson or lesson_with_lab(db, report.lesson_id)[0]
+
+
+def evidence_views(db, settings, report: LabReport, version: ReportVersion, lesson: Lesson) -> list[dict]:
+    """Per slot: what was attached, its result and checks, and where its artifacts are served."""
+    out = []
+    for slot in report_service.slots(lesson):
+        ref = (version.evidence or {}).get(slot.id)
+        src = report_service.source_for(db, settings, ref) if ref else None
+        out.append({
+            "slot": slot,
+            "ref": ref,
+            "source": src,
+            "result": src.result if src and not src.problem else None,
+            "check": (version.checks or {}).get(slot.id) or {"status": "missing", "checks": []},
+            "artifact_base": f"/reports/{report.id}/versions/{version.number}/evidence/{slot.id}/artifacts",
+        })
+    return out
+
+
+def _ref_value(ref: dict | None) -> str:
+    if not ref:
+        return ""
+    kind = "job" if "job" in ref else "bundle"
+    return f"{kind}:{ref[kind]}"
+
+
+def _page(request: Request, db, user, lesson: Lesson, lesson_version: int, report: LabReport | None, *,
+          errors: dict | None = None, message: str = "", upload_error: str = "", form: dict | None = None,
+          status_code: int = 200):
+    settings = request.app.state.settings
+    grading.sync_rubric(db, lesson_id=lesson.id)
+    draft = (report.draft if report else None) or {}
+    evidence = draft.get("evidence", {})
+    slots = report_service.slots(lesson)
+    picks = {s.id: _ref_value(evidence.get(s.id)) for s in slots}
+    answers = dict(draft.get("answers", {}))
+    if form is not None:  # a refused post: show what the learner sent, not the stored draft
+        picks = {s.id: form.get(f"evidence-{s.id}", "") for s in slots}
+        answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
+    history = []
+    for v in report_service.versions(db, report=report) if report else []:
+        g = grading.latest_grade(db, version=v)
+        history.append({"version": v, "grade": g, "summary": report_service.summary(v.checks or {}),
+                        "evidence": evidence_views(db, settings, report, v, lesson_of_version(db, report, v))})
+    ctx = {
+        "lesson": lesson,
+        "lesson_version": lesson_version,
+        "report": report,
+        "slots": slots,
+        "picks": picks,
+        "answers": answers,
+        "states": report_service.slot_states(db, settings, lesson, evidence),
+        "candidates": {s.id: report_service.candidates(db, owner=user, lab=s.lab) for s in slots},
+        "history": history,
+        "rubric": lesson.rubric,
+        "errors": errors or {},
+        "message": message,
+        "upload_error": upload_error,
+        "max_upload_mb": bundle_service.MAX_UPLOAD_BYTES // (1024 * 1024),
+    }
+    return render(request, "reports/report.html", ctx, block="report", status_code=status_code)
+
+
+@router.get("/reports")
+def my_reports(request: Request, user: CurrentUser, db: SessionDep):
+    rows = []
+    for lesson, _ in lesson_service.catalogue(db):
+        if lesson.lab is None:
+            continue
+        report = report_service.get_report(db, owner=user, lesson_id=lesson.id)
+        latest = report_service.latest_version(db, report=report) if report else None
+        grade = grading.latest_grade(db, version=latest) if latest else None
+        rows.append({"lesson": lesson, "report": report, "latest": latest, "grade": grade})
+    return render(request, "reports/index.html", {"rows": rows})
+
+
+@router.get("/lessons/{lesson_id}/report")
+def report_page(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
+    lesson, version = lesson_with_lab(db, lesson_id)
+    report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
+    return _page(request, db, user, lesson, version, report)
+
+
+@router.post("/lessons/{lesson_id}/report")
+async def report_post(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
+    lesson, version = lesson_with_lab(db, lesson_id)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    action = form.get("action", "save")
+    report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+    if action == "attach-latest":
+        filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
+        msg = f"Attached your latest runs to {len(filled)} item(s)." if filled else "No empty item had a finished run to attach."
+        return _page(request, db, user, lesson, version, report, message=msg)
+    evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
+    answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
+    try:
+        report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
+        if action == "submit":
+            v = report_service.submit(db, settings=request.app.state.settings, report=report, lesson=lesson,
+                                      lesson_version=version)
+            return _page(request, db, user, lesson, version, report,
+                         message=f"Submitted as version {v.number}. The automatic checks ran; a grader will pick it up.")
+    except report_service.ReportError as exc:
+        return _page(request, db, user, lesson, version, report, errors=exc.errors, form=form, status_code=422)
+    return _page(request, db, user, lesson, version, report, message="Draft saved.")
+
+
+async def _read_upload(request: Request) -> tuple[str, bytes, dict]:
+    form = await request.form()
+    upload = form.get("bundle")
+    if not isinstance(upload, UploadFile):
+        raise bundle_service.BundleError("choose a .zip file to upload (form field `bundle`)")
+    data = await upload.read(bundle_service.MAX_UPLOAD_BYTES + 1)
+    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    return upload.filename or "bundle.zip", data, fields
+
+
+@router.post("/lessons/{lesson_id}/report/bundles")
+async def upload_bundle(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
+    lesson, version = lesson_with_lab(db, lesson_id)
+    report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+    try:
+        filename, data, fields = await _read_upload(request)
+        bundle = bundle_service.ingest(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
+    except bundle_service.BundleError as exc:
+        return _page(request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.", status_code=422)
+    slot_id = fields.get("slot") or next((s.id for s in report_service.slots(lesson)
+                                          if s.lab == bundle.lab and s.kind == "evidence"), "")
+    try:
+        report_service.attach(db, report=report, owner=user, lesson=lesson, slot_id=slot_id, ref={"bundle": bundle.id})
+    except report_service.ReportError as exc:
+        return _page(request, db, user, lesson, version, report, status_code=422,
+                     upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.")
+    title = next(s.title for s in report_service.slots(lesson) if s.id == slot_id)
+    return _page(request, db, user, lesson, version, report,
+                 message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.")
+
+
+def _serve(root, result: dict, name: str, what: str):
+    found = resolve_artifact(root, result, name)
+    if isinstance(found, str):
+        raise HTTPException(404, f"{what}: {found}.")
+    path, media_type = found
+    return FileResponse(path, media_type=media_type or mimetypes.guess_type(path.name)[0], headers=ARTIFACT_HEADERS)
+
+
+@router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name}")
+def evidence_artifact(request: Request, report_id: int, number: int, slot_id: str, name: str, user: CurrentUser,
+                      db: SessionDep):
+    report = grading.report_for_viewer(db, report_id=report_id, user=user)
+    version = report_service.version(db, report=report, number=number) if report else None
+    ref = (version.evidence or {}).get(slot_id) if version else None
+    if ref is None:
+        raise HTTPException(404, f"No evidence {slot_id!r} in a report version you can see.")
+    src = report_service.source_for(db, request.app.state.settings, ref)
+    if src.problem:
+        raise HTTPException(404, f"Evidence {slot_id!r}: {src.problem}.")
+    return _serve(src.root, src.result, name, f"Evidence {slot_id!r}")
+
+
+def _bundle_for(db, bundle_id: int, user) -> Bundle:
+    bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user)
+    if bundle is None:
+        raise HTTPException(404, f"No upload {bundle_id} that you can see.")
+    return bundle
+
+
+@router.get("/bundles/{bundle_id}")
+def bundle_page(request: Request, bundle_id: int, user: CurrentUser, db: SessionDep):
+    bundle = _bundle_for(db, bundle_id, user)
+    return render(request, "reports/bundle.html", {"bundle": bundle})
+
+
+@router.get("/bundles/{bundle_id}/artifacts/{name}")
+def bundle_artifact(request: Request, bundle_id: int, name: str, user: CurrentUser, db: SessionDep):
+    bundle = _bundle_for(db, bundle_id, user)
+    return _serve(request.app.state.settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}")
+
+
+def _bundle_json(bundle: Bundle) -> dict:
+    env = bundle.result.get("environment", {})
+    return {"id": bundle.id, "lab": bundle.lab, "filename": bundle.filename, "size_bytes": bundle.size_bytes,
+            "label": env.get("label"), "emulated": bool(env.get("emulated")),
+            "artifacts": [a["name"] for a in bundle.result.get("artifacts", [])],
+            "url": f"/bundles/{bundle.id}", "created_at": bundle.created_at}
+
+
+@api.post("/bundles", status_code=201)
+async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep):
+    """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
+    try:
+        filename, data, _ = await _read_upload(request)
+        bundle = bundle_service.ingest(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
+    except bundle_service.BundleError as exc:
+        return JSONResponse({"detail": f"Upload refused: {exc}."}, status_code=422)
+    return _bundle_json(bundle)
+
+
+@api.get("/bundles/{bundle_id}")
+def api_bundle(bundle_id: int, user: CurrentUser, db: SessionDep):
+    return _bundle_json(_bundle_for(db, bundle_id, user))

@@ -1,0 +1,70 @@
+// Keyboard grading on the review page: j/k move between rubric lines, 1-9 pick a level of the
+// current line, f/n jump to feedback/notes, Ctrl+Enter saves; the total updates as levels change.
+// Keys typed into a text box are left alone (Esc leaves the box). No dependencies.
+(function () {
+  "use strict";
+  const form = document.querySelector("form[data-grading]");
+  if (!form) return;
+  const items = Array.from(form.querySelectorAll(".rubric-item"));
+  const total = document.getElementById("grade-total");
+  let current = 0;
+
+  function recompute() {
+    let sum = 0;
+    for (const item of items) {
+      const picked = item.querySelector("input[type=radio]:checked");
+      if (picked) sum += parseFloat(picked.dataset.fraction) * parseFloat(item.dataset.points);
+    }
+    if (total) total.textContent = String(Math.round(sum * 100) / 100);
+  }
+
+  function focusItem(i) {
+    if (!items.length) return;
+    current = Math.max(0, Math.min(items.length - 1, i));
+    items.forEach((el, j) => el.classList.toggle("current", j === current));
+    const item = items[current];
+    const target = item.querySelector("input[type=radio]:checked") || item.querySelector("input[type=radio]") || item;
+    target.focus();
+    item.scrollIntoView({ block: "nearest" });
+  }
+
+  form.addEventListener("change", recompute);
+  form.addEventListener("focusin", (e) => {
+    const i = items.findIndex((el) => el.contains(e.target));
+    if (i >= 0) {
+      current = i;
+      items.forEach((el, j) => el.classList.toggle("current", j === current));
+    }
+  });
+
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    const typing = t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type !== "radio") || t.isContentEditable;
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      if (form.querySelector("button[type=submit]")) { e.preventDefault(); form.requestSubmit(); }
+      return;
+    }
+    if (typing) {
+      if (e.key === "Escape") { t.blur(); focusItem(current); }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "j") { e.preventDefault(); focusItem(current + 1); }
+    else if (e.key === "k") { e.preventDefault(); focusItem(current - 1); }
+    else if (e.key === "f" || e.key === "n") {
+      const box = document.getElementById(e.key === "f" ? "feedback" : "notes");
+      if (box && !box.disabled) { e.preventDefault(); box.focus(); }
+    } else if (/^[1-9]$/.test(e.key) && items.length) {
+      const radios = items[current].querySelectorAll("input[type=radio]");
+      const radio = radios[parseInt(e.key, 10) - 1];
+      if (radio && !radio.disabled) {
+        e.preventDefault();
+        radio.checked = true;
+        radio.focus();
+        recompute();
+      }
+    }
+  });
+  recompute();
+  if (items.length) items[0].classList.add("current");
+})();
