@@ -631,8 +631,9 @@ def run(params: Params, ctx) -> dict:
     total_underflow = sum(underflow_per_step) if underflow_per_step is not None else None
     clip_steps = [i for i, c in enumerate(clipped_per_step or []) if c]
     timing_note = (
-        "CPU timings: FP8 is emulated in software here, so it is slower than BF16; on an FP8 GPU with TE the "
-        "ratio is the real speedup"
+        "CPU timings: FP8 is emulated in software and BF16 is not native on most CPUs either, so this ratio "
+        "says nothing about GPU speed (and other load on the machine moves it); on an FP8 GPU with Transformer "
+        "Engine the same ratio is the real speedup"
         if cpu
         else ("GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores" if backend == "torch-cuda" else "GPU timings with Transformer Engine FP8 kernels")
     )
