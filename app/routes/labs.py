@@ -52,9 +52,11 @@ def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep):
 @router.post("/labs/{lab}/jobs")
 async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionDep):
     module = _lab_or_404(lab)
-    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    formdata = await request.form()
+    form = {k: v for k, v in formdata.items() if isinstance(v, str)}
+    form.update({k: formdata.getlist(k) for k in formdata.keys() if len(formdata.getlist(k)) > 1})
     backend = form.get("backend", "auto")
-    params, errors = labforms.parse_form(lab, form)
+    params, errors = labforms.parse_form(lab, formdata)
     job = None
     if not errors:
         try:

@@ -15,7 +15,7 @@ from labs import registry
 class FormField:
     name: str
     label: str
-    kind: str  # int | float | bool | choice | int_list | text
+    kind: str  # int | float | bool | choice | int_list | multi_choice | text
     default: object = None
     description: str = ""
     minimum: float | None = None
@@ -27,6 +27,8 @@ class FormField:
     def range_text(self) -> str:
         if self.kind == "choice":
             return "one of " + ", ".join(map(str, self.choices))
+        if self.kind == "multi_choice":
+            return "one or more of " + ", ".join(map(str, self.choices))
         lo, hi = self.minimum, self.maximum
         if lo is not None and hi is not None:
             text = f"{_num(lo)} to {_num(hi)}"
@@ -70,6 +72,10 @@ def _field_from_schema(name: str, prop: dict, defs: dict) -> FormField:
     if choices:
         kind = "choice"
     items = prop.get("items", {})
+    if "$ref" in items:
+        items = defs[items["$ref"].split("/")[-1]]
+    if kind == "int_list" and items.get("enum"):
+        kind, choices = "multi_choice", list(items["enum"])
     return FormField(
         name=name,
         label=prop.get("title") or name.replace("_", " "),
@@ -89,11 +95,18 @@ def form_fields(lab: str) -> list[FormField]:
     return [_field_from_schema(n, p, defs) for n, p in schema.get("properties", {}).items()]
 
 
-def parse_form(lab: str, form: dict[str, str]) -> tuple[dict, dict[str, str]]:
-    """Return (params, errors-by-field) from submitted strings; Params validation comes after."""
+def parse_form(lab: str, form) -> tuple[dict, dict[str, str]]:
+    """Return (params, errors-by-field) from submitted strings; Params validation comes after.
+
+    `form` is Starlette's FormData (or a dict); multi-choice fields read every submitted value.
+    """
     params: dict = {}
     errors: dict[str, str] = {}
     for f in form_fields(lab):
+        if f.kind == "multi_choice":
+            if hasattr(form, "getlist") and f"{f.name}__present" in form:
+                params[f.name] = [v for v in form.getlist(f.name) if isinstance(v, str)]
+            continue
         raw = form.get(f.name)
         if f.kind == "bool":
             params[f.name] = raw in ("on", "true", "1")
