@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import Bundle, User
-from labs.runtime import validate_result
+from app.services.checks import schema_problem
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MB at most
 MAX_TOTAL_BYTES = 100 * 1024 * 1024  # expanded, all entries together
@@ -67,7 +67,7 @@ def _safe_name(info: zipfile.ZipInfo) -> str:
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
         raise BundleError(f"entry {name!r}: symbolic links are not allowed")
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: a zip tool that records no file type
         raise BundleError(f"entry {name!r}: only plain files and folders are allowed")
     if info.flag_bits & 0x1:
         raise BundleError(f"entry {name!r}: encrypted entries are not allowed")
@@ -149,10 +149,9 @@ def _read_result(dest: Path) -> dict:
         raise BundleError(f"result.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     if not isinstance(result, dict):
         raise BundleError("result.json must hold a JSON object")
-    errors = validate_result(result)
-    if errors:
-        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        raise BundleError("result.json does not match the result schema: " + "; ".join(errors[:3]) + more)
+    problem = schema_problem(result)
+    if problem:
+        raise BundleError(problem)
     for a in result["artifacts"]:
         f = (dest / a["path"]).resolve()
         if dest.resolve() not in f.parents or not f.is_file():

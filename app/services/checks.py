@@ -74,6 +74,11 @@ def rollup(checks: list[dict]) -> str:
     return "pass"
 
 
+def _clip(text: str, n: int = 160) -> str:
+    """Schema messages quote the offending value, which can be huge: keep the start."""
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -81,11 +86,19 @@ def _finite(x) -> bool:
 # ---------------------------------------------------------------- checks shared by every item
 
 
-def check_schema(result: dict) -> dict:
+def schema_problem(result: dict) -> str | None:
+    """Why result.json does not match labs/schema/result.schema.json (first three errors), or None."""
     errors = validate_result(result)
-    if errors:
-        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        return _c("schema", "fail", "result.json does not match the result schema: " + "; ".join(errors[:3]) + more + ".")
+    if not errors:
+        return None
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "result.json does not match the result schema: " + "; ".join(_clip(e) for e in errors[:3]) + more
+
+
+def check_schema(result: dict) -> dict:
+    problem = schema_problem(result)
+    if problem:
+        return _c("schema", "fail", problem + ".")
     return _c("schema", "pass", f"result.json is valid against result schema version {result.get('schema_version')}.")
 
 
@@ -149,8 +162,12 @@ def checks_fp8_numerics(result: dict) -> list[dict]:
                 status = "warn"
             else:
                 status = "fail"
-            out.append(_c("loss-tracks", status, f"FP8 loss stays within {worst:.2%} of BF16 (largest gap at step {step}); "
-                          f"tolerance {LOSS_TRACK_REL:.0%}, since E4M3 rounding mostly cancels in a loss."))
+            why = f"tolerance {LOSS_TRACK_REL:.0%}, since E4M3 rounding mostly cancels in a loss"
+            if status == "pass":
+                sentence = f"FP8 loss stays within {worst:.2%} of BF16 at every step ({why})."
+            else:
+                sentence = f"FP8 loss departs from BF16 by up to {worst:.2%} at step {step}, beyond the {why}."
+            out.append(_c("loss-tracks", status, sentence))
     clipping = r.get("clipping") or {}
     quantizers = r.get("quantizers") or []
     with_history = [q for q in quantizers if q.get("scale") and q.get("amax") and q.get("clipped") is not None]
