@@ -23,6 +23,17 @@ class Series:
     markers: list[int] = field(default_factory=list)  # indices to mark with a red ring (e.g. clipping)
 
 
+def svg_open(width: int, height: int, title: str, description: str = "") -> list[str]:
+    """The opening lines every course SVG shares: accessible title/desc and a white background."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+        f'font-family="system-ui, sans-serif" font-size="12">',
+        f"<title>{escape(title)}</title>",
+        f"<desc>{escape(description or title)}</desc>",
+        f'<rect width="{width}" height="{height}" fill="#fff"/>',
+    ]
+
+
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     if not math.isfinite(lo) or not math.isfinite(hi):
         return [0.0]
@@ -81,14 +92,8 @@ def line_chart(
     def py(y: float) -> float:
         return top + ph - (y - y0) / (y1 - y0) * ph
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
-        f'font-family="system-ui, sans-serif" font-size="12">',
-        f"<title>{escape(title)}</title>",
-        f"<desc>{escape(description or title)}</desc>",
-        f'<rect width="{width}" height="{height}" fill="#fff"/>',
-        f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>',
-    ]
+    out = svg_open(width, height, title, description)
+    out.append(f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
     for t in yt:
         y = py(t)
         label = _fmt(10**t if log_y else t)

@@ -29,6 +29,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from html import escape
 
+from labs.svgplot import svg_open
+
 LANES = ("compute", "communication", "wait")
 # Colour-blind-safe (Okabe-Ito); each lane is also labelled in words, so colour is never the only cue.
 LANE_COLOURS = {"compute": "#0072B2", "communication": "#D55E00", "wait": "#8a8a8a"}
@@ -242,14 +244,8 @@ def svg_timeline(
     def px(t: float) -> float:
         return left + (t - lo) / (hi - lo) * pw
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
-        f'font-family="system-ui, sans-serif" font-size="12">',
-        f"<title>{escape(title)}</title>",
-        f"<desc>{escape(description or title)}</desc>",
-        f'<rect width="{width}" height="{height}" fill="#fff"/>',
-        f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>',
-    ]
+    out = svg_open(width, height, title, description)
+    out.append(f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
     if subtitle:
         out.append(f'<text x="12" y="40" fill="#444">{escape(subtitle)}</text>')
     axis_y = top + plot_h
