@@ -45,8 +45,25 @@ def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep):
         "values": {},
         "errors": {},
         "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10),
+        "lessons": _lessons_using(db, lab),
     }
     return render(request, "labs/lab.html", ctx)
+
+
+def _lessons_using(db, lab: str) -> list:
+    """Lessons whose hands-on lab asks for this lab, so its page can link back to them."""
+    from app.services import lessons as lesson_service
+
+    out = []
+    for lesson, _ in lesson_service.catalogue(db):
+        if lesson.lab is None:
+            continue
+        used = {e.lab for e in lesson.lab.evidence} | {s.lab for s in lesson.lab.procedure if s.lab}
+        if lesson.lab.stretch:
+            used.add(lesson.lab.stretch.lab)
+        if lab in used:
+            out.append(lesson)
+    return out
 
 
 @router.post("/labs/{lab}/jobs")

@@ -47,3 +47,9 @@ def test_bad_value_is_shown_next_to_its_field(client, db):
     r = client.post("/labs/fp8-step/jobs", data=data)
     assert r.status_code == 422 and "steps: got &#39;two&#39;" in r.text
     assert db.query(Job).count() == 0
+
+
+def test_lab_page_links_back_to_its_lesson(client):
+    client.register("ann@example.org")
+    page = client.get("/labs/tp-sweep").text
+    assert 'href="/lessons/transformer-scaling/lab"' in page
