@@ -1,0 +1,124 @@
+"""The learner's lab report: assembling evidence from own jobs, states, answers, submit and resubmit."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.models import LabReport, ReportVersion, User
+from tests.app.reporting import LESSON, failed_job, finished_job, submit_report
+
+
+def _me(db, email="ann@example.org"):
+    return db.query(User).filter_by(email=email).one()
+
+
+def test_report_is_linked_from_the_lab_section_and_the_nav(client):
+    client.register("ann@example.org")
+    lab = client.get(f"/lessons/{LESSON}/lab").text
+    assert f'href="/lessons/{LESSON}/report"' in lab and 'href="/reports"' in lab
+    assert f"/lessons/{LESSON}/report" in client.get("/reports").text
+    assert client.get("/lessons/precision-by-numbers/report").status_code == 404
+
+
+def test_a_real_env_check_job_becomes_evidence(client, worker, db):
+    """The worker runs `python -m labs run env-check` for real; the report picks the finished job up."""
+    client.register("ann@example.org")
+    client.post("/labs/env-check/jobs")
+    assert worker.run_once()
+    page = client.post(f"/lessons/{LESSON}/report", data={"action": "attach-latest"}).text
+    assert "Attached your latest runs to 1 item(s)" in page
+    assert 'data-testid="state-env-capability">Present only as CPU emulation' in page
+    assert 'data-testid="state-bf16-fp8-numerics">Missing' in page
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "evidence-env-capability": "job:1"})
+    assert "Submitted as version 1" in r.text
+    version = db.query(ReportVersion).one()
+    assert version.checks["env-capability"]["status"] == "pass"
+    assert version.checks["bf16-fp8-numerics"]["status"] == "missing"
+    assert version.checks["tp-sweep-oversharding"]["checks"][0]["sentence"] == "Nothing attached (optional)."
+
+
+@pytest.mark.parametrize("hx", [False, True])
+def test_page_and_fragment_come_from_one_template(client, hx):
+    client.register("ann@example.org")
+    r = client.get(f"/lessons/{LESSON}/report", headers={"HX-Request": "true"} if hx else {})
+    assert r.status_code == 200 and 'id="report"' in r.text
+    assert ("<!doctype html>" in r.text) is (not hx)
+
+
+def test_states_show_present_emulated_missing_and_not_gradable(client, db, settings):
+    client.register("ann@example.org")
+    ann = _me(db)
+    fp8 = finished_job(db, settings, ann, "fp8-step")
+    broken = failed_job(db, ann, "tp-sweep", error="A rank crashed: gloo connection reset.")
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
+                                                      "evidence-tp-rank-mapping": f"job:{broken.id}"})
+    assert r.status_code == 200 and "Draft saved" in r.text
+    assert 'data-testid="state-bf16-fp8-numerics">Present only as CPU emulation' in r.text
+    assert 'data-testid="state-tp-rank-mapping">Not gradable' in r.text
+    assert 'data-testid="state-timeline">Missing' in r.text
+    client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
+                                                  "evidence-tp-rank-mapping": f"job:{broken.id}"})
+    checks = db.query(ReportVersion).one().checks
+    assert checks["tp-rank-mapping"]["status"] == "not_gradable"
+    assert "gloo connection reset" in checks["tp-rank-mapping"]["checks"][0]["sentence"]
+    assert checks["bf16-fp8-numerics"]["status"] == "pass" and checks["bf16-fp8-numerics"]["emulated"] is True
+
+
+def test_only_own_finished_jobs_of_the_right_lab_are_accepted(client, make_client, db, settings):
+    other = make_client()
+    other.register("eve@example.org")
+    eves = finished_job(db, settings, _me(db, "eve@example.org"), "env-check")
+    client.register("ann@example.org")
+    ann = _me(db)
+    env = finished_job(db, settings, ann, "env-check")
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-env-capability": f"job:{eves.id}",
+                                                      "evidence-timeline": f"job:{env.id}", "answer-numbers": "kept"})
+    assert r.status_code == 422
+    assert f"job {eves.id} is not one of your jobs" in r.text
+    assert f"needs a overlap-trace job; job {env.id} ran env-check" in r.text
+    assert ">kept</textarea>" in r.text  # the refused text stays in the box
+    report = db.query(LabReport).one()
+    assert report.draft == {"evidence": {}, "answers": {}}
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-env-capability": "job:abc"})
+    assert r.status_code == 422 and "is not a job or upload reference" in r.text
+
+
+def test_empty_report_cannot_be_submitted(client, db):
+    client.register("ann@example.org")
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "submit"})
+    assert r.status_code == 422 and "Attach at least one piece of evidence" in r.text
+    assert db.query(ReportVersion).count() == 0
+
+
+def test_resubmission_keeps_every_version(client, db, settings):
+    submit_report(client, db, settings, answers={"numbers": "first thoughts"})
+    report = db.query(LabReport).one()
+    assert report.status == "submitted"
+    r = client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "answer-numbers": "better thoughts",
+                                                      "evidence-env-capability": "job:1"})
+    assert "Submitted as version 2" in r.text
+    v1, v2 = db.query(ReportVersion).order_by(ReportVersion.number).all()
+    assert v1.answers == {"numbers": "first thoughts"} and v2.answers == {"numbers": "better thoughts"}
+    assert set(v1.evidence) > set(v2.evidence) == {"env-capability"}
+    assert 'id="version-1"' in r.text and 'id="version-2"' in r.text
+    db.refresh(report)
+    assert report.status == "submitted" and report.submitted_at is not None
+
+
+def test_learner_sees_grade_lines_and_feedback_but_not_notes(client, make_user, make_client, db, settings):
+    from app.services import grading
+    from tests.app.reporting import grade_form
+
+    submit_report(client, db, settings)
+    report = db.query(LabReport).one()
+    gina = make_user("gina@example.org", roles=("grader",))
+    grading.assign(db, grader=gina, lesson_id=LESSON)
+    g = make_client()
+    g.login("gina@example.org")
+    g.post(f"/grader/reports/{report.id}/claim")
+    g.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="Nice <b>timeline</b>.", notes="grader-only remark"))
+    page = client.get(f"/lessons/{LESSON}/report").text
+    assert '<span class="total">16 / 20</span>' in page
+    assert "Timeline and real overlap" in page and "Explained" in page
+    assert "Nice &lt;b&gt;timeline&lt;/b&gt;." in page and "grader-only remark" not in page
+    assert "16 / 20" in client.get("/reports").text
