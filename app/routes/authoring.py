@@ -15,7 +15,7 @@ from app.services import lessons as lesson_service
 from app.web import render
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)])
-NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab)\.yaml$")
+NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab|rubric)\.yaml$")
 
 
 def _row(db, lesson_id: str):
@@ -29,7 +29,7 @@ def _check_path(path: str, existing: dict) -> str | None:
     if path in existing:
         return None
     if not NEW_FILE.match(path):
-        return (f"file: {path!r} is not a lesson file; use lesson.yaml, atlas.yaml, lab.yaml, "
+        return (f"file: {path!r} is not a lesson file; use lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, "
                 "parts/NAME.yaml or questions/NAME.yaml (NAME: lower-case letters, digits and dashes)")
     return None
 
