@@ -53,9 +53,9 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 def _fmt(v: float) -> str:
     if v == 0:
         return "0"
-    if abs(v) >= 1e4 or abs(v) < 1e-2:
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
         return f"{v:.1e}"
-    return f"{v:.3g}"
+    return f"{v:.4g}"  # 1500 stays "1500", 0.25 stays "0.25"
 
 
 def line_chart(
@@ -70,7 +70,11 @@ def line_chart(
     description: str = "",
 ) -> str:
     """Return an SVG document with one line per series."""
-    left, right, top, bottom = 64, 170, 36, 46
+    # The legend sits right of the plot; widen the picture so the longest name fits (~7 px a character).
+    longest = max((len(s.name) for s in series), default=0)
+    right = max(170, 40 + 7 * longest)
+    width += right - 170
+    left, top, bottom = 64, 36, 46
     pw, ph = width - left - right, height - top - bottom
 
     def ty(v: float) -> float:

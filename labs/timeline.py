@@ -247,7 +247,10 @@ def svg_timeline(
     out = svg_open(width, height, title, description)
     out.append(f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
     if subtitle:
-        out.append(f'<text x="12" y="40" fill="#444">{escape(subtitle)}</text>')
+        # Keep the line inside the picture (~6.5 px a character at this size); the full text stays in <desc>.
+        room = max(20, int((width - 24) / 6.5))
+        shown = subtitle if len(subtitle) <= room else subtitle[: room - 1] + "…"
+        out.append(f'<text x="12" y="40" fill="#444">{escape(shown)}</text>')
     axis_y = top + plot_h
     for t in _ticks(lo, hi):
         x = px(t)
