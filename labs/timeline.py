@@ -244,7 +244,7 @@ def svg_timeline(
     def px(t: float) -> float:
         return left + (t - lo) / (hi - lo) * pw
 
-    out = svg_open(width, height, title, description)
+    out = svg_open(width, height, title, description or (f"{title}. {subtitle}" if subtitle else ""))
     out.append(f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
     if subtitle:
         # Keep the line inside the picture (~6.5 px a character at this size); the full text stays in <desc>.
