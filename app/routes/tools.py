@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from app.deps import CurrentUser
+from app.deps import CurrentUser, csrf_protect
 from app.services.tools import TOOLS
 from app.web import render
 from labs.params import describe_error
 
-router = APIRouter()
-api = APIRouter(prefix="/api/v1/tools", tags=["tools"])
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1/tools", tags=["tools"], dependencies=[Depends(csrf_protect)])
 
 
 def _run(tool: str, query: dict) -> tuple[dict | None, dict | None, list[dict]]:
