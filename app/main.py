@@ -37,6 +37,26 @@ def _start_workers(settings: Settings) -> list[subprocess.Popen]:
     ]
 
 
+MAX_BODY_BYTES = 25 * 1024 * 1024  # the largest legitimate body is a 20 MB bundle upload plus form fields
+
+
+class BodySizeLimit:
+    """Refuse a request whose declared body is too large before anything reads or spools it."""
+
+    def __init__(self, app, limit: int = MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            length = dict(scope["headers"]).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.limit):
+                response = JSONResponse(
+                    {"detail": f"request body: at most {self.limit // (1024 * 1024)} MB is accepted"}, status_code=413)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
 
@@ -78,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         same_site="lax",
         https_only=settings.secure_cookies,
     )
+    app.add_middleware(BodySizeLimit)
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     from app.routes import api, auth, authoring, grading, labs, lessons, pages, reports, tools

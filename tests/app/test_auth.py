@@ -88,3 +88,9 @@ def test_roles_from_command_line_user(client, make_user):
     assert client.get("/instructor").status_code == 200
     assert client.get("/grader").status_code == 200
     assert client.get("/api/v1/me").json()["roles"] == ["grader", "instructor"]
+
+
+def test_oversized_body_is_refused_before_reading(client):
+    r = client.client.post("/register", content=b"x", headers={"content-length": str(26 * 1024 * 1024),
+                                                                 "content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 413 and "at most 25 MB" in r.json()["detail"]
