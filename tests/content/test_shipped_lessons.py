@@ -76,3 +76,16 @@ def test_cli_validate_command(tmp_path):
     out = io.StringIO()
     assert validate_command(tmp_path, out=out) == 1
     assert "bad/lesson.yaml:1: number: expected a value (required field)" in out.getvalue()
+
+
+def test_python_m_app_lessons_validate_over_shipped_lessons():
+    """The exact command instructors run, as a subprocess, over every shipped lesson."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "app", "lessons", "validate"], cwd=LESSONS.parent,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    shipped = [p.name for p in LESSONS.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    for lesson_id in shipped:
+        assert f"ok  {lesson_id}" in out.stdout
