@@ -30,9 +30,27 @@ def get_db(request: Request) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_db)]
 
 
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    return header[7:].strip() if header[:7].lower() == "bearer " else None
+
+
 def get_optional_user(request: Request, db: SessionDep) -> User | None:
-    user_id = request.session.get("user_id")
-    user = db.get(User, user_id) if isinstance(user_id, int) else None
+    """The user of a valid bearer token (scripts) or else of the session cookie (browsers).
+
+    A request that presents a token is judged by the token alone: a bad token is a 401, never a
+    silent fall-back to whatever cookie the client also holds.
+    """
+    token = bearer_token(request)
+    if token is not None:
+        from app.services import tokens
+
+        user = tokens.user_for(db, plaintext=token)
+        if user is None:
+            raise HTTPException(401, "The API token is unknown or revoked.", headers={"WWW-Authenticate": "Bearer"})
+    else:
+        user_id = request.session.get("user_id")
+        user = db.get(User, user_id) if isinstance(user_id, int) else None
     request.state.user = user
     return user
 
@@ -63,8 +81,12 @@ GraderUser = Annotated[User, Depends(require_role("grader", "instructor"))]
 
 
 async def csrf_protect(request: Request) -> None:
-    """Every state-changing request must present the session's CSRF token (form field or header)."""
-    if request.method not in UNSAFE:
+    """Every state-changing request must present the session's CSRF token (form field or header).
+
+    Requests authenticated by a bearer token are exempt: a browser never attaches that header to a
+    cross-site request by itself, which is what CSRF protection guards against.
+    """
+    if request.method not in UNSAFE or bearer_token(request) is not None:
         return
     presented = request.headers.get(CSRF_HEADER)
     if not presented:

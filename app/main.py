@@ -101,11 +101,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit)
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import api, auth, authoring, grading, labs, lessons, pages, reports, tools
+    from app.routes import account, api, auth, authoring, grading, labs, lessons, pages, reports, tools
 
     app.state.content_errors = {}
     # reports before lessons: /lessons/{id}/report must not be read as a part called "report"
-    for module in (auth, pages, reports, lessons, labs, authoring, grading):
+    for module in (account, auth, pages, reports, lessons, labs, authoring, grading):
         app.include_router(module.router, include_in_schema=False)
     app.include_router(tools.router, include_in_schema=False)
     app.include_router(api.router)

@@ -250,3 +250,18 @@ class Grade(Base):
     notes: Mapped[str] = mapped_column(Text, default="")  # graders and instructors only
     reason: Mapped[str] = mapped_column(Text, default="")  # e.g. "recomputed: rubric v7 changed points"
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiToken(Base):
+    """A personal token for scripts (`Authorization: Bearer …`). Only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(12))  # shown in the list so a learner can tell tokens apart
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_used_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]

@@ -1,0 +1,66 @@
+"""Personal API tokens for scripts. The plaintext is shown once; only its SHA-256 is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import ApiToken, User, utcnow
+
+PREFIX = "cst_"  # course token: recognisable in logs and secret scanners
+MAX_ACTIVE = 10
+
+
+class TokenError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _digest(plaintext: str) -> str:
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def create(db: Session, *, user: User, name: str) -> tuple[ApiToken, str]:
+    name = (name or "").strip()
+    if not 1 <= len(name) <= 80:
+        raise TokenError("name", "give the token a name of 1 to 80 characters, e.g. 'lab laptop'")
+    active = db.scalar(select(func.count()).select_from(ApiToken)
+                       .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))) or 0
+    if active >= MAX_ACTIVE:
+        raise TokenError("name", f"you already have {MAX_ACTIVE} active tokens; revoke one first")
+    plaintext = PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken(user_id=user.id, name=name, token_hash=_digest(plaintext), prefix=plaintext[:10])
+    db.add(row)
+    db.commit()
+    return row, plaintext
+
+
+def user_for(db: Session, *, plaintext: str) -> User | None:
+    """The token's owner, or None for an unknown or revoked token. Records the last use."""
+    if not plaintext.startswith(PREFIX):
+        return None
+    row = db.scalar(select(ApiToken).where(ApiToken.token_hash == _digest(plaintext)))
+    if row is None or row.revoked_at is not None:
+        return None
+    row.last_used_at = utcnow()
+    db.commit()
+    return db.get(User, row.user_id)
+
+
+def list_for(db: Session, *, user: User) -> list[ApiToken]:
+    return list(db.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id.desc())))
+
+
+def revoke(db: Session, *, user: User, token_id: int) -> bool:
+    row = db.get(ApiToken, token_id)
+    if row is None or row.user_id != user.id:
+        return False
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+        db.commit()
+    return True
