@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Iterator
 
+import annotated_types as at
+
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
@@ -16,6 +18,10 @@ from app.models import User
 from app.security import CSRF_FORM_FIELD, CSRF_HEADER, csrf_matches
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+# Every integer a request hands to the database (ids, versions, seeds) fits a 32-bit column, so a
+# huge number is a 422 naming the parameter instead of an overflow deep in SQLite or PostgreSQL.
+DbInt = Annotated[int, at.Interval(ge=-(2**31), le=2**31 - 1)]
 
 
 class LoginRequired(Exception):

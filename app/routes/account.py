@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 
-from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.services import tokens
 from app.web import render
 
@@ -33,7 +33,7 @@ def create_token(request: Request, user: CurrentUser, db: SessionDep, name: Anno
 
 
 @router.post("/account/tokens/{token_id}/revoke")
-def revoke_token(request: Request, token_id: int, user: CurrentUser, db: SessionDep):
+def revoke_token(request: Request, token_id: DbInt, user: CurrentUser, db: SessionDep):
     if not tokens.revoke(db, user=user, token_id=token_id):
         raise HTTPException(404, f"No token {token_id} of yours.")
     return _page(request, db, user, message="Token revoked: scripts using it now get 401.")

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.routes.labs import ARTIFACT_HEADERS, _job_for
 from app.security import csrf_token_for
 from app.services import jobs as job_service
@@ -89,12 +89,12 @@ def jobs(user: CurrentUser, db: SessionDep):
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
-def job_status(job_id: int, user: CurrentUser, db: SessionDep):
+def job_status(job_id: DbInt, user: CurrentUser, db: SessionDep):
     return job_out(_job_for(db, job_id, user))
 
 
 @router.get("/jobs/{job_id}/result")
-def job_result(job_id: int, user: CurrentUser, db: SessionDep):
+def job_result(job_id: DbInt, user: CurrentUser, db: SessionDep):
     job = _job_for(db, job_id, user)
     if job.status != "succeeded":
         raise HTTPException(409, f"Job {job.id} is {job.status}; its result exists once it has succeeded.")
@@ -102,7 +102,7 @@ def job_result(job_id: int, user: CurrentUser, db: SessionDep):
 
 
 @router.get("/jobs/{job_id}/artifacts/{name}")
-def job_artifact(job_id: int, name: str, user: CurrentUser, db: SessionDep, request: Request):
+def job_artifact(job_id: DbInt, name: str, user: CurrentUser, db: SessionDep, request: Request):
     job = _job_for(db, job_id, user)
     path, media_type = artifact_path(request.app.state.settings, job, name)
     return FileResponse(path, media_type=media_type, headers=ARTIFACT_HEADERS)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 
 from app.content import make_variant, validate_lesson_texts
 from app.content.schema import Numeric
-from app.deps import InstructorUser, SessionDep, csrf_protect
+from app.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.services import lessons as lesson_service
 from app.web import render
 
@@ -73,7 +73,7 @@ def preview(request: Request, lesson_id: str, user: InstructorUser, db: SessionD
 
 @router.post("/lessons/{lesson_id}/publish")
 def publish(request: Request, lesson_id: str, user: InstructorUser, db: SessionDep,
-            path: Annotated[str, Form(max_length=200)], base_version: Annotated[int, Form()],
+            path: Annotated[str, Form(max_length=200)], base_version: Annotated[DbInt, Form()],
             text: Annotated[str, Form(max_length=200_000)] = "", note: Annotated[str, Form(max_length=500)] = ""):
     row = _row(db, lesson_id)
     ctx = {"lesson_id": lesson_id, "row": row, "path": path, "text": text, "errors": [], "published": None,

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import GraderUser, InstructorUser, SessionDep, csrf_protect
+from app.deps import DbInt, GraderUser, InstructorUser, SessionDep, csrf_protect
 from app.models import LabReport, User
 from app.routes.reports import evidence_views, lesson_of_version
 from app.services import grading
@@ -74,7 +74,7 @@ def assignments(request: Request, user: InstructorUser, db: SessionDep, email: A
     return RedirectResponse("/grader?" + urlencode({"msg": msg}), status_code=303)
 
 
-def _report(db, report_id: int, user) -> LabReport:
+def _report(db, report_id: DbInt, user) -> LabReport:
     report = grading.report_for_grader(db, report_id=report_id, user=user)
     if report is None:
         raise HTTPException(404, f"No submitted report {report_id} that you grade.")
@@ -135,12 +135,12 @@ def _review(request: Request, db, user, report: LabReport, number: int | None = 
 
 
 @router.get("/reports/{report_id}")
-def review_page(request: Request, report_id: int, user: GraderUser, db: SessionDep, v: int | None = None):
+def review_page(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep, v: DbInt | None = None):
     return _review(request, db, user, _report(db, report_id, user), v)
 
 
 @router.post("/reports/{report_id}/claim")
-def claim(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+def claim(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
     report = _report(db, report_id, user)
     try:
         grading.claim(db, report=report, grader=user)
@@ -150,7 +150,7 @@ def claim(request: Request, report_id: int, user: GraderUser, db: SessionDep):
 
 
 @router.post("/reports/{report_id}/release")
-def release(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+def release(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
     report = _report(db, report_id, user)
     try:
         grading.release(db, report=report, user=user)
@@ -160,13 +160,15 @@ def release(request: Request, report_id: int, user: GraderUser, db: SessionDep):
 
 
 @router.post("/reports/{report_id}/grade")
-async def save_grade(request: Request, report_id: int, user: GraderUser, db: SessionDep):
+async def save_grade(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
     report = _report(db, report_id, user)
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     try:
         number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
     except ValueError:
         raise HTTPException(422, "version and base_revision must be whole numbers.") from None
+    if not (0 <= number < 2**31 and 0 <= base_revision < 2**31):
+        raise HTTPException(422, "version and base_revision must be whole numbers below 2147483648.")
     version = report_service.version(db, report=report, number=number)
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
@@ -187,7 +189,7 @@ async def save_grade(request: Request, report_id: int, user: GraderUser, db: Ses
 
 
 @router.post("/reports/{report_id}/regrade")
-def regrade(request: Request, report_id: int, user: GraderUser, db: SessionDep, version: Annotated[int, Form()]):
+def regrade(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep, version: Annotated[DbInt, Form()]):
     report = _report(db, report_id, user)
     v = report_service.version(db, report=report, number=version)
     if v is None:

@@ -7,7 +7,7 @@ import mimetypes
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, RedirectResponse
 
-from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.services import jobs as job_service
 from app.services import labforms
 from app.services.artifacts import artifact_path
@@ -93,7 +93,7 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
-def _job_for(db, job_id: int, user) -> "job_service.Job":
+def _job_for(db, job_id: DbInt, user) -> "job_service.Job":
     job = job_service.get_job_for(db, job_id=job_id, user=user)
     if job is None:  # not yours and not a grader: the same answer as a missing job, leaking nothing
         raise HTTPException(404, f"No job {job_id} that you can see.")
@@ -106,13 +106,13 @@ def my_jobs(request: Request, user: CurrentUser, db: SessionDep):
 
 
 @router.get("/jobs/{job_id}")
-def job_page(request: Request, job_id: int, user: CurrentUser, db: SessionDep):
+def job_page(request: Request, job_id: DbInt, user: CurrentUser, db: SessionDep):
     job = _job_for(db, job_id, user)
     return render(request, "jobs/job.html", {"job": job}, block="job_card")
 
 
 @router.get("/jobs/{job_id}/artifacts/{name}")
-def job_artifact(job_id: int, name: str, user: CurrentUser, db: SessionDep, request: Request):
+def job_artifact(job_id: DbInt, name: str, user: CurrentUser, db: SessionDep, request: Request):
     job = _job_for(db, job_id, user)
     path, media_type = artifact_path(request.app.state.settings, job, name)
     return FileResponse(path, media_type=media_type or mimetypes.guess_type(path.name)[0], headers=ARTIFACT_HEADERS)

@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 
 from app.content import grade, make_variant
 from app.content.schema import FreeResponse, Lesson, Numeric
-from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.services import learning
 from app.services import lessons as lesson_service
 from app.services import jobs as job_service
@@ -64,7 +64,7 @@ def _part_context(db, request, user, lesson: Lesson, version: int, current_versi
 
 
 @router.get("/lessons/{lesson_id}")
-def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: int | None = None):
+def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None):
     lesson, version, current_version = _lesson(db, lesson_id, v)
     part = learning.resume_part(db, user=user, lesson=lesson)
     suffix = f"?v={version}" if version != current_version else ""
@@ -72,7 +72,7 @@ def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: int | Non
 
 
 @router.get("/lessons/{lesson_id}/{part_id}")
-def lesson_part(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: int | None = None):
+def lesson_part(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None):
     lesson, version, current_version = _lesson(db, lesson_id, v)
     if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
@@ -111,7 +111,7 @@ def _stale(version: int, current_version: int) -> str | None:
 
 @router.post("/lessons/{lesson_id}/pauses/{pause_id}")
 def answer_pause(request: Request, lesson_id: str, pause_id: str, user: CurrentUser, db: SessionDep,
-                 answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[int, Form()] = 0):
+                 answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[DbInt, Form()] = 0):
     lesson, _, current_version = _lesson(db, lesson_id)
     pause = next((p for p in lesson.pauses if p.id == pause_id), None)
     if pause is None:
@@ -130,8 +130,8 @@ def answer_pause(request: Request, lesson_id: str, pause_id: str, user: CurrentU
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}")
 def answer_question(request: Request, lesson_id: str, question_id: str, user: CurrentUser, db: SessionDep,
-                    answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[int, Form()] = 0,
-                    seed: Annotated[int, Form()] = -1):
+                    answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[DbInt, Form()] = 0,
+                    seed: Annotated[DbInt, Form()] = -1):
     lesson, _, current_version = _lesson(db, lesson_id)
     question = lesson.questions.get(question_id)
     if question is None:

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from starlette.datastructures import UploadFile
 
 from app.content.schema import Lesson
-from app.deps import CurrentUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.models import Bundle, LabReport, ReportVersion
 from app.routes.labs import ARTIFACT_HEADERS
 from app.services import bundles as bundle_service
@@ -193,7 +193,7 @@ def _serve(root, result: dict, name: str, what: str):
 
 
 @router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name}")
-def evidence_artifact(request: Request, report_id: int, number: int, slot_id: str, name: str, user: CurrentUser,
+def evidence_artifact(request: Request, report_id: DbInt, number: DbInt, slot_id: str, name: str, user: CurrentUser,
                       db: SessionDep):
     report = grading.report_for_viewer(db, report_id=report_id, user=user)
     version = report_service.version(db, report=report, number=number) if report else None
@@ -206,7 +206,7 @@ def evidence_artifact(request: Request, report_id: int, number: int, slot_id: st
     return _serve(src.root, src.result, name, f"Evidence {slot_id!r}")
 
 
-def _bundle_for(db, bundle_id: int, user) -> Bundle:
+def _bundle_for(db, bundle_id: DbInt, user) -> Bundle:
     bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user)
     if bundle is None:
         raise HTTPException(404, f"No upload {bundle_id} that you can see.")
@@ -214,13 +214,13 @@ def _bundle_for(db, bundle_id: int, user) -> Bundle:
 
 
 @router.get("/bundles/{bundle_id}")
-def bundle_page(request: Request, bundle_id: int, user: CurrentUser, db: SessionDep):
+def bundle_page(request: Request, bundle_id: DbInt, user: CurrentUser, db: SessionDep):
     bundle = _bundle_for(db, bundle_id, user)
     return render(request, "reports/bundle.html", {"bundle": bundle})
 
 
 @router.get("/bundles/{bundle_id}/artifacts/{name}")
-def bundle_artifact(request: Request, bundle_id: int, name: str, user: CurrentUser, db: SessionDep):
+def bundle_artifact(request: Request, bundle_id: DbInt, name: str, user: CurrentUser, db: SessionDep):
     bundle = _bundle_for(db, bundle_id, user)
     return _serve(request.app.state.settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}")
 
@@ -245,5 +245,5 @@ async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep)
 
 
 @api.get("/bundles/{bundle_id}")
-def api_bundle(bundle_id: int, user: CurrentUser, db: SessionDep):
+def api_bundle(bundle_id: DbInt, user: CurrentUser, db: SessionDep):
     return _bundle_json(_bundle_for(db, bundle_id, user))

@@ -125,7 +125,7 @@ def queue(db: Session, *, user: User, lesson_id: str | None = None, status: str 
         q = q.where(LabReport.claimed_by_id == user.id)
     elif grader == "none":
         q = q.where(LabReport.claimed_by_id.is_(None))
-    elif grader and grader.isdigit():
+    elif grader and grader.isdigit() and int(grader) < 2**31:
         q = q.where(LabReport.claimed_by_id == int(grader))
     reports = db.scalars(q.order_by(LabReport.submitted_at, LabReport.id)).all()
     rows = []

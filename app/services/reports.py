@@ -101,7 +101,7 @@ def parse_ref(value: str) -> dict | None:
     if not value:
         return None
     kind, _, ident = value.partition(":")
-    if kind not in ("job", "bundle") or not ident.isdigit():
+    if kind not in ("job", "bundle") or not ident.isdigit() or int(ident) >= 2**31:
         raise ValueError(value)
     return {kind: int(ident)}
 
