@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from app.deps import CurrentUser, csrf_protect
 from app.services.tools import TOOLS
-from app.web import render
+from app.web import is_htmx, render
 from labs.params import describe_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -29,21 +29,31 @@ def _run(tool: str, query: dict) -> tuple[dict | None, dict | None, list[dict]]:
     return fn(params), params.model_dump(), []
 
 
+def _state(tool: str, result, params, errors) -> dict:
+    return {"title": TOOLS[tool][2], "params": params, "result": result,
+            "errors": {e["field"]: e["message"] for e in errors}}
+
+
+def _defaults() -> dict:
+    return {name: _state(name, fn(model()), model().model_dump(), []) for name, (model, fn, _) in TOOLS.items()}
+
+
 @router.get("/play")
 def play(request: Request, user: CurrentUser):
-    tools = {}
-    for name, (model, fn, title) in TOOLS.items():
-        params = model()
-        tools[name] = {"title": title, "params": params.model_dump(), "result": fn(params), "errors": {}}
-    return render(request, "tools/play.html", {"tools": tools})
+    return render(request, "tools/play.html", {"tools": _defaults()})
 
 
 @router.get("/play/{tool}")
 def play_tool(request: Request, tool: str, user: CurrentUser):
+    """htmx: only the tool's live output (the form being typed in is never replaced); else the whole page."""
     result, values, errors = _run(tool, dict(request.query_params))
-    ctx = {"name": tool, "t": {"title": TOOLS[tool][2], "params": values, "result": result,
-                               "errors": {e["field"]: e["message"] for e in errors}}}
-    return render(request, f"tools/_{tool}.html", ctx, status_code=422 if errors else 200)
+    status = 422 if errors else 200
+    state = _state(tool, result, values, errors)
+    if is_htmx(request):
+        return render(request, f"tools/_{tool}-out.html", {"name": tool, "t": state}, status_code=status)
+    tools = _defaults()
+    tools[tool] = state
+    return render(request, "tools/play.html", {"tools": tools}, status_code=status)
 
 
 @api.get("/{tool}")

@@ -49,3 +49,12 @@ def test_bad_input_names_the_field(learner, tool, params, field):
 def test_play_page_and_unknown_tool(learner):
     assert "Play the interactive lesson" in learner.get("/play").text
     assert learner.get("/api/v1/tools/warp").status_code == 404
+
+
+def test_without_htmx_the_whole_page_comes_back(learner):
+    """The forms work without JavaScript (noscript submit): the full page with that tool's answer."""
+    page = learner.get("/play/fp8-range", params={"amax": 240, "value": 120})
+    assert page.status_code == 200 and "<html" in page.text and "Play the interactive lesson" in page.text
+    assert 'value="120.0"' in page.text
+    fragment = learner.get("/play/fp8-range", params={"amax": 240, "value": 120}, headers={"HX-Request": "true"})
+    assert "<form" not in fragment.text and "scaled value" in fragment.text
