@@ -9,16 +9,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import ApiToken, User, utcnow
+from app.services.errors import FieldError
 
 PREFIX = "cst_"  # course token: recognisable in logs and secret scanners
 MAX_ACTIVE = 10
 
 
-class TokenError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class TokenError(FieldError):
+    pass
 
 
 def _digest(plaintext: str) -> str:

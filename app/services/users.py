@@ -11,17 +11,15 @@ from sqlalchemy.orm import Session
 
 from app.models import ROLES, User, UserRole
 from app.security import hash_password, verify_password
+from app.services.errors import FieldError
 
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
 
 
-class UserError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class UserError(FieldError):
+    pass
 
 
 def normalise_email(email: str) -> str:

@@ -6,7 +6,6 @@ scores with the keyboard rubric and leaves feedback; each learner sees the grade
 from __future__ import annotations
 
 import io
-import re
 import zipfile
 
 from playwright.sync_api import expect

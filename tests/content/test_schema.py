@@ -1,6 +1,5 @@
 """Bad content gives errors that name the file, the field, what was expected and what was found."""
 
-from pathlib import Path
 
 from app.content.loader import load_course, validate_lesson_dir, validate_lesson_texts
 
