@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 # Constraint names are fixed so that migrations can alter them on SQLite (batch mode) and PostgreSQL alike.
@@ -28,9 +28,32 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class UTCDateTime(TypeDecorator):
+    """Timestamps are stored in UTC and always come back timezone-aware.
+
+    PostgreSQL answers in the session's time zone and SQLite drops the zone; both are normalised
+    to UTC here, once, instead of every comparison with `utcnow()` and every page having to.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(timezone.utc)
+        return value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)  # PostgreSQL answers in the session's zone
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {datetime: DateTime(timezone=True)}
+    type_annotation_map = {datetime: UTCDateTime()}
 
 
 class User(Base):
@@ -105,7 +128,9 @@ class LessonVersion(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     lesson_id: Mapped[str] = mapped_column(String(64), index=True)
     version: Mapped[int] = mapped_column(Integer)
-    files: Mapped[dict] = mapped_column(JSON)  # relative path -> YAML text
+    # relative path -> YAML text; deferred: pages need only the id/version/hash, since the built
+    # Lesson is cached per version and the texts are read only on a cache miss or by the editor.
+    files: Mapped[dict] = mapped_column(JSON, deferred=True)
     content_hash: Mapped[str] = mapped_column(String(64))
     source: Mapped[str] = mapped_column(String(10))  # files | editor
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))

@@ -6,7 +6,7 @@ page (extending base.html) is. All text is autoescaped.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 from fastapi import Request
 from jinja2_fragments.fastapi import Jinja2Blocks
@@ -20,8 +20,6 @@ templates = Jinja2Blocks(directory=str(ROOT / "templates"))
 def _when(dt: datetime | None) -> str:
     if dt is None:
         return ""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
     return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

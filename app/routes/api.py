@@ -52,8 +52,8 @@ def job_out(job) -> JobOut:
     return JobOut(
         id=job.id, lab=job.lab, params=job.params, backend=job.backend, status=job.status,
         progress=job.progress, message=job.message, attempts=job.attempts, error=job.error,
-        created_at=job_service.as_utc(job.created_at), started_at=job_service.as_utc(job.started_at),
-        finished_at=job_service.as_utc(job.finished_at),
+        created_at=job.created_at, started_at=job.started_at,
+        finished_at=job.finished_at,
         result_url=f"/api/v1/jobs/{job.id}/result" if job.status == "succeeded" else None,
         label=env.get("label"),
     )

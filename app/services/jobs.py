@@ -9,7 +9,7 @@ whose lease ran out, so no job stays 'running' forever.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from pydantic import ValidationError
 from sqlalchemy import select, update
@@ -34,13 +34,6 @@ class JobInputError(ValueError):
 class Progress:
     fraction: float
     message: str
-
-
-def as_utc(dt: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
-    if dt is None:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
@@ -199,7 +192,6 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
             update(Job)
             .where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now)
             .values(**values)
-            .execution_options(synchronize_session=False)  # SQLite's naive datetimes vs an aware `now`
         )
         if res.rowcount == 1:
             touched.append(job.id)

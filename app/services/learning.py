@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -15,17 +14,14 @@ from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
 from app.models import Attempt, PartProgress, Response, User, utcnow
-from app.services.jobs import as_utc
+from app.services.errors import FieldError
 
 MAX_ANSWER_CHARS = 5000
 MAX_HEARTBEAT_S = 60  # one beacon never credits more than this, however long the gap
 
 
-class AnswerError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class AnswerError(FieldError):
+    pass
 
 
 def variant_seed(user_id: int, question_id: str) -> int:
@@ -68,7 +64,7 @@ def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: 
     """Credit reading time from the page's beacon, never more than the wall time since the last one."""
     row = _progress_row(db, user, lesson_id, part_id)
     now = utcnow()
-    since = (now - as_utc(row.last_seen_at)).total_seconds() if row.last_seen_at else MAX_HEARTBEAT_S
+    since = (now - row.last_seen_at).total_seconds() if row.last_seen_at else MAX_HEARTBEAT_S
     row.seconds_spent += int(max(0, min(seconds, MAX_HEARTBEAT_S, since + 1)))
     row.last_seen_at = now
     db.commit()
@@ -94,7 +90,7 @@ def resume_part(db: Session, *, user: User, lesson: Lesson) -> str:
     known = [r for r in rows.values() if lesson.part(r.part_id)]
     if not known:
         return lesson.parts[0].id
-    return max(known, key=lambda r: as_utc(r.last_seen_at)).part_id
+    return max(known, key=lambda r: r.last_seen_at).part_id
 
 
 def save_response(db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str) -> Response:
