@@ -38,12 +38,16 @@ def _lesson(db, lesson_id: str, version: int | None = None) -> tuple[Lesson, int
     return old, version, current_version
 
 
-def _variants(lesson: Lesson, user) -> dict:
-    out = {}
-    for qid, q in lesson.questions.items():
-        seed = learning.variant_seed(user.id, qid)
-        out[qid] = make_variant(q, seed) if isinstance(q.body, Numeric) else None
-    return out
+def _variant(lesson: Lesson, user, question_id: str):
+    """The learner's own variant of a numeric question (None for other kinds)."""
+    q = lesson.questions[question_id]
+    return make_variant(q, learning.variant_seed(user.id, question_id)) if isinstance(q.body, Numeric) else None
+
+
+def _variants(lesson: Lesson, user, part) -> dict:
+    """Variants of the questions this part shows: parts without questions draw none."""
+    ids = [qid for b in (part.blocks if part else []) if b.kind == "questions" for qid in b.ids]
+    return {qid: _variant(lesson, user, qid) for qid in ids}
 
 
 def _part_context(db, request, user, lesson: Lesson, version: int, current_version: int, part_id: str) -> dict:
@@ -57,7 +61,7 @@ def _part_context(db, request, user, lesson: Lesson, version: int, current_versi
         "progress": learning.progress_map(db, user=user, lesson_id=lesson.id),
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson.id),
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson.id),
-        "variants": _variants(lesson, user),
+        "variants": _variants(lesson, user, lesson.part(part_id)),
         "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
         "feedback": {},
     }
@@ -137,7 +141,7 @@ def answer_question(request: Request, lesson_id: str, question_id: str, user: Cu
     if question is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r}.")
     my_seed = learning.variant_seed(user.id, question_id)
-    variants = _variants(lesson, user)
+    variant = _variant(lesson, user, question_id)
     error = _stale(version, current_version)
     feedback = None
     if not error and isinstance(question.body, Numeric) and seed != my_seed:
@@ -148,7 +152,7 @@ def answer_question(request: Request, lesson_id: str, question_id: str, user: Cu
         except learning.AnswerError as exc:
             error = exc.message
     if not error:
-        feedback = grade(question, variants[question_id], answer)
+        feedback = grade(question, variant, answer)
         if feedback.counts_as_attempt:
             if isinstance(question.body, FreeResponse):
                 learning.save_response(db, user=user, lesson_id=lesson_id, version=version, item_id=question_id,
@@ -159,7 +163,7 @@ def answer_question(request: Request, lesson_id: str, question_id: str, user: Cu
             error = feedback.message
             feedback = None
     ctx = {"lesson": lesson, "version": current_version, "qid": question_id, "q": question.body,
-           "variant": variants[question_id], "seed": my_seed, "feedback": feedback, "error": error, "draft": answer,
+           "variant": variant, "seed": my_seed, "feedback": feedback, "error": error, "draft": answer,
            "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
            "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id)}
     return render(request, "lessons/_question.html", ctx, status_code=400 if error else 200)
