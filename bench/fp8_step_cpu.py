@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from labs.fp8_step import Params, build, train  # noqa: E402
+from labs.fp8_step.params import Params  # noqa: E402
+from labs.fp8_step.run import build, train  # noqa: E402
 
 
 def step_ms(params: Params, which: str, collect: bool) -> float:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from labs import env, registry
+from labs import catalog, env
 from labs.params import one_line
 from labs.runtime import LabContext, build_result, emit, now_iso, validate_result
 
@@ -38,25 +38,30 @@ def _read_params(raw: str) -> dict:
     return data
 
 
+def local_capacity(report: dict) -> catalog.Capacity:
+    gpus = report["device"].get("count", 0) if report["device"]["type"] == "cuda" else 0
+    return catalog.Capacity.local(gpus=gpus)
+
+
 def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
     try:
-        module = registry.load(name)
-    except KeyError:
-        raise BadParams(f"lab: unknown lab {name!r}; available: {', '.join(registry.lab_names())}") from None
+        spec = catalog.get(name)
+    except KeyError as exc:
+        raise BadParams(f"lab: {exc.args[0]}") from None
     data = _read_params(raw_params)
     try:
-        params = module.Params.model_validate(data)
+        params = spec.params.model_validate(data)
     except ValidationError as exc:
         raise BadParams(one_line(exc)) from None
     report = env.probe()
     try:
-        backend = env.resolve_backend(backend_req, report)
+        backend = spec.backend_for(env.resolve_backend(backend_req, report))
     except ValueError as exc:
         raise BadParams(str(exc)) from None
-    lab_backends = getattr(module, "BACKENDS", env.BACKENDS)
-    if backend not in lab_backends:
-        # e.g. a lab that has no TE path yet runs on torch-cuda instead of refusing.
-        backend = "torch-cuda" if "torch-cuda" in lab_backends and backend == "te" else "cpu"
+    problems = spec.problems(params, backend, local_capacity(report))
+    if problems:
+        raise BadParams("; ".join(p.message for p in problems))
+    run = spec.load_runner()
     out.mkdir(parents=True, exist_ok=True)
     ctx = LabContext(
         out_dir=out,
@@ -64,14 +69,9 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
         environment=env.environment_for(backend, report),
         available_backends=env.available_backends(report),
     )
-    check = getattr(module, "check_resources", None)
-    if check is not None:
-        problem = check(params, ctx)
-        if problem:
-            raise BadParams(problem)
     started = now_iso()
     emit("start", lab=name, backend=backend, label=ctx.environment["label"])
-    results = module.run(params, ctx)
+    results = run(params, ctx)
     result = build_result(lab=name, params=params.model_dump(mode="json"), ctx=ctx, started_at=started, results=results)
     errors = validate_result(result)
     (out / "result.json").write_text(json.dumps(result, indent=2, allow_nan=False))
@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("probe", help="print the environment capability report as JSON")
     sub.add_parser("list", help="list the labs")
+    sub.add_parser("check", help="import every lab's runner; exit 1 naming each that fails")
     run = sub.add_parser("run", help="run one lab and write DIR/result.json")
     run.add_argument("lab")
     run.add_argument("--params", default="{}", help="a JSON object or a path to a JSON file")
@@ -98,9 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(env.probe(), indent=2))
         return 0
     if args.cmd == "list":
-        for name in registry.lab_names():
+        for name in catalog.names():
             print(name)
         return 0
+    if args.cmd == "check":
+        failures = catalog.check_runners()
+        for lab, reason in failures.items():
+            print(f"lab {lab}: its runner does not import: {reason}", file=sys.stderr)
+        return 1 if failures else 0
     try:
         return run_lab(args.lab, args.params, args.out, args.backend)
     except BadParams as exc:

@@ -29,9 +29,7 @@ import traceback
 from datetime import timedelta
 from typing import Any, Callable
 
-# On CPU the "devices" are processes sharing cores. Four ranks are allowed even on a 2-core machine so
-# the lab can show TP=4 anywhere; beyond that each rank would get too little of a core to mean anything.
-MIN_CPU_SLOTS = 4
+from labs.resources import MIN_CPU_SLOTS
 
 
 def cpu_slots() -> int:

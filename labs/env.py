@@ -11,7 +11,7 @@ import platform
 from functools import lru_cache
 from typing import Any
 
-BACKENDS = ("te", "torch-cuda", "cpu")
+from labs.resources import BACKENDS  # noqa: E402,F401  (best first)
 
 # Minimum compute capability per recipe, as Transformer Engine documents them:
 # per-tensor FP8 needs Ada/Hopper (8.9+), MXFP8 needs Blackwell (10.0+), and the

@@ -24,43 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from labs.parallel.dims import TPDims  # noqa: F401  (re-exported for callers of labs.tp)
 from labs.timeline import Span
-
-# ---- degrees: one validated object whose errors show the arithmetic --------------------------
-
-
-@dataclass(frozen=True)
-class TPDims:
-    degree: int
-    hidden: int
-    ffn: int
-
-    def problems(self) -> list[str]:
-        out = []
-        if self.degree < 1:
-            out.append(f"degree({self.degree}) must be >= 1")
-        else:
-            # fc1 is split by output rows and fc2 by input columns: both along ffn.
-            if self.ffn % self.degree:
-                out.append(f"ffn({self.ffn}) % degree({self.degree}) = {self.ffn % self.degree}, must be 0")
-        return out
-
-    def check(self) -> "TPDims":
-        problems = self.problems()
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-    @property
-    def ffn_parallel(self) -> int:
-        return self.ffn // self.degree
-
 
 # ---- tracing ---------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from app.routes.labs import ARTIFACT_HEADERS, _job_for
 from app.security import csrf_token_for
 from app.services import jobs as job_service
 from app.services.artifacts import artifact_path
-from labs import registry
+from labs import catalog
 
 router = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
 
@@ -68,9 +68,9 @@ def me(request: Request, user: CurrentUser):
 @router.get("/labs")
 def list_labs(user: CurrentUser):
     out = []
-    for name in registry.lab_names():
-        module = registry.load(name)
-        out.append({"name": name, "title": getattr(module, "TITLE", name), "params_schema": module.Params.model_json_schema()})
+    for spec in catalog.LABS.values():
+        out.append({"name": spec.name, "title": spec.title, "backends": list(spec.backends),
+                    "params_schema": spec.params.model_json_schema()})
     return out
 
 

@@ -12,7 +12,7 @@ from app.services import jobs as job_service
 from app.services import labforms
 from app.services.artifacts import artifact_path
 from app.web import is_htmx, render
-from labs import registry
+from labs import catalog
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -24,14 +24,14 @@ ARTIFACT_HEADERS = {
 
 
 def _lab_or_404(lab: str):
-    if lab not in registry.LAB_MODULES or not registry.available(lab):
-        raise HTTPException(404, f"There is no lab called {lab!r}. Labs: {', '.join(registry.lab_names())}.")
-    return registry.load(lab)
+    if lab not in catalog.LABS:
+        raise HTTPException(404, f"There is no lab called {lab!r}. Labs: {', '.join(catalog.names())}.")
+    return catalog.get(lab)
 
 
 @router.get("/labs")
 def labs_index(request: Request, user: CurrentUser):
-    labs = [{"name": n, "title": getattr(registry.load(n), "TITLE", n)} for n in registry.lab_names()]
+    labs = [{"name": s.name, "title": s.title} for s in catalog.LABS.values()]
     return render(request, "labs/index.html", {"labs": labs})
 
 

@@ -16,10 +16,10 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.models import Job, User, utcnow
-from labs import registry
+from labs import catalog
 from labs.params import describe_error
 
-BACKEND_CHOICES = ("auto", "te", "torch-cuda", "cpu")
+BACKEND_CHOICES = catalog.BACKEND_CHOICES
 
 
 class JobInputError(ValueError):
@@ -38,8 +38,8 @@ class Progress:
 
 def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
     """Return the validated, normalised params or raise JobInputError naming the field."""
-    if lab not in registry.LAB_MODULES or not registry.available(lab):
-        raise JobInputError([{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(registry.lab_names())}"}])
+    if lab not in catalog.LABS:
+        raise JobInputError([{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}])
     if backend not in BACKEND_CHOICES:
         raise JobInputError(
             [{"field": "backend", "message": f"backend: got {backend!r}, expected one of {', '.join(BACKEND_CHOICES)}"}]
@@ -47,7 +47,7 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
     if not isinstance(params, dict):
         raise JobInputError([{"field": "params", "message": "params: expected a JSON object"}])
     try:
-        model = registry.load(lab).Params.model_validate(params)
+        model = catalog.get(lab).params.model_validate(params)
     except ValidationError as exc:
         raise JobInputError(describe_error(exc)) from None
     return model.model_dump(mode="json")

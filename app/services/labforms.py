@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from labs import registry
+from labs import catalog
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _field_from_schema(name: str, prop: dict, defs: dict) -> FormField:
 
 
 def form_fields(lab: str) -> list[FormField]:
-    schema = registry.load(lab).Params.model_json_schema()
+    schema = catalog.get(lab).params.model_json_schema()
     defs = schema.get("$defs", {})
     return [_field_from_schema(n, p, defs) for n, p in schema.get("properties", {}).items()]
 

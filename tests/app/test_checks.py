@@ -97,7 +97,7 @@ def test_tp_parity_outside_the_named_tolerance_fails():
 
 
 def test_tp_tolerances_are_the_labs_own():
-    from labs.tp_sweep import TOLERANCES
+    from labs.tp_sweep.params import TOLERANCES
 
     assert {k: v["max_rel_diff"] for k, v in TOLERANCES.items()} == {k: v[0] for k, v in checks.TP_PARITY.items()}
 

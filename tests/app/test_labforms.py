@@ -4,7 +4,7 @@ import pytest
 
 from app.models import Job
 from app.services import labforms
-from labs import registry
+from labs import catalog
 
 
 def _as_browser_would(lab: str) -> list[tuple[str, str]]:
@@ -21,7 +21,7 @@ def _as_browser_would(lab: str) -> list[tuple[str, str]]:
     return data
 
 
-@pytest.mark.parametrize("lab", registry.lab_names())
+@pytest.mark.parametrize("lab", catalog.names())
 def test_default_form_submits_defaults(client, db, lab):
     client.register("ann@example.org")
     page = client.get(f"/labs/{lab}").text
@@ -33,7 +33,7 @@ def test_default_form_submits_defaults(client, db, lab):
     r = client.client.post(f"/labs/{lab}/jobs", data=data, follow_redirects=False)
     assert r.status_code == 303, r.text[:3000]
     job = db.query(Job).one()
-    assert job.params == registry.load(lab).Params().model_dump(mode="json")
+    assert job.params == catalog.get(lab).params().model_dump(mode="json")
 
 
 def test_bad_value_is_shown_next_to_its_field(client, db):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from labs.fp8_step import OUTLIER_TARGET, Params
+from labs.fp8_step.params import Params
+from labs.fp8_step.run import OUTLIER_TARGET
 from labs.runtime import validate_result
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -93,7 +93,7 @@ def test_fp8_emulation_runs_on_two_ranks_within_its_own_tolerance(tmp_path):
 @pytest.mark.parametrize(
     "params, needle",
     [
-        ({"degrees": [1, 8]}, "degrees: 8 ranks need 8 devices but this machine has"),
+        ({"degrees": [1, 8]}, "degrees: 8 ranks need 8 CPU slots but this machine has"),
         ({"degrees": [3], "ffn": 256}, "degrees: ffn(256) % degree(3) = 1, must be 0"),
         ({"degrees": [0]}, "degrees.0: got 0, expected >= 1"),
     ],

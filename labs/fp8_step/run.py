@@ -20,79 +20,22 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field, field_validator
-from pydantic_core import PydanticCustomError
 
 from labs import svgplot
 from labs.fp8 import FP8_MAX, Fp8Recipe, fp8_end_step, fp8_frozen, fp8_quantizers
 from labs.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, te_linear_factory, torch_linear
-from labs.params import LabParams
-
-TITLE = "FP8 training step: BF16 reference vs an FP8 recipe"
-BACKENDS = ("te", "torch-cuda", "cpu")
+from labs.fp8_step.params import Params, te_alignment
 
 # Where the outlier goes: the first MLP's input, a GEMM input after a LayerNorm, like the
 # activation outliers seen in real LLMs. One token's whole activation row is multiplied.
 OUTLIER_TARGET = "blocks.0.mlp.fc_in"
-# A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
-CPU_FLOP_BUDGET = 2e12
 MAX_HISTORY_POINTS = 512  # per-quantizer points kept in result.json for long runs
 PROMPT_LEN, GEN_LEN, N_PROMPTS = 8, 16, 4
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
-
-
-class Params(LabParams):
-    steps: int = Field(200, ge=2, le=5000, description="Training steps per run; the default learns the stride task on a laptop CPU")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds weights, batches and prompts so both runs see identical inputs")
-    batch: int = Field(16, ge=1, le=512, description="Sequences per step")
-    seq: int = Field(32, ge=4, le=8192, description="Tokens per sequence (also the model's context length)")
-    d_model: int = Field(64, ge=8, le=8192, description="Residual width; a multiple of n_heads (and of 16 for TE FP8 GEMMs)")
-    n_layers: int = Field(2, ge=1, le=48, description="Transformer blocks; each has four FP8 GEMMs")
-    n_heads: int = Field(4, ge=1, le=128, description="Attention heads; must divide d_model")
-    ffn: int = Field(256, ge=8, le=65536, description="MLP hidden width (4 x d_model is the GPT-2 habit)")
-    vocab: int = Field(32, ge=8, le=65536, description="Token ids; the stride task counts modulo vocab")
-    lr: float = Field(6e-3, gt=0.0, le=0.1, description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs")
-    recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
-        "delayed", description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8"
-    )
-    fp8_format: Literal["hybrid", "e4m3"] = Field(
-        "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere"
-    )
-    margin: int = Field(0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin")
-    amax_history_len: int = Field(16, ge=1, le=1024, description="Delayed scaling: steps of amax the scale looks back over")
-    amax_compute_algo: Literal["max", "most_recent"] = Field(
-        "max", description="Delayed scaling: largest amax in the window, or only the last step's"
-    )
-    outlier_step: int | None = Field(
-        None, ge=0, le=4999, description="Step at which one token's activation spikes (null: no spike)"
-    )
-    outlier_scale: float = Field(8.0, ge=1.0, le=1e4, description="How many times larger the spiking activation row is")
-
-    @field_validator("n_heads")
-    @classmethod
-    def _heads_divide_width(cls, v: int, info):
-        d = info.data.get("d_model")
-        if d is not None and d % v:
-            raise PydanticCustomError(
-                "cross_field",
-                "a divisor of d_model={d} (d_model % n_heads = {r}: heads must split the width evenly)",
-                {"d": d, "r": d % v},
-            )
-        return v
-
-    @field_validator("outlier_step")
-    @classmethod
-    def _outlier_inside_run(cls, v: int | None, info):
-        steps = info.data.get("steps")
-        if v is not None and steps is not None and v >= steps:
-            raise PydanticCustomError(
-                "cross_field", "a step below steps={steps} (the spike must happen during the run)", {"steps": steps}
-            )
-        return v
 
 
 def model_config(p: Params) -> GPTConfig:
@@ -107,35 +50,6 @@ def fp8_recipe(p: Params) -> Fp8Recipe:
         amax_history_len=p.amax_history_len,
         amax_compute_algo=p.amax_compute_algo,
     )
-
-
-def _param_count(p: Params) -> int:
-    per_block = 4 * p.d_model * p.d_model + 2 * p.d_model * p.ffn
-    return p.n_layers * per_block + (2 * p.vocab + p.seq) * p.d_model
-
-
-def check_resources(p: Params, ctx) -> str | None:
-    """Backend-dependent limits, checked before anything runs (the CLI exits 2 with this line)."""
-    if ctx.backend == "cpu":
-        flops = 6 * _param_count(p) * p.batch * p.seq * p.steps
-        if flops > CPU_FLOP_BUDGET:
-            return (
-                f"steps, batch, seq, d_model, n_layers, ffn: about {flops:.2g} FLOPs per run, over the cpu backend's "
-                f"budget of {CPU_FLOP_BUDGET:.0e} (6 x params({_param_count(p)}) x batch({p.batch}) x seq({p.seq}) x "
-                f"steps({p.steps})); make the run smaller or use a GPU backend"
-            )
-    if ctx.backend == "te":
-        # TE's FP8 GEMMs need 16-aligned dims; block recipes need whole tiles along the reduction dim.
-        align = te_alignment(p)
-        for name, v in (("d_model", p.d_model), ("ffn", p.ffn), ("seq", p.seq)):
-            if v % align:
-                return f"{name}: got {v}, expected a multiple of {align} for Transformer Engine's {p.recipe} FP8 GEMMs"
-    return None
-
-
-def te_alignment(p: Params) -> int:
-    """Shape multiple TE's FP8 GEMMs need: 16 per tensor, whole 32-blocks (MX) or 128-tiles (block)."""
-    return {"block": 128, "mxfp8": 32}.get(p.recipe, 16)
 
 
 # --------------------------------------------------------------------------- precisions

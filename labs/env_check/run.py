@@ -5,14 +5,7 @@
 
 from __future__ import annotations
 
-from labs.params import LabParams
-
-TITLE = "Check my lab environment"
-BACKENDS = ("te", "torch-cuda", "cpu")
-
-
-class Params(LabParams):
-    pass
+from labs.env_check.params import Params
 
 
 def run(params: Params, ctx) -> dict:

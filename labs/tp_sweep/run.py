@@ -24,71 +24,11 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
 
 from labs import costmodel, dist as labdist, timeline as tl
-from labs.params import LabParams
+from labs.tp_sweep.params import TOLERANCES, Params, device_for
 from labs.svgplot import Series, line_chart
-
-TITLE = "Tensor-parallel sweep: local GEMMs, collectives and over-sharding"
-# No Transformer Engine path yet: a request for `te` runs the plain-PyTorch GPU path and says so.
-BACKENDS = ("torch-cuda", "cpu")
-
-# Parity tolerances: the sharded block does the same arithmetic in a different order.
-TOLERANCES = {
-    "FP32_REORDER": {
-        "max_rel_diff": 1e-5,
-        "reason": "fp32 partial sums added across ranks in another order: a few ulps (~6e-8 each) of the largest term",
-    },
-    "FP8_PER_SHARD_SCALE": {
-        "max_rel_diff": 0.125,
-        "reason": "each rank scales its own shard to FP8, so values land on a different E4M3 grid (2**-3 relative step) than at TP=1",
-    },
-}
-
-
-class Params(LabParams):
-    degrees: list[Annotated[int, Field(ge=1, le=8)]] = Field(
-        default=[1, 2, 4], min_length=1, max_length=4, description="TP degrees to run; one process per rank, up to the devices available"
-    )
-    tokens: int = Field(256, ge=8, le=8192, description="rows of the activation (batch x sequence) fed to the block")
-    hidden: int = Field(512, ge=16, le=8192, description="model width: fc1 input and fc2 output")
-    ffn: int = Field(2048, ge=16, le=32768, description="MLP inner width, the dimension TP splits; must divide by every degree")
-    steps: int = Field(5, ge=1, le=50, description="timed forward+backward steps per degree (the median is reported)")
-    warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so allocation and first-call costs stay out")
-    fp8: bool = Field(False, description="emulate FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients, per-shard current scaling)")
-    predict_node: Literal["H200", "H100-SXM"] = Field("H200", description="GPU node the cost model predicts for")
-    predict_precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision of the prediction")
-    predict_tokens: int = Field(0, ge=0, le=1_000_000, description="tokens for the prediction; 0 = same as the measured block")
-    predict_hidden: int = Field(0, ge=0, le=65536, description="hidden for the prediction; 0 = same as the measured block")
-    predict_ffn: int = Field(0, ge=0, le=262144, description="ffn for the prediction; 0 = same as the measured block")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds weights and inputs, so TP=1 and TP>1 see the same block")
-    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
-
-    @field_validator("degrees")
-    @classmethod
-    def _unique_sorted(cls, v: list[int]) -> list[int]:
-        return sorted(set(v))
-
-
-def _device(ctx) -> str:
-    return "cuda" if ctx.backend in ("te", "torch-cuda") else "cpu"
-
-
-def check_resources(params: Params, ctx) -> str | None:
-    from labs.tp import TPDims
-
-    problem = labdist.check_world_size(max(params.degrees), _device(ctx), field="degrees")
-    if problem:
-        return problem
-    for d in params.degrees:
-        errs = TPDims(degree=d, hidden=params.hidden, ffn=params.ffn).problems()
-        if errs:
-            return "degrees: " + "; ".join(errs)
-    return None
-
 
 # ---- model ------------------------------------------------------------------------------------
 
@@ -286,7 +226,7 @@ def _rebase(spans: list[tl.Span]) -> list[tl.Span]:
 def run(params: Params, ctx) -> dict:
     import torch
 
-    device = _device(ctx)
+    device = device_for(ctx.backend)
     world = max(params.degrees)
     slots, slots_why = labdist.slots_explained(device)
     ctx.progress(0.05, f"starting {world} rank process(es) on {device}")

@@ -34,56 +34,10 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from typing import Literal
 
-from pydantic import Field, field_validator
 
 from labs import dist as labdist, timeline as tl
-from labs.params import LabParams
-
-TITLE = "Overlap trace: async all-gather, the overlap window, and a dependency that forbids it"
-# No Transformer Engine path yet: a request for `te` runs the plain-PyTorch GPU path and says so.
-BACKENDS = ("torch-cuda", "cpu")
-SCHEDULES = ("immediate", "windowed", "dependent")
-
-Schedule = Literal["immediate", "windowed", "dependent"]
-
-
-class Params(LabParams):
-    ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
-    schedules: list[Schedule] = Field(
-        default=list(SCHEDULES), min_length=1, max_length=3, description="which schedules to run after the async all-gather"
-    )
-    tokens: int = Field(512, ge=8, le=16384, description="rows of the activation; with ffn sets the all-gather size")
-    hidden: int = Field(512, ge=16, le=16384, description="input width of the column-parallel linear")
-    ffn: int = Field(2048, ge=16, le=65536, description="output width of the column-parallel linear, gathered across ranks")
-    window_out: int = Field(
-        768, ge=16, le=16384,
-        description="output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
-    )
-    steps: int = Field(5, ge=1, le=50, description="timed steps per schedule (each rank's median step reported, the last one drawn)")
-    warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so first-call costs stay out of the timeline")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds inputs and weights")
-    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
-
-    @field_validator("schedules")
-    @classmethod
-    def _unique_in_order(cls, v: list[str]) -> list[str]:
-        return [s for s in SCHEDULES if s in v]
-
-
-def _device(ctx) -> str:
-    return "cuda" if ctx.backend in ("te", "torch-cuda") else "cpu"
-
-
-def check_resources(params: Params, ctx) -> str | None:
-    problem = labdist.check_world_size(params.ranks, _device(ctx), field="ranks")
-    if problem:
-        return problem
-    if params.ffn % params.ranks:
-        return f"ffn: ffn({params.ffn}) % ranks({params.ranks}) = {params.ffn % params.ranks}, must be 0"
-    return None
-
+from labs.overlap_trace.params import Params, device_for
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
 
@@ -277,7 +231,7 @@ def _median(xs):
 
 
 def run(params: Params, ctx) -> dict:
-    device = _device(ctx)
+    device = device_for(ctx.backend)
     ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}")
     per_rank = labdist.launch(_rank_main, params.ranks, args=(params.model_dump(), device), device=device,
                               timeout_s=params.rank_timeout_s,

@@ -1,0 +1,188 @@
+"""The lab catalog: one `LabSpec` per lab, the single contract between the app and the labs.
+
+Torch-free on purpose. The web tier imports this module to list labs, build their forms, validate a
+submission, check it against what a host can give one job, and (in the distributed mode) ask Ray for
+the right resources, all without importing torch. Each spec names its runner by import path; only
+`load_runner()`, called by `python -m labs run` where the lab actually runs, imports it.
+
+    from labs import catalog
+    spec = catalog.get("tp-sweep")
+    params = spec.params.model_validate({"degrees": [1, 2]})
+    spec.resources(params, "cpu")                          # ranks, GPUs, CPU slots, memory, with the arithmetic
+    spec.problems(params, "cpu", catalog.Capacity.local())  # [] or [Problem(field, message), ...]
+
+A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, `resources`, `limits`)
+and `run.py` (`run(params, ctx) -> dict`), plus one entry in `LABS` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from labs.params import LabParams
+from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabulary)
+    BACKEND_CHOICES,
+    BACKENDS,
+    GPU_BACKENDS,
+    Capacity,
+    Problem,
+    Resources,
+    fmt_bytes,
+    no_limits,
+)
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    name: str
+    title: str
+    question: str  # the one question the lab answers, shown on its page
+    params: type[LabParams]
+    backends: tuple[str, ...]  # backends with a real path; others fall back (see `backend_for`)
+    runner: str  # "module:function", imported only where the lab runs
+    needs: Callable[[Any, str], Resources]  # resources(params, backend)
+    limits: Callable[[Any, str], list[Problem]] = field(default=no_limits)  # lab rules beyond the Params bounds
+
+    def resources(self, params: LabParams, backend: str) -> Resources:
+        return self.needs(params, backend)
+
+    def backend_for(self, backend: str) -> str:
+        """The backend this lab really runs when `backend` (already resolved, not auto) is asked for.
+
+        A lab without a TE path runs plain PyTorch on the GPU when `te` is asked for, and says so in
+        its result; anything else it lacks falls back to the CPU.
+        """
+        if backend in self.backends:
+            return backend
+        if backend == "te" and "torch-cuda" in self.backends:
+            return "torch-cuda"
+        return "cpu"
+
+    def problems(self, params: LabParams, backend: str, capacity: Capacity) -> list[Problem]:
+        """Every reason this run cannot go ahead on `capacity`, each naming its field; [] when it can."""
+        out = list(self.limits(params, backend))
+        need = self.resources(params, backend)
+        rf = need.ranks_field or "backend"
+        if backend in GPU_BACKENDS:
+            if capacity.gpus == 0:
+                out.append(
+                    Problem(
+                        "backend",
+                        f"backend: {backend} needs a GPU and none is available "
+                        f"({capacity.gpu_why or 'no GPU'}); choose cpu",
+                    )
+                )
+            elif need.gpus > capacity.gpus:
+                out.append(
+                    Problem(
+                        rf,
+                        f"{rf}: {need.ranks} ranks need {need.gpus} GPUs on one node but "
+                        f"{capacity.gpu_why or f'{capacity.gpus} GPU(s) are available'}; "
+                        f"use {rf} <= {capacity.gpus}",
+                    )
+                )
+        elif need.ranks > capacity.cpu_slots:
+            out.append(
+                Problem(
+                    rf,
+                    f"{rf}: {need.ranks} ranks need {need.ranks} CPU slots but this machine has "
+                    f"{capacity.cpu_why or capacity.cpu_slots}; use {rf} <= {capacity.cpu_slots}",
+                )
+            )
+        if need.memory_bytes > capacity.memory_bytes:
+            mf = need.memory_field or "params"
+            out.append(
+                Problem(
+                    mf,
+                    f"{mf}: this run needs about {fmt_bytes(need.memory_bytes)} of memory "
+                    f"({need.memory_note}), over the per-job budget of {fmt_bytes(capacity.memory_bytes)}; "
+                    f"make the run smaller",
+                )
+            )
+        return out
+
+    def load_runner(self) -> Callable[[Any, Any], dict]:
+        module, _, fn = self.runner.partition(":")
+        return getattr(importlib.import_module(module), fn)
+
+
+def _specs() -> dict[str, LabSpec]:
+    from labs.env_check import params as env_check
+    from labs.fp8_step import params as fp8_step
+    from labs.overlap_trace import params as overlap_trace
+    from labs.tp_sweep import params as tp_sweep
+
+    specs = [
+        LabSpec(
+            name="env-check",
+            title="Check my lab environment",
+            question="Which backend, FP8 recipes and library versions will my labs run with here?",
+            params=env_check.Params,
+            backends=BACKENDS,
+            runner="labs.env_check.run:run",
+            needs=env_check.resources,
+        ),
+        LabSpec(
+            name="fp8-step",
+            title="FP8 training step: BF16 reference vs an FP8 recipe",
+            question="Does an FP8 recipe train like BF16, and what do its scales do when an activation spikes?",
+            params=fp8_step.Params,
+            backends=BACKENDS,
+            runner="labs.fp8_step.run:run",
+            needs=fp8_step.resources,
+            limits=fp8_step.limits,
+        ),
+        LabSpec(
+            name="tp-sweep",
+            title="Tensor-parallel sweep: local GEMMs, collectives and over-sharding",
+            question="As the TP degree grows, when does collective time overtake the GEMM time it saves?",
+            params=tp_sweep.Params,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.tp_sweep.run:run",
+            needs=tp_sweep.resources,
+            limits=tp_sweep.limits,
+        ),
+        LabSpec(
+            name="overlap-trace",
+            title="Overlap trace: async all-gather, the overlap window, and a dependency that forbids it",
+            question="How much of an all-gather can independent work hide, and what must wait for it?",
+            params=overlap_trace.Params,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.overlap_trace.run:run",
+            needs=overlap_trace.resources,
+            limits=overlap_trace.limits,
+        ),
+    ]
+    return {s.name: s for s in specs}
+
+
+LABS: dict[str, LabSpec] = _specs()
+
+
+def names() -> list[str]:
+    return list(LABS)
+
+
+def get(name: str) -> LabSpec:
+    """The spec; KeyError (with the known names) for an unknown lab."""
+    try:
+        return LABS[name]
+    except KeyError:
+        raise KeyError(f"unknown lab {name!r}; labs: {', '.join(LABS)}") from None
+
+
+def check_runners() -> dict[str, str]:
+    """Import every lab's runner; {lab: reason} for each that fails (empty when all import).
+
+    This imports torch, so the web tier calls it through `python -m labs check` in a subprocess.
+    """
+    failures = {}
+    for spec in LABS.values():
+        try:
+            spec.load_runner()
+        except Exception as exc:  # any import-time error is a broken lab, reported with its reason
+            failures[spec.name] = f"{type(exc).__name__}: {exc}"
+    return failures

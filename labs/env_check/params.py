@@ -1,0 +1,18 @@
+"""env-check parameters and resources (torch-free: the web tier reads this through labs.catalog)."""
+
+from __future__ import annotations
+
+from labs.resources import PROCESS_BASE_BYTES, Resources, fmt_bytes
+from labs.params import LabParams
+
+
+class Params(LabParams):
+    pass
+
+
+def resources(params: Params, backend: str) -> Resources:
+    gpu = backend in ("te", "torch-cuda")
+    return Resources(
+        ranks=1, gpus=1 if gpu else 0, cpus=1, memory_bytes=PROCESS_BASE_BYTES,
+        memory_note=f"one process with torch: {fmt_bytes(PROCESS_BASE_BYTES)}",
+    )

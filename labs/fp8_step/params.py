@@ -1,0 +1,145 @@
+"""fp8-step parameters, limits and resources (torch-free: the web tier reads this through labs.catalog)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
+from labs.params import LabParams
+
+# A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
+CPU_FLOP_BUDGET = 2e12
+# Bytes of state per parameter and model: FP32 weight + FP32 gradient + AdamW's two FP32 moments.
+STATE_BYTES_PER_PARAM = 16
+# Saved activations per layer and token, in FP32 elements: q, k, v, attention output, two LayerNorm inputs,
+# the residual stream and the emulated FP8 copies of each GEMM input come to about 16 x d_model; the MLP
+# keeps its hidden activation before and after GELU plus their FP8 copies, about 4 x ffn.
+ACT_ELEMS_PER_D_MODEL, ACT_ELEMS_PER_FFN = 16, 4
+# Logits, their softmax and gradient, and a BF16 copy: about 4 FP32 tensors of tokens x vocab.
+LOGIT_COPIES = 4
+# Allocator slack and temporaries the count above misses.
+SAFETY = 1.5
+
+
+class Params(LabParams):
+    steps: int = Field(
+        200, ge=2, le=5000, description="Training steps per run; the default learns the stride task on a laptop CPU"
+    )
+    seed: int = Field(
+        0, ge=0, le=2**31 - 1, description="Seeds weights, batches and prompts so both runs see identical inputs"
+    )
+    batch: int = Field(16, ge=1, le=512, description="Sequences per step")
+    seq: int = Field(32, ge=4, le=8192, description="Tokens per sequence (also the model's context length)")
+    d_model: int = Field(
+        64, ge=8, le=8192, description="Residual width; a multiple of n_heads (and of 16 for TE FP8 GEMMs)"
+    )
+    n_layers: int = Field(2, ge=1, le=48, description="Transformer blocks; each has four FP8 GEMMs")
+    n_heads: int = Field(4, ge=1, le=128, description="Attention heads; must divide d_model")
+    ffn: int = Field(256, ge=8, le=65536, description="MLP hidden width (4 x d_model is the GPT-2 habit)")
+    vocab: int = Field(32, ge=8, le=65536, description="Token ids; the stride task counts modulo vocab")
+    lr: float = Field(
+        6e-3, gt=0.0, le=0.1, description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs"
+    )
+    recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
+        "delayed", description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8"
+    )
+    fp8_format: Literal["hybrid", "e4m3"] = Field(
+        "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere"
+    )
+    margin: int = Field(0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin")
+    amax_history_len: int = Field(
+        16, ge=1, le=1024, description="Delayed scaling: steps of amax the scale looks back over"
+    )
+    amax_compute_algo: Literal["max", "most_recent"] = Field(
+        "max", description="Delayed scaling: largest amax in the window, or only the last step's"
+    )
+    outlier_step: int | None = Field(
+        None, ge=0, le=4999, description="Step at which one token's activation spikes (null: no spike)"
+    )
+    outlier_scale: float = Field(8.0, ge=1.0, le=1e4, description="How many times larger the spiking activation row is")
+
+    @field_validator("n_heads")
+    @classmethod
+    def _heads_divide_width(cls, v: int, info):
+        d = info.data.get("d_model")
+        if d is not None and d % v:
+            raise PydanticCustomError(
+                "cross_field",
+                "a divisor of d_model={d} (d_model % n_heads = {r}: heads must split the width evenly)",
+                {"d": d, "r": d % v},
+            )
+        return v
+
+    @field_validator("outlier_step")
+    @classmethod
+    def _outlier_inside_run(cls, v: int | None, info):
+        steps = info.data.get("steps")
+        if v is not None and steps is not None and v >= steps:
+            raise PydanticCustomError(
+                "cross_field", "a step below steps={steps} (the spike must happen during the run)", {"steps": steps}
+            )
+        return v
+
+
+def param_count(p: Params) -> int:
+    per_block = 4 * p.d_model * p.d_model + 2 * p.d_model * p.ffn
+    return p.n_layers * per_block + (2 * p.vocab + p.seq) * p.d_model
+
+
+def limits(p: Params, backend: str) -> list[Problem]:
+    """Backend-dependent rules beyond the bounds of each field, checked before anything runs."""
+    if backend == "cpu":
+        flops = 6 * param_count(p) * p.batch * p.seq * p.steps
+        if flops > CPU_FLOP_BUDGET:
+            return [
+                Problem(
+                    "steps",
+                    f"steps, batch, seq, d_model, n_layers, ffn: about {flops:.2g} FLOPs per run, over the cpu backend's "
+                    f"budget of {CPU_FLOP_BUDGET:.0e} (6 x params({param_count(p)}) x batch({p.batch}) x seq({p.seq}) x "
+                    f"steps({p.steps})); make the run smaller or use a GPU backend",
+                )
+            ]
+    if backend == "te":
+        # TE's FP8 GEMMs need 16-aligned dims; block recipes need whole tiles along the reduction dim.
+        align = te_alignment(p)
+        for name, v in (("d_model", p.d_model), ("ffn", p.ffn), ("seq", p.seq)):
+            if v % align:
+                return [
+                    Problem(
+                        name,
+                        f"{name}: got {v}, expected a multiple of {align} for Transformer Engine's {p.recipe} FP8 GEMMs",
+                    )
+                ]
+    return []
+
+
+def te_alignment(p: Params) -> int:
+    """Shape multiple TE's FP8 GEMMs need: 16 per tensor, whole 32-blocks (MX) or 128-tiles (block)."""
+    return {"block": 128, "mxfp8": 32}.get(p.recipe, 16)
+
+
+def resources(p: Params, backend: str) -> Resources:
+    """One process holding both models (BF16 reference and FP8) and one run's activations at a time."""
+    n = param_count(p)
+    tokens = p.batch * p.seq
+    state = 2 * n * STATE_BYTES_PER_PARAM
+    acts = 4 * p.n_layers * tokens * (ACT_ELEMS_PER_D_MODEL * p.d_model + ACT_ELEMS_PER_FFN * p.ffn)
+    attn = 4 * 3 * p.n_layers * p.batch * p.n_heads * p.seq * p.seq  # scores, softmax, its gradient
+    logits = 4 * LOGIT_COPIES * tokens * p.vocab
+    tensors = int(SAFETY * (state + acts + attn + logits))
+    gpu = backend in GPU_BACKENDS
+    return Resources(
+        ranks=1,
+        gpus=1 if gpu else 0,
+        cpus=1,
+        # On a GPU the tensors live in device memory; the host keeps the process and a copy of the weights.
+        memory_bytes=PROCESS_BASE_BYTES + (2 * n * 4 if gpu else tensors),
+        memory_note=(
+            f"process {fmt_bytes(PROCESS_BASE_BYTES)} + {SAFETY} x (2 models x {n:,} params x {STATE_BYTES_PER_PARAM} B "
+            f"= {fmt_bytes(state)}, activations {fmt_bytes(acts + attn)}, logits {fmt_bytes(logits)})"
+        ),
+        memory_field="d_model",
+    )

@@ -1,0 +1,75 @@
+"""overlap-trace parameters, limits and resources (torch-free: the web tier reads this through labs.catalog)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from labs.params import LabParams
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
+
+SCHEDULES = ("immediate", "windowed", "dependent")
+
+Schedule = Literal["immediate", "windowed", "dependent"]
+
+
+class Params(LabParams):
+    ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
+    schedules: list[Schedule] = Field(
+        default=list(SCHEDULES), min_length=1, max_length=3, description="which schedules to run after the async all-gather"
+    )
+    tokens: int = Field(512, ge=8, le=16384, description="rows of the activation; with ffn sets the all-gather size")
+    hidden: int = Field(512, ge=16, le=16384, description="input width of the column-parallel linear")
+    ffn: int = Field(2048, ge=16, le=65536, description="output width of the column-parallel linear, gathered across ranks")
+    window_out: int = Field(
+        768, ge=16, le=16384,
+        description="output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
+    )
+    steps: int = Field(5, ge=1, le=50, description="timed steps per schedule (each rank's median step reported, the last one drawn)")
+    warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so first-call costs stay out of the timeline")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds inputs and weights")
+    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
+
+    @field_validator("schedules")
+    @classmethod
+    def _unique_in_order(cls, v: list[str]) -> list[str]:
+        return [s for s in SCHEDULES if s in v]
+
+
+def device_for(backend: str) -> str:
+    return "cuda" if backend in GPU_BACKENDS else "cpu"
+
+
+def limits(params: Params, backend: str) -> list[Problem]:
+    if params.ffn % params.ranks:
+        return [Problem("ffn", f"ffn: ffn({params.ffn}) % ranks({params.ranks}) = {params.ffn % params.ranks}, must be 0")]
+    return []
+
+
+def resources(params: Params, backend: str) -> Resources:
+    """`ranks` processes plus the launcher. Each rank builds the full seeded weights (then keeps its
+    shard), the inputs, the gathered output and the window's work: all FP32."""
+    p = params
+    k_dep = min(p.hidden, p.ffn)
+    elems = (
+        p.ffn * p.hidden  # full w1 before slicing
+        + p.window_out * (p.hidden + k_dep)  # independent and dependent weights
+        + 2 * p.tokens * p.hidden  # x and x2
+        + 2 * p.tokens * p.ffn  # local output and the gathered output
+        + 2 * p.tokens * p.window_out  # the window's outputs
+    )
+    per_rank = 4 * elems
+    gpu = backend in GPU_BACKENDS
+    return Resources(
+        ranks=p.ranks,
+        gpus=p.ranks if gpu else 0,
+        cpus=1 if gpu else p.ranks,
+        memory_bytes=(p.ranks + 1) * PROCESS_BASE_BYTES + (0 if gpu else p.ranks * per_rank),
+        memory_note=(
+            f"{p.ranks} rank(s) + 1 launcher at {fmt_bytes(PROCESS_BASE_BYTES)} each"
+            + ("" if gpu else f" + {fmt_bytes(per_rank)} of FP32 tensors per rank")
+        ),
+        ranks_field="ranks",
+        memory_field="tokens",
+    )

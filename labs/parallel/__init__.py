@@ -1,0 +1,1 @@
+"""Parallel building blocks shared by the multi-rank labs."""

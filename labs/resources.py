@@ -1,0 +1,98 @@
+"""What a lab run needs and what a host can give it: the vocabulary of labs.catalog (torch-free).
+
+Kept apart from the catalog so each lab's torch-free `params.py` can import these types while the
+catalog imports every `params.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+BACKENDS = ("te", "torch-cuda", "cpu")  # best first: `auto` picks the first one a host can run
+GPU_BACKENDS = ("te", "torch-cuda")
+BACKEND_CHOICES = ("auto", *BACKENDS)
+
+# On CPU the "devices" are processes sharing cores. Four ranks are allowed even on a 2-core machine so
+# the parallel labs can show TP=4 anywhere; beyond that each rank would get too little of a core to mean anything.
+MIN_CPU_SLOTS = 4
+# What one Python process with torch imported holds before a lab allocates anything (measured: ~280 MiB
+# RSS for torch 2.13 on CPU; rounded up for gloo/NCCL buffers and the allocator's slack).
+PROCESS_BASE_BYTES = 400 * 2**20
+# Per-job memory budget when the deployment sets none: a share of the host, capped, so one learner's lab
+# cannot push the web server or another lab into the OOM killer.
+DEFAULT_JOB_MEMORY_FRACTION = 0.25
+DEFAULT_JOB_MEMORY_CAP = 8 * 2**30
+MIB = 2**20
+
+
+def fmt_bytes(n: float) -> str:
+    """4194304 -> '4.0 MiB' (binary units, one decimal)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _host_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def default_job_memory_bytes() -> int:
+    """COURSE_JOB_MEMORY_MB if set, else a quarter of this host's memory, at most 8 GiB."""
+    raw = os.environ.get("COURSE_JOB_MEMORY_MB", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw) * MIB
+    return int(min(DEFAULT_JOB_MEMORY_CAP, _host_memory_bytes() * DEFAULT_JOB_MEMORY_FRACTION))
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a host (or the best node of a cluster) can give one job."""
+
+    cpu_slots: int  # ranks a CPU job may start; they share the host's cores
+    gpus: int  # GPUs one job can hold on one node (0: no GPU backend can run)
+    memory_bytes: int  # the per-job memory budget the worker enforces
+    cpu_why: str = ""  # the sentence behind cpu_slots, shown when a run asks for more
+    gpu_why: str = ""
+
+    @classmethod
+    def local(cls, *, gpus: int = 0, memory_bytes: int | None = None) -> Capacity:
+        """This machine: CPU slots from os.cpu_count(); GPUs as the caller found them (torch-free here)."""
+        n = os.cpu_count() or 1
+        return cls(
+            cpu_slots=max(MIN_CPU_SLOTS, n),
+            gpus=gpus,
+            memory_bytes=memory_bytes if memory_bytes is not None else default_job_memory_bytes(),
+            cpu_why=f"{max(MIN_CPU_SLOTS, n)} CPU rank slots = max({MIN_CPU_SLOTS}, os.cpu_count()={n}); ranks share cores",
+            gpu_why=f"{gpus} CUDA GPU(s) visible, one rank per GPU",
+        )
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one run of a lab needs, as a function of its params and backend."""
+
+    ranks: int  # processes that each hold a device (1 for single-process labs)
+    gpus: int  # GPUs on one node (one per rank on GPU backends, 0 on cpu)
+    cpus: int  # CPU slots (one per rank on cpu; one for the driving process on GPU backends)
+    memory_bytes: int  # estimated peak host memory of the whole process group
+    memory_note: str  # the arithmetic behind memory_bytes, in the learner's terms
+    ranks_field: str | None = None  # the parameter that sets `ranks`, where errors about ranks belong
+    memory_field: str | None = None  # the parameter that drives memory most, where a memory error belongs
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a run cannot go ahead: the parameter it belongs to and a sentence that starts with its name."""
+
+    field: str
+    message: str
+
+
+def no_limits(params: Any, backend: str) -> list[Problem]:
+    return []
