@@ -1,7 +1,8 @@
 # The two commands of the README.
 #   make run    set up and serve the course at http://127.0.0.1:8000 (SQLite + embedded worker)
-#   make test   set up what the tests need and run the whole suite (browser tests included)
-.PHONY: run test bench
+#   make test   set up what the tests need, lint, and run the whole suite (browser tests included)
+#   make lint   ruff (lint + format check) and mypy over the tree
+.PHONY: run test lint bench
 
 run:
 	scripts/setup.sh
@@ -9,7 +10,15 @@ run:
 
 test:
 	scripts/setup.sh --test
+	$(MAKE) --no-print-directory lint
 	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+# Lint, format and types over the whole tree (make test runs this first).
+lint:
+	scripts/setup.sh --test
+	.venv/bin/ruff check app labs tests bench migrations
+	.venv/bin/ruff format --check app labs tests bench migrations
+	.venv/bin/mypy
 
 bench:
 	scripts/setup.sh

@@ -1,11 +1,11 @@
 """Command line for the course server.
 
-    python -m app serve [--host 127.0.0.1] [--port 8000]   migrate, start workers, serve
-    python -m app worker                                  run one embedded worker
-    python -m app migrate                                 apply database migrations
-    python -m app users create --email E --password P --role instructor [--role grader]
-    python -m app lessons validate                        check every lesson under lessons/
-    python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
+python -m app serve [--host 127.0.0.1] [--port 8000]   migrate, start workers, serve
+python -m app worker                                  run one embedded worker
+python -m app migrate                                 apply database migrations
+python -m app users create --email E --password P --role instructor [--role grader]
+python -m app lessons validate                        check every lesson under lessons/
+python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def _users_create(settings: Settings, args) -> int:
                 users.add_roles(db, user=existing, roles=args.role)
                 print(f"{existing.email}: roles now {', '.join(sorted(existing.roles))}")
                 return 0
-            user = users.create_user(db, email=args.email, password=password,
-                                     display_name=args.name or "", roles=args.role or ["learner"])
+            user = users.create_user(
+                db, email=args.email, password=password, display_name=args.name or "", roles=args.role or ["learner"]
+            )
         except users.UserError as exc:
             print(str(exc), file=sys.stderr)
             return 2
@@ -49,7 +50,10 @@ def _graders_assign(settings: Settings, args) -> int:
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         user = users.get_by_email(db, email=args.email)
         if user is None or not user.roles & {"grader", "instructor"}:
-            print(f"--email: no grader {args.email!r}; create one with `users create --role grader` first", file=sys.stderr)
+            print(
+                f"--email: no grader {args.email!r}; create one with `users create --role grader` first",
+                file=sys.stderr,
+            )
             return 2
         new = grading.assign(db, grader=user, lesson_id=args.lesson)
     print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson}")
@@ -70,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--email", required=True)
     create.add_argument("--password", help="prompted for when omitted")
     create.add_argument("--name", default="")
-    create.add_argument("--role", action="append", choices=["learner", "instructor", "grader"],
-                        help="repeat for several roles (default: learner)")
+    create.add_argument(
+        "--role",
+        action="append",
+        choices=["learner", "instructor", "grader"],
+        help="repeat for several roles (default: learner)",
+    )
     graders_p = sub.add_parser("graders", help="who grades which lesson's lab reports")
     graders_sub = graders_p.add_subparsers(dest="graders_cmd", required=True)
     assign = graders_sub.add_parser("assign", help="let a grader grade one lesson's lab reports")

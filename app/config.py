@@ -57,7 +57,7 @@ class Settings:
         return self.data_dir / "jobs"
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> "Settings":
+    def from_env(cls, env: dict | None = None, **overrides) -> Settings:
         env = dict(os.environ if env is None else env)
         environment = env.get("COURSE_ENV", "development")
         if environment not in ("development", "test", "production"):

@@ -1,16 +1,16 @@
 """Request dependencies: database session, current user, role checks, CSRF.
 
-    SessionDep      a SQLAlchemy session for this request
-    CurrentUser     the logged-in user, or 401 (pages redirect to /login)
-    require_role()  stacked on CurrentUser: 403 unless the user holds the role
+SessionDep      a SQLAlchemy session for this request
+CurrentUser     the logged-in user, or 401 (pages redirect to /login)
+require_role()  stacked on CurrentUser: 403 unless the user holds the role
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Iterator
+from collections.abc import Iterator
+from typing import Annotated
 
 import annotated_types as at
-
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
@@ -76,7 +76,9 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 def require_role(*roles: str):
     def check(user: CurrentUser) -> User:
         if not user.roles & set(roles):
-            raise HTTPException(403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}.")
+            raise HTTPException(
+                403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}."
+            )
         return user
 
     return check

@@ -32,8 +32,7 @@ def _wants_json(request: Request) -> bool:
 
 def _start_workers(settings: Settings) -> list[subprocess.Popen]:
     return [
-        subprocess.Popen([sys.executable, "-m", "app", "worker"], cwd=ROOT)
-        for _ in range(settings.embedded_workers)
+        subprocess.Popen([sys.executable, "-m", "app", "worker"], cwd=ROOT) for _ in range(settings.embedded_workers)
     ]
 
 
@@ -51,7 +50,8 @@ class BodySizeLimit:
             length = dict(scope["headers"]).get(b"content-length")
             if length is not None and (not length.isdigit() or int(length) > self.limit):
                 response = JSONResponse(
-                    {"detail": f"request body: at most {self.limit // (1024 * 1024)} MB is accepted"}, status_code=413)
+                    {"detail": f"request body: at most {self.limit // (1024 * 1024)} MB is accepted"}, status_code=413
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -125,7 +125,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def http_error(request: Request, exc: HTTPException):
         if _wants_json(request):
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-        return render(request, "error.html", {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code)
+        return render(
+            request, "error.html", {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code
+        )
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):

@@ -6,7 +6,7 @@ lease and heartbeat, error and result. A queue, where one is used, carries only 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -25,7 +25,7 @@ JOB_STATUSES = ("queued", "running", "succeeded", "failed")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator):
@@ -40,15 +40,15 @@ class UTCDateTime(TypeDecorator):
 
     def process_bind_param(self, value, dialect):
         if value is not None and value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
         return value
 
     def process_result_value(self, value, dialect):
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)  # PostgreSQL answers in the session's zone
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)  # PostgreSQL answers in the session's zone
 
 
 class Base(DeclarativeBase):
@@ -64,7 +64,7 @@ class User(Base):
     display_name: Mapped[str] = mapped_column(String(80))
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    role_rows: Mapped[list["UserRole"]] = relationship(
+    role_rows: Mapped[list[UserRole]] = relationship(
         back_populates="user", cascade="all, delete-orphan", lazy="selectin"
     )
 
@@ -228,7 +228,9 @@ class LabReport(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(64), index=True)
     status: Mapped[str] = mapped_column(String(12), default="draft", index=True)  # REPORT_STATUSES
-    draft: Mapped[dict] = mapped_column(JSON, default=dict)  # {"evidence": {slot: {"job"|"bundle": id}}, "answers": {q: text}}
+    draft: Mapped[dict] = mapped_column(
+        JSON, default=dict
+    )  # {"evidence": {slot: {"job"|"bundle": id}}, "answers": {q: text}}
     claimed_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     claimed_at: Mapped[datetime | None]
     revision: Mapped[int] = mapped_column(Integer, default=0)

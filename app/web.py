@@ -30,7 +30,9 @@ def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
-def render(request: Request, name: str, context: dict | None = None, *, block: str | None = None, status_code: int = 200):
+def render(
+    request: Request, name: str, context: dict | None = None, *, block: str | None = None, status_code: int = 200
+):
     """Render `name`; with HX-Request and a `block`, only that block (the fragment)."""
     ctx = dict(context or {})
     ctx.setdefault("user", getattr(request.state, "user", None))
@@ -83,6 +85,8 @@ def _md_inline(text: str | None) -> Markup:
 # Authored text is immutable per lesson version, so rendered Markdown is cached by its source.
 templates.env.filters["md"] = _md
 templates.env.filters["md_inline"] = _md_inline
+
+
 def _num(v):
     """Floats to 4 significant digits for tables and summaries; everything else unchanged."""
     if isinstance(v, float):

@@ -114,7 +114,9 @@ class Worker:
         """Reap stale leases, then claim and run one job. Returns whether a job ran."""
         with self.sessions() as db:
             job_service.reap_expired(db)
-            job = job_service.claim_next(db, worker_id=self.worker_id, lease_s=self.settings.lease_s, queues=self.queues)
+            job = job_service.claim_next(
+                db, worker_id=self.worker_id, lease_s=self.settings.lease_s, queues=self.queues
+            )
         if job is None:
             return False
         self.execute(job)
@@ -125,14 +127,31 @@ class Worker:
         rel = Path("jobs") / str(job.id) / f"attempt-{job.attempts}"
         out = s.data_dir / rel
         out.mkdir(parents=True, exist_ok=True)
-        cmd = [s.python, "-m", "labs", "run", job.lab, "--params", json.dumps(job.params),
-               "--out", str(out), "--backend", job.backend]
+        cmd = [
+            s.python,
+            "-m",
+            "labs",
+            "run",
+            job.lab,
+            "--params",
+            json.dumps(job.params),
+            "--out",
+            str(out),
+            "--backend",
+            job.backend,
+        ]
         try:
             run = self.current = LabRun(cmd, cwd=ROOT)
         except OSError as exc:
             with self.sessions() as db:
-                job_service.finish(db, job_id=job.id, worker_id=self.worker_id, ok=False,
-                                   error=f"The worker could not start the lab: {exc}", message="failed")
+                job_service.finish(
+                    db,
+                    job_id=job.id,
+                    worker_id=self.worker_id,
+                    ok=False,
+                    error=f"The worker could not start the lab: {exc}",
+                    message="failed",
+                )
             return
         deadline = time.monotonic() + s.job_time_limit_s
         outcome: tuple[bool, str | None, str] | None = None
@@ -141,14 +160,22 @@ class Worker:
             if self.stopping:
                 run.kill()
                 with self.sessions() as db:
-                    job_service.release(db, job_id=job.id, worker_id=self.worker_id, reason="requeued: worker shut down")
+                    job_service.release(
+                        db, job_id=job.id, worker_id=self.worker_id, reason="requeued: worker shut down"
+                    )
                 return
             if time.monotonic() > deadline:
                 run.kill()
-                outcome = (False, f"The lab ran past its time limit of {s.job_time_limit_s} s and was stopped.", "timed out")
+                outcome = (
+                    False,
+                    f"The lab ran past its time limit of {s.job_time_limit_s} s and was stopped.",
+                    "timed out",
+                )
                 break
             with self.sessions() as db:
-                if not job_service.heartbeat(db, job_id=job.id, worker_id=self.worker_id, lease_s=s.lease_s, progress=run.progress):
+                if not job_service.heartbeat(
+                    db, job_id=job.id, worker_id=self.worker_id, lease_s=s.lease_s, progress=run.progress
+                ):
                     run.kill()  # someone else owns the job now; our result would be discarded
                     return
         run.join_readers()
@@ -159,8 +186,16 @@ class Worker:
         if ok:
             result = json.loads((out / "result.json").read_text())
         with self.sessions() as db:
-            job_service.finish(db, job_id=job.id, worker_id=self.worker_id, ok=ok, result=result, error=error,
-                               bundle_dir=str(rel), message=message)
+            job_service.finish(
+                db,
+                job_id=job.id,
+                worker_id=self.worker_id,
+                ok=ok,
+                result=result,
+                error=error,
+                bundle_dir=str(rel),
+                message=message,
+            )
         self.current = None
 
     @staticmethod

@@ -49,7 +49,9 @@ def main() -> int:
     for r in range(args.repeats):
         for name, (which, collect) in configs.items():
             times[name].append(step_ms(params, which, collect))
-        print(f"repeat {r + 1}/{args.repeats}: " + ", ".join(f"{k} {v[-1]:.2f} ms" for k, v in times.items()), flush=True)
+        print(
+            f"repeat {r + 1}/{args.repeats}: " + ", ".join(f"{k} {v[-1]:.2f} ms" for k, v in times.items()), flush=True
+        )
     med = {k: statistics.median(v) for k, v in times.items()}
     print()
     print(

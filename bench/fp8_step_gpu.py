@@ -115,7 +115,10 @@ def main() -> int:
     for name, fp8 in (("bf16", False), ("fp8", True)):
         ms, mem = measure(fp8)
         results[name] = ms
-        print(f"  {name}: {ms:8.2f} ms/step  {flops / (ms / 1e3) / 1e12:7.1f} TFLOP/s  peak {mem / 2**30:.1f} GiB", flush=True)
+        print(
+            f"  {name}: {ms:8.2f} ms/step  {flops / (ms / 1e3) / 1e12:7.1f} TFLOP/s  peak {mem / 2**30:.1f} GiB",
+            flush=True,
+        )
     print(f"FP8 speedup over BF16 (same layers, same process): {results['bf16'] / results['fp8']:.2f}x")
     return 0
 

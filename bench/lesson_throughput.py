@@ -50,8 +50,10 @@ def measure(client_factory, url: str, n: int, concurrency: int) -> float:
     clients = [client_factory() for _ in range(concurrency)]
     for c in clients:  # warm-up: templates compiled, connections open
         assert c.get(url).status_code == 200
+
     def work(i: int) -> int:
         return clients[i % concurrency].get(url).status_code
+
     start = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         codes = list(pool.map(work, range(n)))
@@ -72,13 +74,23 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
     (tmp / "bare_app.py").write_text(BARE_APP)
     p_course, p_bare = free_port(), free_port()
-    env = dict(os.environ, COURSE_ENV="test", COURSE_DATA_DIR=str(tmp / "data"), COURSE_WORKERS="0",
-               COURSE_SECRET_KEY="bench")
+    env = dict(
+        os.environ, COURSE_ENV="test", COURSE_DATA_DIR=str(tmp / "data"), COURSE_WORKERS="0", COURSE_SECRET_KEY="bench"
+    )
     env.pop("DATABASE_URL", None)
-    course = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(p_course)], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    bare = subprocess.Popen([sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(p_bare), "--log-level",
-                             "warning"], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    course = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(p_course)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    bare = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(p_bare), "--log-level", "warning"],
+        cwd=tmp,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         base = f"http://127.0.0.1:{p_course}"
         wait_up(base + "/login", course)
@@ -86,8 +98,15 @@ def main() -> None:
         cookies = {}
         with httpx.Client(base_url=base) as c:
             token = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/register").text).group(1)
-            c.post("/register", data={"email": "bench@example.org", "password": "bench password",
-                                      "display_name": "Bench", "csrf_token": token})
+            c.post(
+                "/register",
+                data={
+                    "email": "bench@example.org",
+                    "password": "bench password",
+                    "display_name": "Bench",
+                    "csrf_token": token,
+                },
+            )
             cookies = dict(c.cookies)
         lesson_url = base + "/lessons/transformer-scaling/deep-dives"
         bare_rps = measure(lambda: httpx.Client(), f"http://127.0.0.1:{p_bare}/ping", args.requests, args.concurrency)
@@ -95,7 +114,9 @@ def main() -> None:
         print(f"bare FastAPI endpoint : {bare_rps:8.1f} req/s")
         print(f"lesson part page      : {lesson_rps:8.1f} req/s  (logged in, deep-dives part, SQLite)")
         print(f"ratio lesson / bare   : {lesson_rps / bare_rps:8.3f}")
-        print(f"({args.requests} requests each, concurrency {args.concurrency}, one uvicorn process each, this machine: {os.cpu_count()} cores)")
+        print(
+            f"({args.requests} requests each, concurrency {args.concurrency}, one uvicorn process each, this machine: {os.cpu_count()} cores)"
+        )
     finally:
         for proc in (course, bare):
             proc.terminate()

@@ -20,8 +20,22 @@ from pathlib import Path
 def run_lab(lab: str, params: dict, out: Path, backend: str) -> tuple[dict, float]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "labs", "run", lab, "--params", json.dumps(params), "--out", str(out), "--backend", backend],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "labs",
+            "run",
+            lab,
+            "--params",
+            json.dumps(params),
+            "--out",
+            str(out),
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     if proc.returncode != 0:
         sys.exit(f"{lab} failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
@@ -35,7 +49,9 @@ def main() -> int:
         print("skipped: torch is not installed")
         return 0
     if not torch.cuda.is_available():
-        print("skipped: no CUDA GPU visible (this benchmark needs an NVLink node; CPU numbers come from bench/tp_sweep_cpu.py)")
+        print(
+            "skipped: no CUDA GPU visible (this benchmark needs an NVLink node; CPU numbers come from bench/tp_sweep_cpu.py)"
+        )
         return 0
     n = torch.cuda.device_count()
     backend = "torch-cuda"  # the TP block is plain PyTorch on GPU; TE is not wired into this lab yet
@@ -47,19 +63,25 @@ def main() -> int:
     pred = {p["degree"]: p for p in sweep["predicted"]["per_degree"]}
     p1 = pred[1]["step_ms"]
     print(f"tp-sweep: {wall:.1f} s wall")
-    print(f"{'TP':>3} {'step ms':>9} {'step/TP1':>9} {'pred step/TP1':>14} {'coll ms':>9} {'pred coll ms':>13} {'max rel diff':>13}")
+    print(
+        f"{'TP':>3} {'step ms':>9} {'step/TP1':>9} {'pred step/TP1':>14} {'coll ms':>9} {'pred coll ms':>13} {'max rel diff':>13}"
+    )
     for d in sweep["degrees"]:
         p = pred.get(d["degree"])
-        print(f"{d['degree']:>3} {d['step_ms']:>9.3f} {d['step_vs_tp1']:>9.2f} {p['step_ms'] / p1:>14.2f} "
-              f"{d['collective_ms']:>9.3f} {p['collective_ms']:>13.3f} {d['parity']['max_rel_diff']:>13.2e}")
+        print(
+            f"{d['degree']:>3} {d['step_ms']:>9.3f} {d['step_vs_tp1']:>9.2f} {p['step_ms'] / p1:>14.2f} "
+            f"{d['collective_ms']:>9.3f} {p['collective_ms']:>13.3f} {d['parity']['max_rel_diff']:>13.2e}"
+        )
     for ranks in sorted({2, n}):
         if ranks < 2:
             continue
         params = {"ranks": ranks, "tokens": 8192, "hidden": 4096, "ffn": 16384, "window_out": 8192, "steps": 10}
         res, wall = run_lab("overlap-trace", params, root / f"overlap{ranks}", backend)
         w, i = res["schedules"]["windowed"], res["schedules"]["immediate"]
-        print(f"overlap-trace, {ranks} ranks: {wall:.1f} s; overlap ratio windowed {w['overlap_ratio']:.3f} vs immediate "
-              f"{i['overlap_ratio']:.3f}; step windowed/immediate = {w['step_ms'] / i['step_ms']:.2f}")
+        print(
+            f"overlap-trace, {ranks} ranks: {wall:.1f} s; overlap ratio windowed {w['overlap_ratio']:.3f} vs immediate "
+            f"{i['overlap_ratio']:.3f}; step windowed/immediate = {w['step_ms'] / i['step_ms']:.2f}"
+        )
     print(f"bundles under {root}")
     return 0
 

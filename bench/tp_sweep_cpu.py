@@ -20,8 +20,21 @@ from pathlib import Path
 def run_lab(lab: str, params: dict, out: Path) -> tuple[dict, float]:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "labs", "run", lab, "--params", json.dumps(params), "--out", str(out), "--backend", "cpu"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "labs",
+            "run",
+            lab,
+            "--params",
+            json.dumps(params),
+            "--out",
+            str(out),
+            "--backend",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -35,18 +48,24 @@ def main() -> int:
     print(f"tp-sweep (defaults, degrees {[d['degree'] for d in sweep['degrees']]}): {wall:.1f} s wall")
     print(f"{'TP':>3} {'step ms':>9} {'step/TP1':>9} {'GEMM ms':>9} {'coll ms':>9} {'wait ms':>9} {'max rel diff':>13}")
     for d in sweep["degrees"]:
-        print(f"{d['degree']:>3} {d['step_ms']:>9.2f} {d['step_vs_tp1']:>9.2f} {d['local_gemm_ms']:>9.2f} "
-              f"{d['collective_ms']:>9.2f} {d['wait_ms']:>9.2f} {d['parity']['max_rel_diff']:>13.2e}")
+        print(
+            f"{d['degree']:>3} {d['step_ms']:>9.2f} {d['step_vs_tp1']:>9.2f} {d['local_gemm_ms']:>9.2f} "
+            f"{d['collective_ms']:>9.2f} {d['wait_ms']:>9.2f} {d['parity']['max_rel_diff']:>13.2e}"
+        )
     pred = sweep["predicted"]
-    print(f"predicted ({pred['node']}, {pred['precision']}): over-sharding from TP={pred['oversharding_from']}, best TP={pred['best_degree']}")
+    print(
+        f"predicted ({pred['node']}, {pred['precision']}): over-sharding from TP={pred['oversharding_from']}, best TP={pred['best_degree']}"
+    )
     for ranks in (2, 4):
         res, wall = run_lab("overlap-trace", {"ranks": ranks}, root / f"overlap{ranks}")
         w, i = res["schedules"]["windowed"], res["schedules"]["immediate"]
         ratio = (w["overlap_ratio"] / i["overlap_ratio"]) if i["overlap_ratio"] else float("inf")
-        print(f"overlap-trace, {ranks} ranks: {wall:.1f} s wall; overlap ratio windowed {w['overlap_ratio']:.3f} vs "
-              f"immediate {i['overlap_ratio']:.3f} (windowed/immediate = {ratio:.3g}); "
-              f"exposed comm windowed/immediate = {w['exposed_comm_ms'] / i['exposed_comm_ms']:.2f}; "
-              f"step windowed/immediate = {w['step_ms'] / i['step_ms']:.2f}")
+        print(
+            f"overlap-trace, {ranks} ranks: {wall:.1f} s wall; overlap ratio windowed {w['overlap_ratio']:.3f} vs "
+            f"immediate {i['overlap_ratio']:.3f} (windowed/immediate = {ratio:.3g}); "
+            f"exposed comm windowed/immediate = {w['exposed_comm_ms'] / i['exposed_comm_ms']:.2f}; "
+            f"step windowed/immediate = {w['step_ms'] / i['step_ms']:.2f}"
+        )
     print(f"bundles under {root}")
     return 0
 

@@ -34,7 +34,7 @@ def _read_params(raw: str) -> dict:
     except json.JSONDecodeError as exc:
         raise BadParams(f"--params: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     if not isinstance(data, dict):
-        raise BadParams("--params: expected a JSON object like {\"steps\": 4}")
+        raise BadParams('--params: expected a JSON object like {"steps": 4}')
     return data
 
 

@@ -26,8 +26,9 @@ import shutil
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from labs.resources import MIN_CPU_SLOTS
 
@@ -126,7 +127,13 @@ def _destroy_group() -> None:
 
 
 # Errors a rank sees because a *peer* failed; the peer's own error is the one worth showing.
-_SECONDARY = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out", "NCCL communicator was aborted")
+_SECONDARY = (
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "Broken pipe",
+    "Timed out",
+    "NCCL communicator was aborted",
+)
 
 
 def _primary_error(errors: dict[int, str]) -> tuple[int, str]:
@@ -186,7 +193,7 @@ def launch(
                     if r not in values and p.exitcode is not None and p.exitcode != 0:
                         time.sleep(0.2)
                         if results.empty():
-                            raise RankFailed(r, f"process exited with code {p.exitcode} without reporting")
+                            raise RankFailed(r, f"process exited with code {p.exitcode} without reporting") from None
                 continue
             if status == "error":
                 errors = {rank: value}

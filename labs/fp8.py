@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Literal
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -241,7 +242,9 @@ def _quantize_blocks(x: torch.Tensor, fmt: str, block: tuple[int, int], scale_fr
     res = quantize(tiles, fmt, scale, count=count)
     deq = res.dequant.reshape(m + pm, k + pk)[:m, :k].reshape(shape)
     data = res.data.reshape(m + pm, k + pk)[:m, :k].reshape(shape)
-    return QuantResult(deq, data, scale.reshape(amax.shape[0], amax.shape[2]), amax.amax(), res.clipped_t, res.flushed_t)
+    return QuantResult(
+        deq, data, scale.reshape(amax.shape[0], amax.shape[2]), amax.amax(), res.clipped_t, res.flushed_t
+    )
 
 
 def quantize_blockwise(
@@ -262,7 +265,9 @@ def quantize_blockwise(
     return _quantize_blocks(x, fmt, block, scale_from_amax, count)
 
 
-def quantize_mx(x: torch.Tensor, block: int = 32, fmt: str = "e4m3", dim: int = -1, *, count: bool = True) -> QuantResult:
+def quantize_mx(
+    x: torch.Tensor, block: int = 32, fmt: str = "e4m3", dim: int = -1, *, count: bool = True
+) -> QuantResult:
     """MXFP8: each run of `block` values along `dim` shares an E8M0 (power-of-two) scale.
 
     The shared scale 2**e is the smallest power of two with amax / 2**e <= fp8_max (e rounded
@@ -464,10 +469,7 @@ class TensorQuantizer:
         if not self._history:
             return []
         values = torch.stack([t for _, t, _ in self._history]).cpu().tolist()  # one sync for all steps
-        return [
-            StepRecord(step, a, s, int(c), int(f), n)
-            for (step, _, n), (a, s, c, f) in zip(self._history, values)
-        ]
+        return [StepRecord(step, a, s, int(c), int(f), n) for (step, _, n), (a, s, c, f) in zip(self._history, values)]
 
 
 # --------------------------------------------------------------------------- emulated FP8 linear
@@ -492,7 +494,7 @@ class _Fp8LinearFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, mod: "Fp8Linear"):
+    def forward(ctx, x, weight, bias, mod: Fp8Linear):
         out_dtype = _autocast_dtype(x.device.type) or x.dtype
         with torch.autocast(device_type=x.device.type, enabled=False):
             k = x.shape[-1]
@@ -580,7 +582,9 @@ class Fp8Linear(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, recipe: Fp8Recipe | None = None, name: str = "linear", collect: bool = True):
+    def from_linear(
+        cls, linear: nn.Linear, recipe: Fp8Recipe | None = None, name: str = "linear", collect: bool = True
+    ):
         """Wrap an existing nn.Linear's parameters (shared, not copied)."""
         mod = cls.__new__(cls)
         nn.Module.__init__(mod)

@@ -11,8 +11,8 @@ norms, attention's softmax path and the output head stay in higher precision, as
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +34,9 @@ class GPTConfig:
 
     def __post_init__(self):
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model({self.d_model}) % n_heads({self.n_heads}) != 0: heads must split the width evenly")
+            raise ValueError(
+                f"d_model({self.d_model}) % n_heads({self.n_heads}) != 0: heads must split the width evenly"
+            )
 
 
 def torch_linear(in_features: int, out_features: int, bias: bool, name: str) -> nn.Module:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from labs import SCHEMA_VERSION
@@ -14,7 +14,7 @@ SCHEMA_PATH = Path(__file__).parent / "schema" / "result.schema.json"
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def emit(event: str, **data) -> None:

@@ -255,9 +255,7 @@ def svg_timeline(
     for t in _ticks(lo, hi):
         x = px(t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{axis_y}" stroke="#e4e4e4"/>')
-        out.append(
-            f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t - lo)}</text>'
-        )
+        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t - lo)}</text>')
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
     out.append(
         f'<text x="{left + pw / 2:.1f}" y="{axis_y + 36}" text-anchor="middle" fill="#111">'

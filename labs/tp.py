@@ -34,7 +34,7 @@ from labs.timeline import Span
 
 # ---- tracing ---------------------------------------------------------------------------------
 
-_TRACER: "Tracer | None" = None
+_TRACER: Tracer | None = None
 
 
 class Tracer:
@@ -273,14 +273,24 @@ class ColumnParallelLinear(torch.nn.Module):
     which is what a following RowParallelLinear wants).
     """
 
-    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc1", gather_output: bool = False, fp8: bool = False):
+    def __init__(
+        self,
+        weight_full: torch.Tensor,
+        group=None,
+        *,
+        name: str = "fc1",
+        gather_output: bool = False,
+        fp8: bool = False,
+    ):
         super().__init__()
         world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
         out_features, in_features = weight_full.shape
         rows = out_features // world
         self.group, self.name, self.gather_output, self.fp8 = group, name, gather_output, fp8
         self.row_range = (rank * rows, (rank + 1) * rows)
-        self.weight_parallel = torch.nn.Parameter(weight_full[self.row_range[0] : self.row_range[1]].clone())  # (out/p, in)
+        self.weight_parallel = torch.nn.Parameter(
+            weight_full[self.row_range[0] : self.row_range[1]].clone()
+        )  # (out/p, in)
         self.full_shape = (out_features, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -305,14 +315,24 @@ class RowParallelLinear(torch.nn.Module):
     output = all-reduce of per-rank partial sums, replicated.
     """
 
-    def __init__(self, weight_full: torch.Tensor, group=None, *, name: str = "fc2", input_is_parallel: bool = True, fp8: bool = False):
+    def __init__(
+        self,
+        weight_full: torch.Tensor,
+        group=None,
+        *,
+        name: str = "fc2",
+        input_is_parallel: bool = True,
+        fp8: bool = False,
+    ):
         super().__init__()
         world, rank = _world(group), (dist.get_rank(group) if _world(group) > 1 else 0)
         out_features, in_features = weight_full.shape
         cols = in_features // world
         self.group, self.name, self.input_is_parallel, self.fp8 = group, name, input_is_parallel, fp8
         self.col_range = (rank * cols, (rank + 1) * cols)
-        self.weight_parallel = torch.nn.Parameter(weight_full[:, self.col_range[0] : self.col_range[1]].clone())  # (out, in/p)
+        self.weight_parallel = torch.nn.Parameter(
+            weight_full[:, self.col_range[0] : self.col_range[1]].clone()
+        )  # (out, in/p)
         self.full_shape = (out_features, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -52,17 +52,33 @@ def postgres_server():
         shutil.chown(sock, "postgres")
         run_as = ["runuser", "-u", "postgres", "--"]
     port = free_port()
-    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"],
-                   check=True, capture_output=True)
     subprocess.run(
-        [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o",
-         f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", "start"],
-        check=True, capture_output=True,
+        [*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *run_as,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(base / "log"),
+            "-o",
+            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
     )
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
     finally:
-        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        subprocess.run(
+            [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True
+        )
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -126,12 +142,16 @@ class Browserless:
         return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
 
     def register(self, email: str, password: str = "correct horse", name: str = "Ann"):
-        return self.client.post("/register", data={"email": email, "password": password, "display_name": name,
-                                                   "csrf_token": self.csrf("/register")}, follow_redirects=False)
+        return self.client.post(
+            "/register",
+            data={"email": email, "password": password, "display_name": name, "csrf_token": self.csrf("/register")},
+            follow_redirects=False,
+        )
 
     def login(self, email: str, password: str = "correct horse"):
-        return self.client.post("/login", data={"email": email, "password": password, "csrf_token": self.csrf()},
-                                follow_redirects=False)
+        return self.client.post(
+            "/login", data={"email": email, "password": password, "csrf_token": self.csrf()}, follow_redirects=False
+        )
 
     def post(self, path: str, data: dict | None = None, **kw):
         if "json" in kw or "content" in kw:  # API calls carry the token in a header instead
@@ -178,7 +198,9 @@ def make_user(settings, db):
     from app.services import users
 
     def make(email: str, roles=("learner",), password: str = "correct horse"):
-        return users.create_user(db, email=email, password=password, display_name=email.split("@")[0], roles=list(roles))
+        return users.create_user(
+            db, email=email, password=password, display_name=email.split("@")[0], roles=list(roles)
+        )
 
     return make
 

@@ -10,6 +10,15 @@ from .markdown import render_inline, render_markdown
 from .practice import Feedback, Variant, grade, make_variant
 
 __all__ = [
-    "ContentError", "Course", "load_course", "validate_lesson_dir", "validate_lesson_texts",
-    "render_inline", "render_markdown", "Feedback", "Variant", "grade", "make_variant",
+    "ContentError",
+    "Course",
+    "load_course",
+    "validate_lesson_dir",
+    "validate_lesson_texts",
+    "render_inline",
+    "render_markdown",
+    "Feedback",
+    "Variant",
+    "grade",
+    "make_variant",
 ]

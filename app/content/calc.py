@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Callable
+from collections.abc import Callable
 
 _UNSET = object()
 _labs_fp8: object = _UNSET  # imported on first use: labs.fp8 pulls in torch (~1.5 s), not needed to import app
@@ -36,6 +36,7 @@ def _labs():
             module = None
         _labs_fp8 = module
     return _labs_fp8
+
 
 #: Largest finite magnitude of each FP8 format (Transformer Engine's FP8 formats).
 FP8_MAX = {"E4M3": 448.0, "E5M2": 57344.0}

@@ -21,8 +21,11 @@ def validate_command(root: Path, out: TextIO | None = None) -> int:
         print(error, file=out)
     for lesson in course.ordered():
         n_q = len(lesson.questions)
-        print(f"ok  {lesson.id}: lesson {lesson.number:02d} '{lesson.title}', {len(lesson.parts)} parts, "
-              f"{lesson.read_time_minutes} min, {n_q} questions", file=out)
+        print(
+            f"ok  {lesson.id}: lesson {lesson.number:02d} '{lesson.title}', {len(lesson.parts)} parts, "
+            f"{lesson.read_time_minutes} min, {n_q} questions",
+            file=out,
+        )
     broken = course.broken
     if course.errors:
         print(f"{len(course.errors)} error(s) in {len(broken)} lesson(s): {', '.join(sorted(broken))}", file=out)

@@ -42,9 +42,7 @@ from .schema import (
 LESSON_FILE = "lesson.yaml"
 OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
-CALC_PLACEHOLDER = re.compile(
-    r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}"
-)
+CALC_PLACEHOLDER = re.compile(r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}")
 _QUESTION_ADAPTER = TypeAdapter(QuestionFile)
 
 
@@ -78,7 +76,7 @@ class Course:
         return self.lessons.get(lesson_id)
 
     def ordered(self) -> list[Lesson]:
-        return sorted(self.lessons.values(), key=lambda l: (l.number, l.id))
+        return sorted(self.lessons.values(), key=lambda lesson: (lesson.number, lesson.id))
 
     @property
     def broken(self) -> dict[str, list[ContentError]]:
@@ -105,10 +103,14 @@ def load_course(root: Path) -> Course:
         if lesson is None:
             continue
         if lesson.number in numbers:
-            course.errors.append(ContentError(
-                f"{folder.name}/{LESSON_FILE}", "number",
-                f"a lesson number not used by another lesson ({numbers[lesson.number]} has it)",
-                str(lesson.number)))
+            course.errors.append(
+                ContentError(
+                    f"{folder.name}/{LESSON_FILE}",
+                    "number",
+                    f"a lesson number not used by another lesson ({numbers[lesson.number]} has it)",
+                    str(lesson.number),
+                )
+            )
             continue
         numbers[lesson.number] = lesson.id
         course.lessons[lesson.id] = lesson
@@ -171,8 +173,12 @@ class _LessonBuild:
             if rel in IGNORED_FILES:
                 continue
             if not _known_file(rel):
-                self.err(rel, "", "lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, parts/<id>.yaml or questions/<id>.yaml",
-                         "a file the loader does not know")
+                self.err(
+                    rel,
+                    "",
+                    "lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, parts/<id>.yaml or questions/<id>.yaml",
+                    "a file the loader does not know",
+                )
                 continue
             data = self.parse(rel, text)
             if data is not None:
@@ -242,8 +248,9 @@ class _LessonBuild:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            self.errors.append(ContentError(
-                f"{self.id}/{rel}", "", "valid YAML", problem, mark.line + 1 if mark else None))
+            self.errors.append(
+                ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, mark.line + 1 if mark else None)
+            )
             return None
         if not isinstance(data, dict):
             self.err(rel, "", "a mapping of fields (key: value lines)", _found(data))
@@ -302,8 +309,7 @@ class _LessonBuild:
                 return m.group(0)
             result = values[name]
             if fld is None or fld not in result:
-                self.err(rel, loc, f"calc:{name}.FIELD with FIELD one of {', '.join(result)}",
-                         repr(m.group(0)))
+                self.err(rel, loc, f"calc:{name}.FIELD with FIELD one of {', '.join(result)}", repr(m.group(0)))
                 return m.group(0)
             default = entries.get(name, {}).get("format", ".4g") if isinstance(entries.get(name), dict) else ".4g"
             try:
@@ -327,12 +333,19 @@ class _LessonBuild:
         questions = [q.id for q in lab.report_questions]
         for i, item in enumerate(rubric.items):
             if item.evidence and item.evidence not in slots:
-                self.err("rubric.yaml", ("items", i, "evidence"),
-                         f"an evidence or stretch id from lab.yaml ({', '.join(slots)})", repr(item.evidence))
+                self.err(
+                    "rubric.yaml",
+                    ("items", i, "evidence"),
+                    f"an evidence or stretch id from lab.yaml ({', '.join(slots)})",
+                    repr(item.evidence),
+                )
             if item.question and item.question not in questions:
-                self.err("rubric.yaml", ("items", i, "question"),
-                         f"a report question id from lab.yaml ({', '.join(questions) or 'none declared'})",
-                         repr(item.question))
+                self.err(
+                    "rubric.yaml",
+                    ("items", i, "question"),
+                    f"a report question id from lab.yaml ({', '.join(questions) or 'none declared'})",
+                    repr(item.question),
+                )
 
     def cross_check(self, parts, questions: dict, atlas: Atlas | None, raw: dict) -> None:
         numbers = sorted(p.number for _, p in parts)
@@ -357,23 +370,36 @@ class _LessonBuild:
                     for j, step in enumerate(block.steps):
                         for k, ln in enumerate(step.lines):
                             if not 1 <= ln <= n:
-                                self.err(rel, ("blocks", i, "steps", j, "lines", k),
-                                         f"a line number of this block's code (1..{n})", str(ln))
+                                self.err(
+                                    rel,
+                                    ("blocks", i, "steps", j, "lines", k),
+                                    f"a line number of this block's code (1..{n})",
+                                    str(ln),
+                                )
                 if isinstance(block, TimelineBlock):
                     for j, eid in enumerate(block.eras):
                         if eid not in era_ids:
-                            self.err(rel, ("blocks", i, "eras", j),
-                                     "an id from atlas.yaml hardware_ecosystem", repr(eid))
+                            self.err(
+                                rel, ("blocks", i, "eras", j), "an id from atlas.yaml hardware_ecosystem", repr(eid)
+                            )
                 for loc, ident in _stable_ids(block):
                     if ident in seen:
-                        self.err(rel, ("blocks", i) + loc, f"an id unique in the lesson (also used in {seen[ident]})",
-                                 repr(ident))
+                        self.err(
+                            rel,
+                            ("blocks", i) + loc,
+                            f"an id unique in the lesson (also used in {seen[ident]})",
+                            repr(ident),
+                        )
                     seen.setdefault(ident, rel)
         parts_ok = len(parts) == sum(1 for r in self.files if r.startswith("parts/"))
         for qid in questions if parts_ok else ():  # a part that failed would hide its listing
             if qid not in listed:
-                self.err(f"questions/{qid}.yaml", "", "a question listed in some part's questions block",
-                         "a question no part lists")
+                self.err(
+                    f"questions/{qid}.yaml",
+                    "",
+                    "a question listed in some part's questions block",
+                    "a question no part lists",
+                )
 
 
 # ---------------------------------------------------------------- helpers
@@ -458,8 +484,16 @@ def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
         if origin in (typing.Union, types.UnionType):
             members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
             kind = data.get("kind") if isinstance(data, dict) else None
-            tp = next((m for m in members if kind and m.model_fields.get("kind") and kind in typing.get_args(
-                m.model_fields["kind"].annotation)), members[0] if len(members) == 1 else None)
+            tp = next(
+                (
+                    m
+                    for m in members
+                    if kind
+                    and m.model_fields.get("kind")
+                    and kind in typing.get_args(m.model_fields["kind"].annotation)
+                ),
+                members[0] if len(members) == 1 else None,
+            )
             if tp is None:
                 return None
             origin = None
@@ -477,8 +511,14 @@ def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
         kind = data.get("kind") if isinstance(data, dict) else None
-        tp = next((m for m in members if "kind" in m.model_fields and kind in typing.get_args(
-            m.model_fields["kind"].annotation)), None)
+        tp = next(
+            (
+                m
+                for m in members
+                if "kind" in m.model_fields and kind in typing.get_args(m.model_fields["kind"].annotation)
+            ),
+            None,
+        )
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
@@ -526,5 +566,5 @@ def _expected(e: dict, data: Any, root: type[BaseModel] | None, loc: tuple) -> s
     msg = e["msg"]
     for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+            msg = msg[len(prefix) :]
     return msg

@@ -19,9 +19,40 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
 ALLOWED_TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h3", "h4",
-    "h5", "h6", "hr", "i", "kbd", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table",
-    "tbody", "td", "th", "thead", "tr", "ul",
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "code",
+    "dd",
+    "del",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "kbd",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
 }
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -101,10 +132,12 @@ def _parser() -> MarkdownIt:
     md.inline.ruler.before("escape", "math_inline", _math_inline)
     md.block.ruler.before("fence", "math_block", _math_block, {"alt": ["paragraph", "blockquote", "list"]})
     md.add_render_rule(
-        "math_inline", lambda self, tokens, idx, options, env: f'<span class="math-inline">{escapeHtml(tokens[idx].content)}</span>'
+        "math_inline",
+        lambda self, tokens, idx, options, env: f'<span class="math-inline">{escapeHtml(tokens[idx].content)}</span>',
     )
     md.add_render_rule(
-        "math_block", lambda self, tokens, idx, options, env: f'<div class="math-display">{escapeHtml(tokens[idx].content)}</div>\n'
+        "math_block",
+        lambda self, tokens, idx, options, env: f'<div class="math-display">{escapeHtml(tokens[idx].content)}</div>\n',
     )
     return md
 

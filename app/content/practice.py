@@ -20,8 +20,9 @@ import hashlib
 import math
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from . import calc
 from .schema import Choices, FreeResponse, Numeric, Question, Range, SingleChoice
@@ -132,8 +133,14 @@ def _fp8_clip(p):
     s = calc.fp8_scale(p["amax"], p["fmt"])["scale"]
     m = calc.fp8_map(p["value"], s, p["fmt"])
     clamped = math.copysign(min(abs(m["scaled"]), m["fp8_max"]), m["scaled"])
-    return {"answer": clamped, "scale": s, "scaled": m["scaled"], "fp8_max": m["fp8_max"],
-            "clipped": m["clipped"], "stored": m["stored"]}
+    return {
+        "answer": clamped,
+        "scale": s,
+        "scaled": m["scaled"],
+        "fp8_max": m["fp8_max"],
+        "clipped": m["clipped"],
+        "stored": m["stored"],
+    }
 
 
 def _step_time(p):
@@ -179,16 +186,27 @@ def _vector(p):
 def _absmax(p):
     values, idx = _vector(p)
     r = calc.absmax_quant(values, int(p["bits"]))
-    return {"answer": r[f"q{idx}"], "vector": values, "x": values[idx], "step": r["step"],
-            "qmax": r["qmax"], "dequantized": r[f"x{idx}"]}
+    return {
+        "answer": r[f"q{idx}"],
+        "vector": values,
+        "x": values[idx],
+        "step": r["step"],
+        "qmax": r["qmax"],
+        "dequantized": r[f"x{idx}"],
+    }
 
 
 def _block(p):
     values, idx = _vector(p)
     r = calc.block_quant(values, int(p["block"]), int(p["bits"]))
     whole = calc.absmax_quant(values, int(p["bits"]))
-    return {"answer": r[f"q{idx}"], "vector": values, "x": values[idx],
-            "step": r[f"step_b{idx // int(p['block'])}"], "q_tensor": whole[f"q{idx}"]}
+    return {
+        "answer": r[f"q{idx}"],
+        "vector": values,
+        "x": values[idx],
+        "step": r[f"step_b{idx // int(p['block'])}"],
+        "q_tensor": whole[f"q{idx}"],
+    }
 
 
 def _accumulate(p):
@@ -200,58 +218,101 @@ GENERATORS: dict[str, Generator] = {
     g.name: g
     for g in [
         Generator(
-            "fp8_scale", {"amax": 240, "fmt": "E4M3", "margin": 0}, "",
+            "fp8_scale",
+            {"amax": 240, "fmt": "E4M3", "margin": 0},
+            "",
             "amax = {{amax}}, format {{fmt}}: what scale maps amax to the largest {{fmt}} value?",
-            "scale = {{fp8_max}} ÷ {{amax}} ≈ {{scale|.3f}}.", _fp8_scale),
+            "scale = {{fp8_max}} ÷ {{amax}} ≈ {{scale|.3f}}.",
+            _fp8_scale,
+        ),
         Generator(
-            "fp8_clip", {"amax": 240, "value": 300, "fmt": "E4M3"}, "",
+            "fp8_clip",
+            {"amax": 240, "value": 300, "fmt": "E4M3"},
+            "",
             "The scale comes from amax = {{amax}}. Where does {{value}} land after scaling and the clamp?",
             "scale = {{fp8_max}} ÷ {{amax}} ≈ {{scale|.3f}}; {{value}} × scale ≈ {{scaled|.1f}}; "
-            "clipped: {{clipped}}; the stored {{fmt}} value is {{stored}}.", _fp8_clip),
+            "clipped: {{clipped}}; the stored {{fmt}} value is {{stored}}.",
+            _fp8_clip,
+        ),
         Generator(
-            "fp8_step_time", {"compute": 12, "comm": 5, "overlap": 3}, "ms",
+            "fp8_step_time",
+            {"compute": 12, "comm": 5, "overlap": 3},
+            "ms",
             "Compute {{compute}} ms, communication {{comm}} ms, {{overlap}} ms of it hidden. Step time?",
             "T ≈ {{compute}} + {{comm}} − {{overlap}} = {{answer}} ms; {{exposed}} ms of communication stays "
-            "on the critical path.", _step_time),
+            "on the critical path.",
+            _step_time,
+        ),
         Generator(
-            "ring_allreduce", {"size": 14, "gpus": 8}, "GB",
+            "ring_allreduce",
+            {"size": 14, "gpus": 8},
+            "GB",
             "A ring all-reduce of {{size}} GB over {{gpus}} GPUs: how much does each GPU send?",
             "Each GPU sends 2(N−1)/N = {{factor|.3f}} × {{size}} GB ≈ {{answer|.2f}} GB "
-            "(reduce-scatter, then all-gather).", _ring),
+            "(reduce-scatter, then all-gather).",
+            _ring,
+        ),
         Generator(
-            "collective_time", {"size": 14, "gpus": 8, "bandwidth": 450, "kind": "all-gather"}, "ms",
+            "collective_time",
+            {"size": 14, "gpus": 8, "bandwidth": 450, "kind": "all-gather"},
+            "ms",
             "A {{kind}} of {{size}} GB over {{gpus}} GPUs at {{bandwidth}} GB/s per GPU takes how long?",
             "(N−1)/N of the data crosses each GPU ({{moved_gb|.2f}} GB); at {{bandwidth}} GB/s that is "
-            "{{answer|.1f}} ms.", _collective_time),
+            "{{answer|.1f}} ms.",
+            _collective_time,
+        ),
         Generator(
-            "zero_memory", {"params": 7, "gpus": 4, "stage": 1}, "GB",
+            "zero_memory",
+            {"params": 7, "gpus": 4, "stage": 1},
+            "GB",
             "{{params}}B parameters, mixed precision with Adam (16 bytes/parameter), {{gpus}} GPUs, "
             "ZeRO stage {{stage}}: memory per GPU for the training state?",
-            "{{bytes_per_param}} bytes per parameter × {{params}}B = {{answer|.1f}} GB per GPU.", _zero),
+            "{{bytes_per_param}} bytes per parameter × {{params}}B = {{answer|.1f}} GB per GPU.",
+            _zero,
+        ),
         Generator(
-            "pipeline_bubble", {"stages": 4, "microbatches": 8}, "%",
+            "pipeline_bubble",
+            {"stages": 4, "microbatches": 8},
+            "%",
             "A pipeline of {{stages}} stages runs {{microbatches}} microbatches. What fraction is bubble?",
-            "(p − 1) / (m + p − 1) = {{fraction|.3f}} ≈ {{answer|.1f}}%.", _bubble),
+            "(p − 1) / (m + p − 1) = {{fraction|.3f}} ≈ {{answer|.1f}}%.",
+            _bubble,
+        ),
         Generator(
-            "tp_threshold", {"flops": 989, "bandwidth": 450}, "",
+            "tp_threshold",
+            {"flops": 989, "bandwidth": 450},
+            "",
             "At {{flops}} TFLOP/s and {{bandwidth}} GB/s, above which inner dimension D does a 2-way TP "
             "matmul compute longer than it communicates?",
-            "D > 2·P / W = 2 × {{flops}}·10^12 / ({{bandwidth}}·10^9) ≈ {{answer|,.0f}}.", _tp),
+            "D > 2·P / W = 2 × {{flops}}·10^12 / ({{bandwidth}}·10^9) ≈ {{answer|,.0f}}.",
+            _tp,
+        ),
         Generator(
-            "absmax_int8", {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 1.5, "index": 0, "bits": 8}, "",
+            "absmax_int8",
+            {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 1.5, "index": 0, "bits": 8},
+            "",
             "Quantize {{vector}} to int{{bits}} with one absmax scale. What integer does {{x}} become?",
-            "step = {{step|.4f}} (max |x| ÷ {{qmax}}); round({{x}} ÷ step) = {{answer}}.", _absmax),
+            "step = {{step|.4f}} (max |x| ÷ {{qmax}}); round({{x}} ÷ step) = {{answer}}.",
+            _absmax,
+        ),
         Generator(
-            "block_absmax", {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 30, "index": 0, "block": 2,
-                             "bits": 8}, "",
+            "block_absmax",
+            {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 30, "index": 0, "block": 2, "bits": 8},
+            "",
             "Quantize {{vector}} to int{{bits}} in blocks of {{block}}. What integer does {{x}} become?",
             "Its block's step is {{step|.4f}}, so {{x}} → {{answer}}; one scale for the whole vector "
-            "would give {{q_tensor}}.", _block),
+            "would give {{q_tensor}}.",
+            _block,
+        ),
         Generator(
-            "e4m3_accumulate", {"addend": 3, "count": 100, "promote_every": 0, "fmt": "E4M3"}, "",
+            "e4m3_accumulate",
+            {"addend": 3, "count": 100, "promote_every": 0, "fmt": "E4M3"},
+            "",
             "Add {{addend}} to itself {{count}} times, rounding the running sum to {{fmt}} after each add "
             "(promote to FP32 every {{promote_every}} terms; 0 = never). Final sum?",
-            "The exact sum is {{exact}}; with this accumulation it ends at {{answer}}.", _accumulate),
+            "The exact sum is {{exact}}; with this accumulation it ends at {{answer}}.",
+            _accumulate,
+        ),
     ]
 }
 
@@ -327,13 +388,27 @@ def make_variant(question: Question, seed: int) -> Variant:
 # ---------------------------------------------------------------- parsing answers
 
 _UNITS: dict[str, tuple[str, float]] = {
-    "s": ("time", 1.0), "sec": ("time", 1.0), "ms": ("time", 1e-3), "us": ("time", 1e-6),
-    "µs": ("time", 1e-6), "μs": ("time", 1e-6), "ns": ("time", 1e-9),
-    "b": ("bytes", 1.0), "bytes": ("bytes", 1.0), "kb": ("bytes", 1e3), "mb": ("bytes", 1e6),
-    "gb": ("bytes", 1e9), "tb": ("bytes", 1e12), "kib": ("bytes", 2.0**10), "mib": ("bytes", 2.0**20),
-    "gib": ("bytes", 2.0**30), "tib": ("bytes", 2.0**40),
-    "%": ("ratio", 1.0), "percent": ("ratio", 1.0),
-    "x": ("factor", 1.0), "×": ("factor", 1.0),
+    "s": ("time", 1.0),
+    "sec": ("time", 1.0),
+    "ms": ("time", 1e-3),
+    "us": ("time", 1e-6),
+    "µs": ("time", 1e-6),
+    "μs": ("time", 1e-6),
+    "ns": ("time", 1e-9),
+    "b": ("bytes", 1.0),
+    "bytes": ("bytes", 1.0),
+    "kb": ("bytes", 1e3),
+    "mb": ("bytes", 1e6),
+    "gb": ("bytes", 1e9),
+    "tb": ("bytes", 1e12),
+    "kib": ("bytes", 2.0**10),
+    "mib": ("bytes", 2.0**20),
+    "gib": ("bytes", 2.0**30),
+    "tib": ("bytes", 2.0**40),
+    "%": ("ratio", 1.0),
+    "percent": ("ratio", 1.0),
+    "x": ("factor", 1.0),
+    "×": ("factor", 1.0),
 }
 _NUMBER = re.compile(r"^([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)\s*(.*)$", re.IGNORECASE)
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
@@ -422,12 +497,16 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     expected = float(variant.answer)
     text = _with_unit(expected, q.unit)
     if _within(value, expected, q):
-        return Feedback("correct", f"Correct: {_with_unit(value, q.unit)}.", expected, q.unit, text,
-                        variant.explanation)
+        return Feedback(
+            "correct", f"Correct: {_with_unit(value, q.unit)}.", expected, q.unit, text, variant.explanation
+        )
     tol = q.tolerance
     band = f"±{fmt_number(tol.abs)}{' ' + q.unit if q.unit else ''}" if tol.abs is not None else f"±{tol.rel:.0%}"
     return Feedback(
         "incorrect",
         f"Not quite: {_with_unit(value, q.unit)} is outside the accepted range ({band}).",
-        expected, q.unit, text, variant.explanation,
+        expected,
+        q.unit,
+        text,
+        variant.explanation,
     )

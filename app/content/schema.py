@@ -20,7 +20,7 @@ live in the loader, which knows every file of a lesson.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -163,9 +163,7 @@ class TraceStep(Strict):
     label: Text = Field(description="Short tag, e.g. 'Recipe'.")
     title: Text = Field(description="What happens at these lines.")
     body: Markdown = Field(description="Why it matters.")
-    lines: list[int] = Field(
-        min_length=1, description="1-based line numbers of the block's `code` this step explains."
-    )
+    lines: list[int] = Field(min_length=1, description="1-based line numbers of the block's `code` this step explains.")
 
 
 class CodeTraceBlock(Strict):
@@ -196,17 +194,15 @@ class QuestionsBlock(Strict):
 
 
 Block = Annotated[
-    Union[
-        MarkdownBlock,
-        CalloutBlock,
-        ObjectivesBlock,
-        StepsBlock,
-        ConceptCardsBlock,
-        SectionBlock,
-        CodeTraceBlock,
-        TimelineBlock,
-        QuestionsBlock,
-    ],
+    MarkdownBlock
+    | CalloutBlock
+    | ObjectivesBlock
+    | StepsBlock
+    | ConceptCardsBlock
+    | SectionBlock
+    | CodeTraceBlock
+    | TimelineBlock
+    | QuestionsBlock,
     Field(discriminator="kind"),
 ]
 
@@ -248,7 +244,7 @@ class SingleChoice(QuestionBase):
     explanation: Markdown | None = Field(None, description="Shown with the answer after any pick.")
 
     @model_validator(mode="after")
-    def _one_correct(self) -> "SingleChoice":
+    def _one_correct(self) -> SingleChoice:
         n = sum(o.correct for o in self.options)
         if n != 1:
             raise ValueError(f"exactly one option with correct: true; found {n}")
@@ -268,7 +264,7 @@ class Tolerance(Strict):
     rel: float | None = Field(None, ge=0, le=1, description="Accepted relative error, e.g. 0.02 for 2%.")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Tolerance":
+    def _one_kind(self) -> Tolerance:
         if (self.abs is None) == (self.rel is None):
             raise ValueError("exactly one of abs or rel; found " + ("both" if self.abs is not None else "neither"))
         return self
@@ -280,7 +276,7 @@ class Range(Strict):
     step: float = Field(1, gt=0, description="Values are min + k·step.")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Range":
+    def _ordered(self) -> Range:
         if self.max < self.min:
             raise ValueError(f"max >= min; found max {self.max} < min {self.min}")
         return self
@@ -290,7 +286,7 @@ class Choices(Strict):
     choices: list[float | int | str] = Field(min_length=1, description="Values drawn with equal chance.")
 
 
-ParamSpec = Union[float, int, str, list[float], Range, Choices]
+ParamSpec = float | int | str | list[float] | Range | Choices
 
 
 class Numeric(QuestionBase):
@@ -312,7 +308,7 @@ class Numeric(QuestionBase):
     )
 
     @model_validator(mode="after")
-    def _answer_or_generator(self) -> "Numeric":
+    def _answer_or_generator(self) -> Numeric:
         if (self.generator is None) == (self.answer is None):
             both = "both" if self.generator is not None else "neither"
             raise ValueError(f"exactly one of `generator` (parameterized) or `answer` (fixed); found {both}")
@@ -321,7 +317,7 @@ class Numeric(QuestionBase):
         return self
 
 
-QuestionFile = Annotated[Union[SingleChoice, FreeResponse, Numeric], Field(discriminator="kind")]
+QuestionFile = Annotated[SingleChoice | FreeResponse | Numeric, Field(discriminator="kind")]
 
 
 # ---------------------------------------------------------------- atlas.yaml
@@ -415,7 +411,7 @@ class Lab(Strict):
     )
 
     @model_validator(mode="after")
-    def _durations(self) -> "Lab":
+    def _durations(self) -> Lab:
         if self.minutes_max < self.minutes_min:
             raise ValueError(f"minutes_max >= minutes_min; found {self.minutes_max} < {self.minutes_min}")
         ids = [e.id for e in self.evidence] + ([self.stretch.id] if self.stretch else [])
@@ -429,7 +425,7 @@ class Lab(Strict):
         return self
 
     @property
-    def report_slots(self) -> list["Evidence | Stretch"]:
+    def report_slots(self) -> list[Evidence | Stretch]:
         """What a lab report can carry: every evidence item, then the stretch challenge."""
         return [*self.evidence, *([self.stretch] if self.stretch else [])]
 
@@ -456,7 +452,7 @@ class RubricItem(Strict):
     )
 
     @model_validator(mode="after")
-    def _levels(self) -> "RubricItem":
+    def _levels(self) -> RubricItem:
         ids = [lv.id for lv in self.levels]
         if len(set(ids)) != len(ids):
             raise ValueError(f"unique level ids; found {ids}")
@@ -478,7 +474,7 @@ class Rubric(Strict):
     items: list[RubricItem] = Field(min_length=1, max_length=40, description="Rubric lines, in grading order.")
 
     @model_validator(mode="after")
-    def _unique(self) -> "Rubric":
+    def _unique(self) -> Rubric:
         ids = [i.id for i in self.items]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:

@@ -50,9 +50,17 @@ class JobOut(BaseModel):
 def job_out(job) -> JobOut:
     env = (job.result or {}).get("environment", {})
     return JobOut(
-        id=job.id, lab=job.lab, params=job.params, backend=job.backend, status=job.status,
-        progress=job.progress, message=job.message, attempts=job.attempts, error=job.error,
-        created_at=job.created_at, started_at=job.started_at,
+        id=job.id,
+        lab=job.lab,
+        params=job.params,
+        backend=job.backend,
+        status=job.status,
+        progress=job.progress,
+        message=job.message,
+        attempts=job.attempts,
+        error=job.error,
+        created_at=job.created_at,
+        started_at=job.started_at,
         finished_at=job.finished_at,
         result_url=f"/api/v1/jobs/{job.id}/result" if job.status == "succeeded" else None,
         label=env.get("label"),
@@ -61,16 +69,27 @@ def job_out(job) -> JobOut:
 
 @router.get("/me")
 def me(request: Request, user: CurrentUser):
-    return {"id": user.id, "email": user.email, "display_name": user.display_name,
-            "roles": sorted(user.roles), "csrf_token": csrf_token_for(request.session)}
+    return {
+        "id": user.id,
+        "email": user.email,
+        "display_name": user.display_name,
+        "roles": sorted(user.roles),
+        "csrf_token": csrf_token_for(request.session),
+    }
 
 
 @router.get("/labs")
 def list_labs(user: CurrentUser):
     out = []
     for spec in catalog.LABS.values():
-        out.append({"name": spec.name, "title": spec.title, "backends": list(spec.backends),
-                    "params_schema": spec.params.model_json_schema()})
+        out.append(
+            {
+                "name": spec.name,
+                "title": spec.title,
+                "backends": list(spec.backends),
+                "params_schema": spec.params.model_json_schema(),
+            }
+        )
     return out
 
 

@@ -47,7 +47,9 @@ def register(
         user = user_service.create_user(db, email=email, password=password, display_name=display_name)
     except user_service.UserError as exc:
         values = {"email": email, "display_name": display_name}
-        return render(request, "auth/register.html", {"errors": {exc.field: exc.message}, "values": values}, status_code=400)
+        return render(
+            request, "auth/register.html", {"errors": {exc.field: exc.message}, "values": values}, status_code=400
+        )
     _login_session(request, user.id)
     return RedirectResponse("/", status_code=303)
 

@@ -29,16 +29,26 @@ def _check_path(path: str, existing: dict) -> str | None:
     if path in existing:
         return None
     if not NEW_FILE.match(path):
-        return (f"file: {path!r} is not a lesson file; use lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, "
-                "parts/NAME.yaml or questions/NAME.yaml (NAME: lower-case letters, digits and dashes)")
+        return (
+            f"file: {path!r} is not a lesson file; use lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, "
+            "parts/NAME.yaml or questions/NAME.yaml (NAME: lower-case letters, digits and dashes)"
+        )
     return None
 
 
 def _preview_ctx(lesson, path: str) -> dict:
-    part_id = path[len("parts/"):-len(".yaml")] if path.startswith("parts/") else lesson.parts[0].id
+    part_id = path[len("parts/") : -len(".yaml")] if path.startswith("parts/") else lesson.parts[0].id
     variants = {qid: make_variant(q, 0) if isinstance(q.body, Numeric) else None for qid, q in lesson.questions.items()}
-    return {"lesson": lesson, "part": lesson.part(part_id) or lesson.parts[0], "version": -1, "current_version": 0,
-            "progress": {}, "responses": {}, "attempts": {}, "variants": variants}
+    return {
+        "lesson": lesson,
+        "part": lesson.part(part_id) or lesson.parts[0],
+        "version": -1,
+        "current_version": 0,
+        "progress": {},
+        "responses": {},
+        "attempts": {},
+        "variants": variants,
+    }
 
 
 @router.get("/lessons/{lesson_id}/edit")
@@ -47,8 +57,15 @@ def edit_page(request: Request, lesson_id: str, user: InstructorUser, db: Sessio
     if file not in row.files:
         raise HTTPException(404, f"Lesson {lesson_id!r} version {row.version} has no file {file!r}.")
     lesson = lesson_service.build(row)
-    ctx = {"lesson_id": lesson_id, "row": row, "path": file, "text": row.files[file], "errors": [],
-           "published": None, **_preview_ctx(lesson, file)}
+    ctx = {
+        "lesson_id": lesson_id,
+        "row": row,
+        "path": file,
+        "text": row.files[file],
+        "errors": [],
+        "published": None,
+        **_preview_ctx(lesson, file),
+    }
     return render(request, "instructor/edit.html", ctx)
 
 
@@ -60,8 +77,14 @@ def _validate(row, path: str, text: str):
 
 
 @router.post("/lessons/{lesson_id}/preview")
-def preview(request: Request, lesson_id: str, user: InstructorUser, db: SessionDep,
-            path: Annotated[str, Form(max_length=200)], text: Annotated[str, Form(max_length=200_000)] = ""):
+def preview(
+    request: Request,
+    lesson_id: str,
+    user: InstructorUser,
+    db: SessionDep,
+    path: Annotated[str, Form(max_length=200)],
+    text: Annotated[str, Form(max_length=200_000)] = "",
+):
     row = _row(db, lesson_id)
     problem = _check_path(path, row.files)
     files, lesson, errors = _validate(row, path, text) if not problem else (None, None, [])
@@ -72,21 +95,39 @@ def preview(request: Request, lesson_id: str, user: InstructorUser, db: SessionD
 
 
 @router.post("/lessons/{lesson_id}/publish")
-def publish(request: Request, lesson_id: str, user: InstructorUser, db: SessionDep,
-            path: Annotated[str, Form(max_length=200)], base_version: Annotated[DbInt, Form()],
-            text: Annotated[str, Form(max_length=200_000)] = "", note: Annotated[str, Form(max_length=500)] = ""):
+def publish(
+    request: Request,
+    lesson_id: str,
+    user: InstructorUser,
+    db: SessionDep,
+    path: Annotated[str, Form(max_length=200)],
+    base_version: Annotated[DbInt, Form()],
+    text: Annotated[str, Form(max_length=200_000)] = "",
+    note: Annotated[str, Form(max_length=500)] = "",
+):
     row = _row(db, lesson_id)
-    ctx = {"lesson_id": lesson_id, "row": row, "path": path, "text": text, "errors": [], "published": None,
-           "path_error": _check_path(path, row.files)}
+    ctx = {
+        "lesson_id": lesson_id,
+        "row": row,
+        "path": path,
+        "text": text,
+        "errors": [],
+        "published": None,
+        "path_error": _check_path(path, row.files),
+    }
     if row.version != base_version:
-        ctx["path_error"] = (f"Version {row.version} was published after you started editing version {base_version}. "
-                             "Your text is kept below: copy it, reload the editor, and apply your change again.")
+        ctx["path_error"] = (
+            f"Version {row.version} was published after you started editing version {base_version}. "
+            "Your text is kept below: copy it, reload the editor, and apply your change again."
+        )
     if ctx["path_error"]:
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
     files = dict(row.files)
     files[path] = text
-    version, errors = lesson_service.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
+    version, errors = lesson_service.publish(
+        db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note
+    )
     if errors:
         ctx["errors"] = errors
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))

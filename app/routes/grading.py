@@ -34,13 +34,19 @@ def _filters(lesson: str | None, status: str | None, grader: str | None) -> dict
 
 
 @router.get("")
-def queue_page(request: Request, user: GraderUser, db: SessionDep, lesson: str | None = None,
-               status: str | None = None, grader: str | None = None):
+def queue_page(
+    request: Request,
+    user: GraderUser,
+    db: SessionDep,
+    lesson: str | None = None,
+    status: str | None = None,
+    grader: str | None = None,
+):
     allowed = grading.graded_lessons(db, user=user)
-    catalogue = [l for l, _ in lesson_service.catalogue(db) if l.lab is not None]
-    lessons = [l for l in catalogue if allowed is None or l.id in allowed]
-    for l in lessons:
-        grading.sync_rubric(db, lesson_id=l.id)
+    catalogue = [les for les, _ in lesson_service.catalogue(db) if les.lab is not None]
+    lessons = [les for les in catalogue if allowed is None or les.id in allowed]
+    for les in lessons:
+        grading.sync_rubric(db, lesson_id=les.id)
     rows = grading.queue(db, user=user, lesson_id=lesson, status=status, grader=grader)
     ctx = {
         "rows": rows,
@@ -58,8 +64,14 @@ def queue_page(request: Request, user: GraderUser, db: SessionDep, lesson: str |
 
 
 @router.post("/assignments")
-def assignments(request: Request, user: InstructorUser, db: SessionDep, email: Annotated[str, Form(max_length=254)],
-                lesson_id: Annotated[str, Form(max_length=64)], action: Annotated[str, Form()] = "assign"):
+def assignments(
+    request: Request,
+    user: InstructorUser,
+    db: SessionDep,
+    email: Annotated[str, Form(max_length=254)],
+    lesson_id: Annotated[str, Form(max_length=64)],
+    action: Annotated[str, Form()] = "assign",
+):
     grader = user_service.get_by_email(db, email=email)
     if grader is None or not grader.roles & {"grader", "instructor"}:
         msg = f"{email}: no grader with that email (give the account the grader role first)."
@@ -81,8 +93,18 @@ def _report(db, report_id: DbInt, user) -> LabReport:
     return report
 
 
-def _review(request: Request, db, user, report: LabReport, number: int | None = None, *, error: str = "",
-            message: str = "", posted: dict | None = None, status_code: int = 200):
+def _review(
+    request: Request,
+    db,
+    user,
+    report: LabReport,
+    number: int | None = None,
+    *,
+    error: str = "",
+    message: str = "",
+    posted: dict | None = None,
+    status_code: int = 200,
+):
     settings = request.app.state.settings
     grading.sync_rubric(db, lesson_id=report.lesson_id)
     versions = report_service.versions(db, report=report)
@@ -100,9 +122,14 @@ def _review(request: Request, db, user, report: LabReport, number: int | None = 
         picked = posted["levels"]
         feedback, notes, base_revision = posted["feedback"], posted["notes"], posted["base_revision"]
     filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
-    order = [r.report.id for r in grading.queue(db, user=user, **{"lesson_id": filters.get("lesson"),
-                                                                   "status": filters.get("status"),
-                                                                   "grader": filters.get("grader")})]
+    order = [
+        r.report.id
+        for r in grading.queue(
+            db,
+            user=user,
+            **{"lesson_id": filters.get("lesson"), "status": filters.get("status"), "grader": filters.get("grader")},
+        )
+    ]
     pos = order.index(report.id) if report.id in order else -1
     ctx = {
         "report": report,
@@ -174,15 +201,30 @@ async def save_grade(request: Request, report_id: DbInt, user: GraderUser, db: S
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
     if cur is None or cur[0].rubric is None:
-        raise HTTPException(409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading.")
+        raise HTTPException(
+            409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading."
+        )
     lesson, lesson_version = cur
     levels = {item.id: form.get(f"level-{item.id}", "") for item in lesson.rubric.items}
-    posted = {"levels": levels, "feedback": form.get("feedback", ""), "notes": form.get("notes", ""),
-              "base_revision": base_revision}
+    posted = {
+        "levels": levels,
+        "feedback": form.get("feedback", ""),
+        "notes": form.get("notes", ""),
+        "base_revision": base_revision,
+    }
     try:
-        grading.save_grade(db, report=report, version=version, grader=user, base_revision=base_revision, levels=levels,
-                           feedback=posted["feedback"], notes=posted["notes"], rubric=lesson.rubric,
-                           rubric_version=lesson_version)
+        grading.save_grade(
+            db,
+            report=report,
+            version=version,
+            grader=user,
+            base_revision=base_revision,
+            levels=levels,
+            feedback=posted["feedback"],
+            notes=posted["notes"],
+            rubric=lesson.rubric,
+            rubric_version=lesson_version,
+        )
     except grading.GradingError as exc:
         return _review(request, db, user, report, number, error=str(exc), posted=posted, status_code=409)
     return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
@@ -200,10 +242,13 @@ def regrade(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep
 
 @router.get("/export.csv")
 def export(user: GraderUser, db: SessionDep, lesson: str | None = None):
-    for l, _ in lesson_service.catalogue(db):
-        if l.rubric is not None and (lesson is None or l.id == lesson):
-            grading.sync_rubric(db, lesson_id=l.id)
+    for les, _ in lesson_service.catalogue(db):
+        if les.rubric is not None and (lesson is None or les.id == lesson):
+            grading.sync_rubric(db, lesson_id=les.id)
     body = grading.export_csv(db, user=user, lesson_id=lesson)
     name = f"grades-{lesson or 'all'}.csv"
-    return Response(body, media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"})
+    return Response(
+        body,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"},
+    )

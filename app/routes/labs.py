@@ -81,8 +81,14 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
         except job_service.JobInputError as exc:
             errors = {e["field"].split(".")[0]: e["message"] for e in exc.errors}
     if job is None:
-        ctx = {"lab": lab, "module": module, "fields": labforms.form_fields(lab), "values": form, "errors": errors,
-               "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10)}
+        ctx = {
+            "lab": lab,
+            "module": module,
+            "fields": labforms.form_fields(lab),
+            "values": form,
+            "errors": errors,
+            "jobs": job_service.list_jobs(db, owner=user, lab=lab, limit=10),
+        }
         response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
         if is_htmx(request):  # errors go back into the form, next to their fields
             response.headers["HX-Retarget"] = "#lab-form-wrap"
@@ -93,7 +99,7 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
-def _job_for(db, job_id: DbInt, user) -> "job_service.Job":
+def _job_for(db, job_id: DbInt, user) -> job_service.Job:
     job = job_service.get_job_for(db, job_id=job_id, user=user)
     if job is None:  # not yours and not a grader: the same answer as a missing job, leaking nothing
         raise HTTPException(404, f"No job {job_id} that you can see.")

@@ -14,9 +14,9 @@ from fastapi.responses import RedirectResponse
 from app.content import grade, make_variant
 from app.content.schema import FreeResponse, Lesson, Numeric
 from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
+from app.services import jobs as job_service
 from app.services import learning
 from app.services import lessons as lesson_service
-from app.services import jobs as job_service
 from app.web import render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -34,7 +34,9 @@ def _lesson(db, lesson_id: str, version: int | None = None) -> tuple[Lesson, int
     row = lesson_service.version_row(db, lesson_id=lesson_id, version=version)
     old = lesson_service.build(row) if row else None
     if old is None:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version} (the current one is {current_version}).")
+        raise HTTPException(
+            404, f"Lesson {lesson_id!r} has no version {version} (the current one is {current_version})."
+        )
     return old, version, current_version
 
 
@@ -76,7 +78,9 @@ def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | N
 
 
 @router.get("/lessons/{lesson_id}/{part_id}")
-def lesson_part(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None):
+def lesson_part(
+    request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None
+):
     lesson, version, current_version = _lesson(db, lesson_id, v)
     if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
@@ -87,8 +91,14 @@ def lesson_part(request: Request, lesson_id: str, part_id: str, user: CurrentUse
 
 
 @router.post("/lessons/{lesson_id}/progress/{part_id}/done")
-def toggle_done(request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep,
-                done: Annotated[str, Form()] = "1"):
+def toggle_done(
+    request: Request,
+    lesson_id: str,
+    part_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    done: Annotated[str, Form()] = "1",
+):
     lesson, version, current_version = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
@@ -98,8 +108,9 @@ def toggle_done(request: Request, lesson_id: str, part_id: str, user: CurrentUse
 
 
 @router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)
-def reading_time(lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep,
-                 seconds: Annotated[int, Form(ge=0, le=3600)] = 0):
+def reading_time(
+    lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, seconds: Annotated[int, Form(ge=0, le=3600)] = 0
+):
     lesson, _, _ = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
@@ -108,14 +119,23 @@ def reading_time(lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep
 
 def _stale(version: int, current_version: int) -> str | None:
     if version != current_version:
-        return (f"This lesson was updated to version {current_version} after you opened it (you answered version "
-                f"{version}). Your text is still in the box: reload the page and submit it again.")
+        return (
+            f"This lesson was updated to version {current_version} after you opened it (you answered version "
+            f"{version}). Your text is still in the box: reload the page and submit it again."
+        )
     return None
 
 
 @router.post("/lessons/{lesson_id}/pauses/{pause_id}")
-def answer_pause(request: Request, lesson_id: str, pause_id: str, user: CurrentUser, db: SessionDep,
-                 answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[DbInt, Form()] = 0):
+def answer_pause(
+    request: Request,
+    lesson_id: str,
+    pause_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+):
     lesson, _, current_version = _lesson(db, lesson_id)
     pause = next((p for p in lesson.pauses if p.id == pause_id), None)
     if pause is None:
@@ -123,19 +143,33 @@ def answer_pause(request: Request, lesson_id: str, pause_id: str, user: CurrentU
     error = _stale(version, current_version)
     if not error:
         try:
-            learning.save_response(db, user=user, lesson_id=lesson_id, version=version, item_id=pause_id,
-                                   kind="pause", text=answer)
+            learning.save_response(
+                db, user=user, lesson_id=lesson_id, version=version, item_id=pause_id, kind="pause", text=answer
+            )
         except learning.AnswerError as exc:
             error = exc.message
-    ctx = {"lesson": lesson, "version": current_version, "pause": pause, "error": error, "draft": answer,
-           "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id)}
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "pause": pause,
+        "error": error,
+        "draft": answer,
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
     return render(request, "lessons/_pause.html", ctx, status_code=400 if error else 200)
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}")
-def answer_question(request: Request, lesson_id: str, question_id: str, user: CurrentUser, db: SessionDep,
-                    answer: Annotated[str, Form(max_length=20000)] = "", version: Annotated[DbInt, Form()] = 0,
-                    seed: Annotated[DbInt, Form()] = -1):
+def answer_question(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+    seed: Annotated[DbInt, Form()] = -1,
+):
     lesson, _, current_version = _lesson(db, lesson_id)
     question = lesson.questions.get(question_id)
     if question is None:
@@ -155,15 +189,39 @@ def answer_question(request: Request, lesson_id: str, question_id: str, user: Cu
         feedback = grade(question, variant, answer)
         if feedback.counts_as_attempt:
             if isinstance(question.body, FreeResponse):
-                learning.save_response(db, user=user, lesson_id=lesson_id, version=version, item_id=question_id,
-                                       kind="free_response", text=answer)
-            learning.record_attempt(db, user=user, lesson_id=lesson_id, version=version, question_id=question_id,
-                                    seed=my_seed, answer=answer, status=feedback.status)
+                learning.save_response(
+                    db,
+                    user=user,
+                    lesson_id=lesson_id,
+                    version=version,
+                    item_id=question_id,
+                    kind="free_response",
+                    text=answer,
+                )
+            learning.record_attempt(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                seed=my_seed,
+                answer=answer,
+                status=feedback.status,
+            )
         else:
             error = feedback.message
             feedback = None
-    ctx = {"lesson": lesson, "version": current_version, "qid": question_id, "q": question.body,
-           "variant": variant, "seed": my_seed, "feedback": feedback, "error": error, "draft": answer,
-           "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
-           "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id)}
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "qid": question_id,
+        "q": question.body,
+        "variant": variant,
+        "seed": my_seed,
+        "feedback": feedback,
+        "error": error,
+        "draft": answer,
+        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
     return render(request, "lessons/_question.html", ctx, status_code=400 if error else 200)

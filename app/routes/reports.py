@@ -1,12 +1,12 @@
 """Learner lab reports: assemble evidence and answers, upload bundles, submit, see checks and grades.
 
-    GET  /reports                                     my reports, one per lesson with a lab
-    GET  /lessons/{id}/report                         the report page (draft, versions, grades)
-    POST /lessons/{id}/report                         action=save | submit | attach-latest
-    POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
-    GET  /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}   evidence files, for owner and graders
-    GET  /bundles/{id}, /bundles/{id}/artifacts/{name}                  an uploaded bundle, for its owner
-    POST /api/v1/bundles, GET /api/v1/bundles/{id}                      the same upload for scripts
+GET  /reports                                     my reports, one per lesson with a lab
+GET  /lessons/{id}/report                         the report page (draft, versions, grades)
+POST /lessons/{id}/report                         action=save | submit | attach-latest
+POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
+GET  /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}   evidence files, for owner and graders
+GET  /bundles/{id}, /bundles/{id}/artifacts/{name}                  an uploaded bundle, for its owner
+POST /api/v1/bundles, GET /api/v1/bundles/{id}                      the same upload for scripts
 """
 
 from __future__ import annotations
@@ -54,14 +54,16 @@ def evidence_views(db, settings, report: LabReport, version: ReportVersion, less
     for slot in report_service.slots(lesson):
         ref = (version.evidence or {}).get(slot.id)
         src = report_service.source_for(db, settings, ref) if ref else None
-        out.append({
-            "slot": slot,
-            "ref": ref,
-            "source": src,
-            "result": src.result if src and not src.problem else None,
-            "check": (version.checks or {}).get(slot.id) or {"status": "missing", "checks": []},
-            "artifact_base": f"/reports/{report.id}/versions/{version.number}/evidence/{slot.id}/artifacts",
-        })
+        out.append(
+            {
+                "slot": slot,
+                "ref": ref,
+                "source": src,
+                "result": src.result if src and not src.problem else None,
+                "check": (version.checks or {}).get(slot.id) or {"status": "missing", "checks": []},
+                "artifact_base": f"/reports/{report.id}/versions/{version.number}/evidence/{slot.id}/artifacts",
+            }
+        )
     return out
 
 
@@ -72,9 +74,20 @@ def _ref_value(ref: dict | None) -> str:
     return f"{kind}:{ref[kind]}"
 
 
-def _page(request: Request, db, user, lesson: Lesson, lesson_version: int, report: LabReport | None, *,
-          errors: dict | None = None, message: str = "", upload_error: str = "", form: dict | None = None,
-          status_code: int = 200):
+def _page(
+    request: Request,
+    db,
+    user,
+    lesson: Lesson,
+    lesson_version: int,
+    report: LabReport | None,
+    *,
+    errors: dict | None = None,
+    message: str = "",
+    upload_error: str = "",
+    form: dict | None = None,
+    status_code: int = 200,
+):
     settings = request.app.state.settings
     grading.sync_rubric(db, lesson_id=lesson.id)
     draft = (report.draft if report else None) or {}
@@ -88,8 +101,14 @@ def _page(request: Request, db, user, lesson: Lesson, lesson_version: int, repor
     history = []
     for v in report_service.versions(db, report=report) if report else []:
         g = grading.latest_grade(db, version=v)
-        history.append({"version": v, "grade": g, "summary": report_service.summary(v.checks or {}),
-                        "evidence": evidence_views(db, settings, report, v, lesson_of_version(db, report, v))})
+        history.append(
+            {
+                "version": v,
+                "grade": g,
+                "summary": report_service.summary(v.checks or {}),
+                "evidence": evidence_views(db, settings, report, v, lesson_of_version(db, report, v)),
+            }
+        )
     ctx = {
         "lesson": lesson,
         "lesson_version": lesson_version,
@@ -137,17 +156,29 @@ async def report_post(request: Request, lesson_id: str, user: CurrentUser, db: S
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     if action == "attach-latest":
         filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
-        msg = f"Attached your latest runs to {len(filled)} item(s)." if filled else "No empty item had a finished run to attach."
+        msg = (
+            f"Attached your latest runs to {len(filled)} item(s)."
+            if filled
+            else "No empty item had a finished run to attach."
+        )
         return _page(request, db, user, lesson, version, report, message=msg)
     evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
     answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     try:
         report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
         if action == "submit":
-            v = report_service.submit(db, settings=request.app.state.settings, report=report, lesson=lesson,
-                                      lesson_version=version)
-            return _page(request, db, user, lesson, version, report,
-                         message=f"Submitted as version {v.number}. The automatic checks ran; a grader will pick it up.")
+            v = report_service.submit(
+                db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
+            )
+            return _page(
+                request,
+                db,
+                user,
+                lesson,
+                version,
+                report,
+                message=f"Submitted as version {v.number}. The automatic checks ran; a grader will pick it up.",
+            )
     except report_service.ReportError as exc:
         return _page(request, db, user, lesson, version, report, errors=exc.errors, form=form, status_code=422)
     return _page(request, db, user, lesson, version, report, message="Draft saved.")
@@ -169,19 +200,39 @@ async def upload_bundle(request: Request, lesson_id: str, user: CurrentUser, db:
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     try:
         filename, data, fields = await _read_upload(request)
-        bundle = bundle_service.ingest(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
+        bundle = bundle_service.ingest(
+            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
+        )
     except bundle_service.BundleError as exc:
-        return _page(request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.", status_code=422)
-    slot_id = fields.get("slot") or next((s.id for s in report_service.slots(lesson)
-                                          if s.lab == bundle.lab and s.kind == "evidence"), "")
+        return _page(
+            request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.", status_code=422
+        )
+    slot_id = fields.get("slot") or next(
+        (s.id for s in report_service.slots(lesson) if s.lab == bundle.lab and s.kind == "evidence"), ""
+    )
     try:
         report_service.attach(db, report=report, owner=user, lesson=lesson, slot_id=slot_id, ref={"bundle": bundle.id})
     except report_service.ReportError as exc:
-        return _page(request, db, user, lesson, version, report, status_code=422,
-                     upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.")
+        return _page(
+            request,
+            db,
+            user,
+            lesson,
+            version,
+            report,
+            status_code=422,
+            upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.",
+        )
     title = next(s.title for s in report_service.slots(lesson) if s.id == slot_id)
-    return _page(request, db, user, lesson, version, report,
-                 message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.")
+    return _page(
+        request,
+        db,
+        user,
+        lesson,
+        version,
+        report,
+        message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.",
+    )
 
 
 def _serve(root, result: dict, name: str, what: str):
@@ -193,8 +244,9 @@ def _serve(root, result: dict, name: str, what: str):
 
 
 @router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name}")
-def evidence_artifact(request: Request, report_id: DbInt, number: DbInt, slot_id: str, name: str, user: CurrentUser,
-                      db: SessionDep):
+def evidence_artifact(
+    request: Request, report_id: DbInt, number: DbInt, slot_id: str, name: str, user: CurrentUser, db: SessionDep
+):
     report = grading.report_for_viewer(db, report_id=report_id, user=user)
     version = report_service.version(db, report=report, number=number) if report else None
     ref = (version.evidence or {}).get(slot_id) if version else None
@@ -227,10 +279,17 @@ def bundle_artifact(request: Request, bundle_id: DbInt, name: str, user: Current
 
 def _bundle_json(bundle: Bundle) -> dict:
     env = bundle.result.get("environment", {})
-    return {"id": bundle.id, "lab": bundle.lab, "filename": bundle.filename, "size_bytes": bundle.size_bytes,
-            "label": env.get("label"), "emulated": bool(env.get("emulated")),
-            "artifacts": [a["name"] for a in bundle.result.get("artifacts", [])],
-            "url": f"/bundles/{bundle.id}", "created_at": bundle.created_at}
+    return {
+        "id": bundle.id,
+        "lab": bundle.lab,
+        "filename": bundle.filename,
+        "size_bytes": bundle.size_bytes,
+        "label": env.get("label"),
+        "emulated": bool(env.get("emulated")),
+        "artifacts": [a["name"] for a in bundle.result.get("artifacts", [])],
+        "url": f"/bundles/{bundle.id}",
+        "created_at": bundle.created_at,
+    }
 
 
 @api.post("/bundles", status_code=201)
@@ -238,7 +297,9 @@ async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep)
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
     try:
         filename, data, _ = await _read_upload(request)
-        bundle = bundle_service.ingest(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
+        bundle = bundle_service.ingest(
+            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
+        )
     except bundle_service.BundleError as exc:
         return JSONResponse({"detail": f"Upload refused: {exc}."}, status_code=422)
     return _bundle_json(bundle)

@@ -30,8 +30,12 @@ def _run(tool: str, query: dict) -> tuple[dict | None, dict | None, list[dict]]:
 
 
 def _state(tool: str, result, params, errors) -> dict:
-    return {"title": TOOLS[tool][2], "params": params, "result": result,
-            "errors": {e["field"]: e["message"] for e in errors}}
+    return {
+        "title": TOOLS[tool][2],
+        "params": params,
+        "result": result,
+        "errors": {e["field"]: e["message"] for e in errors},
+    }
 
 
 def _defaults() -> dict:

@@ -63,7 +63,9 @@ def _safe_name(info: zipfile.ZipInfo) -> str:
         raise BundleError(f"entry {name!r}: absolute paths are not allowed; paths must be relative to the bundle")
     parts = [p for p in name.rstrip("/").split("/")]
     if any(p in ("..", ".") or p == "" for p in parts):
-        raise BundleError(f"entry {name!r}: '..', '.' and empty path parts are not allowed (they could escape the bundle)")
+        raise BundleError(
+            f"entry {name!r}: '..', '.' and empty path parts are not allowed (they could escape the bundle)"
+        )
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
         raise BundleError(f"entry {name!r}: symbolic links are not allowed")
@@ -91,14 +93,18 @@ def _entries(zf: zipfile.ZipFile) -> list[_Entry]:
             continue
         ext = posixpath.splitext(path)[1].lower()
         if ext not in MEDIA_TYPES:
-            raise BundleError(f"entry {info.filename!r}: files of type {ext or '(none)'!r} are not allowed; "
-                              f"allowed: {', '.join(sorted(MEDIA_TYPES))}")
+            raise BundleError(
+                f"entry {info.filename!r}: files of type {ext or '(none)'!r} are not allowed; "
+                f"allowed: {', '.join(sorted(MEDIA_TYPES))}"
+            )
         declared += info.file_size
         if declared > MAX_TOTAL_BYTES:
             raise BundleError(f"the zip expands to more than {_mb(MAX_TOTAL_BYTES)}, the limit for a bundle")
         if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-            raise BundleError(f"entry {info.filename!r} expands {info.file_size // max(info.compress_size, 1)}x "
-                              f"(more than {MAX_RATIO}x): refused as a possible zip bomb")
+            raise BundleError(
+                f"entry {info.filename!r} expands {info.file_size // max(info.compress_size, 1)}x "
+                f"(more than {MAX_RATIO}x): refused as a possible zip bomb"
+            )
         files.append(_Entry(info, path))
     return _strip_single_top_folder(files)
 
@@ -110,7 +116,7 @@ def _strip_single_top_folder(files: list[_Entry]) -> list[_Entry]:
     tops = {e.path.split("/", 1)[0] for e in files}
     if len(tops) == 1 and all("/" in e.path for e in files):
         top = tops.pop() + "/"
-        return [_Entry(e.info, e.path[len(top):]) for e in files]
+        return [_Entry(e.info, e.path[len(top) :]) for e in files]
     return files
 
 
@@ -138,7 +144,9 @@ def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> None:
 def _read_result(dest: Path) -> dict:
     path = dest / "result.json"
     if not path.is_file():
-        raise BundleError("the zip has no result.json at its top level (zip the folder `python -m labs run --out` wrote)")
+        raise BundleError(
+            "the zip has no result.json at its top level (zip the folder `python -m labs run --out` wrote)"
+        )
     if path.stat().st_size > MAX_RESULT_BYTES:
         raise BundleError(f"result.json is {_mb(path.stat().st_size)}; at most {_mb(MAX_RESULT_BYTES)}")
     try:
@@ -146,7 +154,9 @@ def _read_result(dest: Path) -> dict:
     except UnicodeDecodeError:
         raise BundleError("result.json is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise BundleError(f"result.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise BundleError(
+            f"result.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     if not isinstance(result, dict):
         raise BundleError("result.json must hold a JSON object")
     problem = schema_problem(result)
@@ -158,8 +168,10 @@ def _read_result(dest: Path) -> dict:
             raise BundleError(f"artifact {a['name']!r} is listed in result.json at {a['path']!r} but is not in the zip")
         ext = posixpath.splitext(a["path"])[1].lower()
         if MEDIA_TYPES.get(ext) != a["media_type"]:
-            raise BundleError(f"artifact {a['name']!r}: {a['path']!r} is declared as {a['media_type']} "
-                              f"but its extension says {MEDIA_TYPES.get(ext, 'an unknown type')}")
+            raise BundleError(
+                f"artifact {a['name']!r}: {a['path']!r} is declared as {a['media_type']} "
+                f"but its extension says {MEDIA_TYPES.get(ext, 'an unknown type')}"
+            )
     return result
 
 
@@ -176,7 +188,9 @@ def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
-        raise BundleError("the file is not a zip archive (make one with `zip -r bundle.zip .` in the lab's --out folder)") from None
+        raise BundleError(
+            "the file is not a zip archive (make one with `zip -r bundle.zip .` in the lab's --out folder)"
+        ) from None
     root = bundles_dir(settings)
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".upload-{uuid.uuid4().hex}"
@@ -189,8 +203,14 @@ def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data:
             except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
                 raise BundleError(f"the zip could not be read: {exc}") from None
         result = _read_result(tmp)
-        bundle = Bundle(owner_id=owner.id, lab=result["lab"], filename=(filename or "bundle.zip")[:255],
-                        size_bytes=len(data), bundle_dir="", result=result)
+        bundle = Bundle(
+            owner_id=owner.id,
+            lab=result["lab"],
+            filename=(filename or "bundle.zip")[:255],
+            size_bytes=len(data),
+            bundle_dir="",
+            result=result,
+        )
         db.add(bundle)
         db.flush()
         final = root / str(bundle.id)

@@ -39,7 +39,9 @@ class GradingError(ValueError):
 
 def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
     """Let `grader` grade `lesson_id`; False if already assigned."""
-    if db.scalar(select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)):
+    if db.scalar(
+        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
+    ):
         return False
     db.add(GraderAssignment(user_id=grader.id, lesson_id=lesson_id))
     try:
@@ -51,15 +53,20 @@ def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
 
 
 def unassign(db: Session, *, grader: User, lesson_id: str) -> None:
-    row = db.scalar(select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id))
+    row = db.scalar(
+        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
+    )
     if row:
         db.delete(row)
         db.commit()
 
 
 def assignments(db: Session) -> list[tuple[User, str]]:
-    rows = db.execute(select(User, GraderAssignment.lesson_id).join(GraderAssignment, GraderAssignment.user_id == User.id)
-                      .order_by(GraderAssignment.lesson_id, User.email)).all()
+    rows = db.execute(
+        select(User, GraderAssignment.lesson_id)
+        .join(GraderAssignment, GraderAssignment.user_id == User.id)
+        .order_by(GraderAssignment.lesson_id, User.email)
+    ).all()
     return [(u, lid) for u, lid in rows]
 
 
@@ -107,8 +114,9 @@ class QueueRow:
     grade: Grade | None
 
 
-def queue(db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None,
-          grader: str | None = None) -> list[QueueRow]:
+def queue(
+    db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
+) -> list[QueueRow]:
     """Submitted reports `user` may grade, oldest submission first (ties by id): a stable order.
 
     grader: 'me', 'none' (unclaimed) or a user id as text.
@@ -130,19 +138,35 @@ def queue(db: Session, *, user: User, lesson_id: str | None = None, status: str 
     reports = db.scalars(q.order_by(LabReport.submitted_at, LabReport.id)).all()
     rows = []
     for r in reports:
-        v = db.scalar(select(ReportVersion).where(ReportVersion.report_id == r.id).order_by(ReportVersion.number.desc()).limit(1))
+        v = db.scalar(
+            select(ReportVersion).where(ReportVersion.report_id == r.id).order_by(ReportVersion.number.desc()).limit(1)
+        )
         if v is None:
             continue
-        rows.append(QueueRow(r, db.get(User, r.owner_id), v, db.get(User, r.claimed_by_id) if r.claimed_by_id else None,
-                             latest_grade(db, version=v)))
+        rows.append(
+            QueueRow(
+                r,
+                db.get(User, r.owner_id),
+                v,
+                db.get(User, r.claimed_by_id) if r.claimed_by_id else None,
+                latest_grade(db, version=v),
+            )
+        )
     return rows
 
 
 def graders(db: Session) -> list[User]:
     from app.models import UserRole
 
-    return list(db.scalars(select(User).join(UserRole).where(UserRole.role.in_(("grader", "instructor")))
-                           .distinct().order_by(User.email)))
+    return list(
+        db.scalars(
+            select(User)
+            .join(UserRole)
+            .where(UserRole.role.in_(("grader", "instructor")))
+            .distinct()
+            .order_by(User.email)
+        )
+    )
 
 
 # ---------------------------------------------------------------- claims
@@ -150,11 +174,18 @@ def graders(db: Session) -> list[User]:
 
 def claim(db: Session, *, report: LabReport, grader: User) -> None:
     """Take the report; GradingError if someone else holds it. A conditional UPDATE decides a race."""
-    res = db.execute(update(LabReport)
-                     .where(LabReport.id == report.id, LabReport.status.in_(("submitted", "graded")),
-                            LabReport.claimed_by_id.is_(None))
-                     .values(status=case((LabReport.status == "submitted", "claimed"), else_=LabReport.status),
-                             claimed_by_id=grader.id, claimed_at=utcnow(), revision=LabReport.revision + 1))
+    res = db.execute(
+        update(LabReport)
+        .where(
+            LabReport.id == report.id, LabReport.status.in_(("submitted", "graded")), LabReport.claimed_by_id.is_(None)
+        )
+        .values(
+            status=case((LabReport.status == "submitted", "claimed"), else_=LabReport.status),
+            claimed_by_id=grader.id,
+            claimed_at=utcnow(),
+            revision=LabReport.revision + 1,
+        )
+    )
     db.commit()
     db.refresh(report)
     if res.rowcount != 1 and report.claimed_by_id != grader.id:
@@ -170,9 +201,16 @@ def release(db: Session, *, report: LabReport, user: User) -> None:
         return
     if report.claimed_by_id != user.id and not user.has_role("instructor"):
         raise GradingError("Only the grader holding the claim, or an instructor, can release it.")
-    db.execute(update(LabReport).where(LabReport.id == report.id, LabReport.claimed_by_id == report.claimed_by_id)
-               .values(claimed_by_id=None, claimed_at=None, revision=LabReport.revision + 1,
-                       status=("submitted" if report.status == "claimed" else report.status)))
+    db.execute(
+        update(LabReport)
+        .where(LabReport.id == report.id, LabReport.claimed_by_id == report.claimed_by_id)
+        .values(
+            claimed_by_id=None,
+            claimed_at=None,
+            revision=LabReport.revision + 1,
+            status=("submitted" if report.status == "claimed" else report.status),
+        )
+    )
     db.commit()
     db.refresh(report)
 
@@ -214,18 +252,34 @@ def score(rubric: Rubric, levels: dict[str, str | dict]) -> tuple[dict, float, l
     return scores, round(total, 4), unscored
 
 
-def save_grade(db: Session, *, report: LabReport, version: ReportVersion, grader: User, base_revision: int,
-               levels: dict[str, str], feedback: str, notes: str, rubric: Rubric, rubric_version: int) -> Grade:
+def save_grade(
+    db: Session,
+    *,
+    report: LabReport,
+    version: ReportVersion,
+    grader: User,
+    base_revision: int,
+    levels: dict[str, str],
+    feedback: str,
+    notes: str,
+    rubric: Rubric,
+    rubric_version: int,
+) -> Grade:
     """Append a grade revision; GradingError if the report is not claimed by `grader`, a line is unscored,
     the version is not the latest, or another save (or a rubric recompute) came first."""
     if report.claimed_by_id != grader.id:
         raise GradingError("Claim the report before saving a grade (another grader may hold it).")
     latest = db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id))
     if version.number != latest:
-        raise GradingError(f"The learner submitted version {latest} after you opened version {version.number}. "
-                           "Your scores and text are kept below; open the new version to grade it.")
-    bad = [f"{item_id}: {level!r}" for item_id, level in levels.items()
-           if rubric.item(item_id) is None or (level and rubric.item(item_id).level(level) is None)]
+        raise GradingError(
+            f"The learner submitted version {latest} after you opened version {version.number}. "
+            "Your scores and text are kept below; open the new version to grade it."
+        )
+    bad = [
+        f"{item_id}: {level!r}"
+        for item_id, level in levels.items()
+        if rubric.item(item_id) is None or (level and rubric.item(item_id).level(level) is None)
+    ]
     if bad:
         raise GradingError("Unknown rubric lines or levels: " + ", ".join(bad) + ".")
     scores, total, unscored = score(rubric, {k: v for k, v in levels.items() if v})
@@ -239,17 +293,30 @@ def save_grade(db: Session, *, report: LabReport, version: ReportVersion, grader
     conflict = _conflict_message(db, current)
     if base_revision != current_rev:
         raise GradingError(conflict)
-    grade = Grade(version_id=version.id, revision=current_rev + 1, grader_id=grader.id, rubric_version=rubric_version,
-                  rubric_hash=rubric_hash(rubric), scores=scores, total=total, max_total=rubric.max_points,
-                  feedback=feedback, notes=notes, reason="saved by grader")
+    grade = Grade(
+        version_id=version.id,
+        revision=current_rev + 1,
+        grader_id=grader.id,
+        rubric_version=rubric_version,
+        rubric_hash=rubric_hash(rubric),
+        scores=scores,
+        total=total,
+        max_total=rubric.max_points,
+        feedback=feedback,
+        notes=notes,
+        reason="saved by grader",
+    )
     db.add(grade)
     try:
         db.flush()
     except IntegrityError:  # another save from the same revision got there between our read and insert
         db.rollback()
         raise GradingError(_conflict_message(db, latest_grade(db, version=version))) from None
-    db.execute(update(LabReport).where(LabReport.id == report.id)
-               .values(status="graded", updated_at=utcnow(), revision=LabReport.revision + 1))
+    db.execute(
+        update(LabReport)
+        .where(LabReport.id == report.id)
+        .values(status="graded", updated_at=utcnow(), revision=LabReport.revision + 1)
+    )
     db.commit()
     db.refresh(report)
     return grade
@@ -257,10 +324,14 @@ def save_grade(db: Session, *, report: LabReport, version: ReportVersion, grader
 
 def _conflict_message(db: Session, current: Grade | None) -> str:
     if current is None:
-        return "The grade changed while you were editing. Your scores and text are kept below; reload before saving again."
+        return (
+            "The grade changed while you were editing. Your scores and text are kept below; reload before saving again."
+        )
     who = db.get(User, current.grader_id).display_name if current.grader_id else "a rubric recompute"
-    return (f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
-            "your scores and text are kept below. Reload to see the saved grade, then save again if you still disagree.")
+    return (
+        f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
+        "your scores and text are kept below. Reload to see the saved grade, then save again if you still disagree."
+    )
 
 
 def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
@@ -273,22 +344,40 @@ def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
         return []
     lesson, lesson_version = cur
     rubric, want = lesson.rubric, rubric_hash(lesson.rubric)
-    latest_rev = (select(Grade.version_id, func.max(Grade.revision).label("rev"))
-                  .join(ReportVersion, ReportVersion.id == Grade.version_id)
-                  .join(LabReport, LabReport.id == ReportVersion.report_id)
-                  .where(LabReport.lesson_id == lesson_id).group_by(Grade.version_id).subquery())
-    stale = db.scalars(select(Grade).join(latest_rev, (Grade.version_id == latest_rev.c.version_id)
-                                          & (Grade.revision == latest_rev.c.rev))
-                       .where(Grade.rubric_hash != want)).all()
+    latest_rev = (
+        select(Grade.version_id, func.max(Grade.revision).label("rev"))
+        .join(ReportVersion, ReportVersion.id == Grade.version_id)
+        .join(LabReport, LabReport.id == ReportVersion.report_id)
+        .where(LabReport.lesson_id == lesson_id)
+        .group_by(Grade.version_id)
+        .subquery()
+    )
+    stale = db.scalars(
+        select(Grade)
+        .join(latest_rev, (Grade.version_id == latest_rev.c.version_id) & (Grade.revision == latest_rev.c.rev))
+        .where(Grade.rubric_hash != want)
+    ).all()
     touched = []
     for g in stale:
         scores, total, unscored = score(rubric, g.scores or {})
         reason = f"recomputed for rubric of lesson version {lesson_version}: total {g.total:g} -> {total:g} of {rubric.max_points:g}"
         if unscored:
             reason += f"; new lines not scored yet: {', '.join(unscored)}"
-        db.add(Grade(version_id=g.version_id, revision=g.revision + 1, grader_id=None, rubric_version=lesson_version,
-                     rubric_hash=want, scores=scores, total=total, max_total=rubric.max_points,
-                     feedback=g.feedback, notes=g.notes, reason=reason))
+        db.add(
+            Grade(
+                version_id=g.version_id,
+                revision=g.revision + 1,
+                grader_id=None,
+                rubric_version=lesson_version,
+                rubric_hash=want,
+                scores=scores,
+                total=total,
+                max_total=rubric.max_points,
+                feedback=g.feedback,
+                notes=g.notes,
+                reason=reason,
+            )
+        )
         try:
             db.commit()
             touched.append(g.version_id)
@@ -315,20 +404,49 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
         if lid not in rubrics:
             cur = lesson_service.current(db, lesson_id=lid)
             rubrics[lid] = cur[0].rubric if cur else None
-            for item in (rubrics[lid].items if rubrics[lid] else []):
+            for item in rubrics[lid].items if rubrics[lid] else []:
                 if item.id not in item_ids:
                     item_ids.append(item.id)
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["report", "lesson", "learner_email", "learner_name", "version", "submitted_at", "status", "grader",
-                "total", "max_total", *item_ids, "graded_at", "feedback"])
+    w.writerow(
+        [
+            "report",
+            "lesson",
+            "learner_email",
+            "learner_name",
+            "version",
+            "submitted_at",
+            "status",
+            "grader",
+            "total",
+            "max_total",
+            *item_ids,
+            "graded_at",
+            "feedback",
+        ]
+    )
     for row in rows:
         g = row.grade
         scores = (g.scores if g else {}) or {}
-        w.writerow([_cell(v) for v in (
-            row.report.id, row.report.lesson_id, row.owner.email, row.owner.display_name, row.version.number,
-            row.version.submitted_at.isoformat() if row.version.submitted_at else "", row.report.status,
-            row.grader.email if row.grader else "", g.total if g else "", g.max_total if g else "",
-            *[(scores.get(i) or {}).get("points", "") for i in item_ids],
-            g.created_at.isoformat() if g else "", g.feedback if g else "")])
+        w.writerow(
+            [
+                _cell(v)
+                for v in (
+                    row.report.id,
+                    row.report.lesson_id,
+                    row.owner.email,
+                    row.owner.display_name,
+                    row.version.number,
+                    row.version.submitted_at.isoformat() if row.version.submitted_at else "",
+                    row.report.status,
+                    row.grader.email if row.grader else "",
+                    g.total if g else "",
+                    g.max_total if g else "",
+                    *[(scores.get(i) or {}).get("points", "") for i in item_ids],
+                    g.created_at.isoformat() if g else "",
+                    g.feedback if g else "",
+                )
+            ]
+        )
     return out.getvalue()

@@ -39,7 +39,9 @@ class Progress:
 def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
     """Return the validated, normalised params or raise JobInputError naming the field."""
     if lab not in catalog.LABS:
-        raise JobInputError([{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}])
+        raise JobInputError(
+            [{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}]
+        )
     if backend not in BACKEND_CHOICES:
         raise JobInputError(
             [{"field": "backend", "message": f"backend: got {backend!r}, expected one of {', '.join(BACKEND_CHOICES)}"}]
@@ -53,7 +55,9 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
     return model.model_dump(mode="json")
 
 
-def create_job(db: Session, *, owner: User, lab: str, params: dict, backend: str = "auto", max_attempts: int = 2) -> Job:
+def create_job(
+    db: Session, *, owner: User, lab: str, params: dict, backend: str = "auto", max_attempts: int = 2
+) -> Job:
     clean = validate_request(lab=lab, params=params, backend=backend)
     job = Job(
         owner_id=owner.id,
@@ -189,9 +193,7 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
                 message="failed: worker lost",
             )
         res = db.execute(
-            update(Job)
-            .where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now)
-            .values(**values)
+            update(Job).where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now).values(**values)
         )
         if res.rowcount == 1:
             touched.append(job.id)

@@ -40,8 +40,11 @@ def check_answer_text(text: str, field: str = "answer") -> str:
 
 
 def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> PartProgress:
-    row = db.scalar(select(PartProgress).where(PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id,
-                                               PartProgress.part_id == part_id))
+    row = db.scalar(
+        select(PartProgress).where(
+            PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id, PartProgress.part_id == part_id
+        )
+    )
     if row is None:
         row = PartProgress(user_id=user.id, lesson_id=lesson_id, part_id=part_id, seconds_spent=0)
         db.add(row)
@@ -93,32 +96,50 @@ def resume_part(db: Session, *, user: User, lesson: Lesson) -> str:
     return max(known, key=lambda r: r.last_seen_at).part_id
 
 
-def save_response(db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str) -> Response:
-    row = Response(user_id=user.id, lesson_id=lesson_id, lesson_version=version, item_id=item_id, kind=kind,
-                   text=check_answer_text(text))
+def save_response(
+    db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str
+) -> Response:
+    row = Response(
+        user_id=user.id,
+        lesson_id=lesson_id,
+        lesson_version=version,
+        item_id=item_id,
+        kind=kind,
+        text=check_answer_text(text),
+    )
     db.add(row)
     db.commit()
     return row
 
 
 def latest_responses(db: Session, *, user: User, lesson_id: str) -> dict[str, Response]:
-    rows = db.scalars(select(Response).where(Response.user_id == user.id, Response.lesson_id == lesson_id)
-                      .order_by(Response.id))
+    rows = db.scalars(
+        select(Response).where(Response.user_id == user.id, Response.lesson_id == lesson_id).order_by(Response.id)
+    )
     return {r.item_id: r for r in rows}
 
 
-def record_attempt(db: Session, *, user: User, lesson_id: str, version: int, question_id: str, seed: int,
-                   answer: str, status: str) -> Attempt:
-    row = Attempt(user_id=user.id, lesson_id=lesson_id, lesson_version=version, question_id=question_id,
-                  variant_seed=seed, answer=answer[:MAX_ANSWER_CHARS], status=status)
+def record_attempt(
+    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, seed: int, answer: str, status: str
+) -> Attempt:
+    row = Attempt(
+        user_id=user.id,
+        lesson_id=lesson_id,
+        lesson_version=version,
+        question_id=question_id,
+        variant_seed=seed,
+        answer=answer[:MAX_ANSWER_CHARS],
+        status=status,
+    )
     db.add(row)
     db.commit()
     return row
 
 
 def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
-    rows = db.scalars(select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id)
-                      .order_by(Attempt.id))
+    rows = db.scalars(
+        select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id).order_by(Attempt.id)
+    )
     return {r.question_id: r for r in rows}
 
 
@@ -147,18 +168,26 @@ def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> 
     for lesson, version in lessons:
         rows = progress_map(db, user=user, lesson_id=lesson.id)
         part_ids = {p.id for p in lesson.parts}
-        correct = db.scalar(
-            select(func.count(func.distinct(Attempt.question_id))).where(
-                Attempt.user_id == user.id, Attempt.lesson_id == lesson.id, Attempt.status.in_(("correct", "answered"))
+        correct = (
+            db.scalar(
+                select(func.count(func.distinct(Attempt.question_id))).where(
+                    Attempt.user_id == user.id,
+                    Attempt.lesson_id == lesson.id,
+                    Attempt.status.in_(("correct", "answered")),
+                )
             )
-        ) or 0
-        out.append(LessonProgress(
-            lesson=lesson, version=version,
-            parts_done=sum(1 for pid, r in rows.items() if pid in part_ids and r.done_at),
-            parts_total=len(lesson.parts),
-            seconds=sum(r.seconds_spent for r in rows.values()),
-            questions_correct=correct,
-            questions_total=len(lesson.questions),
-            resume_part=resume_part(db, user=user, lesson=lesson),
-        ))
+            or 0
+        )
+        out.append(
+            LessonProgress(
+                lesson=lesson,
+                version=version,
+                parts_done=sum(1 for pid, r in rows.items() if pid in part_ids and r.done_at),
+                parts_total=len(lesson.parts),
+                seconds=sum(r.seconds_spent for r in rows.values()),
+                questions_correct=correct,
+                questions_total=len(lesson.questions),
+                resume_part=resume_part(db, user=user, lesson=lesson),
+            )
+        )
     return out

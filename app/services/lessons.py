@@ -47,12 +47,17 @@ def latest_row(db: Session, *, lesson_id: str, source: str | None = None) -> Les
 
 
 def version_row(db: Session, *, lesson_id: str, version: int) -> LessonVersion | None:
-    return db.scalar(select(LessonVersion).where(LessonVersion.lesson_id == lesson_id, LessonVersion.version == version))
+    return db.scalar(
+        select(LessonVersion).where(LessonVersion.lesson_id == lesson_id, LessonVersion.version == version)
+    )
 
 
 def versions(db: Session, *, lesson_id: str) -> list[LessonVersion]:
-    return list(db.scalars(select(LessonVersion).where(LessonVersion.lesson_id == lesson_id)
-                           .order_by(LessonVersion.version.desc())))
+    return list(
+        db.scalars(
+            select(LessonVersion).where(LessonVersion.lesson_id == lesson_id).order_by(LessonVersion.version.desc())
+        )
+    )
 
 
 def current(db: Session, *, lesson_id: str) -> tuple[Lesson, int] | None:
@@ -76,7 +81,7 @@ def catalogue(db: Session) -> list[tuple[Lesson, int]]:
         )
     ).all()
     out = [(build(r), r.version) for r in rows]
-    return sorted([(l, v) for l, v in out if l], key=lambda lv: (lv[0].number, lv[0].id))
+    return sorted([(les, v) for les, v in out if les], key=lambda lv: (lv[0].number, lv[0].id))
 
 
 def publish(
@@ -85,21 +90,31 @@ def publish(
     """Validate and store a new version. Returns (version, []) or (None, errors); nothing is stored on errors."""
     too_big = [p for p, t in files.items() if len(t) > MAX_FILE_CHARS]
     if too_big:
-        return None, [ContentError(f"{lesson_id}/{p}", "", f"at most {MAX_FILE_CHARS} characters",
-                                   f"{len(files[p])} characters") for p in too_big]
+        return None, [
+            ContentError(f"{lesson_id}/{p}", "", f"at most {MAX_FILE_CHARS} characters", f"{len(files[p])} characters")
+            for p in too_big
+        ]
     lesson, errors = validate_lesson_texts(files, lesson_id=lesson_id)
     if lesson is None:
         return None, errors
     prev = latest_row(db, lesson_id=lesson_id)
-    row = LessonVersion(lesson_id=lesson_id, version=(prev.version + 1) if prev else 1, files=files,
-                        content_hash=content_hash(files), source=source,
-                        author_id=author.id if author else None, note=note[:500])
+    row = LessonVersion(
+        lesson_id=lesson_id,
+        version=(prev.version + 1) if prev else 1,
+        files=files,
+        content_hash=content_hash(files),
+        source=source,
+        author_id=author.id if author else None,
+        note=note[:500],
+    )
     db.add(row)
     try:
         db.commit()
     except IntegrityError:  # another publish took that number at the same moment
         db.rollback()
-        return None, [ContentError(lesson_id, "", "the current version", "a newer version was published meanwhile; reload")]
+        return None, [
+            ContentError(lesson_id, "", "the current version", "a newer version was published meanwhile; reload")
+        ]
     return row.version, []
 
 
@@ -116,7 +131,9 @@ def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentErr
         last_from_files = latest_row(db, lesson_id=folder.name, source="files")
         if last_from_files and last_from_files.content_hash == content_hash(files):
             continue
-        version, errors = publish(db, lesson_id=folder.name, files=files, source="files", note="published from lessons/")
+        version, errors = publish(
+            db, lesson_id=folder.name, files=files, source="files", note="published from lessons/"
+        )
         if errors:
             problems[folder.name] = errors
     return problems

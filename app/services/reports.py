@@ -79,16 +79,36 @@ def get_or_create(db: Session, *, owner: User, lesson_id: str) -> LabReport:
 
 def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
     """(reference, description) of the learner's finished jobs and uploaded bundles for a lab, newest first."""
-    jobs = db.scalars(select(Job).where(Job.owner_id == owner.id, Job.lab == lab, Job.status.in_(("succeeded", "failed")))
-                      .order_by(Job.id.desc()).limit(20)).all()
+    jobs = db.scalars(
+        select(Job)
+        .where(Job.owner_id == owner.id, Job.lab == lab, Job.status.in_(("succeeded", "failed")))
+        .order_by(Job.id.desc())
+        .limit(20)
+    ).all()
     out = []
     for j in jobs:
-        label = "CPU emulation" if ((j.result or {}).get("environment") or {}).get("emulated") else (j.backend if j.result else "")
-        out.append((f"job:{j.id}", f"Job {j.id} · {j.status}" + (f" · {label}" if label else "") + f" · {_short(j.finished_at)}"))
-    bundles = db.scalars(select(Bundle).where(Bundle.owner_id == owner.id, Bundle.lab == lab).order_by(Bundle.id.desc()).limit(20)).all()
+        label = (
+            "CPU emulation"
+            if ((j.result or {}).get("environment") or {}).get("emulated")
+            else (j.backend if j.result else "")
+        )
+        out.append(
+            (
+                f"job:{j.id}",
+                f"Job {j.id} · {j.status}" + (f" · {label}" if label else "") + f" · {_short(j.finished_at)}",
+            )
+        )
+    bundles = db.scalars(
+        select(Bundle).where(Bundle.owner_id == owner.id, Bundle.lab == lab).order_by(Bundle.id.desc()).limit(20)
+    ).all()
     for b in bundles:
         env = (b.result or {}).get("environment") or {}
-        out.append((f"bundle:{b.id}", f"Upload {b.id} · {b.filename} · {'CPU emulation' if env.get('emulated') else env.get('backend', '')}"))
+        out.append(
+            (
+                f"bundle:{b.id}",
+                f"Upload {b.id} · {b.filename} · {'CPU emulation' if env.get('emulated') else env.get('backend', '')}",
+            )
+        )
     return out
 
 
@@ -125,8 +145,9 @@ def _check_ref(db: Session, owner: User, slot: Slot, ref: dict) -> str | None:
     return None
 
 
-def save_draft(db: Session, *, report: LabReport, owner: User, lesson: Lesson,
-               evidence: dict[str, str], answers: dict[str, str]) -> None:
+def save_draft(
+    db: Session, *, report: LabReport, owner: User, lesson: Lesson, evidence: dict[str, str], answers: dict[str, str]
+) -> None:
     """Replace the draft's evidence picks and answers; ReportError (nothing changed) naming each bad field."""
     errors: dict[str, str] = {}
     picked: dict[str, dict] = {}
@@ -179,8 +200,12 @@ def attach_latest(db: Session, *, report: LabReport, owner: User, lesson: Lesson
     for slot in slots(lesson):
         if slot.id in evidence:
             continue
-        job = db.scalar(select(Job).where(Job.owner_id == owner.id, Job.lab == slot.lab, Job.status == "succeeded")
-                        .order_by(Job.id.desc()).limit(1))
+        job = db.scalar(
+            select(Job)
+            .where(Job.owner_id == owner.id, Job.lab == slot.lab, Job.status == "succeeded")
+            .order_by(Job.id.desc())
+            .limit(1)
+        )
         if job is not None and slot.kind != "fallback":
             evidence[slot.id] = {"job": job.id}
             filled.append(slot.id)
@@ -268,10 +293,20 @@ def submit(db: Session, *, settings: Settings, report: LabReport, lesson: Lesson
         raise ReportError({"report": "Attach at least one piece of evidence or write an answer before submitting."})
     checks = run_checks(db, settings, lesson, evidence)
     for _ in range(3):  # the number is unique per report; a concurrent submit takes the next one
-        number = (db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id)) or 0) + 1
+        number = (
+            db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id)) or 0
+        ) + 1
         now = utcnow()
-        version = ReportVersion(report_id=report.id, number=number, lesson_version=lesson_version, evidence=evidence,
-                                answers=answers, checks=checks, checked_at=now, submitted_at=now)
+        version = ReportVersion(
+            report_id=report.id,
+            number=number,
+            lesson_version=lesson_version,
+            evidence=evidence,
+            answers=answers,
+            checks=checks,
+            checked_at=now,
+            submitted_at=now,
+        )
         db.add(version)
         try:
             db.flush()
@@ -279,13 +314,22 @@ def submit(db: Session, *, settings: Settings, report: LabReport, lesson: Lesson
             db.rollback()
             continue
         # Still claimed: the same grader grades the new version; otherwise it goes back to the queue.
-        db.execute(update(LabReport).where(LabReport.id == report.id).values(
-            status=case((LabReport.claimed_by_id.is_not(None), "claimed"), else_="submitted"),
-            submitted_at=now, updated_at=now, revision=LabReport.revision + 1))
+        db.execute(
+            update(LabReport)
+            .where(LabReport.id == report.id)
+            .values(
+                status=case((LabReport.claimed_by_id.is_not(None), "claimed"), else_="submitted"),
+                submitted_at=now,
+                updated_at=now,
+                revision=LabReport.revision + 1,
+            )
+        )
         db.commit()
         db.refresh(report)
         return version
-    raise ReportError({"report": "Another submission of this report happened at the same moment; reload and try again."})
+    raise ReportError(
+        {"report": "Another submission of this report happened at the same moment; reload and try again."}
+    )
 
 
 def recheck(db: Session, *, settings: Settings, version: ReportVersion, lesson: Lesson) -> ReportVersion:
@@ -297,11 +341,17 @@ def recheck(db: Session, *, settings: Settings, version: ReportVersion, lesson: 
 
 
 def versions(db: Session, *, report: LabReport) -> list[ReportVersion]:
-    return list(db.scalars(select(ReportVersion).where(ReportVersion.report_id == report.id).order_by(ReportVersion.number.desc())))
+    return list(
+        db.scalars(
+            select(ReportVersion).where(ReportVersion.report_id == report.id).order_by(ReportVersion.number.desc())
+        )
+    )
 
 
 def latest_version(db: Session, *, report: LabReport) -> ReportVersion | None:
-    return db.scalar(select(ReportVersion).where(ReportVersion.report_id == report.id).order_by(ReportVersion.number.desc()).limit(1))
+    return db.scalar(
+        select(ReportVersion).where(ReportVersion.report_id == report.id).order_by(ReportVersion.number.desc()).limit(1)
+    )
 
 
 def version(db: Session, *, report: LabReport, number: int) -> ReportVersion | None:

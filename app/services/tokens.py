@@ -27,8 +27,12 @@ def create(db: Session, *, user: User, name: str) -> tuple[ApiToken, str]:
     name = (name or "").strip()
     if not 1 <= len(name) <= 80:
         raise TokenError("name", "give the token a name of 1 to 80 characters, e.g. 'lab laptop'")
-    active = db.scalar(select(func.count()).select_from(ApiToken)
-                       .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))) or 0
+    active = (
+        db.scalar(
+            select(func.count()).select_from(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+        )
+        or 0
+    )
     if active >= MAX_ACTIVE:
         raise TokenError("name", f"you already have {MAX_ACTIVE} active tokens; revoke one first")
     plaintext = PREFIX + secrets.token_urlsafe(32)

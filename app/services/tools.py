@@ -31,7 +31,7 @@ class AxisIn(BaseModel):
     precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM input precision")
 
     @model_validator(mode="after")
-    def _divisible(self) -> "AxisIn":
+    def _divisible(self) -> AxisIn:
         if self.ffn % 8:
             raise ValueError(f"ffn ({self.ffn}) must be divisible by 8 so every degree up to 8 gets equal slices")
         return self
@@ -45,7 +45,7 @@ class OverlapIn(BaseModel):
     consumer_reads_result: bool = Field(False, description="the work in the window reads the gathered tensor")
 
     @model_validator(mode="after")
-    def _window(self) -> "OverlapIn":
+    def _window(self) -> OverlapIn:
         if self.window_ms > self.compute_ms:
             raise ValueError(f"window_ms ({self.window_ms}) cannot exceed compute_ms ({self.compute_ms})")
         return self
@@ -56,8 +56,13 @@ def fp8_range(p: Fp8RangeIn) -> dict:
     mapped = calc.fp8_map(p.value, scale=scale["scale"], fmt=p.fmt)
     err = abs(mapped["dequantized"] - p.value)
     return {
-        "scale": scale["scale"], "fp8_max": scale["fp8_max"], "scaled": mapped["scaled"], "stored": mapped["stored"],
-        "clipped": mapped["clipped"], "dequantized": mapped["dequantized"], "abs_error": err,
+        "scale": scale["scale"],
+        "fp8_max": scale["fp8_max"],
+        "scaled": mapped["scaled"],
+        "stored": mapped["stored"],
+        "clipped": mapped["clipped"],
+        "dequantized": mapped["dequantized"],
+        "abs_error": err,
         "rel_error": err / abs(p.value) if p.value else 0.0,
         "headroom": scale["fp8_max"] / abs(mapped["scaled"]) if mapped["scaled"] else None,
     }

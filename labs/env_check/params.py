@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from labs.resources import PROCESS_BASE_BYTES, Resources, fmt_bytes
 from labs.params import LabParams
+from labs.resources import PROCESS_BASE_BYTES, Resources, fmt_bytes
 
 
 class Params(LabParams):
@@ -13,6 +13,9 @@ class Params(LabParams):
 def resources(params: Params, backend: str) -> Resources:
     gpu = backend in ("te", "torch-cuda")
     return Resources(
-        ranks=1, gpus=1 if gpu else 0, cpus=1, memory_bytes=PROCESS_BASE_BYTES,
+        ranks=1,
+        gpus=1 if gpu else 0,
+        cpus=1,
+        memory_bytes=PROCESS_BASE_BYTES,
         memory_note=f"one process with torch: {fmt_bytes(PROCESS_BASE_BYTES)}",
     )

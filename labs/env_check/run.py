@@ -1,6 +1,6 @@
 """env-check: the capability report as a lab job (the lab's first evidence item).
 
-    python -m labs run env-check --params '{}' --out /tmp/env-check
+python -m labs run env-check --params '{}' --out /tmp/env-check
 """
 
 from __future__ import annotations

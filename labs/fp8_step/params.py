@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
 from labs.params import LabParams
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
 CPU_FLOP_BUDGET = 2e12

@@ -19,16 +19,17 @@ import contextlib
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from labs import svgplot
 from labs.fp8 import FP8_MAX, Fp8Recipe, fp8_end_step, fp8_frozen, fp8_quantizers
-from labs.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, te_linear_factory, torch_linear
 from labs.fp8_step.params import Params, te_alignment
+from labs.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, te_linear_factory, torch_linear
 
 # Where the outlier goes: the first MLP's input, a GEMM input after a LayerNorm, like the
 # activation outliers seen in real LLMs. One token's whole activation row is multiplied.
@@ -464,7 +465,9 @@ def _charts(ctx, p: Params, ref: RunRecord, f8: RunRecord, quantizers, clipped_p
             svgplot.Series("amax (unscaled)", focus["steps"], focus["amax"], markers=marks),
             svgplot.Series("scale", focus["steps"], focus["scale"]),
             svgplot.Series("amax x scale", focus["steps"], scaled, markers=marks),
-            svgplot.Series(f"{focus['format'].upper()} max", focus["steps"], [focus["fp8_max"]] * len(focus["steps"]), dashed=True),
+            svgplot.Series(
+                f"{focus['format'].upper()} max", focus["steps"], [focus["fp8_max"]] * len(focus["steps"]), dashed=True
+            ),
         ],
         title=f"amax and scale history: {focus['name']}",
         xlabel="step",
@@ -549,7 +552,11 @@ def run(params: Params, ctx) -> dict:
         "says nothing about GPU speed (and other load on the machine moves it); on an FP8 GPU with Transformer "
         "Engine the same ratio is the real speedup"
         if cpu
-        else ("GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores" if backend == "torch-cuda" else "GPU timings with Transformer Engine FP8 kernels")
+        else (
+            "GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores"
+            if backend == "torch-cuda"
+            else "GPU timings with Transformer Engine FP8 kernels"
+        )
     )
 
     return {
@@ -586,7 +593,9 @@ def run(params: Params, ctx) -> dict:
             "total_clipped": total_clipped,
             "total_underflow": total_underflow,
             "steps_with_clipping": clip_steps,
-            "note": None if clipped_per_step is not None else "Transformer Engine does not count clipped values; run the cpu backend for counts",
+            "note": None
+            if clipped_per_step is not None
+            else "Transformer Engine does not count clipped values; run the cpu backend for counts",
         },
         "outlier": outlier,
         "timing": {
@@ -686,8 +695,9 @@ def _tables(p, runs, grad_err, quantizers, mem_note, timing_kind) -> list[dict]:
             # this error is larger than at later steps, and that is the point worth seeing.
             "title": (
                 "Weight-gradient relative error vs BF16 at step 0 (delayed scaling starts from scale 1, "
-                "before any amax history exists)" if p.recipe == "delayed" else
-                "Weight-gradient relative error vs BF16 at step 0"
+                "before any amax history exists)"
+                if p.recipe == "delayed"
+                else "Weight-gradient relative error vs BF16 at step 0"
             ),
             "columns": ["layer", "relative error"],
             "rows": [[g["layer"], g["rel_error"]] for g in grad_err],
@@ -696,7 +706,14 @@ def _tables(p, runs, grad_err, quantizers, mem_note, timing_kind) -> list[dict]:
             "title": "FP8 tensors",
             "columns": ["tensor", "format", "last amax", "last scale", "clipped (all steps)", "flushed to zero"],
             "rows": [
-                [q["name"], q["format"], q["amax"][-1] if q["amax"] else None, q["scale"][-1] if q["scale"] else None, q["total_clipped"], q["total_underflow"]]
+                [
+                    q["name"],
+                    q["format"],
+                    q["amax"][-1] if q["amax"] else None,
+                    q["scale"][-1] if q["scale"] else None,
+                    q["total_clipped"],
+                    q["total_underflow"],
+                ]
                 for q in quantizers
             ],
         },

@@ -2,34 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
 from labs.params import LabParams
 from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
 
-SCHEDULES = ("immediate", "windowed", "dependent")
-
 Schedule = Literal["immediate", "windowed", "dependent"]
+SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
 
 
 class Params(LabParams):
     ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
     schedules: list[Schedule] = Field(
-        default=list(SCHEDULES), min_length=1, max_length=3, description="which schedules to run after the async all-gather"
+        default=list(SCHEDULES),
+        min_length=1,
+        max_length=3,
+        description="which schedules to run after the async all-gather",
     )
     tokens: int = Field(512, ge=8, le=16384, description="rows of the activation; with ffn sets the all-gather size")
     hidden: int = Field(512, ge=16, le=16384, description="input width of the column-parallel linear")
-    ffn: int = Field(2048, ge=16, le=65536, description="output width of the column-parallel linear, gathered across ranks")
+    ffn: int = Field(
+        2048, ge=16, le=65536, description="output width of the column-parallel linear, gathered across ranks"
+    )
     window_out: int = Field(
-        768, ge=16, le=16384,
+        768,
+        ge=16,
+        le=16384,
         description="output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
     )
-    steps: int = Field(5, ge=1, le=50, description="timed steps per schedule (each rank's median step reported, the last one drawn)")
+    steps: int = Field(
+        5, ge=1, le=50, description="timed steps per schedule (each rank's median step reported, the last one drawn)"
+    )
     warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so first-call costs stay out of the timeline")
     seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds inputs and weights")
-    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
+    rank_timeout_s: int = Field(
+        300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails"
+    )
 
     @field_validator("schedules")
     @classmethod
@@ -43,7 +53,9 @@ def device_for(backend: str) -> str:
 
 def limits(params: Params, backend: str) -> list[Problem]:
     if params.ffn % params.ranks:
-        return [Problem("ffn", f"ffn: ffn({params.ffn}) % ranks({params.ranks}) = {params.ffn % params.ranks}, must be 0")]
+        return [
+            Problem("ffn", f"ffn: ffn({params.ffn}) % ranks({params.ranks}) = {params.ffn % params.ranks}, must be 0")
+        ]
     return []
 
 

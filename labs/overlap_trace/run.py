@@ -35,8 +35,8 @@ import contextlib
 import statistics
 import time
 
-
-from labs import dist as labdist, timeline as tl
+from labs import dist as labdist
+from labs import timeline as tl
 from labs.overlap_trace.params import Params, device_for
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
@@ -122,7 +122,7 @@ def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
     elif schedule == "dependent":
         gathered = torch.cat(out.view(world, *y_parallel.shape).unbind(0), dim=-1)  # (tokens, ffn)
         # The last k columns come from the last rank's shard: data this rank only has via the collective.
-        z = gathered[:, -w_dep.shape[1]:] @ w_dep.t()  # (tokens, window_out), same FLOPs as the window's linear
+        z = gathered[:, -w_dep.shape[1] :] @ w_dep.t()  # (tokens, window_out), same FLOPs as the window's linear
         marks.append(("compute", "dependent linear (reads gathered)", c0, clock.now()))
     t_end = clock.now()
     # Completion can be stamped a hair after wait() returned (callback scheduling); it cannot really be later.
@@ -169,7 +169,7 @@ def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, 
         marks.append(("compute", "independent linear (after wait)", c0, clock.now()))
     elif schedule == "dependent":
         gathered = torch.cat(out.view(world, *y_parallel.shape).unbind(0), dim=-1)
-        z = gathered[:, -w_dep.shape[1]:] @ w_dep.t()
+        z = gathered[:, -w_dep.shape[1] :] @ w_dep.t()
         marks.append(("compute", "dependent linear (reads gathered)", c0, clock.now()))
     t_end = clock.now()
     marks.append(("communication", "all-gather (async)", launch, finish))
@@ -201,7 +201,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
 
     out = {}
     for schedule in params.schedules:
-        def step(clock):
+
+        def step(clock, schedule=schedule):
             if device_kind == "cuda":
                 return _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, comm_stream)
             return _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock)
@@ -214,8 +215,10 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
             clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
             marks, (a, b), n_unwritten, numel = step(clock)
             clock.sync()
-            spans += [tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
-                      for lane, name, s0, s1 in marks]
+            spans += [
+                tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
+                for lane, name, s0, s1 in marks
+            ]
             steps.append((clock.ms(a), clock.ms(b)))
             unwritten.append(n_unwritten)
         out[schedule] = {"spans": spans, "steps": steps, "unwritten": unwritten, "gathered_numel": numel}
@@ -233,16 +236,24 @@ def _median(xs):
 def run(params: Params, ctx) -> dict:
     device = device_for(ctx.backend)
     ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}")
-    per_rank = labdist.launch(_rank_main, params.ranks, args=(params.model_dump(), device), device=device,
-                              timeout_s=params.rank_timeout_s,
-                              on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"))
+    per_rank = labdist.launch(
+        _rank_main,
+        params.ranks,
+        args=(params.model_dump(), device),
+        device=device,
+        timeout_s=params.rank_timeout_s,
+        on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"),
+    )
     t0 = min(st[0] for rec in per_rank for sch in rec.values() for st in sch["steps"])
     schedules = {}
     for schedule in params.schedules:
         all_spans, ranks = [], []
         for r in range(params.ranks):
             rec = per_rank[r][schedule]
-            spans = [tl.Span(d["rank"], d["lane"], d["name"], d["start_ms"] - t0, d["end_ms"] - t0, d["args"]) for d in rec["spans"]]
+            spans = [
+                tl.Span(d["rank"], d["lane"], d["name"], d["start_ms"] - t0, d["end_ms"] - t0, d["args"])
+                for d in rec["spans"]
+            ]
             all_spans += spans
             per_step = []
             for s, (a, b) in enumerate(rec["steps"]):
@@ -262,11 +273,22 @@ def run(params: Params, ctx) -> dict:
         drawn = [tl.Span(s.rank, s.lane, s.name, s.start_ms - lo, s.end_ms - lo, s.args) for s in drawn]
         svg, trace = f"timeline_{schedule}.svg", f"trace_{schedule}.json"
         mean_ratio = _mean([r["overlap_ratio"] for r in ranks])
-        ctx.write_text(svg, tl.svg_timeline(
-            drawn, title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
-            subtitle=f"mean overlap ratio {mean_ratio:.2f}; " + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
-            description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule."))
-        ctx.write_text(trace, tl.chrome_trace_json(all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}))
+        ctx.write_text(
+            svg,
+            tl.svg_timeline(
+                drawn,
+                title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
+                subtitle=f"mean overlap ratio {mean_ratio:.2f}; "
+                + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
+                description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule.",
+            ),
+        )
+        ctx.write_text(
+            trace,
+            tl.chrome_trace_json(
+                all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}
+            ),
+        )
         ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {schedule} (measured)")
         ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (open in Perfetto)")
         schedules[schedule] = {
@@ -301,7 +323,8 @@ def _safety(schedule: str, ranks: list[dict], device: str) -> dict:
         seen = [r.get("unwritten_at_read") for r in ranks]
         evidence = (
             f"at the moment the consumer wanted the gathered tensor, up to {max(v for v in seen if v is not None)} "
-            "of its elements were still unwritten (NaN)" if device == "cpu" and any(v is not None for v in seen)
+            "of its elements were still unwritten (NaN)"
+            if device == "cpu" and any(v is not None for v in seen)
             else "the consumer's input is the all-gather's output buffer"
         )
         return {
@@ -312,39 +335,104 @@ def _safety(schedule: str, ranks: list[dict], device: str) -> dict:
             "Nothing is left to hide the communication behind.",
         }
     if schedule == "windowed":
-        return {"safe_to_overlap": True, "must_wait": False,
-                "explanation": "Safe: the window's linear reads x2 and its own weight, nothing the all-gather writes; wait() comes before any use of the gathered tensor."}
-    return {"safe_to_overlap": True, "must_wait": False,
-            "explanation": "Async in name only: wait() is called at once, so the all-gather is fully exposed, as if it were synchronous."}
+        return {
+            "safe_to_overlap": True,
+            "must_wait": False,
+            "explanation": "Safe: the window's linear reads x2 and its own weight, nothing the all-gather writes; wait() comes before any use of the gathered tensor.",
+        }
+    return {
+        "safe_to_overlap": True,
+        "must_wait": False,
+        "explanation": "Async in name only: wait() is called at once, so the all-gather is fully exposed, as if it were synchronous.",
+    }
 
 
 def _results(params, ctx, schedules, comparison, gathered_bytes, device) -> dict:
     cpu = device == "cpu"
-    note = ("CPU wall-clock spans; gloo runs the collective on a background thread and ranks share cores"
-            if cpu else "CUDA event spans on the compute and communication streams")
-    summary = [{"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-               {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"}]
+    note = (
+        "CPU wall-clock spans; gloo runs the collective on a background thread and ranks share cores"
+        if cpu
+        else "CUDA event spans on the compute and communication streams"
+    )
+    summary = [
+        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
+        {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"},
+    ]
     for name, s in schedules.items():
-        summary.append({"label": f"{name}: overlap ratio (mean over ranks)", "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
-                        "note": "|compute ∩ communication| / |communication|"})
-        summary.append({"label": f"{name}: exposed communication (mean)", "value": round(s["exposed_comm_ms"], 3), "unit": "ms", "note": note})
+        summary.append(
+            {
+                "label": f"{name}: overlap ratio (mean over ranks)",
+                "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
+                "note": "|compute ∩ communication| / |communication|",
+            }
+        )
+        summary.append(
+            {
+                "label": f"{name}: exposed communication (mean)",
+                "value": round(s["exposed_comm_ms"], 3),
+                "unit": "ms",
+                "note": note,
+            }
+        )
     if "dependent" in schedules:
-        summary.append({"label": "dependent: safe to overlap?", "value": "no, it must wait", "note": schedules["dependent"]["explanation"]})
+        summary.append(
+            {
+                "label": "dependent: safe to overlap?",
+                "value": "no, it must wait",
+                "note": schedules["dependent"]["explanation"],
+            }
+        )
     if comparison:
-        summary.append({"label": "windowed overlap ratio > immediate on every rank", "value": all(comparison["windowed_overlap_gt_immediate_per_rank"])})
+        summary.append(
+            {
+                "label": "windowed overlap ratio > immediate on every rank",
+                "value": all(comparison["windowed_overlap_gt_immediate_per_rank"]),
+            }
+        )
     rows = []
     for name, s in schedules.items():
         for r in s["ranks"]:
-            rows.append([name, r["rank"], _r(r["step_ms"]), _r(r["compute_ms"]), _r(r["communication_ms"]), _r(r["overlap_ms"]),
-                         _r(r["overlap_ratio"]), _r(r["exposed_communication_ms"]), _r(r["wait_ms"]), _r(r["identity_ms"]),
-                         _r(r["identity_residual_ms"])])
+            rows.append(
+                [
+                    name,
+                    r["rank"],
+                    _r(r["step_ms"]),
+                    _r(r["compute_ms"]),
+                    _r(r["communication_ms"]),
+                    _r(r["overlap_ms"]),
+                    _r(r["overlap_ratio"]),
+                    _r(r["exposed_communication_ms"]),
+                    _r(r["wait_ms"]),
+                    _r(r["identity_ms"]),
+                    _r(r["identity_residual_ms"]),
+                ]
+            )
     tables = [
-        {"title": "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
-         "columns": ["schedule", "rank", "measured step", "compute", "communication", "overlap", "overlap ratio", "exposed comm", "wait", "compute + comm − overlap", "residual (idle)"],
-         "rows": rows},
-        {"title": "Is the window safe?",
-         "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
-         "rows": [[n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]] for n, s in schedules.items()]},
+        {
+            "title": "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
+            "columns": [
+                "schedule",
+                "rank",
+                "measured step",
+                "compute",
+                "communication",
+                "overlap",
+                "overlap ratio",
+                "exposed comm",
+                "wait",
+                "compute + comm − overlap",
+                "residual (idle)",
+            ],
+            "rows": rows,
+        },
+        {
+            "title": "Is the window safe?",
+            "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
+            "rows": [
+                [n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]]
+                for n, s in schedules.items()
+            ],
+        },
     ]
     return {
         "summary": summary,

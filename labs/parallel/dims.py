@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class TPDims:
     degree: int
@@ -20,7 +21,7 @@ class TPDims:
                 out.append(f"ffn({self.ffn}) % degree({self.degree}) = {self.ffn % self.degree}, must be 0")
         return out
 
-    def check(self) -> "TPDims":
+    def check(self) -> TPDims:
         problems = self.problems()
         if problems:
             raise ValueError("; ".join(problems))

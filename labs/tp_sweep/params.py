@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from labs.params import LabParams
 from labs.parallel.dims import TPDims
+from labs.params import LabParams
 from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
 
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
@@ -25,21 +25,36 @@ TOLERANCES = {
 
 class Params(LabParams):
     degrees: list[Annotated[int, Field(ge=1, le=8)]] = Field(
-        default=[1, 2, 4], min_length=1, max_length=4, description="TP degrees to run; one process per rank, up to the devices available"
+        default=[1, 2, 4],
+        min_length=1,
+        max_length=4,
+        description="TP degrees to run; one process per rank, up to the devices available",
     )
     tokens: int = Field(256, ge=8, le=8192, description="rows of the activation (batch x sequence) fed to the block")
     hidden: int = Field(512, ge=16, le=8192, description="model width: fc1 input and fc2 output")
-    ffn: int = Field(2048, ge=16, le=32768, description="MLP inner width, the dimension TP splits; must divide by every degree")
+    ffn: int = Field(
+        2048, ge=16, le=32768, description="MLP inner width, the dimension TP splits; must divide by every degree"
+    )
     steps: int = Field(5, ge=1, le=50, description="timed forward+backward steps per degree (the median is reported)")
     warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so allocation and first-call costs stay out")
-    fp8: bool = Field(False, description="emulate FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients, per-shard current scaling)")
+    fp8: bool = Field(
+        False, description="emulate FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients, per-shard current scaling)"
+    )
     predict_node: Literal["H200", "H100-SXM"] = Field("H200", description="GPU node the cost model predicts for")
     predict_precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision of the prediction")
-    predict_tokens: int = Field(0, ge=0, le=1_000_000, description="tokens for the prediction; 0 = same as the measured block")
-    predict_hidden: int = Field(0, ge=0, le=65536, description="hidden for the prediction; 0 = same as the measured block")
+    predict_tokens: int = Field(
+        0, ge=0, le=1_000_000, description="tokens for the prediction; 0 = same as the measured block"
+    )
+    predict_hidden: int = Field(
+        0, ge=0, le=65536, description="hidden for the prediction; 0 = same as the measured block"
+    )
     predict_ffn: int = Field(0, ge=0, le=262144, description="ffn for the prediction; 0 = same as the measured block")
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds weights and inputs, so TP=1 and TP>1 see the same block")
-    rank_timeout_s: int = Field(300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails")
+    seed: int = Field(
+        0, ge=0, le=2**31 - 1, description="seeds weights and inputs, so TP=1 and TP>1 see the same block"
+    )
+    rank_timeout_s: int = Field(
+        300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails"
+    )
 
     @field_validator("degrees")
     @classmethod

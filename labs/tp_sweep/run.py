@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import statistics
 
-
-from labs import costmodel, dist as labdist, timeline as tl
-from labs.tp_sweep.params import TOLERANCES, Params, device_for
+from labs import costmodel
+from labs import dist as labdist
+from labs import timeline as tl
 from labs.svgplot import Series, line_chart
+from labs.tp_sweep.params import TOLERANCES, Params, device_for
 
 # ---- model ------------------------------------------------------------------------------------
 
@@ -187,34 +188,45 @@ def _analyse_degree(per_rank: list[dict], degree: int, params: Params) -> dict:
             gemm = sum(sp.duration_ms for sp in mine if sp.lane == "compute" and "GEMM" in sp.name)
             colls = [sp for sp in mine if sp.lane == "communication"]
             per_step.append({**m, "local_gemm_ms": gemm, "collectives": colls})
-        med = {k: statistics.median(p[k] for p in per_step) for k in
-               ("step_ms", "local_gemm_ms", "communication_ms", "wait_ms", "exposed_communication_ms", "compute_ms")}
+        med = {
+            k: statistics.median(p[k] for p in per_step)
+            for k in (
+                "step_ms",
+                "local_gemm_ms",
+                "communication_ms",
+                "wait_ms",
+                "exposed_communication_ms",
+                "compute_ms",
+            )
+        }
         ratios = [p["overlap_ratio"] for p in per_step if p["overlap_ratio"] is not None]
         last = per_step[-1]
         f = params.ffn // degree
-        ranks.append({
-            "rank": r,
-            "mapping": rec["mapping"],
-            "local_gemm_shapes": [
-                {"gemm": "fc1 fwd", "m": params.tokens, "n": f, "k": params.hidden},
-                {"gemm": "fc2 fwd", "m": params.tokens, "n": params.hidden, "k": f},
-                {"gemm": "fc2 dX", "m": params.tokens, "n": f, "k": params.hidden},
-                {"gemm": "fc2 dW", "m": params.hidden, "n": f, "k": params.tokens},
-                {"gemm": "fc1 dX", "m": params.tokens, "n": params.hidden, "k": f},
-                {"gemm": "fc1 dW", "m": f, "n": params.hidden, "k": params.tokens},
-            ],
-            "step_ms": med["step_ms"],
-            "local_gemm_ms": med["local_gemm_ms"],
-            "other_compute_ms": med["compute_ms"] - med["local_gemm_ms"],
-            "collective_ms": med["communication_ms"],
-            "wait_ms": med["wait_ms"],
-            "exposed_comm_ms": med["exposed_communication_ms"],
-            "overlap_ratio": statistics.median(ratios) if ratios else None,
-            "collectives": [
-                {"name": c.name, "kind": c.args.get("kind"), "bytes": c.args.get("bytes"), "ms": c.duration_ms}
-                for c in last["collectives"]
-            ],
-        })
+        ranks.append(
+            {
+                "rank": r,
+                "mapping": rec["mapping"],
+                "local_gemm_shapes": [
+                    {"gemm": "fc1 fwd", "m": params.tokens, "n": f, "k": params.hidden},
+                    {"gemm": "fc2 fwd", "m": params.tokens, "n": params.hidden, "k": f},
+                    {"gemm": "fc2 dX", "m": params.tokens, "n": f, "k": params.hidden},
+                    {"gemm": "fc2 dW", "m": params.hidden, "n": f, "k": params.tokens},
+                    {"gemm": "fc1 dX", "m": params.tokens, "n": params.hidden, "k": f},
+                    {"gemm": "fc1 dW", "m": f, "n": params.hidden, "k": params.tokens},
+                ],
+                "step_ms": med["step_ms"],
+                "local_gemm_ms": med["local_gemm_ms"],
+                "other_compute_ms": med["compute_ms"] - med["local_gemm_ms"],
+                "collective_ms": med["communication_ms"],
+                "wait_ms": med["wait_ms"],
+                "exposed_comm_ms": med["exposed_communication_ms"],
+                "overlap_ratio": statistics.median(ratios) if ratios else None,
+                "collectives": [
+                    {"name": c.name, "kind": c.args.get("kind"), "bytes": c.args.get("bytes"), "ms": c.duration_ms}
+                    for c in last["collectives"]
+                ],
+            }
+        )
     return {"ranks": ranks, "spans": spans}
 
 
@@ -230,17 +242,28 @@ def run(params: Params, ctx) -> dict:
     world = max(params.degrees)
     slots, slots_why = labdist.slots_explained(device)
     ctx.progress(0.05, f"starting {world} rank process(es) on {device}")
-    per_rank = labdist.launch(_rank_main, world, args=(params.model_dump(), device), device=device,
-                              timeout_s=params.rank_timeout_s,
-                              on_rank_done=lambda r: ctx.progress(0.6, f"rank {r} finished"))
+    per_rank = labdist.launch(
+        _rank_main,
+        world,
+        args=(params.model_dump(), device),
+        device=device,
+        timeout_s=params.rank_timeout_s,
+        on_rank_done=lambda r: ctx.progress(0.6, f"rank {r} finished"),
+    )
     ctx.progress(0.7, "comparing against the unsharded TP=1 block")
     torch.manual_seed(params.seed)
     ref = reference(params)
     tol_name = "FP8_PER_SHARD_SCALE" if params.fp8 else "FP32_REORDER"
 
-    pt, ph, pf = params.predict_tokens or params.tokens, params.predict_hidden or params.hidden, params.predict_ffn or params.ffn
+    pt, ph, pf = (
+        params.predict_tokens or params.tokens,
+        params.predict_hidden or params.hidden,
+        params.predict_ffn or params.ffn,
+    )
     predict_degrees = sorted(set(params.degrees) | {1, 2, 4, 8})
-    predicted = costmodel.predict_sweep(pt, ph, pf, [d for d in predict_degrees if pf % d == 0], params.predict_node, params.predict_precision)
+    predicted = costmodel.predict_sweep(
+        pt, ph, pf, [d for d in predict_degrees if pf % d == 0], params.predict_node, params.predict_precision
+    )
     pred_by_degree = {p["degree"]: p for p in predicted["per_degree"]}
 
     degrees_out = []
@@ -265,13 +288,23 @@ def run(params: Params, ctx) -> dict:
         last_step = params.steps - 1
         last = [s for s in spans if s.args.get("step") == last_step]
         svg_name, trace_name = f"timeline_tp{degree}.svg", f"trace_tp{degree}.json"
-        ctx.write_text(svg_name, tl.svg_timeline(
-            last, title=f"TP={degree}: one measured step per rank (last of {params.steps})",
-            subtitle=f"{ctx.environment['label'][:110]}",
-            description=f"Compute, communication and wait lanes for each of {degree} ranks during one forward+backward of the MLP block."))
-        ctx.write_text(trace_name, tl.chrome_trace_json(spans, metadata={"lab": "tp-sweep", "degree": degree, "backend": ctx.backend}))
+        ctx.write_text(
+            svg_name,
+            tl.svg_timeline(
+                last,
+                title=f"TP={degree}: one measured step per rank (last of {params.steps})",
+                subtitle=f"{ctx.environment['label'][:110]}",
+                description=f"Compute, communication and wait lanes for each of {degree} ranks during one forward+backward of the MLP block.",
+            ),
+        )
+        ctx.write_text(
+            trace_name,
+            tl.chrome_trace_json(spans, metadata={"lab": "tp-sweep", "degree": degree, "backend": ctx.backend}),
+        )
         ctx.add_artifact(f"timeline_tp{degree}", svg_name, "image/svg+xml", f"Timeline, TP={degree} (measured)")
-        ctx.add_artifact(f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)")
+        ctx.add_artifact(
+            f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)"
+        )
         row["artifacts"] = {"timeline": svg_name, "trace": trace_name}
         degrees_out.append(row)
 
@@ -293,9 +326,19 @@ def _sweep_svg(rows: list[dict], predicted: dict, ctx) -> str:
     xs = [r["degree"] for r in rows]
     pxs = [r["degree"] for r in p_rows]
     series = []
-    for key, label in (("step_ms", "step"), ("local_gemm_ms", "local GEMM"), ("collective_ms", "collective"), ("exposed_comm_ms", "exposed comm")):
+    for key, label in (
+        ("step_ms", "step"),
+        ("local_gemm_ms", "local GEMM"),
+        ("collective_ms", "collective"),
+        ("exposed_comm_ms", "exposed comm"),
+    ):
         series.append(Series(f"{label} (measured)", xs, [r[key] / m_base for r in rows]))
-    for key, label in (("step_ms", "step"), ("local_gemm_ms", "local GEMM"), ("collective_ms", "collective"), ("exposed_comm_ms", "exposed comm")):
+    for key, label in (
+        ("step_ms", "step"),
+        ("local_gemm_ms", "local GEMM"),
+        ("collective_ms", "collective"),
+        ("exposed_comm_ms", "exposed comm"),
+    ):
         series.append(Series(f"{label} (predicted)", pxs, [r[key] / p_base for r in p_rows], dashed=True))
     over = predicted["oversharding_from"]
     return line_chart(
@@ -315,47 +358,136 @@ def _results(params, ctx, rows, predicted, slots, slots_why, tol_name) -> dict:
     cpu = ctx.backend == "cpu"
     timing_note = (
         "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
-        if cpu else "GPU timings from CUDA events"
+        if cpu
+        else "GPU timings from CUDA events"
     )
     summary = [
         {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
         {"label": "Rank slots", "value": slots, "note": slots_why},
     ]
     for r in rows:
-        summary.append({"label": f"TP={r['degree']} step (measured)", "value": round(r["step_ms"], 3), "unit": "ms",
-                        "note": timing_note + (f"; {r['step_vs_tp1']:.2f}x TP=1" if r["step_vs_tp1"] else "")})
+        summary.append(
+            {
+                "label": f"TP={r['degree']} step (measured)",
+                "value": round(r["step_ms"], 3),
+                "unit": "ms",
+                "note": timing_note + (f"; {r['step_vs_tp1']:.2f}x TP=1" if r["step_vs_tp1"] else ""),
+            }
+        )
     worst = max(r["parity"]["max_rel_diff"] for r in rows)
-    summary.append({"label": "Worst relative difference vs TP=1", "value": worst,
-                    "note": f"tolerance {tol_name} = {TOLERANCES[tol_name]['max_rel_diff']:g}: {TOLERANCES[tol_name]['reason']}"})
-    summary.append({"label": f"Over-sharding begins (predicted, {predicted['node']})",
-                    "value": f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
-                    "note": "predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs"})
+    summary.append(
+        {
+            "label": "Worst relative difference vs TP=1",
+            "value": worst,
+            "note": f"tolerance {tol_name} = {TOLERANCES[tol_name]['max_rel_diff']:g}: {TOLERANCES[tol_name]['reason']}",
+        }
+    )
+    summary.append(
+        {
+            "label": f"Over-sharding begins (predicted, {predicted['node']})",
+            "value": f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
+            "note": "predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
+        }
+    )
     tables = [
         {
             "title": "Per degree (measured; times are medians over steps, in ms)",
-            "columns": ["TP", "step", "step / TP=1", "local GEMM", "collective", "wait", "exposed comm", "collective kinds", "bytes/step", "max rel diff", "within tolerance"],
-            "rows": [[r["degree"], _r(r["step_ms"]), _r(r["step_vs_tp1"]), _r(r["local_gemm_ms"]), _r(r["collective_ms"]), _r(r["wait_ms"]),
-                      _r(r["exposed_comm_ms"]), ", ".join(r["collective_kinds"]) or "none", r["collective_bytes_per_step"],
-                      f"{r['parity']['max_rel_diff']:.2e}", "yes" if r["parity"]["within_tolerance"] else "NO"] for r in rows],
+            "columns": [
+                "TP",
+                "step",
+                "step / TP=1",
+                "local GEMM",
+                "collective",
+                "wait",
+                "exposed comm",
+                "collective kinds",
+                "bytes/step",
+                "max rel diff",
+                "within tolerance",
+            ],
+            "rows": [
+                [
+                    r["degree"],
+                    _r(r["step_ms"]),
+                    _r(r["step_vs_tp1"]),
+                    _r(r["local_gemm_ms"]),
+                    _r(r["collective_ms"]),
+                    _r(r["wait_ms"]),
+                    _r(r["exposed_comm_ms"]),
+                    ", ".join(r["collective_kinds"]) or "none",
+                    r["collective_bytes_per_step"],
+                    f"{r['parity']['max_rel_diff']:.2e}",
+                    "yes" if r["parity"]["within_tolerance"] else "NO",
+                ]
+                for r in rows
+            ],
         },
         {
             "title": "Rank mapping: which slice of which weight each rank owns",
             "columns": ["TP", "rank", "weight", "split", "slice", "local shape", "full shape"],
-            "rows": [[r["degree"], k["rank"], m["weight"], m["split"], m["slice"], "x".join(map(str, m["local_shape"])), "x".join(map(str, m["full_shape"]))]
-                     for r in rows for k in r["ranks"] for m in k["mapping"]],
+            "rows": [
+                [
+                    r["degree"],
+                    k["rank"],
+                    m["weight"],
+                    m["split"],
+                    m["slice"],
+                    "x".join(map(str, m["local_shape"])),
+                    "x".join(map(str, m["full_shape"])),
+                ]
+                for r in rows
+                for k in r["ranks"]
+                for m in k["mapping"]
+            ],
         },
         {
             "title": "Per rank (measured, ms)",
-            "columns": ["TP", "rank", "local GEMM shapes (m x n x k)", "local GEMM", "collectives", "collective", "wait", "step"],
-            "rows": [[r["degree"], k["rank"], "; ".join(f"{g['gemm']} {g['m']}x{g['n']}x{g['k']}" for g in k["local_gemm_shapes"][:2]),
-                      _r(k["local_gemm_ms"]), "; ".join(f"{c['kind']} {c['bytes']} B" for c in k["collectives"]) or "none",
-                      _r(k["collective_ms"]), _r(k["wait_ms"]), _r(k["step_ms"])] for r in rows for k in r["ranks"]],
+            "columns": [
+                "TP",
+                "rank",
+                "local GEMM shapes (m x n x k)",
+                "local GEMM",
+                "collectives",
+                "collective",
+                "wait",
+                "step",
+            ],
+            "rows": [
+                [
+                    r["degree"],
+                    k["rank"],
+                    "; ".join(f"{g['gemm']} {g['m']}x{g['n']}x{g['k']}" for g in k["local_gemm_shapes"][:2]),
+                    _r(k["local_gemm_ms"]),
+                    "; ".join(f"{c['kind']} {c['bytes']} B" for c in k["collectives"]) or "none",
+                    _r(k["collective_ms"]),
+                    _r(k["wait_ms"]),
+                    _r(k["step_ms"]),
+                ]
+                for r in rows
+                for k in r["ranks"]
+            ],
         },
         {
             "title": f"PREDICTED for {predicted['node_spec']['name']} ({predicted['precision']}, tokens={predicted['shape']['tokens']}, hidden={predicted['shape']['hidden']}, ffn={predicted['shape']['ffn']}; ms)",
-            "columns": ["TP", "predicted local GEMM", "predicted collective", "predicted exposed comm", "predicted step", "predicted comm fraction"],
-            "rows": [[p["degree"], _r(p["local_gemm_ms"], 5), _r(p["collective_ms"], 5), _r(p["exposed_comm_ms"], 5), _r(p["step_ms"], 5), _r(p["comm_fraction"])]
-                     for p in predicted["per_degree"]],
+            "columns": [
+                "TP",
+                "predicted local GEMM",
+                "predicted collective",
+                "predicted exposed comm",
+                "predicted step",
+                "predicted comm fraction",
+            ],
+            "rows": [
+                [
+                    p["degree"],
+                    _r(p["local_gemm_ms"], 5),
+                    _r(p["collective_ms"], 5),
+                    _r(p["exposed_comm_ms"], 5),
+                    _r(p["step_ms"], 5),
+                    _r(p["comm_fraction"]),
+                ]
+                for p in predicted["per_degree"]
+            ],
         },
     ]
     return {
@@ -365,7 +497,12 @@ def _results(params, ctx, rows, predicted, slots, slots_why, tol_name) -> dict:
         "rank_slots": {"available": slots, "explanation": slots_why},
         "tolerances": TOLERANCES,
         "tolerance_used": tol_name,
-        "fp8": {"enabled": params.fp8, "mode": ("emulated (labs.fp8, per-shard current scaling)" if cpu else "emulated (labs.fp8) on GPU") if params.fp8 else None},
+        "fp8": {
+            "enabled": params.fp8,
+            "mode": ("emulated (labs.fp8, per-shard current scaling)" if cpu else "emulated (labs.fp8) on GPU")
+            if params.fp8
+            else None,
+        },
         "degrees": [{k: v for k, v in r.items()} for r in rows],
         "predicted": predicted,
     }

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -24,12 +24,29 @@ TINY = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundle(lab: str) -> Path:
     """A folder holding result.json and artifacts of a real CPU run of `lab` (do not modify it)."""
     out = Path(tempfile.mkdtemp(prefix=f"labrun-{lab}-")) / "out"
-    proc = subprocess.run([sys.executable, "-m", "labs", "run", lab, "--params", json.dumps(TINY[lab]), "--out", str(out),
-                           "--backend", "cpu"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labs",
+            "run",
+            lab,
+            "--params",
+            json.dumps(TINY[lab]),
+            "--out",
+            str(out),
+            "--backend",
+            "cpu",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out
 

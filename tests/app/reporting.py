@@ -29,8 +29,14 @@ def failed_job(db, owner, lab: str, error: str = "The lab process was killed by 
 LESSON = "transformer-scaling"
 
 
-LEVELS = {"environment": "complete", "numerics": "explained", "tp-mapping": "shown", "timeline": "explained",
-          "reasoning": "sound", "stretch": "attempted"}  # 2 + 4 + 1.5 + 4 + 3 + 1.5 = 16 of 20
+LEVELS = {
+    "environment": "complete",
+    "numerics": "explained",
+    "tp-mapping": "shown",
+    "timeline": "explained",
+    "reasoning": "sound",
+    "stretch": "attempted",
+}  # 2 + 4 + 1.5 + 4 + 3 + 1.5 = 16 of 20
 
 
 def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None):
@@ -46,8 +52,11 @@ def submit_report(client, db, settings, email: str = "ann@example.org", answers:
     page = client.get(f"/lessons/{LESSON}/report").text
     import re
 
-    for slot, value in re.findall(r'name="evidence-([a-z0-9-]+)">\s*<option value="">— none —</option>\s*'
-                                  r'(?:<option value="([^"]+)" selected)?', page):
+    for slot, value in re.findall(
+        r'name="evidence-([a-z0-9-]+)">\s*<option value="">— none —</option>\s*'
+        r'(?:<option value="([^"]+)" selected)?',
+        page,
+    ):
         form[f"evidence-{slot}"] = value
     r = client.post(f"/lessons/{LESSON}/report", data=form)
     assert r.status_code == 200 and "Submitted as version" in r.text, r.text[-2000:]
@@ -55,5 +64,10 @@ def submit_report(client, db, settings, email: str = "ann@example.org", answers:
 
 
 def grade_form(version: int = 1, base_revision: int = 0, levels: dict | None = None, **text) -> dict:
-    return {"version": str(version), "base_revision": str(base_revision), "feedback": text.get("feedback", "Well read."),
-            "notes": text.get("notes", ""), **{f"level-{k}": v for k, v in (levels or LEVELS).items()}}
+    return {
+        "version": str(version),
+        "base_revision": str(base_revision),
+        "feedback": text.get("feedback", "Well read."),
+        "notes": text.get("notes", ""),
+        **{f"level-{k}": v for k, v in (levels or LEVELS).items()},
+    }

@@ -69,8 +69,16 @@ def test_login_redirect_stays_on_site(client):
     client.register("ann@example.org")
     client.post("/logout")
     token = client.csrf()
-    r = client.client.post("/login", data={"email": "ann@example.org", "password": "correct horse",
-                                           "next": "https://evil.example/", "csrf_token": token}, follow_redirects=False)
+    r = client.client.post(
+        "/login",
+        data={
+            "email": "ann@example.org",
+            "password": "correct horse",
+            "next": "https://evil.example/",
+            "csrf_token": token,
+        },
+        follow_redirects=False,
+    )
     assert r.headers["location"] == "/"
 
 
@@ -91,6 +99,9 @@ def test_roles_from_command_line_user(client, make_user):
 
 
 def test_oversized_body_is_refused_before_reading(client):
-    r = client.client.post("/register", content=b"x", headers={"content-length": str(26 * 1024 * 1024),
-                                                                 "content-type": "application/x-www-form-urlencoded"})
+    r = client.client.post(
+        "/register",
+        content=b"x",
+        headers={"content-length": str(26 * 1024 * 1024), "content-type": "application/x-www-form-urlencoded"},
+    )
     assert r.status_code == 413 and "at most 25 MB" in r.json()["detail"]

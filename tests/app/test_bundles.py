@@ -24,7 +24,7 @@ def _zip(entries: dict[str, bytes], *, symlink: str | None = None, compression=z
             zf.writestr(name, data)
         if symlink:
             info = zipfile.ZipInfo(symlink)
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
             zf.writestr(info, "/etc/passwd")
     return buf.getvalue()
 
@@ -57,7 +57,10 @@ def test_real_bundle_is_stored_and_served_safely(db, settings, owner, prefix, ma
     c.login("ann@example.org")
     svg = c.get(f"/bundles/{bundle.id}/artifacts/loss_curves")
     assert svg.status_code == 200 and svg.headers["content-type"].startswith("image/svg+xml")
-    assert svg.headers["content-security-policy"].startswith("default-src 'none'") and svg.headers["x-content-type-options"] == "nosniff"
+    assert (
+        svg.headers["content-security-policy"].startswith("default-src 'none'")
+        and svg.headers["x-content-type-options"] == "nosniff"
+    )
     page = c.get(f"/bundles/{bundle.id}").text
     assert "CPU emulation" in page and f"/bundles/{bundle.id}/artifacts/loss_curves" in page
     assert c.get(f"/bundles/{bundle.id}/artifacts/..%2F..%2Fcourse.db").status_code == 404
@@ -84,9 +87,9 @@ def _lying_size() -> bytes:
     info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("big.json")
     for sig, off in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # local header and central directory size fields
         pos = data.find(sig, info.header_offset if sig == b"PK\x03\x04" else 0)
-        while sig == b"PK\x01\x02" and data[pos + 46: pos + 46 + 8] != b"big.json":
+        while sig == b"PK\x01\x02" and data[pos + 46 : pos + 46 + 8] != b"big.json":
             pos = data.find(sig, pos + 1)
-        data[pos + off: pos + off + 4] = (10).to_bytes(4, "little")
+        data[pos + off : pos + off + 4] = (10).to_bytes(4, "little")
     return bytes(data)
 
 
@@ -99,14 +102,20 @@ CASES = {
     "symlink": (lambda: _zip({"result.json": b"{}"}, symlink="link.json"), "symbolic links are not allowed"),
     "bomb": (lambda: _zip({"result.json": b"{}", "zeros.json": b"\0" * 20_000_000}), "possible zip bomb"),
     "lying-size": (_lying_size, "the zip could not be read"),
-    "too-many": (lambda: _zip({f"f{i}.txt": b"x" for i in range(bundles.MAX_ENTRIES + 1)}), f"at most {bundles.MAX_ENTRIES}"),
+    "too-many": (
+        lambda: _zip({f"f{i}.txt": b"x" for i in range(bundles.MAX_ENTRIES + 1)}),
+        f"at most {bundles.MAX_ENTRIES}",
+    ),
     "duplicate": (lambda: _zip([("result.json", b"{}"), ("Result.JSON", b"{}")]), "appears twice"),
     "executable": (lambda: _zip({"result.json": b"{}", "run.sh": b"rm -rf /"}), "'.sh' are not allowed"),
     "html": (lambda: _zip({"result.json": b"{}", "page.html": b"<script>"}), "'.html' are not allowed"),
     "no-result": (lambda: _zip({"loss.svg": b"<svg/>"}), "no result.json"),
     "bad-json": (lambda: _zip({"result.json": b"{not json"}), "not valid JSON"),
     "bad-schema": (lambda: _zip(_bad_schema()), "does not match the result schema"),
-    "missing-artifact": (lambda: _zip(_without_artifact()), "'loss_curves' is listed in result.json at 'loss.svg' but is not in the zip"),
+    "missing-artifact": (
+        lambda: _zip(_without_artifact()),
+        "'loss_curves' is listed in result.json at 'loss.svg' but is not in the zip",
+    ),
 }
 
 
@@ -121,20 +130,28 @@ def test_bad_uploads_are_refused_with_the_reason_and_nothing_is_stored(db, setti
 
 def test_oversized_upload_is_refused_before_it_is_opened(db, settings, owner):
     with pytest.raises(bundles.BundleError, match="at most 20.0 MB compressed"):
-        bundles.ingest(db, settings=settings, owner=owner, filename="big.zip", data=b"\0" * (bundles.MAX_UPLOAD_BYTES + 1))
+        bundles.ingest(
+            db, settings=settings, owner=owner, filename="big.zip", data=b"\0" * (bundles.MAX_UPLOAD_BYTES + 1)
+        )
     _nothing_stored(db, settings)
 
 
 def test_upload_through_the_report_page_and_the_api(client, db, settings):
     client.register("ann@example.org")
     bad = _zip({"result.json": b"{}", "../x.json": b"{}"})
-    r = client.post(f"/lessons/{LESSON}/report/bundles", files={"bundle": ("evil.zip", bad, "application/zip")},
-                    data={"csrf_token": client.csrf(f"/lessons/{LESSON}/report")})
+    r = client.post(
+        f"/lessons/{LESSON}/report/bundles",
+        files={"bundle": ("evil.zip", bad, "application/zip")},
+        data={"csrf_token": client.csrf(f"/lessons/{LESSON}/report")},
+    )
     assert r.status_code == 422 and "Upload refused: entry" in r.text and "could escape the bundle" in r.text
     _nothing_stored(db, settings)
     good = _zip(_real("tp-sweep"))
-    r = client.post(f"/lessons/{LESSON}/report/bundles", files={"bundle": ("tp.zip", good, "application/zip")},
-                    data={"csrf_token": client.csrf(f"/lessons/{LESSON}/report")})
+    r = client.post(
+        f"/lessons/{LESSON}/report/bundles",
+        files={"bundle": ("tp.zip", good, "application/zip")},
+        data={"csrf_token": client.csrf(f"/lessons/{LESSON}/report")},
+    )
     assert r.status_code == 200 and "attached it to “TP rank mapping”" in r.text
     assert 'data-testid="state-tp-rank-mapping">Present only as CPU emulation' in r.text
 
@@ -143,8 +160,9 @@ def test_upload_through_the_report_page_and_the_api(client, db, settings):
     headers = {"X-CSRF-Token": client.api_token()}
     r = client.client.post("/api/v1/bundles", files={"bundle": ("x.zip", b"nope", "application/zip")}, headers=headers)
     assert r.status_code == 422 and "not a zip archive" in r.json()["detail"]
-    r = client.client.post("/api/v1/bundles", files={"bundle": ("env.zip", _zip(_real("env-check")), "application/zip")},
-                           headers=headers)
+    r = client.client.post(
+        "/api/v1/bundles", files={"bundle": ("env.zip", _zip(_real("env-check")), "application/zip")}, headers=headers
+    )
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["lab"] == "env-check" and body["emulated"] is True

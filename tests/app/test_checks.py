@@ -30,21 +30,39 @@ def _by_name(item: dict) -> dict[str, dict]:
     return {c["check"]: c for c in item["checks"]}
 
 
-@pytest.mark.parametrize("slot_kind,lab,expected", [
-    ("evidence", "env-check", {"schema", "environment", "fp8-recipes", "smoke-test"}),
-    ("evidence", "fp8-step", {"schema", "environment", "same-seed-steps", "loss-tracks", "clipping-scales"}),
-    ("fallback", "fp8-step", {"schema", "environment", "recipe", "shapes", "labelled"}),
-    ("evidence", "tp-sweep", {"schema", "environment", "tp-baseline", "rank-mapping", "tp-parity"}),
-    ("evidence", "overlap-trace", {"schema", "environment", "immediate-near-zero", "windowed-more", "every-rank"}),
-])
+@pytest.mark.parametrize(
+    "slot_kind,lab,expected",
+    [
+        ("evidence", "env-check", {"schema", "environment", "fp8-recipes", "smoke-test"}),
+        ("evidence", "fp8-step", {"schema", "environment", "same-seed-steps", "loss-tracks", "clipping-scales"}),
+        ("fallback", "fp8-step", {"schema", "environment", "recipe", "shapes", "labelled"}),
+        ("evidence", "tp-sweep", {"schema", "environment", "tp-baseline", "rank-mapping", "tp-parity"}),
+        ("evidence", "overlap-trace", {"schema", "environment", "immediate-near-zero", "windowed-more", "every-rank"}),
+    ],
+)
 def test_real_cpu_results_pass_and_say_they_are_emulated(slot_kind, lab, expected):
     item = check_item(slot_kind=slot_kind, lab=lab, source=_source(lab))
     names = _by_name(item)
     assert set(names) == expected
     assert item["emulated"] is True and "CPU emulation" in item["label"]
     assert "CPU emulation" in names["environment"]["sentence"]
-    hard = {"schema", "environment", "same-seed-steps", "loss-tracks", "clipping-scales", "tp-parity", "rank-mapping",
-            "every-rank", "immediate-near-zero", "recipe", "shapes", "labelled", "fp8-recipes", "smoke-test", "tp-baseline"}
+    hard = {
+        "schema",
+        "environment",
+        "same-seed-steps",
+        "loss-tracks",
+        "clipping-scales",
+        "tp-parity",
+        "rank-mapping",
+        "every-rank",
+        "immediate-near-zero",
+        "recipe",
+        "shapes",
+        "labelled",
+        "fp8-recipes",
+        "smoke-test",
+        "tp-baseline",
+    }
     for name in expected & hard:
         assert names[name]["status"] == "pass", names[name]
     # CPU timings may blur the windowed overlap: a warning at worst, never a failure
@@ -66,10 +84,20 @@ def test_fp8_loss_that_diverges_fails_and_one_that_drifts_warns():
     bad = copy.deepcopy(labruns.result("fp8-step"))
     bad["results"]["runs"]["fp8"]["loss"][-1] *= 1.5
     c = _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", bad)))["loss-tracks"]
-    assert c["status"] == "fail" and "50.0" in c["sentence"] and "step 3" in c["sentence"] and "tolerance 5%" in c["sentence"]
+    assert (
+        c["status"] == "fail"
+        and "50.0" in c["sentence"]
+        and "step 3" in c["sentence"]
+        and "tolerance 5%" in c["sentence"]
+    )
     drift = copy.deepcopy(labruns.result("fp8-step"))
     drift["results"]["runs"]["fp8"]["loss"][1] = drift["results"]["runs"]["reference"]["loss"][1] * 1.08
-    assert _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", drift)))["loss-tracks"]["status"] == "warn"
+    assert (
+        _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", drift)))["loss-tracks"][
+            "status"
+        ]
+        == "warn"
+    )
     nan = copy.deepcopy(labruns.result("fp8-step"))
     nan["results"]["runs"]["fp8"]["loss"][2] = float("nan")
     c = _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", nan)))["loss-tracks"]
@@ -92,7 +120,9 @@ def test_tp_parity_outside_the_named_tolerance_fails():
     assert c["status"] == "fail" and "FP32_REORDER" in c["sentence"] and "3.00e-03" in c["sentence"]
     no_mapping = copy.deepcopy(labruns.result("tp-sweep"))
     no_mapping["results"]["degrees"][1]["ranks"] = no_mapping["results"]["degrees"][1]["ranks"][:1]
-    c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", no_mapping)))["rank-mapping"]
+    c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", no_mapping)))[
+        "rank-mapping"
+    ]
     assert c["status"] == "fail" and "TP=[2]" in c["sentence"]
 
 
@@ -118,7 +148,9 @@ def test_overlap_judgement_fails_on_a_gpu_and_warns_on_cpu():
 def test_timeline_missing_a_rank_fails_and_an_unreadable_trace_is_not_gradable():
     bad = copy.deepcopy(labruns.result("overlap-trace"))
     bad["results"]["schedules"]["windowed"]["ranks"][1]["rank"] = 0  # rank 1's row went missing
-    c = _by_name(check_item(slot_kind="evidence", lab="overlap-trace", source=_source("overlap-trace", bad)))["every-rank"]
+    c = _by_name(check_item(slot_kind="evidence", lab="overlap-trace", source=_source("overlap-trace", bad)))[
+        "every-rank"
+    ]
     assert c["status"] == "fail" and "windowed" in c["sentence"]
     gone = copy.deepcopy(labruns.result("overlap-trace"))
     trace = gone["results"]["schedules"]["immediate"]["artifacts"]["trace"]
@@ -141,15 +173,21 @@ def test_trace_without_spans_for_a_rank_fails(tmp_path):
         a = next(a for a in result["artifacts"] if a["name"] == name)
         return (root / a["path"]).read_bytes()
 
-    item = check_item(slot_kind="evidence", lab="overlap-trace",
-                      source=Source(kind="bundle", id=1, result=result, root=root, read_artifact=read))
+    item = check_item(
+        slot_kind="evidence",
+        lab="overlap-trace",
+        source=Source(kind="bundle", id=1, result=result, root=root, read_artifact=read),
+    )
     c = _by_name(item)["every-rank"]
     assert c["status"] == "fail" and "ranks [0]" in c["sentence"]
 
 
 def test_infrastructure_problems_are_not_gradable_never_failed():
-    failed = check_item(slot_kind="evidence", lab="fp8-step",
-                        source=Source(kind="job", id=3, problem="the job failed: The lab process was killed by signal 9"))
+    failed = check_item(
+        slot_kind="evidence",
+        lab="fp8-step",
+        source=Source(kind="job", id=3, problem="the job failed: The lab process was killed by signal 9"),
+    )
     assert failed["status"] == "not_gradable" and "signal 9" in failed["checks"][0]["sentence"]
     broken = copy.deepcopy(labruns.result("env-check"))
     del broken["environment"]

@@ -75,9 +75,20 @@ def test_concurrent_grade_save_is_refused_and_nothing_is_lost(report, make_user,
     first = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="first tab"))
     assert first.status_code == 200 and "Grade saved" in first.text
     # a second tab opened before the first save still says base_revision 0
-    second = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="second tab", levels={
-        "environment": "missing", "numerics": "missing", "tp-mapping": "missing", "timeline": "missing",
-        "reasoning": "none", "stretch": "skipped"}))
+    second = gina.post(
+        f"/grader/reports/{report.id}/grade",
+        data=grade_form(
+            feedback="second tab",
+            levels={
+                "environment": "missing",
+                "numerics": "missing",
+                "tp-mapping": "missing",
+                "timeline": "missing",
+                "reasoning": "none",
+                "stretch": "skipped",
+            },
+        ),
+    )
     assert second.status_code == 409
     assert "Not saved: this grade was saved meanwhile (revision 1, by gina)" in second.text
     assert "second tab" in second.text  # the refused text is kept on the page
@@ -103,10 +114,25 @@ def test_grade_save_race_between_two_sessions_has_one_winner(report, make_user, 
             version = s.query(ReportVersion).filter_by(report_id=report.id).one()
             barrier.wait()
             try:
-                grading.save_grade(s, report=rep, version=version, grader=user, base_revision=0,
-                                   levels={"environment": "complete", "numerics": "shown", "tp-mapping": "shown",
-                                           "timeline": "shown", "reasoning": "thin", "stretch": "skipped"},
-                                   feedback=feedback, notes="", rubric=lesson.rubric, rubric_version=version_no)
+                grading.save_grade(
+                    s,
+                    report=rep,
+                    version=version,
+                    grader=user,
+                    base_revision=0,
+                    levels={
+                        "environment": "complete",
+                        "numerics": "shown",
+                        "tp-mapping": "shown",
+                        "timeline": "shown",
+                        "reasoning": "thin",
+                        "stretch": "skipped",
+                    },
+                    feedback=feedback,
+                    notes="",
+                    rubric=lesson.rubric,
+                    rubric_version=version_no,
+                )
                 outcomes.append("saved")
             except grading.GradingError as exc:
                 outcomes.append(str(exc))
@@ -136,9 +162,12 @@ def test_changing_rubric_points_recomputes_saved_grades(report, client, make_use
     row = lesson_service.latest_row(db, lesson_id=LESSON)
     files = dict(row.files)
     assert "    points: 4\n    evidence: bf16-fp8-numerics" in files["rubric.yaml"]
-    files["rubric.yaml"] = files["rubric.yaml"].replace("    points: 4\n    evidence: bf16-fp8-numerics",
-                                                        "    points: 10\n    evidence: bf16-fp8-numerics")
-    version, errors = lesson_service.publish(db, lesson_id=LESSON, files=files, source="editor", note="numerics weigh more")
+    files["rubric.yaml"] = files["rubric.yaml"].replace(
+        "    points: 4\n    evidence: bf16-fp8-numerics", "    points: 10\n    evidence: bf16-fp8-numerics"
+    )
+    version, errors = lesson_service.publish(
+        db, lesson_id=LESSON, files=files, source="editor", note="numerics weigh more"
+    )
     assert errors == []
     # numerics was "explained" (fraction 1): 16 - 4 + 10 = 22 of 26
     page = client.get(f"/lessons/{LESSON}/report").text
@@ -166,10 +195,15 @@ def test_visibility_by_role_lesson_and_owner(report, client, make_user, make_cli
     learner2.register("bob@example.org")
     assert learner2.get("/grader").status_code == 403
     assert learner2.get("/grader/export.csv").status_code == 403
-    assert learner2.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code == 404
+    assert (
+        learner2.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code
+        == 404
+    )
     assert "Nothing submitted yet" in learner2.get(f"/lessons/{LESSON}/report").text
     # the owner and an instructor do see it
-    assert client.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code == 200
+    assert (
+        client.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code == 200
+    )
     ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",), lesson=None, db=db)
     review = ivy.get(f"/grader/reports/{report.id}")
     assert review.status_code == 200
@@ -184,7 +218,9 @@ def test_instructor_assigns_graders_in_the_page(report, make_user, make_client, 
     make_user("gina@example.org", roles=("grader",))
     r = ivy.post("/grader/assignments", data={"email": "gina@example.org", "lesson_id": LESSON}, follow_redirects=True)
     assert "gina@example.org now grades transformer-scaling" in r.text
-    r = ivy.post("/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    r = ivy.post(
+        "/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=True
+    )
     assert "no grader with that email" in r.text
     gina = make_client()
     gina.login("gina@example.org")
@@ -197,7 +233,10 @@ def test_queue_filters_and_stable_order(client, make_client, make_user, db, sett
     submit_report(second, db, settings, email="bob@example.org")
     first_id, second_id = [r.id for r in db.query(LabReport).order_by(LabReport.id)]
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    ids = lambda html: [int(i) for i in re.findall(r'<tr data-report="(\d+)"', html)]
+
+    def ids(html):
+        return [int(i) for i in re.findall(r'<tr data-report="(\d+)"', html)]
+
     assert ids(gina.get("/grader").text) == [first_id, second_id]
     gina.post(f"/grader/reports/{second_id}/claim")
     assert ids(gina.get("/grader?grader=me").text) == [second_id]
@@ -227,7 +266,7 @@ def test_regrade_reruns_checks_and_marks_lost_files_not_gradable(report, make_us
 def test_csv_export_escapes_formulas_and_respects_roles(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
     gina.post(f"/grader/reports/{report.id}/claim")
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="=HYPERLINK(\"http://evil\")"))
+    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback='=HYPERLINK("http://evil")'))
     r = gina.get(f"/grader/export.csv?lesson={LESSON}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]

@@ -90,8 +90,13 @@ def test_huge_ids_are_a_422_not_a_database_overflow(client):
     """Found by schemathesis against /api/v1/openapi.json: ids beyond 32 bits reached the database."""
     _learner(client)
     big = 82559345522661187601301504
-    for path in (f"/api/v1/jobs/{big}", f"/api/v1/jobs/{big}/result", f"/api/v1/jobs/-{big}/artifacts/x",
-                 f"/jobs/{big}", f"/lessons/transformer-scaling/orient?v={big}"):
+    for path in (
+        f"/api/v1/jobs/{big}",
+        f"/api/v1/jobs/{big}/result",
+        f"/api/v1/jobs/-{big}/artifacts/x",
+        f"/jobs/{big}",
+        f"/lessons/transformer-scaling/orient?v={big}",
+    ):
         r = client.get(path)
         assert r.status_code == 422, (path, r.status_code)
     r = client.post("/lessons/transformer-scaling/questions/format-roles", {"answer": "x", "version": str(big)})

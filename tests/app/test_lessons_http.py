@@ -55,7 +55,7 @@ def test_pause_answer_is_saved_before_reveal(learner, db):
     assert [x.text for x in db.query(Response).order_by(Response.id)] == ["distributions drift", "second thoughts"]
     too_long = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "x" * 5001, "version": 1})
     assert too_long.status_code == 400 and "under 5000 characters" in too_long.text
-    assert 'x' * 100 in too_long.text  # the draft is handed back, not lost
+    assert "x" * 100 in too_long.text  # the draft is handed back, not lost
 
 
 def test_single_choice_feedback_per_option(learner, db):
@@ -92,7 +92,9 @@ def test_stale_version_is_refused_and_text_kept(learner, db):
     qid = next(k for k, v in lesson.questions.items() if v.kind == "free_response")
     row = lesson_service.latest_row(db, lesson_id=LESSON)
     files = dict(row.files)
-    files["lesson.yaml"] = files["lesson.yaml"].replace("title: Transformer Scaling", "title: Transformer Scaling (revised)")
+    files["lesson.yaml"] = files["lesson.yaml"].replace(
+        "title: Transformer Scaling", "title: Transformer Scaling (revised)"
+    )
     new_version, errors = lesson_service.publish(db, lesson_id=LESSON, files=files, source="editor")
     assert errors == [] and new_version == version + 1
     r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": "my careful answer", "version": version})

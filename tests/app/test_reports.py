@@ -50,14 +50,26 @@ def test_states_show_present_emulated_missing_and_not_gradable(client, db, setti
     ann = _me(db)
     fp8 = finished_job(db, settings, ann, "fp8-step")
     broken = failed_job(db, ann, "tp-sweep", error="A rank crashed: gloo connection reset.")
-    r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
-                                                      "evidence-tp-rank-mapping": f"job:{broken.id}"})
+    r = client.post(
+        f"/lessons/{LESSON}/report",
+        data={
+            "action": "save",
+            "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
+            "evidence-tp-rank-mapping": f"job:{broken.id}",
+        },
+    )
     assert r.status_code == 200 and "Draft saved" in r.text
     assert 'data-testid="state-bf16-fp8-numerics">Present only as CPU emulation' in r.text
     assert 'data-testid="state-tp-rank-mapping">Not gradable' in r.text
     assert 'data-testid="state-timeline">Missing' in r.text
-    client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
-                                                  "evidence-tp-rank-mapping": f"job:{broken.id}"})
+    client.post(
+        f"/lessons/{LESSON}/report",
+        data={
+            "action": "submit",
+            "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
+            "evidence-tp-rank-mapping": f"job:{broken.id}",
+        },
+    )
     checks = db.query(ReportVersion).one().checks
     assert checks["tp-rank-mapping"]["status"] == "not_gradable"
     assert "gloo connection reset" in checks["tp-rank-mapping"]["checks"][0]["sentence"]
@@ -71,8 +83,15 @@ def test_only_own_finished_jobs_of_the_right_lab_are_accepted(client, make_clien
     client.register("ann@example.org")
     ann = _me(db)
     env = finished_job(db, settings, ann, "env-check")
-    r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-env-capability": f"job:{eves.id}",
-                                                      "evidence-timeline": f"job:{env.id}", "answer-numbers": "kept"})
+    r = client.post(
+        f"/lessons/{LESSON}/report",
+        data={
+            "action": "save",
+            "evidence-env-capability": f"job:{eves.id}",
+            "evidence-timeline": f"job:{env.id}",
+            "answer-numbers": "kept",
+        },
+    )
     assert r.status_code == 422
     assert f"job {eves.id} is not one of your jobs" in r.text
     assert f"needs a overlap-trace job; job {env.id} ran env-check" in r.text
@@ -94,8 +113,10 @@ def test_resubmission_keeps_every_version(client, db, settings):
     submit_report(client, db, settings, answers={"numbers": "first thoughts"})
     report = db.query(LabReport).one()
     assert report.status == "submitted"
-    r = client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "answer-numbers": "better thoughts",
-                                                      "evidence-env-capability": "job:1"})
+    r = client.post(
+        f"/lessons/{LESSON}/report",
+        data={"action": "submit", "answer-numbers": "better thoughts", "evidence-env-capability": "job:1"},
+    )
     assert "Submitted as version 2" in r.text
     v1, v2 = db.query(ReportVersion).order_by(ReportVersion.number).all()
     assert v1.answers == {"numbers": "first thoughts"} and v2.answers == {"numbers": "better thoughts"}
@@ -116,7 +137,10 @@ def test_learner_sees_grade_lines_and_feedback_but_not_notes(client, make_user, 
     g = make_client()
     g.login("gina@example.org")
     g.post(f"/grader/reports/{report.id}/claim")
-    g.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="Nice <b>timeline</b>.", notes="grader-only remark"))
+    g.post(
+        f"/grader/reports/{report.id}/grade",
+        data=grade_form(feedback="Nice <b>timeline</b>.", notes="grader-only remark"),
+    )
     page = client.get(f"/lessons/{LESSON}/report").text
     assert '<span class="total">16 / 20</span>' in page
     assert "Timeline and real overlap" in page and "Explained" in page

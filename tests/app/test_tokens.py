@@ -33,7 +33,7 @@ def test_bad_and_revoked_tokens_are_401(client, app):
     with TestClient(app) as script:
         assert script.get("/api/v1/me", headers={"Authorization": "Bearer cst_nope"}).status_code == 401
         page = client.get("/account").text
-        token_id = re.search(r'/account/tokens/(\d+)/revoke', page).group(1)
+        token_id = re.search(r"/account/tokens/(\d+)/revoke", page).group(1)
         assert client.post(f"/account/tokens/{token_id}/revoke").status_code == 200
         r = script.post("/api/v1/jobs", json={"lab": "env-check"}, headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 401
@@ -50,7 +50,7 @@ def test_token_names_and_ownership(client, make_client):
     r = client.post("/account/tokens", {"name": "  "})
     assert r.status_code == 400 and "name of 1 to 80 characters" in r.text
     _token(client)
-    token_id = re.search(r'/account/tokens/(\d+)/revoke', client.get("/account").text).group(1)
+    token_id = re.search(r"/account/tokens/(\d+)/revoke", client.get("/account").text).group(1)
     bob = make_client()
     bob.register("bob@example.org", name="Bob")
     assert bob.post(f"/account/tokens/{token_id}/revoke").status_code == 404
@@ -68,8 +68,9 @@ def test_bundle_upload_with_a_token_as_the_readme_shows(client, app, tmp_path):
     from tests.conftest import ROOT
 
     out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "labs", "run", "env-check", "--out", str(out)], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "labs", "run", "env-check", "--out", str(out)], cwd=ROOT, check=True, capture_output=True
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for f in out.iterdir():
@@ -77,7 +78,10 @@ def test_bundle_upload_with_a_token_as_the_readme_shows(client, app, tmp_path):
     client.register("ann@example.org")
     token = _token(client)
     with TestClient(app) as script:
-        r = script.post("/api/v1/bundles", files={"bundle": ("env.zip", buf.getvalue(), "application/zip")},
-                        headers={"Authorization": f"Bearer {token}"})
+        r = script.post(
+            "/api/v1/bundles",
+            files={"bundle": ("env.zip", buf.getvalue(), "application/zip")},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert r.status_code == 201, r.text
         assert json.loads(r.text)["id"] > 0

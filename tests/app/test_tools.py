@@ -20,25 +20,31 @@ def test_fp8_range_reproduces_the_worked_example(learner):
 def test_overlap_window_step_identity(learner):
     r = learner.get("/api/v1/tools/overlap-window", params={"compute_ms": 12, "comm_ms": 5, "window_ms": 3}).json()
     assert r["result"]["total"] == 14 and r["result"]["exposed"] == 2
-    r = learner.get("/api/v1/tools/overlap-window",
-                    params={"compute_ms": 12, "comm_ms": 5, "window_ms": 3, "consumer_reads_result": "true"}).json()
+    r = learner.get(
+        "/api/v1/tools/overlap-window",
+        params={"compute_ms": 12, "comm_ms": 5, "window_ms": 3, "consumer_reads_result": "true"},
+    ).json()
     assert r["result"]["total"] == 17 and r["result"]["unsafe"] is True
 
 
 def test_parallel_axis_prediction_is_labeled(learner):
     r = learner.get("/api/v1/tools/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096}).json()["result"]
     assert r["label"] == "predicted" and [row["degree"] for row in r["per_degree"]] == [1, 2, 4, 8]
-    page = learner.get("/play/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096},
-                       headers={"HX-Request": "true"}).text
+    page = learner.get(
+        "/play/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096}, headers={"HX-Request": "true"}
+    ).text
     assert "Predicted, not measured" in page
 
 
-@pytest.mark.parametrize("tool,params,field", [
-    ("fp8-range", {"amax": -1}, "amax"),
-    ("fp8-range", {"fmt": "E3M4"}, "fmt"),
-    ("overlap-window", {"compute_ms": 2, "window_ms": 3}, "window_ms"),
-    ("parallel-axis", {"tokens": "many"}, "tokens"),
-])
+@pytest.mark.parametrize(
+    "tool,params,field",
+    [
+        ("fp8-range", {"amax": -1}, "amax"),
+        ("fp8-range", {"fmt": "E3M4"}, "fmt"),
+        ("overlap-window", {"compute_ms": 2, "window_ms": 3}, "window_ms"),
+        ("parallel-axis", {"tokens": "many"}, "tokens"),
+    ],
+)
 def test_bad_input_names_the_field(learner, tool, params, field):
     r = learner.get(f"/api/v1/tools/{tool}", params=params)
     assert r.status_code == 422 and field in r.json()["detail"]

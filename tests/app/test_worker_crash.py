@@ -11,8 +11,13 @@ from tests.conftest import ROOT, wait_for
 
 
 def _worker_proc(settings, worker_env):
-    return subprocess.Popen([sys.executable, "-m", "app", "worker"], cwd=ROOT, env=worker_env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app", "worker"],
+        cwd=ROOT,
+        env=worker_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def test_killed_worker_job_is_retried_by_another(settings, db, make_user):
@@ -20,10 +25,16 @@ def test_killed_worker_job_is_retried_by_another(settings, db, make_user):
     # tp-sweep would be slower; the fp8-step lab at small size is long enough to kill mid-run when
     # present, and env-check (a torch import and a matmul, ~2 s) otherwise.
     job = jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2)
-    env = dict(os.environ, COURSE_ENV="test", COURSE_DATA_DIR=str(settings.data_dir),
-               DATABASE_URL=settings.db_url, COURSE_LEASE_SECONDS="2")
+    env = dict(
+        os.environ,
+        COURSE_ENV="test",
+        COURSE_DATA_DIR=str(settings.data_dir),
+        DATABASE_URL=settings.db_url,
+        COURSE_LEASE_SECONDS="2",
+    )
     first = _worker_proc(settings, env)
     try:
+
         def running():
             db.expire_all()
             return db.get(Job, job.id).status == "running"
@@ -38,6 +49,7 @@ def test_killed_worker_job_is_retried_by_another(settings, db, make_user):
 
     second = _worker_proc(settings, env)
     try:
+
         def finished():
             db.expire_all()
             j = db.get(Job, job.id)

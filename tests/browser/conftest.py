@@ -21,12 +21,22 @@ SHOTS = ROOT / "test-artifacts" / "screenshots"
 def live_server(tmp_path_factory):
     data = tmp_path_factory.mktemp("live-data")
     port = free_port()
-    env = dict(os.environ, COURSE_ENV="test", COURSE_DATA_DIR=str(data), COURSE_WORKERS="1",
-               COURSE_SECRET_KEY="browser-test-secret")
+    env = dict(
+        os.environ,
+        COURSE_ENV="test",
+        COURSE_DATA_DIR=str(data),
+        COURSE_WORKERS="1",
+        COURSE_SECRET_KEY="browser-test-secret",
+    )
     env.pop("DATABASE_URL", None)  # the README's default: SQLite under the data dir
     log = open(data / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -36,7 +46,7 @@ def live_server(tmp_path_factory):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("server did not start:\n" + (data / "server.log").read_text())
+                raise RuntimeError("server did not start:\n" + (data / "server.log").read_text()) from None
             time.sleep(0.3)
 
     def cli(*args: str) -> str:
@@ -64,8 +74,15 @@ def browser():
         b = p.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         yield b
         b.close()

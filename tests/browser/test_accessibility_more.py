@@ -7,14 +7,37 @@ from tests.browser.test_lesson_quality import serious_violations
 
 
 def test_staff_and_learner_pages_have_no_serious_violations(page, live_server):
-    live_server.cli("users", "create", "--email", "a11y@example.org", "--password", "correct horse",
-                    "--role", "instructor", "--role", "grader", "--role", "learner")
+    live_server.cli(
+        "users",
+        "create",
+        "--email",
+        "a11y@example.org",
+        "--password",
+        "correct horse",
+        "--role",
+        "instructor",
+        "--role",
+        "grader",
+        "--role",
+        "learner",
+    )
     login(page, live_server.url, "a11y@example.org")
     found = {}
-    for path in ["/", "/play", "/account", "/labs", "/labs/fp8-step", "/labs/tp-sweep", "/jobs", "/reports",
-                 "/lessons/transformer-scaling/report", "/instructor",
-                 "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml", "/grader",
-                 "/lessons/precision-by-numbers"]:
+    for path in [
+        "/",
+        "/play",
+        "/account",
+        "/labs",
+        "/labs/fp8-step",
+        "/labs/tp-sweep",
+        "/jobs",
+        "/reports",
+        "/lessons/transformer-scaling/report",
+        "/instructor",
+        "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml",
+        "/grader",
+        "/lessons/precision-by-numbers",
+    ]:
         page.goto(live_server.url + path)
         if v := serious_violations(page):
             found[path] = v

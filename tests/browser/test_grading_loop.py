@@ -61,7 +61,9 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     page.get_by_role("button", name="Attach my latest runs to empty items").click()
     for slot in ("env-capability", "bf16-fp8-numerics", "tp-rank-mapping", "timeline"):
         expect(page.get_by_test_id(f"state-{slot}")).to_have_text("Present only as CPU emulation")
-    page.locator("#answer-numbers").fill("Loss gap under 0.1%; clipping at steps 1-3, then the scale shrank. <b>bold?</b>")
+    page.locator("#answer-numbers").fill(
+        "Loss gap under 0.1%; clipping at steps 1-3, then the scale shrank. <b>bold?</b>"
+    )
     page.locator("#answer-overlap").fill("Immediate: zero. Windowed: a little on rank 1.")
     page.locator("#answer-sharding").fill("From TP=2 the all-reduce outweighs the tiny GEMMs.")
     page.get_by_role("button", name="Submit report").click()

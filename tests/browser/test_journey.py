@@ -50,8 +50,18 @@ def test_learner_journey_to_environment_report(page, live_server):
 
 def test_staff_created_from_the_command_line(page, live_server):
     base = live_server.url
-    out = live_server.cli("users", "create", "--email", "prof@example.org", "--password", "correct horse",
-                          "--role", "instructor", "--role", "grader")
+    out = live_server.cli(
+        "users",
+        "create",
+        "--email",
+        "prof@example.org",
+        "--password",
+        "correct horse",
+        "--role",
+        "instructor",
+        "--role",
+        "grader",
+    )
     assert "instructor" in out
     login(page, base, "prof@example.org")
     expect(page.get_by_role("link", name="Instructor")).to_be_visible()

@@ -34,8 +34,15 @@ DEPTH_PHRASES = {
     "collective-costs": ["1.75×", "4,396", "inside a node"],
 }
 TRACE_STEPS = {"recipe": [1, 2], "local": [3], "async": [4], "wait": [5, 6, 7]}
-TRACE_CODE = {1: "DelayedScaling", 2: "fp8_autocast", 3: "column_parallel_linear", 4: "all_gather_async",
-              5: "independent_linear", 6: ".wait()", 7: "y_full"}
+TRACE_CODE = {
+    1: "DelayedScaling",
+    2: "fp8_autocast",
+    3: "column_parallel_linear",
+    4: "all_gather_async",
+    5: "independent_linear",
+    6: ".wait()",
+    7: "y_full",
+}
 QUESTIONS = {
     "wide-layer-axis": "single_choice",
     "format-roles": "free_response",
@@ -88,14 +95,14 @@ def test_objectives(l06):
 
 
 def test_mental_model(l06):
-    (_, steps), = _block(l06, "steps")
+    ((_, steps),) = _block(l06, "steps")
     assert [s.id for s in steps.items] == list(MENTAL_MODEL)
     for s in steps.items:
         assert MENTAL_MODEL[s.id] in s.body
 
 
 def test_concept_cards(l06):
-    (part, cards), = _block(l06, "concept_cards")
+    ((part, cards),) = _block(l06, "concept_cards")
     assert part.id == "deep-dives"
     assert {c.id: c for c in cards.cards}.keys() == CONCEPT_CARDS.keys()
     for c in cards.cards:
@@ -118,7 +125,7 @@ def test_sections_and_pauses(l06):
 
 
 def test_code_trace(l06):
-    (part, trace), = _block(l06, "code_trace")
+    ((part, trace),) = _block(l06, "code_trace")
     assert part.id == "code-trace"
     assert {s.id: s.lines for s in trace.steps} == TRACE_STEPS
     for n, needle in TRACE_CODE.items():
@@ -183,7 +190,10 @@ def test_lab(l06):
     assert [e.id for e in lab.evidence if e.fallback] == ["static-trace"]
     assert "static" in lab.evidence[-1].description and "labelled" in lab.evidence[-1].description
     assert lab.stretch.lab == "tp-sweep" and "TP degree" in lab.stretch.text
-    assert {r.title for r in lab.entry_points} == {"Transformer Engine documentation", "Megatron Core parallelism guide"}
+    assert {r.title for r in lab.entry_points} == {
+        "Transformer Engine documentation",
+        "Megatron Core parallelism guide",
+    }
 
 
 @pytest.mark.parametrize("tool", ["fp8-range", "parallel-axis", "overlap-window"])

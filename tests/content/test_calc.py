@@ -46,15 +46,18 @@ def test_python_fallback_agrees_with_labs(monkeypatch):
                 assert a[key] == b[key], key
 
 
-@pytest.mark.parametrize("name,args,needle", [
-    ("nope", {}, "unknown calculation"),
-    ("fp8_scale", {"amax": 0}, "amax must be a number > 0"),
-    ("fp8_scale", {"amax": 1, "fmt": "E3M4"}, "fmt must be one of"),
-    ("fp8_scale", {"amax": 1, "colour": 2}, "does not take ['colour']"),
-    ("step_time", {"compute": 1, "comm": 2, "overlap": 3}, "cannot exceed"),
-    ("pipeline_bubble", {"stages": 4}, "microbatches"),
-    ("zero_memory", {"params": 1, "gpus": 4, "stage": 5}, "stage must be 0, 1, 2 or 3"),
-])
+@pytest.mark.parametrize(
+    "name,args,needle",
+    [
+        ("nope", {}, "unknown calculation"),
+        ("fp8_scale", {"amax": 0}, "amax must be a number > 0"),
+        ("fp8_scale", {"amax": 1, "fmt": "E3M4"}, "fmt must be one of"),
+        ("fp8_scale", {"amax": 1, "colour": 2}, "does not take ['colour']"),
+        ("step_time", {"compute": 1, "comm": 2, "overlap": 3}, "cannot exceed"),
+        ("pipeline_bubble", {"stages": 4}, "microbatches"),
+        ("zero_memory", {"params": 1, "gpus": 4, "stage": 5}, "stage must be 0, 1, 2 or 3"),
+    ],
+)
 def test_errors_name_the_argument(name, args, needle):
     with pytest.raises(calc.CalcError) as exc:
         calc.evaluate(name, args)
@@ -72,7 +75,7 @@ def test_shipped_lessons_give_the_same_numbers_without_labs(monkeypatch):
 
     from .conftest import LESSONS
 
-    with_labs = {lid: l.values for lid, l in load_course(LESSONS).lessons.items()}
+    with_labs = {lid: les.values for lid, les in load_course(LESSONS).lessons.items()}
     monkeypatch.setattr(calc, "_labs_fp8", None)
     plain = load_course(LESSONS)
     assert plain.errors == []

@@ -12,11 +12,11 @@ XSS = [
     "[click](javascript:alert(1))",
     "[click](JaVaScRiPt:alert(1))",
     "[click](data:text/html;base64,PHNjcmlwdD4=)",
-    "<a href=\"javascript:alert(1)\">x</a>",
+    '<a href="javascript:alert(1)">x</a>',
     "<svg onload=alert(1)>",
     "<iframe src=https://evil.example></iframe>",
     "![x](javascript:alert(1))",
-    "<div style=\"background:url(javascript:alert(1))\">x</div>",
+    '<div style="background:url(javascript:alert(1))">x</div>',
     "$x</span><script>alert(1)</script>$",
     "$$\n</div><img src=x onerror=alert(1)>\n$$",
 ]
@@ -86,6 +86,8 @@ def test_render_inline_has_no_paragraph():
 def test_sanitize_is_the_last_line_of_defence():
     from app.content.markdown import sanitize
 
-    html = sanitize('<a href="javascript:alert(1)" onclick="x()">t</a><span class="evil math-inline">m</span>'
-                    "<script>bad()</script><p style=\"color:red\">ok</p>")
+    html = sanitize(
+        '<a href="javascript:alert(1)" onclick="x()">t</a><span class="evil math-inline">m</span>'
+        '<script>bad()</script><p style="color:red">ok</p>'
+    )
     assert html == '<a rel="noopener noreferrer">t</a><span class="math-inline">m</span><p>ok</p>'

@@ -56,8 +56,11 @@ def test_generator_is_deterministic_per_seed_and_varies(name):
     ranges = {}
     for key, default in gen.defaults.items():
         if isinstance(default, (int, float)) and not isinstance(default, bool) and key not in ("index", "bits"):
-            ranges[key] = {"min": max(1, default // 2), "max": default * 2 + 2, "step": 1} if key != "overlap" \
+            ranges[key] = (
+                {"min": max(1, default // 2), "max": default * 2 + 2, "step": 1}
+                if key != "overlap"
                 else {"min": 0, "max": 4}
+            )
     if name in ("absmax_int8", "block_absmax"):
         ranges = {"outlier": {"choices": [1.5, 3.0, 30.0]}, "index": {"min": 0, "max": 2}}
     if name == "e4m3_accumulate":
@@ -125,10 +128,19 @@ def test_non_numbers_are_invalid_not_attempts(raw):
     assert fb.message
 
 
-@pytest.mark.parametrize("raw,value,unit", [
-    ("14", 14, ""), ("-2.5e3 ms", -2500, "ms"), ("1,234.5", 1234.5, ""), ("16 384", 16384, ""),
-    ("0,5", 0.5, ""), ("−3", -3, ""), (".5x", 0.5, "x"), ("27%", 27, "%"),
-])
+@pytest.mark.parametrize(
+    "raw,value,unit",
+    [
+        ("14", 14, ""),
+        ("-2.5e3 ms", -2500, "ms"),
+        ("1,234.5", 1234.5, ""),
+        ("16 384", 16384, ""),
+        ("0,5", 0.5, ""),
+        ("−3", -3, ""),
+        (".5x", 0.5, "x"),
+        ("27%", 27, "%"),
+    ],
+)
 def test_parse_number(raw, value, unit):
     assert parse_number(raw) == (pytest.approx(value), unit)
 
@@ -140,12 +152,20 @@ def test_fixed_numeric_question():
 
 
 def test_single_choice_feedback_per_option():
-    q = Question(id="sc", body=SingleChoice.model_validate({
-        "kind": "single_choice", "prompt": "Which?", "explanation": "Because.",
-        "options": [
-            {"id": "A", "text": "TP", "correct": True, "feedback": "Yes, TP."},
-            {"id": "B", "text": "DP", "feedback": "DP replicates."},
-        ]}))
+    q = Question(
+        id="sc",
+        body=SingleChoice.model_validate(
+            {
+                "kind": "single_choice",
+                "prompt": "Which?",
+                "explanation": "Because.",
+                "options": [
+                    {"id": "A", "text": "TP", "correct": True, "feedback": "Yes, TP."},
+                    {"id": "B", "text": "DP", "feedback": "DP replicates."},
+                ],
+            }
+        ),
+    )
     right, wrong = grade(q, None, "a"), grade(q, None, "B")
     assert right.correct and right.message == "Yes, TP." and right.chosen == "A"
     assert wrong.status == "incorrect" and wrong.message == "DP replicates." and wrong.expected_text == "A"
@@ -153,8 +173,12 @@ def test_single_choice_feedback_per_option():
 
 
 def test_free_response_needs_text_then_reveals_reference():
-    q = Question(id="fr", body=FreeResponse.model_validate({
-        "kind": "free_response", "prompt": "Why?", "hint": "Think.", "reference_answer": "Range."}))
+    q = Question(
+        id="fr",
+        body=FreeResponse.model_validate(
+            {"kind": "free_response", "prompt": "Why?", "hint": "Think.", "reference_answer": "Range."}
+        ),
+    )
     assert grade(q, None, "  ").status == "invalid"
     fb = grade(q, None, "because of range")
     assert fb.status == "answered" and fb.message == "Range." and fb.counts_as_attempt

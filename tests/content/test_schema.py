@@ -1,6 +1,5 @@
 """Bad content gives errors that name the file, the field, what was expected and what was found."""
 
-
 from app.content.loader import load_course, validate_lesson_dir, validate_lesson_texts
 
 
@@ -49,7 +48,8 @@ def test_several_broken_files_are_all_reported(template_texts):
             "lesson.yaml": template_texts["lesson.yaml"] + "colour: red\n",
             "parts/first-part.yaml": part.replace("minutes: 5", "minutes: -3"),
             "questions/example-numeric.yaml": template_texts["questions/example-numeric.yaml"].replace(
-                "pipeline_bubble", "pipe_bubble"),
+                "pipeline_bubble", "pipe_bubble"
+            ),
             "questions/unparsable.yaml": "kind: numeric\nprompt: [unclosed\n",
             "questions/no-correct.yaml": "kind: single_choice\nprompt: p\noptions:\n"
             "  - {id: A, text: a, feedback: f}\n  - {id: B, text: b, feedback: f}\n",
@@ -58,8 +58,12 @@ def test_several_broken_files_are_all_reported(template_texts):
     )
     files = {e.file for e in errors}
     assert {
-        "broken/lesson.yaml", "broken/parts/first-part.yaml", "broken/questions/example-numeric.yaml",
-        "broken/questions/unparsable.yaml", "broken/questions/no-correct.yaml", "broken/notes.txt",
+        "broken/lesson.yaml",
+        "broken/parts/first-part.yaml",
+        "broken/questions/example-numeric.yaml",
+        "broken/questions/unparsable.yaml",
+        "broken/questions/no-correct.yaml",
+        "broken/notes.txt",
     } <= files
     assert "greater than or equal to 1" in _find(errors, "parts/first-part.yaml", "minutes").expected
     assert "pipeline_bubble" in _find(errors, "questions/example-numeric.yaml", "generator").expected
@@ -91,7 +95,8 @@ def test_code_trace_lines_and_references_are_checked(template_texts):
 
 def test_calc_placeholders_are_checked(template_texts):
     part = template_texts["parts/first-part.yaml"].replace(
-        "{{calc:example-bubble.percent}}", "{{calc:missing.x}} {{calc:example-bubble.nofield}}")
+        "{{calc:example-bubble.percent}}", "{{calc:missing.x}} {{calc:example-bubble.nofield}}"
+    )
     errors = _errors(template_texts, **{"parts/first-part.yaml": part})
     messages = [e.expected for e in errors if e.field == "blocks[1].body"]
     assert any("computed" in m for m in messages)
@@ -106,7 +111,8 @@ def test_bad_calculation_arguments(template_texts):
 
 def test_yaml_float_without_exponent_sign_is_reported(template_texts):
     lesson_yaml = template_texts["lesson.yaml"].replace(
-        "computed:\n", "computed:\n  tp: {calc: tp_threshold, args: {flops: 9.89e14, bandwidth: 4.5e+11}}\n")
+        "computed:\n", "computed:\n  tp: {calc: tp_threshold, args: {flops: 9.89e14, bandwidth: 4.5e+11}}\n"
+    )
     e = _find(_errors(template_texts, **{"lesson.yaml": lesson_yaml}), "lesson.yaml", "computed.tp")
     assert "flops must be a number" in e.found
 
@@ -119,8 +125,7 @@ def test_ids_come_from_paths(template_texts):
 
 def test_duplicate_stable_ids(template_texts):
     part = template_texts["parts/first-part.yaml"].replace("id: first-pause", "id: first-objective")
-    e = _find(_errors(template_texts, **{"parts/first-part.yaml": part}), "parts/first-part.yaml",
-              "blocks[1].pause.id")
+    e = _find(_errors(template_texts, **{"parts/first-part.yaml": part}), "parts/first-part.yaml", "blocks[1].pause.id")
     assert "unique" in e.expected
 
 

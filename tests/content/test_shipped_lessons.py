@@ -52,8 +52,12 @@ def test_no_placeholder_survives_and_markdown_renders(course, lesson_id):
 def test_lesson_06_shape(l06):
     assert l06.number == 6 and l06.title == "Transformer Scaling"
     assert [(p.number, p.id, p.minutes) for p in l06.parts] == [
-        (1, "orient", 5), (2, "mental-model", 8), (3, "deep-dives", 15),
-        (4, "code-trace", 12), (5, "history", 8), (6, "practice", 12),
+        (1, "orient", 5),
+        (2, "mental-model", 8),
+        (3, "deep-dives", 15),
+        (4, "code-trace", 12),
+        (5, "history", 8),
+        (6, "practice", 12),
     ]
     assert l06.read_time_minutes == 60
     assert l06.header.anchor.year == 2022 and "Transformer Engine" in l06.header.anchor.label
@@ -83,8 +87,13 @@ def test_python_m_app_lessons_validate_over_shipped_lessons():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "app", "lessons", "validate"], cwd=LESSONS.parent,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "lessons", "validate"],
+        cwd=LESSONS.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     shipped = [p.name for p in LESSONS.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
     for lesson_id in shipped:

@@ -93,7 +93,9 @@ def test_rounding_matches_independent_nearest_even_in_range(fmt):
     mids = [(a + b) / 2 for a, b in zip(grid, grid[1:])]
     probes = grid + mids + [m * (1 + 2**-12) for m in mids] + [m * (1 - 2**-12) for m in mids]
     gen = torch.Generator().manual_seed(0)
-    probes += (torch.rand(2000, generator=gen) * 2 * math.log2(grid[-1] / grid[1]) - math.log2(grid[-1])).exp2().tolist()
+    probes += (
+        (torch.rand(2000, generator=gen) * 2 * math.log2(grid[-1] / grid[1]) - math.log2(grid[-1])).exp2().tolist()
+    )
     probes = [p for p in probes if p <= grid[-1]]
     xs = torch.tensor(probes + [-p for p in probes], dtype=torch.float64).float()
     got = round_to_format(xs, fmt).tolist()

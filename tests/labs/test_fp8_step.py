@@ -122,6 +122,8 @@ def test_every_param_has_a_reason_and_bounds_for_the_form():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: peak memory and GPU timings")
 def test_gpu_run_measures_peak_memory(tmp_path):
-    res = load_ok(run_cli(SMALL | {"d_model": 64, "ffn": 128, "batch": 8}, tmp_path, backend="auto"), tmp_path)["results"]
+    res = load_ok(run_cli(SMALL | {"d_model": 64, "ffn": 128, "batch": 8}, tmp_path, backend="auto"), tmp_path)[
+        "results"
+    ]
     assert res["timing"]["kind"] == "cuda"
     assert res["runs"]["reference"]["peak_memory_bytes"] > 0 and res["runs"]["fp8"]["peak_memory_bytes"] > 0

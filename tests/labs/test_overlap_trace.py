@@ -14,8 +14,22 @@ SMALL = {"tokens": 128, "hidden": 128, "ffn": 512, "window_out": 512, "steps": 3
 
 def run_cli(params, out, backend="cpu"):
     return subprocess.run(
-        [sys.executable, "-m", "labs", "run", "overlap-trace", "--params", json.dumps(params), "--out", str(out), "--backend", backend],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "labs",
+            "run",
+            "overlap-trace",
+            "--params",
+            json.dumps(params),
+            "--out",
+            str(out),
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -27,7 +41,7 @@ def test_all_three_schedules_validate_and_obey_their_definitions(tmp_path, ranks
     assert validate_result(result) == []
     res = result["results"]
     assert list(res["schedules"]) == ["immediate", "windowed", "dependent"]
-    for name, sched in res["schedules"].items():
+    for sched in res["schedules"].values():
         assert [r["rank"] for r in sched["ranks"]] == list(range(ranks))
         for r in sched["ranks"]:
             assert r["communication_ms"] > 0

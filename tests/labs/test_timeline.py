@@ -73,7 +73,12 @@ def test_bad_spans_are_refused():
 def test_chrome_trace_uses_rank_as_pid_and_lane_as_tid():
     trace = json.loads(tl.chrome_trace_json(lesson_example() + [Span(1, "wait", "w", 1, 2)], metadata={"k": 1}))
     xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert {(e["pid"], e["tid"], e["cat"]) for e in xs} == {(0, 1, "compute"), (0, 2, "communication"), (0, 3, "wait"), (1, 3, "wait")}
+    assert {(e["pid"], e["tid"], e["cat"]) for e in xs} == {
+        (0, 1, "compute"),
+        (0, 2, "communication"),
+        (0, 3, "wait"),
+        (1, 3, "wait"),
+    }
     comm = next(e for e in xs if e["cat"] == "communication")
     assert comm["ts"] == 9000 and comm["dur"] == 5000  # microseconds
     names = {(e["pid"], e["args"]["name"]) for e in trace["traceEvents"] if e["name"] == "thread_name"}

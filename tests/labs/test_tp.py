@@ -121,6 +121,6 @@ def test_tp1_has_no_collectives_and_tracer_sees_every_gemm():
         fc2(tp.gelu(fc1(torch.randn(2, 4, requires_grad=True)))).sum().backward()
     names = [s.name for s in tracer.spans()]
     assert sorted(n for n in names if "GEMM" in n) == sorted(
-        f"{l} {k} GEMM" for l in ("fc1", "fc2") for k in ("fwd", "dX", "dW")
+        f"{layer} {k} GEMM" for layer in ("fc1", "fc2") for k in ("fwd", "dX", "dW")
     )
     assert not any(s.lane == "communication" for s in tracer.spans())

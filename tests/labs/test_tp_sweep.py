@@ -15,8 +15,22 @@ SMALL = {"tokens": 32, "hidden": 64, "ffn": 256, "steps": 2, "warmup": 1, "rank_
 
 def run_cli(params: dict, out: Path, backend: str = "cpu"):
     return subprocess.run(
-        [sys.executable, "-m", "labs", "run", "tp-sweep", "--params", json.dumps(params), "--out", str(out), "--backend", backend],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "labs",
+            "run",
+            "tp-sweep",
+            "--params",
+            json.dumps(params),
+            "--out",
+            str(out),
+            "--backend",
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -51,8 +65,11 @@ def test_rank_mapping_tiles_each_weight_exactly(sweep):
     fc1_slices = [r["mapping"][0]["slice"] for r in tp4["ranks"]]
     assert fc1_slices == ["rows 0:64", "rows 64:128", "rows 128:192", "rows 192:256"]
     assert tp4["ranks"][3]["mapping"][1] == {
-        "weight": "fc2.weight", "split": "row-parallel (input columns)", "full_shape": [64, 256],
-        "slice": "cols 192:256", "local_shape": [64, 64],
+        "weight": "fc2.weight",
+        "split": "row-parallel (input columns)",
+        "full_shape": [64, 256],
+        "slice": "cols 192:256",
+        "local_shape": [64, 64],
     }
     # all-reduce of (tokens, hidden) fp32, forward and backward
     assert tp4["collective_bytes_per_step"] == 2 * 32 * 64 * 4
