@@ -96,7 +96,7 @@ def _new_pg_database(base_url: str) -> str:
     return f"{base_url}/{name}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path) -> str:
     """An empty database of each kind: the core tests run against both."""
     if request.param == "sqlite":

@@ -2,8 +2,12 @@
 
 import json
 
+import pytest
+
 from tests.browser.conftest import login
 from tests.browser.test_lesson_quality import serious_violations
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 
 def test_staff_and_learner_pages_have_no_serious_violations(page, live_server):

@@ -8,10 +8,13 @@ from __future__ import annotations
 import io
 import zipfile
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.app import labruns
 from tests.browser.conftest import login, register, screenshot
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 LESSON = "transformer-scaling"
 

@@ -2,9 +2,12 @@
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import login, register, screenshot
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 PARTS = [
     ("orient", "01", "5 min"),

@@ -8,6 +8,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import SHOTS, register, screenshot
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
+
 AXE = ROOT / "static" / "vendor" / "axe" / "axe.min.js"
 PAGES = ["orient", "mental-model", "deep-dives", "code-trace", "history", "practice", "atlas", "lab"]
 

@@ -2,9 +2,12 @@
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import register
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 
 def test_fp8_range_reacts_to_input(page, live_server):
