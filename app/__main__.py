@@ -1,7 +1,7 @@
 """Command line for the course server.
 
-python -m app serve [--host 127.0.0.1] [--port 8000]   migrate, start workers, serve
-python -m app worker                                  run one embedded worker
+python -m app serve [--host 127.0.0.1] [--port 8000]   check labs, migrate, start lab workers once, serve
+python -m app worker                                  run one lab worker (refuses to start if a lab is broken)
 python -m app migrate                                 apply database migrations
 python -m app users create --email E --password P --role instructor [--role grader]
 python -m app lessons validate                        check every lesson under lessons/
@@ -66,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the course (embedded SQLite and worker by default)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    sub.add_parser("worker", help="run a worker that executes lab jobs")
+    worker = sub.add_parser("worker", help="run a worker that executes lab jobs")
+    worker.add_argument(
+        "--skip-lab-check", action="store_true", help="the caller has run `python -m labs check` (the server does)"
+    )
     sub.add_parser("migrate", help="apply database migrations")
     users_p = sub.add_parser("users", help="manage users")
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
@@ -97,18 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if args.cmd == "serve":
-        import uvicorn
+        from app.serve import serve
 
-        from app.main import create_app
-
-        print(f"Course at http://{args.host}:{args.port}  (data: {settings.data_dir}, database: {settings.db_url})")
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
-        return 0
+        return serve(settings, host=args.host, port=args.port)
     if args.cmd == "worker":
         from app.worker import main as worker_main
 
-        worker_main(settings)
-        return 0
+        return worker_main(settings, check_labs=not args.skip_lab_check)
     if args.cmd == "migrate":
         from app import migrate
 

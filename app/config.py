@@ -33,6 +33,16 @@ def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _choice(env: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    raw = (env.get(name) or default).upper()
+    if raw not in allowed:
+        raise SettingsError(f"{name}: got {env.get(name)!r}, expected one of {', '.join(allowed)}")
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     environment: str = "development"  # development | test | production
@@ -47,6 +57,9 @@ class Settings:
     max_attempts: int = 2  # attempts before a job whose worker vanished is failed
     python: str = field(default_factory=lambda: sys.executable)  # interpreter that runs `python -m labs`
     secure_cookies: bool = False  # set in production behind HTTPS
+    web_processes: int = 1  # uvicorn worker processes serving HTTP; the lab workers are started once, not per process
+    log_level: str = "INFO"  # the stdlib logging level of the server and workers
+    access_log: bool = False  # one log line per request: off by default, since it costs every request a write
 
     @property
     def db_url(self) -> str:
@@ -80,6 +93,9 @@ class Settings:
             lease_s=_int(env, "COURSE_LEASE_SECONDS", 30, 2, 3600),
             max_attempts=_int(env, "COURSE_MAX_ATTEMPTS", 2, 1, 10),
             secure_cookies=env.get("COURSE_SECURE_COOKIES", "") == "1",
+            web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
+            log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
+            access_log=env.get("COURSE_ACCESS_LOG", "") == "1",
         )
         values.update(overrides)
         return cls(**values)

@@ -1,8 +1,17 @@
-"""Request dependencies: database session, current user, role checks, CSRF.
+"""Request dependencies: database session, current user, role checks, CSRF, and ownership lookups.
 
 SessionDep      a SQLAlchemy session for this request
+SettingsDep     the app's Settings;  HostDep  what this host's lab workers can run (labhost.HostCapacity)
 CurrentUser     the logged-in user, or 401 (pages redirect to /login)
 require_role()  stacked on CurrentUser: 403 unless the user holds the role
+ViewerJob       path {job_id}: a job its owner (or a grader/instructor) may see, else 404
+OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
+ViewerReport    path {report_id}: a lab report for its owner or a grader who grades it, else 404
+GradedReport    path {report_id}: a submitted report the grader (or instructor) grades, else 404
+LessonWithLab   path {lesson_id}: the current version of a lesson that has a lab, else 404
+
+Lookups raise the domain's NotFound (app/services/errors.py); app/main.py maps it to 404. A thing that
+exists but is not the user's answers exactly like a missing one, leaking nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +23,15 @@ import annotated_types as at
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
-from app.models import User
+from app.config import Settings
+from app.models import Bundle, Job, LabReport, User
 from app.security import CSRF_FORM_FIELD, CSRF_HEADER, csrf_matches
+from app.services import bundles as bundle_service
+from app.services import grading, tokens
+from app.services import jobs as job_service
+from app.services import lessons as lesson_service
+from app.services.errors import NotFound
+from app.services.labhost import HostCapacity
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -49,8 +65,6 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
     """
     token = bearer_token(request)
     if token is not None:
-        from app.services import tokens
-
         user = tokens.user_for(db, plaintext=token)
         if user is None:
             raise HTTPException(401, "The API token is unknown or revoked.", headers={"WWW-Authenticate": "Bearer"})
@@ -104,3 +118,72 @@ async def csrf_protect(request: Request) -> None:
             presented = form.get(CSRF_FORM_FIELD)
     if not csrf_matches(request.session, presented if isinstance(presented, str) else None):
         raise HTTPException(403, "The form's security token is missing or out of date. Reload the page and try again.")
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_host(request: Request) -> HostCapacity:
+    return request.app.state.host
+
+
+HostDep = Annotated[HostCapacity, Depends(get_host)]
+
+
+# ---------------------------------------------------------------- ownership lookups
+
+
+def viewer_job(job_id: DbInt, user: CurrentUser, db: SessionDep) -> Job:
+    job = job_service.get_job_for(db, job_id=job_id, user=user)
+    if job is None:
+        raise NotFound(f"No job {job_id} that you can see.")
+    return job
+
+
+ViewerJob = Annotated[Job, Depends(viewer_job)]
+
+
+def owned_bundle(bundle_id: DbInt, user: CurrentUser, db: SessionDep) -> Bundle:
+    bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user)
+    if bundle is None:
+        raise NotFound(f"No upload {bundle_id} that you can see.")
+    return bundle
+
+
+OwnedBundle = Annotated[Bundle, Depends(owned_bundle)]
+
+
+def viewer_report(report_id: DbInt, user: CurrentUser, db: SessionDep) -> LabReport:
+    report = grading.report_for_viewer(db, report_id=report_id, user=user)
+    if report is None:
+        raise NotFound(f"No lab report {report_id} that you can see.")
+    return report
+
+
+ViewerReport = Annotated[LabReport, Depends(viewer_report)]
+
+
+def graded_report(report_id: DbInt, user: GraderUser, db: SessionDep) -> LabReport:
+    report = grading.report_for_grader(db, report_id=report_id, user=user)
+    if report is None:
+        raise NotFound(f"No submitted report {report_id} that you grade.")
+    return report
+
+
+GradedReport = Annotated[LabReport, Depends(graded_report)]
+
+
+def lesson_with_lab(lesson_id: str, user: CurrentUser, db: SessionDep) -> lesson_service.Current:
+    cur = lesson_service.current(db, lesson_id=lesson_id)
+    if cur is None:
+        raise NotFound(f"There is no lesson {lesson_id!r}.")
+    if cur.lesson.lab is None:
+        raise NotFound(f"Lesson {lesson_id!r} has no lab, so it has no lab report.")
+    return cur
+
+
+LessonWithLab = Annotated[lesson_service.Current, Depends(lesson_with_lab)]

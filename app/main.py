@@ -1,39 +1,55 @@
 """The FastAPI application factory.
 
-    uvicorn --factory app.main:create_app     (what `python -m app serve` runs)
+    create_app(settings, host=..., prepare=...)   tests and `python -m app serve` with one web process
+    app.main:web_process                         the factory each of several web processes calls
 
-On start it applies the database migrations and, in the embedded mode, starts the worker
-process(es) that run lab jobs; on shutdown it stops them.
+`python -m app serve` (app/serve.py) checks the labs, probes this host, migrates the database,
+publishes the lessons and starts the embedded lab workers once, then serves one or several web
+processes; the web processes themselves never start lab workers and never import torch.
+With `prepare=True` (the default, for tests and scripts) the app migrates and publishes in its own
+lifespan instead.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app import migrate
+from app import logs, startup
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
-from app.services import lessons as lesson_service
+from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
+from app.services import labhost
+from app.services.errors import Conflict, DomainError, FieldError, NotFound
+from app.services.labhost import HostCapacity
 from app.web import render
+
+DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
+
+# Pages (HTML, left out of the OpenAPI document) and the JSON API under /api/v1. Order matters where paths
+# overlap: reports before lessons, so /lessons/{id}/report is not read as a part called "report".
+PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
+    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools)
+)
+API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 
 
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
 
 
-def _start_workers(settings: Settings) -> list[subprocess.Popen]:
-    return [
-        subprocess.Popen([sys.executable, "-m", "app", "worker"], cwd=ROOT) for _ in range(settings.embedded_workers)
-    ]
+def _error_response(request: Request, status: int, detail: str, headers: dict | None = None) -> Response:
+    if _wants_json(request):
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+    return render(request, "error.html", {"status": status, "detail": detail}, status_code=status)
 
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # the largest legitimate body is a 20 MB bundle upload plus form fields
@@ -42,10 +58,10 @@ MAX_BODY_BYTES = 25 * 1024 * 1024  # the largest legitimate body is a 20 MB bund
 class BodySizeLimit:
     """Refuse a request whose declared body is too large before anything reads or spools it."""
 
-    def __init__(self, app, limit: int = MAX_BODY_BYTES):
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES):
         self.app, self.limit = app, limit
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             length = dict(scope["headers"]).get(b"content-length")
             if length is not None and (not length.isdigit() or int(length) > self.limit):
@@ -57,26 +73,19 @@ class BodySizeLimit:
         await self.app(scope, receive, send)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, host: HostCapacity | None = None, prepare: bool = True) -> FastAPI:
+    """The web app. `host`: what the lab workers can run (default: CPU only, from os.cpu_count()).
+    `prepare`: migrate and publish lessons in the lifespan (False when the serving parent already did)."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        migrate.upgrade(settings.db_url)
-        with app.state.sessions() as db:
-            app.state.content_errors = lesson_service.sync_from_files(db, settings.lessons_dir)
-        workers = _start_workers(settings)
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if prepare:
+            startup.prepare(settings)
+        app.state.content_errors = startup.content_errors(settings)
         try:
             yield
         finally:
-            for proc in workers:
-                proc.terminate()
-            for proc in workers:
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
             app.state.engine.dispose()
 
     app = FastAPI(
@@ -87,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.host = host or HostCapacity.local_default()
     app.state.engine = make_engine(settings.db_url)
     app.state.sessions = make_sessionmaker(app.state.engine)
 
@@ -101,19 +111,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit)
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
-    from app.routes import account, api, auth, authoring, grading, labs, lessons, pages, reports, tools
-
     app.state.content_errors = {}
-    # reports before lessons: /lessons/{id}/report must not be read as a part called "report"
-    for module in (account, auth, pages, reports, lessons, labs, authoring, grading):
-        app.include_router(module.router, include_in_schema=False)
-    app.include_router(tools.router, include_in_schema=False)
-    app.include_router(api.router)
-    app.include_router(tools.api)
-    app.include_router(reports.api)
+    for router in PAGE_ROUTERS:
+        app.include_router(router, include_in_schema=False)
+    for router in API_ROUTERS:
+        app.include_router(router)
 
     @app.exception_handler(LoginRequired)
-    async def login_required(request: Request, exc: LoginRequired):
+    async def login_required(request: Request, exc: LoginRequired) -> Response:
         if _wants_json(request):
             return JSONResponse({"detail": "Log in first."}, status_code=401)
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -122,15 +127,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return RedirectResponse(f"/login?next={target}", status_code=303)
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
-        if _wants_json(request):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-        return render(
-            request, "error.html", {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code
-        )
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        return _error_response(request, exc.status_code, str(exc.detail), exc.headers)
+
+    @app.exception_handler(DomainError)
+    async def domain_error(request: Request, exc: DomainError) -> Response:
+        """The one place a service's NotFound / Conflict becomes an HTTP status."""
+        status = next((code for kind, code in DOMAIN_STATUS.items() if isinstance(exc, kind)), 400)
+        return _error_response(request, status, exc.message)
+
+    @app.exception_handler(FieldError)
+    async def field_error(request: Request, exc: FieldError) -> Response:
+        """A FieldError no route caught and showed next to its field: still a 422 naming the field."""
+        return _error_response(request, 422, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def bad_request(request: Request, exc: RequestValidationError):
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
         errors = []
         for err in exc.errors():
             loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "form")]
@@ -142,3 +154,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return render(request, "error.html", {"status": 422, "detail": detail}, status_code=422)
 
     return app
+
+
+def web_process() -> FastAPI:
+    """Factory for each web process of `python -m app serve` with COURSE_WEB_PROCESSES > 1.
+
+    The serving parent has already checked the labs, probed the host (handed down in the environment),
+    migrated and published, and it runs the lab workers; this process only serves HTTP.
+    """
+    settings = Settings.from_env()
+    logs.configure(settings.log_level)
+    return create_app(settings, host=labhost.from_environment(), prepare=False)

@@ -93,7 +93,9 @@ class Job(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lab: Mapped[str] = mapped_column(String(40))
     params: Mapped[dict] = mapped_column(JSON, default=dict)
-    backend: Mapped[str] = mapped_column(String(20), default="auto")  # as requested: auto|te|torch-cuda|cpu
+    backend: Mapped[str] = mapped_column(
+        String(20), default="auto"
+    )  # what runs: te|torch-cuda|cpu (auto resolved on submit)
     queue: Mapped[str] = mapped_column(String(10), default="cpu")  # cpu | gpu (routing in distributed mode)
     status: Mapped[str] = mapped_column(String(10), default="queued", index=True)
     progress: Mapped[float] = mapped_column(default=0.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import signal
 import socket
@@ -21,11 +22,14 @@ import time
 from collections import deque
 from pathlib import Path
 
+from app import logs
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
 from app.services import jobs as job_service
+from app.services import labhost
 
 _PR_SET_PDEATHSIG = 1
+log = logging.getLogger(__name__)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -106,9 +110,16 @@ class Worker:
     def run_forever(self, poll_s: float = 0.5) -> None:
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
+        log.info("worker %s started (queues: %s)", self.worker_id, ", ".join(self.queues))
         while not self.stopping:
-            if not self.run_once():
+            try:
+                ran = self.run_once()
+            except Exception:  # a database hiccup must not end the worker; the lease protects the job
+                log.exception("worker %s: claiming or running a job failed; retrying", self.worker_id)
+                ran = False
+            if not ran:
                 time.sleep(poll_s)
+        log.info("worker %s stopped", self.worker_id)
 
     def run_once(self) -> bool:
         """Reap stale leases, then claim and run one job. Returns whether a job ran."""
@@ -119,6 +130,15 @@ class Worker:
             )
         if job is None:
             return False
+        log.info(
+            "job %s claimed by %s: lab %s, backend %s, attempt %s of %s",
+            job.id,
+            self.worker_id,
+            job.lab,
+            job.backend,
+            job.attempts,
+            job.max_attempts,
+        )
         self.execute(job)
         return True
 
@@ -143,6 +163,7 @@ class Worker:
         try:
             run = self.current = LabRun(cmd, cwd=ROOT)
         except OSError as exc:
+            log.exception("job %s: the lab process could not start", job.id)
             with self.sessions() as db:
                 job_service.finish(
                     db,
@@ -163,6 +184,7 @@ class Worker:
                     job_service.release(
                         db, job_id=job.id, worker_id=self.worker_id, reason="requeued: worker shut down"
                     )
+                log.info("job %s handed back to the queue: worker %s is shutting down", job.id, self.worker_id)
                 return
             if time.monotonic() > deadline:
                 run.kill()
@@ -177,6 +199,7 @@ class Worker:
                     db, job_id=job.id, worker_id=self.worker_id, lease_s=s.lease_s, progress=run.progress
                 ):
                     run.kill()  # someone else owns the job now; our result would be discarded
+                    log.warning("job %s: lease lost by %s; its run was stopped", job.id, self.worker_id)
                     return
         run.join_readers()
         if outcome is None:
@@ -185,6 +208,9 @@ class Worker:
         result = None
         if ok:
             result = json.loads((out / "result.json").read_text())
+            log.info("job %s finished: %s", job.id, message)
+        else:
+            log.warning("job %s failed (%s): %s", job.id, message, error)
         with self.sessions() as db:
             job_service.finish(
                 db,
@@ -210,5 +236,15 @@ class Worker:
         return False, f"The lab failed: {run.reason()}", "failed"
 
 
-def main(settings: Settings | None = None) -> None:
-    Worker(settings or Settings.from_env()).run_forever()
+def main(settings: Settings | None = None, *, check_labs: bool = True) -> int:
+    """`python -m app worker`: refuse to start (exit 1, naming the lab and why) if a lab runner does not import."""
+    settings = settings or Settings.from_env()
+    logs.configure(settings.log_level)
+    if check_labs:
+        try:
+            labhost.check_labs(settings.python)
+        except labhost.LabHostError as exc:
+            log.error("the worker cannot start, because the labs cannot run here:\n%s", exc)
+            return 1
+    Worker(settings).run_forever()
+    return 0

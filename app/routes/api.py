@@ -9,25 +9,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
-from app.routes.labs import ARTIFACT_HEADERS, _job_for
+from app.deps import CurrentUser, HostDep, SessionDep, ViewerJob, csrf_protect
+from app.models import Job
 from app.security import csrf_token_for
 from app.services import jobs as job_service
-from app.services.artifacts import artifact_path
+from app.services.errors import Conflict
 from labs import catalog
 
-router = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
 
 
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     lab: str = Field(description="lab name, e.g. fp8-step")
     params: dict[str, Any] = Field(default_factory=dict, description="the lab's parameters; see GET /api/v1/labs")
-    backend: Literal["auto", "te", "torch-cuda", "cpu"] = "auto"
+    backend: Literal["auto", "te", "torch-cuda", "cpu"] = Field(
+        "auto", description="auto: the best backend this course's workers have; the job records the one that runs"
+    )
 
 
 class JobOut(BaseModel):
@@ -47,7 +49,7 @@ class JobOut(BaseModel):
     label: str | None = Field(description="the honesty label of the backend that ran, once finished")
 
 
-def job_out(job) -> JobOut:
+def job_out(job: Job) -> JobOut:
     env = (job.result or {}).get("environment", {})
     return JobOut(
         id=job.id,
@@ -67,8 +69,8 @@ def job_out(job) -> JobOut:
     )
 
 
-@router.get("/me")
-def me(request: Request, user: CurrentUser):
+@api.get("/me")
+def me(request: Request, user: CurrentUser) -> dict:
     return {
         "id": user.id,
         "email": user.email,
@@ -78,50 +80,43 @@ def me(request: Request, user: CurrentUser):
     }
 
 
-@router.get("/labs")
-def list_labs(user: CurrentUser):
-    out = []
-    for spec in catalog.LABS.values():
-        out.append(
-            {
-                "name": spec.name,
-                "title": spec.title,
-                "backends": list(spec.backends),
-                "params_schema": spec.params.model_json_schema(),
-            }
-        )
-    return out
+@api.get("/labs")
+def list_labs(user: CurrentUser, host: HostDep) -> list[dict]:
+    """Every lab of the catalog: its parameters' JSON Schema, its backends, and what `auto` runs here."""
+    return [
+        {
+            "name": spec.name,
+            "title": spec.title,
+            "question": spec.question,
+            "backends": list(spec.backends),
+            "auto_backend": host.resolve(spec, "auto"),
+            "params_schema": spec.params.model_json_schema(),
+        }
+        for spec in catalog.LABS.values()
+    ]
 
 
-@router.post("/jobs", status_code=201, response_model=JobOut)
-def submit(body: JobIn, user: CurrentUser, db: SessionDep):
+@api.post("/jobs", status_code=201, response_model=JobOut)
+def submit(body: JobIn, user: CurrentUser, db: SessionDep, host: HostDep) -> JobOut | JSONResponse:
     try:
-        job = job_service.create_job(db, owner=user, lab=body.lab, params=body.params, backend=body.backend)
+        job = job_service.create_job(db, owner=user, lab=body.lab, params=body.params, backend=body.backend, host=host)
     except job_service.JobInputError as exc:
         return JSONResponse({"detail": str(exc), "errors": exc.errors}, status_code=422)
     return job_out(job)
 
 
-@router.get("/jobs", response_model=list[JobOut])
-def jobs(user: CurrentUser, db: SessionDep):
+@api.get("/jobs", response_model=list[JobOut])
+def jobs(user: CurrentUser, db: SessionDep) -> list[JobOut]:
     return [job_out(j) for j in job_service.list_jobs(db, owner=user, limit=100)]
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut)
-def job_status(job_id: DbInt, user: CurrentUser, db: SessionDep):
-    return job_out(_job_for(db, job_id, user))
+@api.get("/jobs/{job_id}", response_model=JobOut)
+def job_status(job: ViewerJob) -> JobOut:
+    return job_out(job)
 
 
-@router.get("/jobs/{job_id}/result")
-def job_result(job_id: DbInt, user: CurrentUser, db: SessionDep):
-    job = _job_for(db, job_id, user)
-    if job.status != "succeeded":
-        raise HTTPException(409, f"Job {job.id} is {job.status}; its result exists once it has succeeded.")
+@api.get("/jobs/{job_id}/result")
+def job_result(job: ViewerJob) -> dict:
+    if job.status != "succeeded" or job.result is None:
+        raise Conflict(f"Job {job.id} is {job.status}; its result exists once it has succeeded.")
     return job.result
-
-
-@router.get("/jobs/{job_id}/artifacts/{name}")
-def job_artifact(job_id: DbInt, name: str, user: CurrentUser, db: SessionDep, request: Request):
-    job = _job_for(db, job_id, user)
-    path, media_type = artifact_path(request.app.state.settings, job, name)
-    return FileResponse(path, media_type=media_type, headers=ARTIFACT_HEADERS)

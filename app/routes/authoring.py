@@ -12,6 +12,7 @@ from app.content import make_variant, validate_lesson_texts
 from app.content.schema import Numeric
 from app.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.services import lessons as lesson_service
+from app.services import publishing
 from app.web import render
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)])
@@ -125,9 +126,7 @@ def publish(
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
     files = dict(row.files)
     files[path] = text
-    version, errors = lesson_service.publish(
-        db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note
-    )
+    version, errors = publishing.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
     if errors:
         ctx["errors"] = errors
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))

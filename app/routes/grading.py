@@ -17,9 +17,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import DbInt, GraderUser, InstructorUser, SessionDep, csrf_protect
+from app.deps import DbInt, GradedReport, GraderUser, InstructorUser, SessionDep, csrf_protect
 from app.models import LabReport, User
-from app.routes.reports import evidence_views, lesson_of_version
 from app.services import grading
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
@@ -41,12 +40,10 @@ def queue_page(
     lesson: str | None = None,
     status: str | None = None,
     grader: str | None = None,
-):
+) -> Response:
     allowed = grading.graded_lessons(db, user=user)
     catalogue = [les for les, _ in lesson_service.catalogue(db) if les.lab is not None]
     lessons = [les for les in catalogue if allowed is None or les.id in allowed]
-    for les in lessons:
-        grading.sync_rubric(db, lesson_id=les.id)
     rows = grading.queue(db, user=user, lesson_id=lesson, status=status, grader=grader)
     ctx = {
         "rows": rows,
@@ -71,7 +68,7 @@ def assignments(
     email: Annotated[str, Form(max_length=254)],
     lesson_id: Annotated[str, Form(max_length=64)],
     action: Annotated[str, Form()] = "assign",
-):
+) -> Response:
     grader = user_service.get_by_email(db, email=email)
     if grader is None or not grader.roles & {"grader", "instructor"}:
         msg = f"{email}: no grader with that email (give the account the grader role first)."
@@ -86,17 +83,10 @@ def assignments(
     return RedirectResponse("/grader?" + urlencode({"msg": msg}), status_code=303)
 
 
-def _report(db, report_id: DbInt, user) -> LabReport:
-    report = grading.report_for_grader(db, report_id=report_id, user=user)
-    if report is None:
-        raise HTTPException(404, f"No submitted report {report_id} that you grade.")
-    return report
-
-
 def _review(
     request: Request,
-    db,
-    user,
+    db: SessionDep,
+    user: User,
     report: LabReport,
     number: int | None = None,
     *,
@@ -104,14 +94,13 @@ def _review(
     message: str = "",
     posted: dict | None = None,
     status_code: int = 200,
-):
+) -> Response:
     settings = request.app.state.settings
-    grading.sync_rubric(db, lesson_id=report.lesson_id)
     versions = report_service.versions(db, report=report)
     version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
-    lesson_then = lesson_of_version(db, report, version)
+    lesson_then = report_service.lesson_of_version(db, report, version)
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
     lesson, lesson_version = cur if cur else (lesson_then, version.lesson_version)
     grade = grading.latest_grade(db, version=version)
@@ -141,7 +130,7 @@ def _review(
         "lesson": lesson,
         "lesson_then": lesson_then,
         "lesson_version": lesson_version,
-        "evidence": evidence_views(db, settings, report, version, lesson_then),
+        "evidence": report_service.evidence_views(db, settings, report, version, lesson_then),
         "rubric": lesson.rubric,
         "grade": grade,
         "history": grading.grade_history(db, version=version),
@@ -162,13 +151,14 @@ def _review(
 
 
 @router.get("/reports/{report_id}")
-def review_page(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep, v: DbInt | None = None):
-    return _review(request, db, user, _report(db, report_id, user), v)
+def review_page(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, v: DbInt | None = None
+) -> Response:
+    return _review(request, db, user, report, v)
 
 
 @router.post("/reports/{report_id}/claim")
-def claim(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
-    report = _report(db, report_id, user)
+def claim(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
     try:
         grading.claim(db, report=report, grader=user)
     except grading.GradingError as exc:
@@ -177,8 +167,7 @@ def claim(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
 
 
 @router.post("/reports/{report_id}/release")
-def release(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
-    report = _report(db, report_id, user)
+def release(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
     try:
         grading.release(db, report=report, user=user)
     except grading.GradingError as exc:
@@ -187,8 +176,7 @@ def release(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep
 
 
 @router.post("/reports/{report_id}/grade")
-async def save_grade(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep):
-    report = _report(db, report_id, user)
+async def save_grade(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     try:
         number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
@@ -231,20 +219,20 @@ async def save_grade(request: Request, report_id: DbInt, user: GraderUser, db: S
 
 
 @router.post("/reports/{report_id}/regrade")
-def regrade(request: Request, report_id: DbInt, user: GraderUser, db: SessionDep, version: Annotated[DbInt, Form()]):
-    report = _report(db, report_id, user)
+def regrade(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, version: Annotated[DbInt, Form()]
+) -> Response:
     v = report_service.version(db, report=report, number=version)
     if v is None:
         raise HTTPException(404, f"Report {report.id} has no version {version}.")
-    report_service.recheck(db, settings=request.app.state.settings, version=v, lesson=lesson_of_version(db, report, v))
+    report_service.recheck(
+        db, settings=request.app.state.settings, version=v, lesson=report_service.lesson_of_version(db, report, v)
+    )
     return _review(request, db, user, report, version, message="Automatic checks re-run.")
 
 
 @router.get("/export.csv")
-def export(user: GraderUser, db: SessionDep, lesson: str | None = None):
-    for les, _ in lesson_service.catalogue(db):
-        if les.rubric is not None and (lesson is None or les.id == lesson):
-            grading.sync_rubric(db, lesson_id=les.id)
+def export(user: GraderUser, db: SessionDep, lesson: str | None = None) -> Response:
     body = grading.export_csv(db, user=user, lesson_id=lesson)
     name = f"grades-{lesson or 'all'}.csv"
     return Response(

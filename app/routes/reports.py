@@ -4,67 +4,29 @@ GET  /reports                                     my reports, one per lesson wit
 GET  /lessons/{id}/report                         the report page (draft, versions, grades)
 POST /lessons/{id}/report                         action=save | submit | attach-latest
 POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
-GET  /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}   evidence files, for owner and graders
-GET  /bundles/{id}, /bundles/{id}/artifacts/{name}                  an uploaded bundle, for its owner
-POST /api/v1/bundles, GET /api/v1/bundles/{id}                      the same upload for scripts
+GET  /bundles/{id}                                 an uploaded bundle, for its owner
+POST /api/v1/bundles, GET /api/v1/bundles/{id}    the same upload for scripts
+
+Evidence and bundle files are served by app/routes/artifacts.py.
 """
 
 from __future__ import annotations
 
-import mimetypes
-
-from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
 from app.content.schema import Lesson
-from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
-from app.models import Bundle, LabReport, ReportVersion
-from app.routes.labs import ARTIFACT_HEADERS
+from app.deps import CurrentUser, LessonWithLab, OwnedBundle, SessionDep, csrf_protect
+from app.models import Bundle, LabReport, User
 from app.services import bundles as bundle_service
 from app.services import grading
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
-from app.services.artifacts import resolve_artifact
 from app.web import render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
-
-
-def lesson_with_lab(db, lesson_id: str) -> tuple[Lesson, int]:
-    cur = lesson_service.current(db, lesson_id=lesson_id)
-    if cur is None:
-        raise HTTPException(404, f"There is no lesson {lesson_id!r}.")
-    if cur[0].lab is None:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no lab, so it has no lab report.")
-    return cur
-
-
-def lesson_of_version(db, report: LabReport, version: ReportVersion) -> Lesson:
-    """The lesson as it was when the version was submitted (its evidence slots), else the current one."""
-    row = lesson_service.version_row(db, lesson_id=report.lesson_id, version=version.lesson_version)
-    lesson = lesson_service.build(row) if row else None
-    return lesson or lesson_with_lab(db, report.lesson_id)[0]
-
-
-def evidence_views(db, settings, report: LabReport, version: ReportVersion, lesson: Lesson) -> list[dict]:
-    """Per slot: what was attached, its result and checks, and where its artifacts are served."""
-    out = []
-    for slot in report_service.slots(lesson):
-        ref = (version.evidence or {}).get(slot.id)
-        src = report_service.source_for(db, settings, ref) if ref else None
-        out.append(
-            {
-                "slot": slot,
-                "ref": ref,
-                "source": src,
-                "result": src.result if src and not src.problem else None,
-                "check": (version.checks or {}).get(slot.id) or {"status": "missing", "checks": []},
-                "artifact_base": f"/reports/{report.id}/versions/{version.number}/evidence/{slot.id}/artifacts",
-            }
-        )
-    return out
 
 
 def _ref_value(ref: dict | None) -> str:
@@ -76,8 +38,8 @@ def _ref_value(ref: dict | None) -> str:
 
 def _page(
     request: Request,
-    db,
-    user,
+    db: SessionDep,
+    user: User,
     lesson: Lesson,
     lesson_version: int,
     report: LabReport | None,
@@ -87,9 +49,9 @@ def _page(
     upload_error: str = "",
     form: dict | None = None,
     status_code: int = 200,
-):
+) -> Response:
     settings = request.app.state.settings
-    grading.sync_rubric(db, lesson_id=lesson.id)
+    assert lesson.lab is not None  # LessonWithLab
     draft = (report.draft if report else None) or {}
     evidence = draft.get("evidence", {})
     slots = report_service.slots(lesson)
@@ -106,7 +68,9 @@ def _page(
                 "version": v,
                 "grade": g,
                 "summary": report_service.summary(v.checks or {}),
-                "evidence": evidence_views(db, settings, report, v, lesson_of_version(db, report, v)),
+                "evidence": report_service.evidence_views(
+                    db, settings, report, v, report_service.lesson_of_version(db, report, v)
+                ),
             }
         )
     ctx = {
@@ -129,7 +93,7 @@ def _page(
 
 
 @router.get("/reports")
-def my_reports(request: Request, user: CurrentUser, db: SessionDep):
+def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
     rows = []
     for lesson, _ in lesson_service.catalogue(db):
         if lesson.lab is None:
@@ -142,15 +106,18 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep):
 
 
 @router.get("/lessons/{lesson_id}/report")
-def report_page(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
-    lesson, version = lesson_with_lab(db, lesson_id)
+def report_page(request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep) -> Response:
+    lesson, version = cur
     report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
     return _page(request, db, user, lesson, version, report)
 
 
 @router.post("/lessons/{lesson_id}/report")
-async def report_post(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
-    lesson, version = lesson_with_lab(db, lesson_id)
+async def report_post(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+) -> Response:
+    lesson, version = cur
+    assert lesson.lab is not None  # LessonWithLab
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     action = form.get("action", "save")
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
@@ -195,8 +162,10 @@ async def _read_upload(request: Request) -> tuple[str, bytes, dict]:
 
 
 @router.post("/lessons/{lesson_id}/report/bundles")
-async def upload_bundle(request: Request, lesson_id: str, user: CurrentUser, db: SessionDep):
-    lesson, version = lesson_with_lab(db, lesson_id)
+async def upload_bundle(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+) -> Response:
+    lesson, version = cur
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     try:
         filename, data, fields = await _read_upload(request)
@@ -235,46 +204,9 @@ async def upload_bundle(request: Request, lesson_id: str, user: CurrentUser, db:
     )
 
 
-def _serve(root, result: dict, name: str, what: str):
-    found = resolve_artifact(root, result, name)
-    if isinstance(found, str):
-        raise HTTPException(404, f"{what}: {found}.")
-    path, media_type = found
-    return FileResponse(path, media_type=media_type or mimetypes.guess_type(path.name)[0], headers=ARTIFACT_HEADERS)
-
-
-@router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name}")
-def evidence_artifact(
-    request: Request, report_id: DbInt, number: DbInt, slot_id: str, name: str, user: CurrentUser, db: SessionDep
-):
-    report = grading.report_for_viewer(db, report_id=report_id, user=user)
-    version = report_service.version(db, report=report, number=number) if report else None
-    ref = (version.evidence or {}).get(slot_id) if version else None
-    if ref is None:
-        raise HTTPException(404, f"No evidence {slot_id!r} in a report version you can see.")
-    src = report_service.source_for(db, request.app.state.settings, ref)
-    if src.problem:
-        raise HTTPException(404, f"Evidence {slot_id!r}: {src.problem}.")
-    return _serve(src.root, src.result, name, f"Evidence {slot_id!r}")
-
-
-def _bundle_for(db, bundle_id: DbInt, user) -> Bundle:
-    bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user)
-    if bundle is None:
-        raise HTTPException(404, f"No upload {bundle_id} that you can see.")
-    return bundle
-
-
 @router.get("/bundles/{bundle_id}")
-def bundle_page(request: Request, bundle_id: DbInt, user: CurrentUser, db: SessionDep):
-    bundle = _bundle_for(db, bundle_id, user)
+def bundle_page(request: Request, bundle: OwnedBundle) -> Response:
     return render(request, "reports/bundle.html", {"bundle": bundle})
-
-
-@router.get("/bundles/{bundle_id}/artifacts/{name}")
-def bundle_artifact(request: Request, bundle_id: DbInt, name: str, user: CurrentUser, db: SessionDep):
-    bundle = _bundle_for(db, bundle_id, user)
-    return _serve(request.app.state.settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}")
 
 
 def _bundle_json(bundle: Bundle) -> dict:
@@ -292,8 +224,8 @@ def _bundle_json(bundle: Bundle) -> dict:
     }
 
 
-@api.post("/bundles", status_code=201)
-async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep):
+@api.post("/bundles", status_code=201, response_model=None)
+async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep) -> dict | JSONResponse:
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
     try:
         filename, data, _ = await _read_upload(request)
@@ -306,5 +238,5 @@ async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep)
 
 
 @api.get("/bundles/{bundle_id}")
-def api_bundle(bundle_id: DbInt, user: CurrentUser, db: SessionDep):
-    return _bundle_json(_bundle_for(db, bundle_id, user))
+def api_bundle(bundle: OwnedBundle) -> dict:
+    return _bundle_json(bundle)

@@ -1,17 +1,25 @@
 """Locating a bundle's artifact files on disk, safely (no path escapes the bundle's folder).
 
 A bundle is a folder holding result.json and the artifacts it lists: a job's output under
-data/jobs/<id>/ or an uploaded bundle under data/bundles/<id>/. Both are served the same way.
+data/jobs/<id>/ or an uploaded bundle under data/bundles/<id>/. Both are served the same way, by
+app/routes/artifacts.py; the functions here return an `Artifact` or raise NotFound.
 """
 
 from __future__ import annotations
 
+import mimetypes
+from dataclasses import dataclass
 from pathlib import Path
 
-from fastapi import HTTPException
-
 from app.config import Settings
-from app.models import Job
+from app.models import Bundle, Job
+from app.services.errors import NotFound
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: Path  # absolute, inside its bundle folder
+    media_type: str
 
 
 def resolve_artifact(bundle: Path, result: dict, name: str) -> tuple[Path, str] | str:
@@ -30,11 +38,21 @@ def resolve_artifact(bundle: Path, result: dict, name: str) -> tuple[Path, str] 
     return path, media_type
 
 
-def artifact_path(settings: Settings, job: Job, name: str) -> tuple[Path, str]:
-    """(absolute path, media type) for artifact `name` (or `result.json`) of a job; 404 if absent."""
-    if not job.bundle_dir or not job.result:
-        raise HTTPException(404, f"Job {job.id} has no artifacts yet.")
-    found = resolve_artifact(settings.data_dir / job.bundle_dir, job.result, name)
+def in_folder(root: Path, result: dict, name: str, what: str) -> Artifact:
+    """Artifact `name` of the bundle folder `root`; NotFound saying `what` lacks it."""
+    found = resolve_artifact(root, result, name)
     if isinstance(found, str):
-        raise HTTPException(404, f"Job {job.id}: {found}.")
-    return found
+        raise NotFound(f"{what}: {found}.")
+    path, media_type = found
+    return Artifact(path, media_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+
+
+def of_job(settings: Settings, job: Job, name: str) -> Artifact:
+    """Artifact `name` (or `result.json`) of a job; NotFound until the job has written its bundle."""
+    if not job.bundle_dir or not job.result:
+        raise NotFound(f"Job {job.id} has no artifacts yet.")
+    return in_folder(settings.data_dir / job.bundle_dir, job.result, name, f"Job {job.id}")
+
+
+def of_bundle(settings: Settings, bundle: Bundle, name: str) -> Artifact:
+    return in_folder(settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}")

@@ -8,6 +8,7 @@ whose lease ran out, so no job stays 'running' forever.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -16,10 +17,12 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.models import Job, User, utcnow
+from app.services.labhost import HostCapacity
 from labs import catalog
 from labs.params import describe_error
 
 BACKEND_CHOICES = catalog.BACKEND_CHOICES
+log = logging.getLogger(__name__)
 
 
 class JobInputError(ValueError):
@@ -36,8 +39,12 @@ class Progress:
     message: str
 
 
-def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
-    """Return the validated, normalised params or raise JobInputError naming the field."""
+def validate_request(*, lab: str, params: dict, backend: str = "auto", host: HostCapacity) -> tuple[dict, str]:
+    """(normalised params, backend the job runs) or JobInputError naming each bad field.
+
+    The catalog's rules decide, against what this host's workers can give one job, so a run the
+    lab would refuse (too many ranks, too much memory, a GPU backend without a GPU) is refused here.
+    """
     if lab not in catalog.LABS:
         raise JobInputError(
             [{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}]
@@ -48,29 +55,47 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto") -> dict:
         )
     if not isinstance(params, dict):
         raise JobInputError([{"field": "params", "message": "params: expected a JSON object"}])
+    spec = catalog.get(lab)
     try:
-        model = catalog.get(lab).params.model_validate(params)
+        model = spec.params.model_validate(params)
     except ValidationError as exc:
         raise JobInputError(describe_error(exc)) from None
-    return model.model_dump(mode="json")
+    runs_on = host.resolve(spec, backend)
+    problems = host.problems(spec, model, runs_on)
+    if problems:
+        raise JobInputError([{"field": p.field, "message": p.message} for p in problems])
+    return model.model_dump(mode="json"), runs_on
 
 
 def create_job(
-    db: Session, *, owner: User, lab: str, params: dict, backend: str = "auto", max_attempts: int = 2
+    db: Session,
+    *,
+    owner: User,
+    lab: str,
+    params: dict,
+    host: HostCapacity,
+    backend: str = "auto",
+    max_attempts: int = 2,
 ) -> Job:
-    clean = validate_request(lab=lab, params=params, backend=backend)
+    """Queue a job; JobInputError (nothing stored) when the catalog or this host refuses it.
+
+    `auto` is resolved here to the best backend the host has, so the job records what will run
+    and lands on the right queue.
+    """
+    clean, runs_on = validate_request(lab=lab, params=params, backend=backend, host=host)
     job = Job(
         owner_id=owner.id,
         lab=lab,
         params=clean,
-        backend=backend,
-        queue="gpu" if backend in ("te", "torch-cuda") else "cpu",
+        backend=runs_on,
+        queue="gpu" if runs_on in catalog.GPU_BACKENDS else "cpu",
         status="queued",
         message="waiting for a worker",
         max_attempts=max_attempts,
     )
     db.add(job)
     db.commit()
+    log.info("job %s queued: lab %s, backend %s (asked: %s), owner %s", job.id, lab, runs_on, backend, owner.id)
     return job
 
 
@@ -197,5 +222,9 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
         )
         if res.rowcount == 1:
             touched.append(job.id)
+            if values["status"] == "queued":
+                log.warning("job %s requeued: %s", job.id, lost)
+            else:
+                log.error("job %s failed: %s; no attempts left", job.id, lost)
     db.commit()
     return touched

@@ -1,13 +1,18 @@
-"""Lab parameter forms, built from each lab's pydantic `Params` model (the one source of bounds).
+"""Lab parameter forms, built from the lab catalog: each lab's pydantic `Params` model (the one source
+of bounds) and its backends.
 
-`form_fields(lab)` describes the inputs; `parse_form(lab, form)` turns submitted strings into
-typed values that `Params` then validates, so the form, the API and the CLI share one rulebook.
+`form_fields(lab)` describes the parameter inputs and `backend_field(lab, host)` the backend choice;
+`parse_form(lab, form)` turns submitted strings into typed values that `Params` then validates, and the
+job service checks the run against this host with the catalog's rules, so the form, the API and the CLI
+share one rulebook.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from app.services.labhost import HostCapacity
 from labs import catalog
 
 
@@ -95,7 +100,22 @@ def form_fields(lab: str) -> list[FormField]:
     return [_field_from_schema(n, p, defs) for n, p in schema.get("properties", {}).items()]
 
 
-def parse_form(lab: str, form) -> tuple[dict, dict[str, str]]:
+def backend_field(lab: str, host: HostCapacity) -> FormField:
+    """The backend choice: auto, then the backends the lab has a real path for (catalog order, best first)."""
+    spec = catalog.get(lab)
+    auto = host.resolve(spec, "auto")
+    return FormField(
+        name="backend",
+        label="Backend",
+        kind="choice",
+        default="auto",
+        description=f"auto picks the best this course's workers have: {auto} here "
+        f"(this host runs {', '.join(host.backends)}).",
+        choices=["auto", *spec.backends],
+    )
+
+
+def parse_form(lab: str, form: Any) -> tuple[dict, dict[str, str]]:
     """Return (params, errors-by-field) from submitted strings; Params validation comes after.
 
     `form` is Starlette's FormData (or a dict); multi-choice fields read every submitted value.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -60,12 +61,19 @@ def versions(db: Session, *, lesson_id: str) -> list[LessonVersion]:
     )
 
 
-def current(db: Session, *, lesson_id: str) -> tuple[Lesson, int] | None:
+class Current(NamedTuple):
+    """A lesson's current published version, built."""
+
+    lesson: Lesson
+    version: int
+
+
+def current(db: Session, *, lesson_id: str) -> Current | None:
     row = latest_row(db, lesson_id=lesson_id)
     if row is None:
         return None
     lesson = build(row)
-    return (lesson, row.version) if lesson else None
+    return Current(lesson, row.version) if lesson else None
 
 
 def catalogue(db: Session) -> list[tuple[Lesson, int]]:
@@ -82,6 +90,20 @@ def catalogue(db: Session) -> list[tuple[Lesson, int]]:
     ).all()
     out = [(build(r), r.version) for r in rows]
     return sorted([(les, v) for les, v in out if les], key=lambda lv: (lv[0].number, lv[0].id))
+
+
+def using_lab(db: Session, *, lab: str) -> list[Lesson]:
+    """Lessons whose hands-on lab asks for `lab` (evidence, procedure or stretch), so its page can link back."""
+    out = []
+    for lesson, _ in catalogue(db):
+        if lesson.lab is None:
+            continue
+        used = {e.lab for e in lesson.lab.evidence} | {s.lab for s in lesson.lab.procedure if s.lab}
+        if lesson.lab.stretch:
+            used.add(lesson.lab.stretch.lab)
+        if lab in used:
+            out.append(lesson)
+    return out
 
 
 def publish(
@@ -135,5 +157,17 @@ def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentErr
             db, lesson_id=folder.name, files=files, source="files", note="published from lessons/"
         )
         if errors:
+            problems[folder.name] = errors
+    return problems
+
+
+def folder_errors(lessons_dir: Path) -> dict[str, list[ContentError]]:
+    """The errors of each lesson folder that does not validate, without publishing anything."""
+    if not lessons_dir.is_dir():
+        return {"(lessons)": [ContentError(str(lessons_dir), "", "a lessons folder", "no such folder")]}
+    problems: dict[str, list[ContentError]] = {}
+    for folder in sorted(p for p in lessons_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        lesson, errors = validate_lesson_texts(read_lesson_texts(folder), lesson_id=folder.name)
+        if lesson is None:
             problems[folder.name] = errors
     return problems

@@ -18,7 +18,9 @@ from app.config import Settings
 from app.content.schema import Lesson
 from app.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
 from app.services import checks as checks_service
-from app.services.artifacts import resolve_artifact
+from app.services import lessons as lesson_service
+from app.services.artifacts import Artifact, in_folder, resolve_artifact
+from app.services.errors import NotFound
 
 MAX_ANSWER_CHARS = 20_000
 
@@ -364,3 +366,66 @@ def summary(checks: dict[str, dict]) -> dict[str, int]:
     for item in checks.values():
         out[item["status"]] = out.get(item["status"], 0) + 1
     return out
+
+
+# ---------------------------------------------------------------- what a version shows
+
+
+def lesson_of_version(db: Session, report: LabReport, version: ReportVersion) -> Lesson:
+    """The lesson as it was when the version was submitted (its evidence slots), else the current one."""
+    row = lesson_service.version_row(db, lesson_id=report.lesson_id, version=version.lesson_version)
+    lesson = lesson_service.build(row) if row else None
+    if lesson is None:
+        cur = lesson_service.current(db, lesson_id=report.lesson_id)
+        if cur is None:
+            raise NotFound(f"There is no lesson {report.lesson_id!r}.")
+        lesson = cur.lesson
+    return lesson
+
+
+@dataclass
+class EvidenceView:
+    """One slot of a submitted version: what was attached, its result and its automatic checks."""
+
+    slot: Slot
+    ref: dict | None
+    source: checks_service.Source | None
+    result: dict | None
+    check: dict
+    report_id: int
+    version_number: int
+
+
+def evidence_views(
+    db: Session, settings: Settings, report: LabReport, version: ReportVersion, lesson: Lesson
+) -> list[EvidenceView]:
+    out = []
+    for slot in slots(lesson):
+        ref = (version.evidence or {}).get(slot.id)
+        src = source_for(db, settings, ref) if ref else None
+        out.append(
+            EvidenceView(
+                slot=slot,
+                ref=ref,
+                source=src,
+                result=src.result if src and not src.problem else None,
+                check=(version.checks or {}).get(slot.id) or {"status": "missing", "checks": []},
+                report_id=report.id,
+                version_number=version.number,
+            )
+        )
+    return out
+
+
+def evidence_artifact(
+    db: Session, settings: Settings, *, report: LabReport, number: int, slot_id: str, name: str
+) -> Artifact:
+    """Artifact `name` of the evidence in `slot_id` of version `number`; NotFound when any part is absent."""
+    v = version(db, report=report, number=number)
+    ref = (v.evidence or {}).get(slot_id) if v else None
+    if ref is None:
+        raise NotFound(f"No evidence {slot_id!r} in a report version you can see.")
+    src = source_for(db, settings, ref)
+    if src.problem or src.root is None or src.result is None:
+        raise NotFound(f"Evidence {slot_id!r}: {src.problem or 'no result'}.")
+    return in_folder(src.root, src.result, name, f"Evidence {slot_id!r}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from app.services import jobs
+from app.services.labhost import HostCapacity
 from tests.app import labruns
+
+LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
 
 def finished_job(db, settings, owner, lab: str):
     """A job finished the way the worker finishes one, holding a real `python -m labs run` bundle."""
-    job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu")
+    job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu", host=LOCAL)
     claimed = jobs.claim_next(db, worker_id="test-helper", lease_s=60)
     assert claimed.id == job.id
     rel = f"jobs/{job.id}/attempt-1"
@@ -19,7 +22,7 @@ def finished_job(db, settings, owner, lab: str):
 
 
 def failed_job(db, owner, lab: str, error: str = "The lab process was killed by signal 9."):
-    job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu")
+    job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu", host=LOCAL)
     jobs.claim_next(db, worker_id="test-helper", lease_s=60)
     jobs.finish(db, job_id=job.id, worker_id="test-helper", ok=False, error=error)
     db.refresh(job)

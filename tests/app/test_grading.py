@@ -12,7 +12,7 @@ import pytest
 
 from app.db import make_engine, make_sessionmaker
 from app.models import Grade, Job, LabReport, ReportVersion, User
-from app.services import grading
+from app.services import grading, publishing
 from app.services import lessons as lesson_service
 from tests.app.reporting import LESSON, grade_form, submit_report
 
@@ -165,9 +165,7 @@ def test_changing_rubric_points_recomputes_saved_grades(report, client, make_use
     files["rubric.yaml"] = files["rubric.yaml"].replace(
         "    points: 4\n    evidence: bf16-fp8-numerics", "    points: 10\n    evidence: bf16-fp8-numerics"
     )
-    version, errors = lesson_service.publish(
-        db, lesson_id=LESSON, files=files, source="editor", note="numerics weigh more"
-    )
+    version, errors = publishing.publish(db, lesson_id=LESSON, files=files, source="editor", note="numerics weigh more")
     assert errors == []
     # numerics was "explained" (fraction 1): 16 - 4 + 10 = 22 of 26
     page = client.get(f"/lessons/{LESSON}/report").text

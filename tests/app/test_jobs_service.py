@@ -6,6 +6,9 @@ import pytest
 
 from app.models import utcnow
 from app.services import jobs
+from app.services.labhost import HostCapacity
+
+LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
 
 @pytest.fixture
@@ -14,19 +17,19 @@ def learner(make_user):
 
 
 def test_create_validates_params(db, learner):
-    job = jobs.create_job(db, owner=learner, lab="env-check", params={})
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     assert job.status == "queued" and job.params == {}
     with pytest.raises(jobs.JobInputError) as exc:
-        jobs.create_job(db, owner=learner, lab="env-check", params={"bogus": 1})
+        jobs.create_job(db, owner=learner, lab="env-check", params={"bogus": 1}, host=LOCAL)
     assert exc.value.errors == [{"field": "bogus", "message": "unknown parameter 'bogus'"}]
     with pytest.raises(jobs.JobInputError, match="unknown lab 'nope'"):
-        jobs.create_job(db, owner=learner, lab="nope", params={})
+        jobs.create_job(db, owner=learner, lab="nope", params={}, host=LOCAL)
     with pytest.raises(jobs.JobInputError, match="backend: got 'tpu'"):
-        jobs.create_job(db, owner=learner, lab="env-check", params={}, backend="tpu")
+        jobs.create_job(db, owner=learner, lab="env-check", params={}, backend="tpu", host=LOCAL)
 
 
 def test_a_job_is_claimed_once(db, learner):
-    job = jobs.create_job(db, owner=learner, lab="env-check", params={})
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     first = jobs.claim_next(db, worker_id="w1", lease_s=30)
     second = jobs.claim_next(db, worker_id="w2", lease_s=30)
     assert first.id == job.id and first.worker_id == "w1" and first.attempts == 1
@@ -34,7 +37,7 @@ def test_a_job_is_claimed_once(db, learner):
 
 
 def test_heartbeat_renews_and_detects_lost_lease(db, learner):
-    jobs.create_job(db, owner=learner, lab="env-check", params={})
+    jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     job = jobs.claim_next(db, worker_id="w1", lease_s=30)
     assert jobs.heartbeat(db, job_id=job.id, worker_id="w1", lease_s=30, progress=jobs.Progress(0.5, "half"))
     db.refresh(job)
@@ -43,7 +46,7 @@ def test_heartbeat_renews_and_detects_lost_lease(db, learner):
 
 
 def test_expired_lease_requeues_then_fails(db, learner):
-    jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2)
+    jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2, host=LOCAL)
     later = lambda: utcnow() + timedelta(seconds=120)  # noqa: E731
     job = jobs.claim_next(db, worker_id="w1", lease_s=1)
     assert jobs.reap_expired(db, now=later()) == [job.id]
@@ -59,6 +62,6 @@ def test_expired_lease_requeues_then_fails(db, learner):
 
 
 def test_live_lease_is_not_reaped(db, learner):
-    jobs.create_job(db, owner=learner, lab="env-check", params={})
+    jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     jobs.claim_next(db, worker_id="w1", lease_s=60)
     assert jobs.reap_expired(db) == []

@@ -7,12 +7,16 @@ import sys
 
 from app.models import Job
 from app.services import jobs
+from app.services.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for
+
+LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
 
 def _worker_proc(settings, worker_env):
     return subprocess.Popen(
-        [sys.executable, "-m", "app", "worker"],
+        # the lab check has its own test (tests/app/test_serve.py); skipping it here keeps these tests quick
+        [sys.executable, "-m", "app", "worker", "--skip-lab-check"],
         cwd=ROOT,
         env=worker_env,
         stdout=subprocess.DEVNULL,
@@ -24,7 +28,7 @@ def test_killed_worker_job_is_retried_by_another(settings, db, make_user):
     learner = make_user("ann@example.org")
     # tp-sweep would be slower; the fp8-step lab at small size is long enough to kill mid-run when
     # present, and env-check (a torch import and a matmul, ~2 s) otherwise.
-    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2)
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=2, host=LOCAL)
     env = dict(
         os.environ,
         COURSE_ENV="test",
@@ -64,20 +68,29 @@ def test_killed_worker_job_is_retried_by_another(settings, db, make_user):
 
 
 def test_worker_shutdown_hands_the_job_back(settings, db, make_user):
+    """SIGTERM while a lab is mid-run: the job goes back to the queue without spending an attempt.
+
+    The run is made long on purpose (fp8-step's default 200 steps take far longer than the half second
+    the worker needs to notice the signal), and the signal is sent only once the lab has reported that
+    it started, so the job cannot have finished first.
+    """
     learner = make_user("ann@example.org")
-    job = jobs.create_job(db, owner=learner, lab="env-check", params={})
+    job = jobs.create_job(db, owner=learner, lab="fp8-step", params={}, backend="cpu", host=LOCAL)
     env = dict(os.environ, COURSE_ENV="test", COURSE_DATA_DIR=str(settings.data_dir), DATABASE_URL=settings.db_url)
     proc = _worker_proc(settings, env)
+    try:
 
-    def running():
-        db.expire_all()
-        return db.get(Job, job.id).status == "running"
+        def lab_started():
+            db.expire_all()
+            j = db.get(Job, job.id)
+            return j.status == "running" and j.message != "starting"  # the lab reported its start or progress
 
-    wait_for(running, timeout=30, interval=0.02)
-    proc.terminate()
-    proc.wait(timeout=20)
+        wait_for(lab_started, timeout=60, interval=0.05)
+        proc.terminate()
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
     db.expire_all()
     j = db.get(Job, job.id)
-    assert j.status in ("queued", "succeeded")  # handed back, or it finished first
-    if j.status == "queued":
-        assert j.attempts == 0 and "shut down" in j.message
+    assert (j.status, j.attempts, j.worker_id) == ("queued", 0, None)
+    assert "worker shut down" in j.message

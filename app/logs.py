@@ -1,0 +1,32 @@
+"""Logging for the server and the workers, configured once per process with the stdlib.
+
+`python -m app serve` and `python -m app worker` call `configure(settings.log_level)` before doing
+anything else (and so does each web process the server spawns). Modules log through
+`logging.getLogger(__name__)`; uvicorn's own loggers propagate to the same handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s [pid %(process)d] %(message)s"
+_configured = False
+
+
+def configure(level: str = "INFO") -> None:
+    """One stderr handler on the root logger at `level`; repeated calls only change the level."""
+    global _configured
+    root = logging.getLogger()
+    root.setLevel(level)
+    if _configured:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(handler)
+    # uvicorn's loggers carry their own handlers only when uvicorn configures logging itself; the server
+    # passes log_config=None, so they propagate here.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+    _configured = True

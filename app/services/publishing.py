@@ -1,0 +1,52 @@
+"""Publishing a lesson version, and what must follow it: grades recomputed for a changed rubric.
+
+Both ways a version is published go through here: the instructor's editor (`publish`) and the lesson
+files on disk at start-up (`sync_from_files`). Pages never recompute rubrics on GET.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from app.content import ContentError
+from app.models import User
+from app.services import grading
+from app.services import lessons as lesson_service
+
+log = logging.getLogger(__name__)
+
+
+def publish(
+    db: Session, *, lesson_id: str, files: dict[str, str], source: str, author: User | None = None, note: str = ""
+) -> tuple[int | None, list[ContentError]]:
+    """Validate and store a new version, then bring every grade of the lesson onto its rubric."""
+    version, errors = lesson_service.publish(
+        db, lesson_id=lesson_id, files=files, source=source, author=author, note=note
+    )
+    if version is not None:
+        touched = grading.sync_rubric(db, lesson_id=lesson_id)
+        log.info(
+            "lesson %s version %s published (%s); %d grade(s) recomputed", lesson_id, version, source, len(touched)
+        )
+    return version, errors
+
+
+def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentError]]:
+    """Publish changed lesson folders, then sync every lesson's grades with its current rubric.
+
+    Every lesson, not only the changed ones: a version published while an older server ran (or a
+    recompute that lost a race) is caught up here, at start-up.
+    """
+    problems = lesson_service.sync_from_files(db, lessons_dir)
+    for lesson, _ in lesson_service.catalogue(db):
+        touched = grading.sync_rubric(db, lesson_id=lesson.id)
+        if touched:
+            log.info("lesson %s: %d grade(s) recomputed for its current rubric", lesson.id, len(touched))
+    for folder, errors in problems.items():
+        log.error(
+            "lesson folder %s does not validate (%d error(s)); its last good version stays current", folder, len(errors)
+        )
+    return problems

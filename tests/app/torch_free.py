@@ -1,0 +1,116 @@
+"""Run in a fresh interpreter by test_torch_free.py: create the app, render every HTML page as a role that may
+see it, submit a job, and report what was rendered and whether torch was ever imported.
+
+    python -m tests.app.torch_free DATA_DIR BUNDLE_DIR     (prints one JSON object)
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app.config import Settings
+from app.main import PAGE_ROUTERS, create_app
+from app.models import Bundle, LabReport
+from app.services import lessons as lesson_service
+from app.services import reports as report_service
+from app.services import users
+from app.services.tools import TOOLS
+from labs import catalog
+from tests.conftest import Browserless
+
+LESSON = "transformer-scaling"
+
+
+def _zip(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                zf.write(path, path.relative_to(folder).as_posix())
+    return buf.getvalue()
+
+
+def main(data_dir: str, bundle_dir: str) -> dict:
+    settings = Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": data_dir}, embedded_workers=0)
+    app = create_app(settings)
+    with TestClient(app) as tc_learner, TestClient(app) as tc_staff, TestClient(app) as tc_anon:
+        learner, staff, anon = Browserless(tc_learner), Browserless(tc_staff), Browserless(tc_anon)
+        assert learner.register("ann@example.org").status_code == 303
+        with app.state.sessions() as db:
+            users.create_user(db, email="prof@example.org", password="correct horse", roles=["instructor", "grader"])
+        assert staff.login("prof@example.org").status_code == 303
+
+        # a job, submitted through the form as a learner does
+        r = learner.post("/labs/env-check/jobs", {"backend": "auto"}, follow_redirects=False)
+        assert r.status_code == 303, r.text[:2000]
+        job_id = int(r.headers["location"].rsplit("/", 1)[1])
+        # an upload attached to the report and submitted, so the report and grader pages have content
+        files = {"bundle": ("env.zip", _zip(Path(bundle_dir)), "application/zip")}
+        token = learner.csrf(f"/lessons/{LESSON}/report")
+        r = learner.client.post(f"/lessons/{LESSON}/report/bundles", data={"csrf_token": token}, files=files)
+        assert r.status_code == 200, r.text[:2000]
+        with app.state.sessions() as db:
+            bundle = db.scalars(select(Bundle)).one()
+            cur = lesson_service.current(db, lesson_id=LESSON)
+        assert cur is not None and cur.lesson.lab is not None
+        slot = next(s for s in report_service.slots(cur.lesson) if s.lab == bundle.lab)
+        r = learner.post(
+            f"/lessons/{LESSON}/report", {"action": "submit", f"evidence-{slot.id}": f"bundle:{bundle.id}"}
+        )
+        assert "Submitted as version 1" in r.text, r.text[:2000]
+        with app.state.sessions() as db:
+            report = db.scalars(select(LabReport)).one()
+
+        values = {
+            "lesson_id": [LESSON],
+            "part_id": [p.id for p in cur.lesson.parts] + ["atlas", "lab", "references"],
+            "lab": catalog.names(),
+            "job_id": [job_id],
+            "bundle_id": [bundle.id],
+            "report_id": [report.id],
+            "number": [1],
+            "slot_id": [slot.id],
+            "name": ["result.json"],
+            "tool": list(TOOLS),
+        }
+
+        rendered: list[str] = []
+        skipped: list[str] = []
+        for route in (r for router in PAGE_ROUTERS for r in router.routes):
+            if not isinstance(route, APIRoute) or "GET" not in route.methods:
+                continue
+            if route.endpoint.__module__ == "app.routes.artifacts":  # files, not pages (the job has not run)
+                continue
+            names = re.findall(r"{(\w+)}", route.path)
+            if any(n not in values for n in names):
+                skipped.append(route.path)
+                continue
+            for combo in itertools.product(*(values[n] for n in names)):
+                path = route.path
+                for n, v in zip(names, combo):
+                    path = path.replace("{" + n + "}", str(v))
+                served = []
+                for who, client in (("anonymous", anon), ("learner", learner), ("staff", staff)):
+                    r = client.get(path, follow_redirects=False)
+                    if r.status_code == 200:
+                        kind = "page" if r.headers["content-type"].startswith("text/html") else "file"
+                        served.append(f"{kind} {who} {path}")
+                    elif r.status_code == 303 and who != "anonymous":  # e.g. /lessons/{id} resumes at a part
+                        served.append(f"redirect {who} {path}")
+                assert served, f"{path}: no role got a page ({r.status_code}: {r.text[:300]})"
+                rendered += served
+    return {"rendered": rendered, "skipped": skipped, "torch": "torch" in sys.modules}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], sys.argv[2])))
