@@ -16,7 +16,7 @@ exists but is not the user's answers exactly like a missing one, leaking nothing
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 import annotated_types as at
@@ -30,6 +30,7 @@ from app.services import bundles as bundle_service
 from app.services import grading, tokens
 from app.services import jobs as job_service
 from app.services import lessons as lesson_service
+from app.services import users as user_service
 from app.services.errors import NotFound
 from app.services.labhost import HostCapacity
 
@@ -44,7 +45,9 @@ class LoginRequired(Exception):
     """Raised for a page that needs a user; the app turns it into a redirect (or 401 for the API)."""
 
 
-def get_db(request: Request) -> Iterator[Session]:
+async def get_db(request: Request) -> AsyncIterator[Session]:
+    # async on purpose: opening a Session does no I/O, and a sync generator costs two thread-pool hops per
+    # request (enter and exit); the queries themselves run in the route's or dependency's worker thread.
     with request.app.state.sessions() as db:
         yield db
 
@@ -70,7 +73,7 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
             raise HTTPException(401, "The API token is unknown or revoked.", headers={"WWW-Authenticate": "Bearer"})
     else:
         user_id = request.session.get("user_id")
-        user = db.get(User, user_id) if isinstance(user_id, int) else None
+        user = user_service.get(db, user_id=user_id) if isinstance(user_id, int) else None
     request.state.user = user
     return user
 
@@ -78,7 +81,7 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 
 
-def get_current_user(user: OptionalUser) -> User:
+async def get_current_user(user: OptionalUser) -> User:  # no I/O: async skips a thread-pool hop
     if user is None:
         raise LoginRequired()
     return user
@@ -87,8 +90,8 @@ def get_current_user(user: OptionalUser) -> User:
 CurrentUser = Annotated[User, Depends(get_current_user)]
 
 
-def require_role(*roles: str):
-    def check(user: CurrentUser) -> User:
+def require_role(*roles: str) -> Callable[[User], Awaitable[User]]:
+    async def check(user: CurrentUser) -> User:
         if not user.roles & set(roles):
             raise HTTPException(
                 403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}."
@@ -120,14 +123,14 @@ async def csrf_protect(request: Request) -> None:
         raise HTTPException(403, "The form's security token is missing or out of date. Reload the page and try again.")
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_host(request: Request) -> HostCapacity:
+async def get_host(request: Request) -> HostCapacity:
     return request.app.state.host
 
 

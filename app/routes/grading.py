@@ -102,7 +102,7 @@ def _review(
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
     lesson_then = report_service.lesson_of_version(db, report, version)
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
-    lesson, lesson_version = cur if cur else (lesson_then, version.lesson_version)
+    lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
     grade = grading.latest_grade(db, version=version)
     picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
     feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
@@ -188,11 +188,11 @@ async def save_grade(request: Request, report: GradedReport, user: GraderUser, d
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
-    if cur is None or cur[0].rubric is None:
+    if cur is None or cur.lesson.rubric is None:
         raise HTTPException(
             409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading."
         )
-    lesson, lesson_version = cur
+    lesson, lesson_version = cur.lesson, cur.version
     levels = {item.id: form.get(f"level-{item.id}", "") for item in lesson.rubric.items}
     posted = {
         "levels": levels,

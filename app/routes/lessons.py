@@ -14,30 +14,29 @@ from fastapi.responses import RedirectResponse
 from app.content import grade, make_variant
 from app.content.schema import FreeResponse, Lesson, Numeric
 from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
+from app.lesson_pages import render_part
+from app.models import User
+from app.security import csrf_token_for
 from app.services import jobs as job_service
 from app.services import learning
 from app.services import lessons as lesson_service
-from app.web import render
+from app.web import render, templates
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 REFERENCE_SECTIONS = {"atlas": "Knowledge atlas", "lab": "Hands-on lab", "references": "Go deeper"}
 
 
-def _lesson(db, lesson_id: str, version: int | None = None) -> tuple[Lesson, int, int]:
-    """(lesson, shown version, current version); 404 with the reason when missing."""
+def _lesson(db: SessionDep, lesson_id: str, version: int | None = None) -> tuple[lesson_service.Current, int]:
+    """(the version shown, the current version number); 404 with the reason when missing."""
     cur = lesson_service.current(db, lesson_id=lesson_id)
     if cur is None:
         raise HTTPException(404, f"There is no lesson {lesson_id!r}.")
-    lesson, current_version = cur
-    if version is None or version == current_version:
-        return lesson, current_version, current_version
-    row = lesson_service.version_row(db, lesson_id=lesson_id, version=version)
-    old = lesson_service.build(row) if row else None
+    if version is None or version == cur.version:
+        return cur, cur.version
+    old = lesson_service.at_version(db, lesson_id=lesson_id, version=version)
     if old is None:
-        raise HTTPException(
-            404, f"Lesson {lesson_id!r} has no version {version} (the current one is {current_version})."
-        )
-    return old, version, current_version
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version} (the current one is {cur.version}).")
+    return old, cur.version
 
 
 def _variant(lesson: Lesson, user, question_id: str):
@@ -52,7 +51,16 @@ def _variants(lesson: Lesson, user, part) -> dict:
     return {qid: _variant(lesson, user, qid) for qid in ids}
 
 
-def _part_context(db, request, user, lesson: Lesson, version: int, current_version: int, part_id: str) -> dict:
+def _part_context(
+    db: SessionDep,
+    user: User,
+    lesson: Lesson,
+    version: int,
+    current_version: int,
+    part_id: str,
+    state: learning.LessonState | None = None,
+) -> dict:
+    state = state or learning.lesson_state(db, user=user, lesson_id=lesson.id)
     return {
         "lesson": lesson,
         "version": version,
@@ -60,9 +68,9 @@ def _part_context(db, request, user, lesson: Lesson, version: int, current_versi
         "part_id": part_id,
         "part": lesson.part(part_id),
         "section": REFERENCE_SECTIONS.get(part_id),
-        "progress": learning.progress_map(db, user=user, lesson_id=lesson.id),
-        "responses": learning.latest_responses(db, user=user, lesson_id=lesson.id),
-        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson.id),
+        "progress": state.progress,
+        "responses": state.responses,
+        "attempts": state.attempts,
         "variants": _variants(lesson, user, lesson.part(part_id)),
         "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
         "feedback": {},
@@ -71,7 +79,7 @@ def _part_context(db, request, user, lesson: Lesson, version: int, current_versi
 
 @router.get("/lessons/{lesson_id}")
 def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None):
-    lesson, version, current_version = _lesson(db, lesson_id, v)
+    (lesson, version, _), current_version = _lesson(db, lesson_id, v)
     part = learning.resume_part(db, user=user, lesson=lesson)
     suffix = f"?v={version}" if version != current_version else ""
     return RedirectResponse(f"/lessons/{lesson_id}/{part}{suffix}", status_code=303)
@@ -81,12 +89,16 @@ def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | N
 def lesson_part(
     request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None
 ):
-    lesson, version, current_version = _lesson(db, lesson_id, v)
+    (lesson, version, key), current_version = _lesson(db, lesson_id, v)
     if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    state = learning.lesson_state(db, user=user, lesson_id=lesson_id)
     if lesson.part(part_id) is not None and version == current_version:
-        learning.visit(db, user=user, lesson_id=lesson_id, part_id=part_id)
-    ctx = _part_context(db, request, user, lesson, version, current_version, part_id)
+        # what the page shows of progress is the done ticks, which a visit does not change
+        learning.visit(db, user=user, lesson_id=lesson_id, part_id=part_id, progress=state.progress)
+    ctx = _part_context(db, user, lesson, version, current_version, part_id, state)
+    if ctx["part"] is not None:  # the shared body is rendered once per version; only the learner's bits here
+        ctx["part_html"] = render_part(templates.env, key, {**ctx, "csrf_token": csrf_token_for(request.session)})
     return render(request, "lessons/lesson.html", ctx, block="part")
 
 
@@ -99,11 +111,11 @@ def toggle_done(
     db: SessionDep,
     done: Annotated[str, Form()] = "1",
 ):
-    lesson, version, current_version = _lesson(db, lesson_id)
+    (lesson, version, _), current_version = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
     learning.set_done(db, user=user, lesson_id=lesson_id, part_id=part_id, done=done == "1")
-    ctx = _part_context(db, request, user, lesson, version, current_version, part_id)
+    ctx = _part_context(db, user, lesson, version, current_version, part_id)
     return render(request, "lessons/lesson.html", ctx, block="pacing")
 
 
@@ -111,7 +123,7 @@ def toggle_done(
 def reading_time(
     lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, seconds: Annotated[int, Form(ge=0, le=3600)] = 0
 ):
-    lesson, _, _ = _lesson(db, lesson_id)
+    (lesson, _, _), _ = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
     learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
@@ -136,7 +148,7 @@ def answer_pause(
     answer: Annotated[str, Form(max_length=20000)] = "",
     version: Annotated[DbInt, Form()] = 0,
 ):
-    lesson, _, current_version = _lesson(db, lesson_id)
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
     pause = next((p for p in lesson.pauses if p.id == pause_id), None)
     if pause is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no pause-and-reason prompt {pause_id!r}.")
@@ -170,7 +182,7 @@ def answer_question(
     version: Annotated[DbInt, Form()] = 0,
     seed: Annotated[DbInt, Form()] = -1,
 ):
-    lesson, _, current_version = _lesson(db, lesson_id)
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
     question = lesson.questions.get(question_id)
     if question is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r}.")

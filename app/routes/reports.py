@@ -107,7 +107,7 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
 
 @router.get("/lessons/{lesson_id}/report")
 def report_page(request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep) -> Response:
-    lesson, version = cur
+    lesson, version = cur.lesson, cur.version
     report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
     return _page(request, db, user, lesson, version, report)
 
@@ -116,7 +116,7 @@ def report_page(request: Request, lesson_id: str, cur: LessonWithLab, user: Curr
 async def report_post(
     request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
 ) -> Response:
-    lesson, version = cur
+    lesson, version = cur.lesson, cur.version
     assert lesson.lab is not None  # LessonWithLab
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
     action = form.get("action", "save")
@@ -165,7 +165,7 @@ async def _read_upload(request: Request) -> tuple[str, bytes, dict]:
 async def upload_bundle(
     request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
 ) -> Response:
-    lesson, version = cur
+    lesson, version = cur.lesson, cur.version
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     try:
         filename, data, fields = await _read_upload(request)

@@ -340,9 +340,9 @@ def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
     Each recompute is a new revision by nobody (grader_id None), with the reason, so history keeps the old totals.
     """
     cur = lesson_service.current(db, lesson_id=lesson_id)
-    if cur is None or cur[0].rubric is None:
+    if cur is None or cur.lesson.rubric is None:
         return []
-    lesson, lesson_version = cur
+    lesson, lesson_version = cur.lesson, cur.version
     rubric, want = lesson.rubric, rubric_hash(lesson.rubric)
     latest_rev = (
         select(Grade.version_id, func.max(Grade.revision).label("rev"))
@@ -403,7 +403,7 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
         lid = row.report.lesson_id
         if lid not in rubrics:
             cur = lesson_service.current(db, lesson_id=lid)
-            rubrics[lid] = cur[0].rubric if cur else None
+            rubrics[lid] = cur.lesson.rubric if cur else None
             for item in rubrics[lid].items if rubrics[lid] else []:
                 if item.id not in item_ids:
                     item_ids.append(item.id)

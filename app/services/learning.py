@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, String, Text, cast, func, literal, null, select, union_all
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
-from app.models import Attempt, PartProgress, Response, User, utcnow
+from app.models import Attempt, PartProgress, Response, User, UTCDateTime, utcnow
 from app.services.errors import FieldError
 
 MAX_ANSWER_CHARS = 5000
 MAX_HEARTBEAT_S = 60  # one beacon never credits more than this, however long the gap
+# A re-read of the part the learner already saw last, within this long, changes nothing worth a database
+# write: resuming goes to the same part either way, and reading time comes from the beacon, not from views.
+VISIT_REFRESH_S = 60
 
 
 class AnswerError(FieldError):
@@ -56,11 +61,29 @@ def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> Part
     return row
 
 
-def visit(db: Session, *, user: User, lesson_id: str, part_id: str) -> PartProgress:
+def visit(
+    db: Session,
+    *,
+    user: User,
+    lesson_id: str,
+    part_id: str,
+    progress: dict[str, PartProgress] | dict[str, ProgressView] | None = None,
+) -> None:
+    """Record that the learner opened a part (where "resume" goes). `progress`: the learner's rows of the
+    lesson when the caller has read them already; a repeat view of the latest-seen part writes nothing."""
+    now = utcnow()
+    if progress is not None:
+        row = progress.get(part_id)
+        latest = max((r.last_seen_at for r in progress.values()), default=None)
+        if (
+            row is not None
+            and row.last_seen_at == latest
+            and (now - row.last_seen_at).total_seconds() < VISIT_REFRESH_S
+        ):
+            return
     row = _progress_row(db, user, lesson_id, part_id)
-    row.last_seen_at = utcnow()
+    row.last_seen_at = now
     db.commit()
-    return row
 
 
 def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: int) -> PartProgress:
@@ -164,30 +187,109 @@ class LessonProgress:
 
 
 def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> list[LessonProgress]:
+    """Progress per lesson for the home page: two queries however many lessons there are."""
+    rows: dict[str, dict[str, PartProgress]] = {}
+    for r in db.scalars(select(PartProgress).where(PartProgress.user_id == user.id)):
+        rows.setdefault(r.lesson_id, {})[r.part_id] = r
+    counts = db.execute(
+        select(Attempt.lesson_id, func.count(func.distinct(Attempt.question_id)))
+        .where(Attempt.user_id == user.id, Attempt.status.in_(("correct", "answered")))
+        .group_by(Attempt.lesson_id)
+    )
+    answered = {lesson_id: n for lesson_id, n in counts}
     out = []
     for lesson, version in lessons:
-        rows = progress_map(db, user=user, lesson_id=lesson.id)
+        mine = rows.get(lesson.id, {})
         part_ids = {p.id for p in lesson.parts}
-        correct = (
-            db.scalar(
-                select(func.count(func.distinct(Attempt.question_id))).where(
-                    Attempt.user_id == user.id,
-                    Attempt.lesson_id == lesson.id,
-                    Attempt.status.in_(("correct", "answered")),
-                )
-            )
-            or 0
-        )
+        known = [r for r in mine.values() if r.part_id in part_ids]
         out.append(
             LessonProgress(
                 lesson=lesson,
                 version=version,
-                parts_done=sum(1 for pid, r in rows.items() if pid in part_ids and r.done_at),
+                parts_done=sum(1 for r in known if r.done_at),
                 parts_total=len(lesson.parts),
-                seconds=sum(r.seconds_spent for r in rows.values()),
-                questions_correct=correct,
+                seconds=sum(r.seconds_spent for r in mine.values()),
+                questions_correct=answered.get(lesson.id, 0),
                 questions_total=len(lesson.questions),
-                resume_part=resume_part(db, user=user, lesson=lesson),
+                resume_part=max(known, key=lambda r: r.last_seen_at).part_id if known else lesson.parts[0].id,
             )
         )
     return out
+
+
+# ---------------------------------------------------------------- what a lesson page shows, in one query
+
+
+class ProgressView(NamedTuple):
+    part_id: str
+    done_at: datetime | None
+    last_seen_at: datetime
+    seconds_spent: int
+
+
+class ResponseView(NamedTuple):
+    item_id: str
+    text: str
+    created_at: datetime
+
+
+class AttemptView(NamedTuple):
+    question_id: str
+    status: str
+    created_at: datetime
+
+
+class LessonState(NamedTuple):
+    """A learner's trail through one lesson: part progress, the latest written answer per item and the
+    latest attempt per question (read-only views; the rows themselves are append-only)."""
+
+    progress: dict[str, ProgressView]
+    responses: dict[str, ResponseView]
+    attempts: dict[str, AttemptView]
+
+
+def lesson_state(db: Session, *, user: User, lesson_id: str) -> LessonState:
+    """Everything a lesson page shows of the learner, in one round trip and without ORM objects: every part
+    page asks, so three queries and their identity-map bookkeeping were a fifth of a page's time."""
+    t1 = UTCDateTime()
+    progress = select(
+        literal("p").label("kind"),
+        PartProgress.part_id.label("key"),
+        cast(null(), Text).label("text"),
+        cast(null(), String).label("status"),
+        PartProgress.done_at.label("t1"),
+        PartProgress.last_seen_at.label("t2"),
+        PartProgress.seconds_spent.label("n"),
+        literal(0).label("id"),
+    ).where(PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id)
+    responses = select(
+        literal("r"),
+        Response.item_id,
+        Response.text,
+        Response.kind,
+        Response.created_at,
+        cast(null(), t1),
+        cast(null(), Integer),
+        Response.id,
+    ).where(Response.user_id == user.id, Response.lesson_id == lesson_id)
+    attempts = select(
+        literal("a"),
+        Attempt.question_id,
+        cast(null(), Text),
+        Attempt.status,
+        Attempt.created_at,
+        cast(null(), t1),
+        cast(null(), Integer),
+        Attempt.id,
+    ).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id)
+    both = union_all(progress, responses, attempts).subquery()
+    rows = db.execute(select(both).order_by(both.c.id)).all()  # by id: the latest answer wins below
+    state = LessonState({}, {}, {})
+    for kind, key, text, status, first, second, n, _ in rows:
+        if kind == "p":
+            state.progress[key] = ProgressView(key, first, second, n or 0)
+        elif kind == "r":
+            state.responses[key] = ResponseView(key, text, first)
+        else:
+            state.attempts[key] = AttemptView(key, status, first)
+    return state

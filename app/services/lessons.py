@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -62,18 +63,47 @@ def versions(db: Session, *, lesson_id: str) -> list[LessonVersion]:
 
 
 class Current(NamedTuple):
-    """A lesson's current published version, built."""
+    """A published version of a lesson, built (the current one, unless asked for another)."""
 
     lesson: Lesson
     version: int
+    key: tuple[str, int, str] = ("", 0, "")  # (lesson id, version, content hash): names its content for caches
+
+
+# Which version is current, per database and lesson, remembered this long by each web process: every page
+# of a lesson asks, and a publish changes it rarely. The publishing process forgets at once; the other web
+# processes of a deployment show the new version within this many seconds.
+CURRENT_TTL_S = 2.0
+_current: dict[tuple[str, str], tuple[float, tuple[str, int, str]]] = {}
+
+
+def _forget_current(db: Session, lesson_id: str) -> None:
+    _current.pop((str(db.get_bind().url), lesson_id), None)
 
 
 def current(db: Session, *, lesson_id: str) -> Current | None:
+    key = (str(db.get_bind().url), lesson_id)
+    now = time.monotonic()
+    hit = _current.get(key)
+    if hit is not None and now - hit[0] < CURRENT_TTL_S and hit[1] in _built:
+        lesson = _built[hit[1]]
+        return Current(lesson, hit[1][1], hit[1]) if lesson else None
     row = latest_row(db, lesson_id=lesson_id)
     if row is None:
         return None
     lesson = build(row)
-    return Current(lesson, row.version) if lesson else None
+    built = (row.lesson_id, row.version, row.content_hash)
+    _current[key] = (now, built)
+    return Current(lesson, row.version, built) if lesson else None
+
+
+def at_version(db: Session, *, lesson_id: str, version: int) -> Current | None:
+    """A published version of a lesson, built; None if it has no such version."""
+    row = version_row(db, lesson_id=lesson_id, version=version)
+    lesson = build(row) if row else None
+    if row is None or lesson is None:
+        return None
+    return Current(lesson, row.version, (row.lesson_id, row.version, row.content_hash))
 
 
 def catalogue(db: Session) -> list[tuple[Lesson, int]]:
@@ -132,6 +162,7 @@ def publish(
     db.add(row)
     try:
         db.commit()
+        _forget_current(db, lesson_id)
     except IntegrityError:  # another publish took that number at the same moment
         db.rollback()
         return None, [

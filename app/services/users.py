@@ -7,7 +7,7 @@ import re
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from app.models import ROLES, User, UserRole
 from app.security import hash_password, verify_password
@@ -36,6 +36,11 @@ def check_new_user(*, email: str, password: str, display_name: str, roles: list[
     bad = [r for r in roles if r not in ROLES]
     if bad or not roles:
         raise UserError("roles", f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}")
+
+
+def get(db: Session, *, user_id: int) -> User | None:
+    """The user with their roles, in one round trip (every request that carries a session asks this)."""
+    return db.scalar(select(User).options(joinedload(User.role_rows)).where(User.id == user_id))
 
 
 def get_by_email(db: Session, *, email: str) -> User | None:

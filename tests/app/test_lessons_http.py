@@ -59,7 +59,7 @@ def test_pause_answer_is_saved_before_reveal(learner, db):
 
 
 def test_single_choice_feedback_per_option(learner, db):
-    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    lesson, version, _ = lesson_service.current(db, lesson_id=LESSON)
     qid, q = next((k, v) for k, v in lesson.questions.items() if v.kind == "single_choice")
     for option in q.body.options:
         r = learner.post(f"/lessons/{LESSON}/questions/{qid}", {"answer": option.id, "version": version})
@@ -71,7 +71,7 @@ def test_single_choice_feedback_per_option(learner, db):
 
 
 def test_numeric_variant_graded_and_bad_input_not_counted(learner, db):
-    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    lesson, version, _ = lesson_service.current(db, lesson_id=LESSON)
     qid, q = next((k, v) for k, v in lesson.questions.items() if v.kind == "numeric" and v.body.generator)
     seed = learning.variant_seed(_me(learner), qid)
     variant = make_variant(q, seed)
@@ -88,7 +88,7 @@ def test_numeric_variant_graded_and_bad_input_not_counted(learner, db):
 
 
 def test_stale_version_is_refused_and_text_kept(learner, db):
-    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    lesson, version, _ = lesson_service.current(db, lesson_id=LESSON)
     qid = next(k for k, v in lesson.questions.items() if v.kind == "free_response")
     row = lesson_service.latest_row(db, lesson_id=LESSON)
     files = dict(row.files)
@@ -121,7 +121,7 @@ def test_progress_done_time_and_dashboard(learner, db):
 
 
 def test_answers_are_per_learner(learner, make_client, db):
-    lesson, version = lesson_service.current(db, lesson_id=LESSON)
+    lesson, version, _ = lesson_service.current(db, lesson_id=LESSON)
     pause_id = lesson.pauses[0].id
     learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "ann's private thought", "version": version})
     bob = make_client()

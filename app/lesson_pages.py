@@ -1,0 +1,68 @@
+"""A lesson part's body, rendered once per lesson version and shared by every learner.
+
+Most of a part (prose, callouts, code traces with their highlighting, concept cards) is the same for
+every learner of a version; only pause-and-reason answers, practice questions (each learner's variant,
+last attempt and saved text) and the footer (the done toggle) are the learner's own. The shared body is
+rendered once with those pieces left as `<!--slot:…-->` markers (templates/lessons/_part.html with
+`slots`), split at the markers, and kept per (lesson id, version, content hash, part). Each request then
+renders only the slots, with the same templates the fragments use, and joins the pieces.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from app.content.schema import Lesson, Part
+
+_SLOT = re.compile(r"<!--slot:(pause|question|foot)(?::([^ >]+))?-->")
+_MAX_BODIES = 512  # parts x versions kept per process; a lesson has ~6 parts, so ~80 versions of it
+Piece = str | tuple[str, str]  # shared HTML, or (slot kind, id)
+_bodies: dict[tuple, tuple[Piece, ...]] = {}
+
+
+def _pieces(env: Environment, key: tuple, lesson: Lesson, part: Part, version: int, current_version: int) -> tuple:
+    cached = _bodies.get((key, part.id, version == current_version))
+    if cached is not None:
+        return cached
+    html = env.get_template("lessons/_part.html").render(
+        lesson=lesson, part=part, version=version, current_version=current_version, slots=True
+    )
+    pieces: list[Piece] = []
+    at = 0
+    for m in _SLOT.finditer(html):
+        pieces.append(html[at : m.start()])
+        pieces.append((m.group(1), m.group(2) or ""))
+        at = m.end()
+    pieces.append(html[at:])
+    if len(_bodies) >= _MAX_BODIES:
+        _bodies.clear()
+    result = tuple(pieces)
+    _bodies[(key, part.id, version == current_version)] = result
+    return result
+
+
+def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
+    """The part `ctx["part"]` of `ctx["lesson"]` for this learner: shared body plus the learner's slots.
+
+    `key` names the lesson version's content (lessons.Current.key); `ctx` is what _part.html reads.
+    """
+    lesson, part = ctx["lesson"], ctx["part"]
+    pieces = _pieces(env, key, lesson, part, ctx["version"], ctx["current_version"])
+    pauses = {p.id: p for p in lesson.pauses}
+    out: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+        elif piece[0] == "pause":
+            out.append(
+                env.get_template("lessons/_pause.html").render(ctx, pause=pauses[piece[1]], error=None, draft="")
+            )
+        elif piece[0] == "question":
+            out.append(env.get_template("lessons/_question_slot.html").render(ctx, qid=piece[1]))
+        else:
+            out.append(env.get_template("lessons/_part_foot.html").render(ctx))
+    return Markup("".join(out))
