@@ -3,11 +3,19 @@
 #   scripts/setup.sh          what `make run` needs
 #   scripts/setup.sh --test   also the test tools and the system packages the tests use
 #                             (Chromium for the browser tests, PostgreSQL for the database tests)
+#   scripts/setup.sh --bench  also what the web benchmarks drive the server with (Debian's wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_test=0
-[ "${1:-}" = "--test" ] && want_test=1
+want_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    --bench) want_bench=1 ;;
+    *) echo "setup: unknown option $arg (expected --test or --bench)" >&2; exit 2 ;;
+  esac
+done
 
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -28,6 +36,9 @@ if [ "$want_test" = 1 ]; then
   [ -x /usr/bin/chromium ] || need+=(chromium)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
   [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
+fi
+if [ "$want_bench" = 1 ] && ! command -v wrk >/dev/null 2>&1; then
+  apt_install wrk
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
