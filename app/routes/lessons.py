@@ -11,8 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
 
-from app.content import grade, make_variant
-from app.content.schema import FreeResponse, Lesson, Numeric
+from app.content import Variant, grade, make_variant
+from app.content.schema import FreeResponse, Lesson, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.lesson_pages import render_part
 from app.models import User
@@ -39,10 +39,24 @@ def _lesson(db: SessionDep, lesson_id: str, version: int | None = None) -> tuple
     return old, cur.version
 
 
-def _variant(lesson: Lesson, user, question_id: str):
+# A variant depends only on the question (fixed per lesson version) and the learner's seed, and drawing one
+# (generating its numbers and text) took more time than the rest of a practice page: keep the recent ones.
+_VARIANTS_KEPT = 4096
+_variant_cache: dict[tuple[int, str, int], tuple[Question, Variant]] = {}
+
+
+def _variant(lesson: Lesson, user: User, question_id: str) -> Variant | None:
     """The learner's own variant of a numeric question (None for other kinds)."""
     q = lesson.questions[question_id]
-    return make_variant(q, learning.variant_seed(user.id, question_id)) if isinstance(q.body, Numeric) else None
+    if not isinstance(q.body, Numeric):
+        return None
+    seed = learning.variant_seed(user.id, question_id)
+    key = (id(q), question_id, seed)  # safe: the entry holds q, so no other object can take its id meanwhile
+    if key not in _variant_cache:
+        if len(_variant_cache) >= _VARIANTS_KEPT:
+            _variant_cache.clear()
+        _variant_cache[key] = (q, make_variant(q, seed))
+    return _variant_cache[key][1]
 
 
 def _variants(lesson: Lesson, user, part) -> dict:

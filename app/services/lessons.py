@@ -79,6 +79,7 @@ _current: dict[tuple[str, str], tuple[float, tuple[str, int, str]]] = {}
 
 def _forget_current(db: Session, lesson_id: str) -> None:
     _current.pop((str(db.get_bind().url), lesson_id), None)
+    _catalogue.pop(str(db.get_bind().url), None)
 
 
 def current(db: Session, *, lesson_id: str) -> Current | None:
@@ -106,20 +107,30 @@ def at_version(db: Session, *, lesson_id: str, version: int) -> Current | None:
     return Current(lesson, row.version, (row.lesson_id, row.version, row.content_hash))
 
 
+_catalogue: dict[str, tuple[float, list[tuple[str, int, str]]]] = {}
+
+
 def catalogue(db: Session) -> list[tuple[Lesson, int]]:
-    """The current version of every lesson, in lesson-number order."""
-    latest = (
-        select(LessonVersion.lesson_id, func.max(LessonVersion.version).label("v"))
-        .group_by(LessonVersion.lesson_id)
-        .subquery()
-    )
-    rows = db.scalars(
-        select(LessonVersion).join(
-            latest, (LessonVersion.lesson_id == latest.c.lesson_id) & (LessonVersion.version == latest.c.v)
+    """The current version of every lesson, in lesson-number order (remembered CURRENT_TTL_S, like `current`)."""
+    url, now = str(db.get_bind().url), time.monotonic()
+    hit = _catalogue.get(url)
+    if hit is not None and now - hit[0] < CURRENT_TTL_S and all(k in _built for k in hit[1]):
+        lessons = [(_built[k], k[1]) for k in hit[1]]
+    else:
+        latest = (
+            select(LessonVersion.lesson_id, func.max(LessonVersion.version).label("v"))
+            .group_by(LessonVersion.lesson_id)
+            .subquery()
         )
-    ).all()
-    out = [(build(r), r.version) for r in rows]
-    return sorted([(les, v) for les, v in out if les], key=lambda lv: (lv[0].number, lv[0].id))
+        rows = db.scalars(
+            select(LessonVersion).join(
+                latest, (LessonVersion.lesson_id == latest.c.lesson_id) & (LessonVersion.version == latest.c.v)
+            )
+        ).all()
+        lessons = [(build(r), r.version) for r in rows]
+        _catalogue[url] = (now, [(r.lesson_id, r.version, r.content_hash) for r in rows])
+    built = [(les, v) for les, v in lessons if les]
+    return sorted(built, key=lambda lv: (lv[0].number, lv[0].id))
 
 
 def using_lab(db: Session, *, lab: str) -> list[Lesson]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
@@ -38,9 +38,13 @@ def check_new_user(*, email: str, password: str, display_name: str, roles: list[
         raise UserError("roles", f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}")
 
 
+# Built once: every request with a session runs it, and constructing the statement costs more than running it.
+_USER_WITH_ROLES = select(User).options(joinedload(User.role_rows)).where(User.id == bindparam("user_id"))
+
+
 def get(db: Session, *, user_id: int) -> User | None:
     """The user with their roles, in one round trip (every request that carries a session asks this)."""
-    return db.scalar(select(User).options(joinedload(User.role_rows)).where(User.id == user_id))
+    return db.scalars(_USER_WITH_ROLES, {"user_id": user_id}).unique().one_or_none()
 
 
 def get_by_email(db: Session, *, email: str) -> User | None:
