@@ -63,9 +63,9 @@ def _graders_assign(settings: Settings, args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    serve = sub.add_parser("serve", help="serve the course (embedded SQLite and worker by default)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve_p = sub.add_parser("serve", help="serve the course (embedded SQLite and worker by default)")
+    serve_p.add_argument("--host", default="127.0.0.1")
+    serve_p.add_argument("--port", type=int, default=8000)
     worker = sub.add_parser("worker", help="run a worker that executes lab jobs")
     worker.add_argument(
         "--skip-lab-check", action="store_true", help="the caller has run `python -m labs check` (the server does)"

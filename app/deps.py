@@ -113,7 +113,7 @@ async def csrf_protect(request: Request) -> None:
     """
     if request.method not in UNSAFE or bearer_token(request) is not None:
         return
-    presented = request.headers.get(CSRF_HEADER)
+    presented: object = request.headers.get(CSRF_HEADER)
     if not presented:
         ctype = request.headers.get("content-type", "")
         if ctype.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):

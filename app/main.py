@@ -12,7 +12,7 @@ lifespan instead.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
@@ -46,7 +46,7 @@ def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
 
 
-def _error_response(request: Request, status: int, detail: str, headers: dict | None = None) -> Response:
+def _error_response(request: Request, status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
     return render(request, "error.html", {"status": status, "detail": detail}, status_code=status)

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from app import logs, startup
 from app.config import ROOT, Settings
@@ -120,15 +121,24 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
         settings.embedded_workers,
         time.monotonic() - started,
     )
-    common = dict(host=host, port=port, log_config=None, access_log=settings.access_log, server_header=False)
     try:
         if settings.web_processes == 1:
             from app.main import create_app
 
-            uvicorn.run(create_app(settings, host=capacity, prepare=False), **common)
+            app: Any = create_app(settings, host=capacity, prepare=False)
         else:
             os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
-            uvicorn.run("app.main:web_process", factory=True, workers=settings.web_processes, **common)
+            app = "app.main:web_process"  # uvicorn's process manager imports it in each web process
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            factory=settings.web_processes > 1,
+            workers=settings.web_processes if settings.web_processes > 1 else None,
+            log_config=None,  # app/logs.py configured logging; uvicorn's loggers propagate to it
+            access_log=settings.access_log,
+            server_header=False,
+        )
     finally:
         workers.stop()
     return 0

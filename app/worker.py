@@ -64,6 +64,7 @@ class LabRun:
             t.start()
 
     def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None  # opened with stdout=PIPE
         for line in self.proc.stdout:
             try:
                 event = json.loads(line)
@@ -75,6 +76,7 @@ class LabRun:
                 self.progress = job_service.Progress(0.0, f"running on {event.get('backend')}")
 
     def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None  # opened with stderr=PIPE
         for line in self.proc.stderr:
             self.stderr_tail.append(line.rstrip())
 

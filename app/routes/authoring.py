@@ -132,5 +132,6 @@ def publish(
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=422)
     new_row = lesson_service.latest_row(db, lesson_id=lesson_id)
+    assert new_row is not None  # just published
     ctx.update(row=new_row, published=version, **_preview_ctx(lesson_service.build(new_row), path))
     return render(request, "instructor/edit.html", ctx)

@@ -188,18 +188,14 @@ async def save_grade(request: Request, report: GradedReport, user: GraderUser, d
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
-    if cur is None or cur.lesson.rubric is None:
+    rubric = cur.lesson.rubric if cur else None
+    if cur is None or rubric is None:
         raise HTTPException(
             409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading."
         )
-    lesson, lesson_version = cur.lesson, cur.version
-    levels = {item.id: form.get(f"level-{item.id}", "") for item in lesson.rubric.items}
-    posted = {
-        "levels": levels,
-        "feedback": form.get("feedback", ""),
-        "notes": form.get("notes", ""),
-        "base_revision": base_revision,
-    }
+    levels = {item.id: form.get(f"level-{item.id}", "") for item in rubric.items}
+    feedback, notes = form.get("feedback", ""), form.get("notes", "")
+    posted = {"levels": levels, "feedback": feedback, "notes": notes, "base_revision": base_revision}
     try:
         grading.save_grade(
             db,
@@ -208,10 +204,10 @@ async def save_grade(request: Request, report: GradedReport, user: GraderUser, d
             grader=user,
             base_revision=base_revision,
             levels=levels,
-            feedback=posted["feedback"],
-            notes=posted["notes"],
-            rubric=lesson.rubric,
-            rubric_version=lesson_version,
+            feedback=feedback,
+            notes=notes,
+            rubric=rubric,
+            rubric_version=cur.version,
         )
     except grading.GradingError as exc:
         return _review(request, db, user, report, number, error=str(exc), posted=posted, status_code=409)

@@ -62,6 +62,7 @@ def _page(
         answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     history = []
     for v in report_service.versions(db, report=report) if report else []:
+        assert report is not None
         g = grading.latest_grade(db, version=v)
         history.append(
             {

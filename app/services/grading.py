@@ -17,8 +17,9 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import CursorResult, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -143,10 +144,13 @@ def queue(
         )
         if v is None:
             continue
+        owner = db.get(User, r.owner_id)
+        if owner is None:  # deleted meanwhile (reports cascade with their owner)
+            continue
         rows.append(
             QueueRow(
                 r,
-                db.get(User, r.owner_id),
+                owner,
                 v,
                 db.get(User, r.claimed_by_id) if r.claimed_by_id else None,
                 latest_grade(db, version=v),
@@ -188,7 +192,7 @@ def claim(db: Session, *, report: LabReport, grader: User) -> None:
     )
     db.commit()
     db.refresh(report)
-    if res.rowcount != 1 and report.claimed_by_id != grader.id:
+    if cast(CursorResult, res).rowcount != 1 and report.claimed_by_id != grader.id:
         holder = db.get(User, report.claimed_by_id) if report.claimed_by_id else None
         if holder:
             raise GradingError(f"{holder.display_name} ({holder.email}) claimed this report first; it stays with them.")
@@ -275,16 +279,16 @@ def save_grade(
             f"The learner submitted version {latest} after you opened version {version.number}. "
             "Your scores and text are kept below; open the new version to grade it."
         )
-    bad = [
-        f"{item_id}: {level!r}"
-        for item_id, level in levels.items()
-        if rubric.item(item_id) is None or (level and rubric.item(item_id).level(level) is None)
-    ]
+    bad = []
+    for item_id, level in levels.items():
+        item = rubric.item(item_id)
+        if item is None or (level and item.level(level) is None):
+            bad.append(f"{item_id}: {level!r}")
     if bad:
         raise GradingError("Unknown rubric lines or levels: " + ", ".join(bad) + ".")
     scores, total, unscored = score(rubric, {k: v for k, v in levels.items() if v})
     if unscored:
-        titles = ", ".join(rubric.item(i).title for i in unscored)
+        titles = ", ".join(item.title for item in rubric.items if item.id in unscored)
         raise GradingError(f"Pick a level for every rubric line before saving; missing: {titles}.")
     if len(feedback) > MAX_TEXT or len(notes) > MAX_TEXT:
         raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
@@ -327,7 +331,8 @@ def _conflict_message(db: Session, current: Grade | None) -> str:
         return (
             "The grade changed while you were editing. Your scores and text are kept below; reload before saving again."
         )
-    who = db.get(User, current.grader_id).display_name if current.grader_id else "a rubric recompute"
+    grader = db.get(User, current.grader_id) if current.grader_id else None
+    who = grader.display_name if grader else "a rubric recompute"
     return (
         f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
         "your scores and text are kept below. Reload to see the saved grade, then save again if you still disagree."
@@ -342,8 +347,8 @@ def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
     cur = lesson_service.current(db, lesson_id=lesson_id)
     if cur is None or cur.lesson.rubric is None:
         return []
-    lesson, lesson_version = cur.lesson, cur.version
-    rubric, want = lesson.rubric, rubric_hash(lesson.rubric)
+    rubric, lesson_version = cur.lesson.rubric, cur.version
+    want = rubric_hash(rubric)
     latest_rev = (
         select(Grade.version_id, func.max(Grade.revision).label("rev"))
         .join(ReportVersion, ReportVersion.id == Grade.version_id)
@@ -403,8 +408,8 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
         lid = row.report.lesson_id
         if lid not in rubrics:
             cur = lesson_service.current(db, lesson_id=lid)
-            rubrics[lid] = cur.lesson.rubric if cur else None
-            for item in rubrics[lid].items if rubrics[lid] else []:
+            rubric = rubrics[lid] = cur.lesson.rubric if cur else None
+            for item in rubric.items if rubric else []:
                 if item.id not in item_ids:
                     item_ids.append(item.id)
     out = io.StringIO()

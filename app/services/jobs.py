@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from pydantic import ValidationError
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, Result, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Job, User, utcnow
@@ -31,6 +32,11 @@ class JobInputError(ValueError):
     def __init__(self, errors: list[dict]):
         super().__init__("; ".join(e["message"] for e in errors))
         self.errors = errors
+
+
+def _rowcount(result: Result) -> int:
+    """Rows an UPDATE matched: what decides a claim or a lease renewal race (a CursorResult underneath)."""
+    return cast(CursorResult, result).rowcount
 
 
 @dataclass
@@ -141,7 +147,7 @@ def claim_next(db: Session, *, worker_id: str, lease_s: float, queues: tuple[str
             )
         )
         db.commit()
-        if res.rowcount == 1:
+        if _rowcount(res) == 1:
             job = db.get(Job, job_id)
             db.refresh(job)
             return job
@@ -158,7 +164,7 @@ def heartbeat(db: Session, *, job_id: int, worker_id: str, lease_s: float, progr
         update(Job).where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running").values(**values)
     )
     db.commit()
-    return res.rowcount == 1
+    return _rowcount(res) == 1
 
 
 def finish(
@@ -187,7 +193,7 @@ def finish(
         )
     )
     db.commit()
-    return res.rowcount == 1
+    return _rowcount(res) == 1
 
 
 def release(db: Session, *, job_id: int, worker_id: str, reason: str) -> None:
@@ -207,6 +213,7 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
     stale = db.scalars(select(Job).where(Job.status == "running", Job.lease_expires_at < now)).all()
     for job in stale:
         lost = f"worker {job.worker_id} stopped renewing its lease (attempt {job.attempts} of {job.max_attempts})"
+        values: dict[str, object]
         if job.attempts < job.max_attempts:
             values = dict(status="queued", worker_id=None, lease_expires_at=None, message=f"requeued: {lost}")
         else:
@@ -220,7 +227,7 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
         res = db.execute(
             update(Job).where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now).values(**values)
         )
-        if res.rowcount == 1:
+        if _rowcount(res) == 1:
             touched.append(job.id)
             if values["status"] == "queued":
                 log.warning("job %s requeued: %s", job.id, lost)

@@ -72,7 +72,9 @@ def _field_from_schema(name: str, prop: dict, defs: dict) -> FormField:
         prop = merged
     if "$ref" in prop:
         prop = {**defs[prop["$ref"].split("/")[-1]], **{k: v for k, v in prop.items() if k != "$ref"}}
-    kind = {"integer": "int", "number": "float", "boolean": "bool", "array": "int_list"}.get(prop.get("type"), "text")
+    kind = {"integer": "int", "number": "float", "boolean": "bool", "array": "int_list"}.get(
+        str(prop.get("type")), "text"
+    )
     choices = prop.get("enum") or ([prop["const"]] if "const" in prop else [])
     if choices:
         kind = "choice"

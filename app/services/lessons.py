@@ -77,13 +77,18 @@ CURRENT_TTL_S = 2.0
 _current: dict[tuple[str, str], tuple[float, tuple[str, int, str]]] = {}
 
 
+def _db_key(db: Session) -> str:
+    """Which database a session talks to (tests run many in one process; caches must not mix them)."""
+    return str(db.get_bind().engine.url)
+
+
 def _forget_current(db: Session, lesson_id: str) -> None:
-    _current.pop((str(db.get_bind().url), lesson_id), None)
-    _catalogue.pop(str(db.get_bind().url), None)
+    _current.pop((_db_key(db), lesson_id), None)
+    _catalogue.pop(_db_key(db), None)
 
 
 def current(db: Session, *, lesson_id: str) -> Current | None:
-    key = (str(db.get_bind().url), lesson_id)
+    key = (_db_key(db), lesson_id)
     now = time.monotonic()
     hit = _current.get(key)
     if hit is not None and now - hit[0] < CURRENT_TTL_S and hit[1] in _built:
@@ -112,7 +117,7 @@ _catalogue: dict[str, tuple[float, list[tuple[str, int, str]]]] = {}
 
 def catalogue(db: Session) -> list[tuple[Lesson, int]]:
     """The current version of every lesson, in lesson-number order (remembered CURRENT_TTL_S, like `current`)."""
-    url, now = str(db.get_bind().url), time.monotonic()
+    url, now = _db_key(db), time.monotonic()
     hit = _catalogue.get(url)
     if hit is not None and now - hit[0] < CURRENT_TTL_S and all(k in _built for k in hit[1]):
         lessons = [(_built[k], k[1]) for k in hit[1]]

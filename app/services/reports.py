@@ -73,9 +73,11 @@ def get_or_create(db: Session, *, owner: User, lesson_id: str) -> LabReport:
     db.add(report)
     try:
         db.commit()
-    except IntegrityError:  # the same learner opened it twice at once
+    except IntegrityError:  # the same learner opened it twice at once: theirs is the one that won
         db.rollback()
-        report = get_report(db, owner=owner, lesson_id=lesson_id)
+        won = get_report(db, owner=owner, lesson_id=lesson_id)
+        assert won is not None, "a unique-constraint conflict means the other row exists"
+        return won
     return report
 
 
@@ -277,7 +279,7 @@ def slot_states(db: Session, settings: Settings, lesson: Lesson, evidence: dict[
             out[slot.id] = "missing"
             continue
         src = source_for(db, settings, ref)
-        if src.problem:
+        if src.problem or src.result is None:
             out[slot.id] = "not_gradable"
         else:
             out[slot.id] = "emulated" if (src.result.get("environment") or {}).get("emulated") else "present"

@@ -7,7 +7,8 @@ labs.costmodel), and predictions are labeled as predictions.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -82,7 +83,8 @@ def overlap_window(p: OverlapIn) -> dict:
     return out
 
 
-TOOLS = {
+# name -> (parameters model, calculation, title)
+TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any], dict], str]] = {
     "fp8-range": (Fp8RangeIn, fp8_range, "FP8 range: scale, clipping and the stale-scale spike"),
     "parallel-axis": (AxisIn, parallel_axis, "Parallel axis: where tensor parallelism stops paying (predicted)"),
     "overlap-window": (OverlapIn, overlap_window, "Overlap window: what an async collective really hides"),

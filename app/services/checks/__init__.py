@@ -82,7 +82,7 @@ def check_item(*, slot_kind: str, lab: str, source: Source | None) -> dict:
             "checks": [check("readable", "not_gradable", f"Not gradable ({source.ref}): {reason}.")],
         }
     result = source.result
-    env = result.get("environment") if isinstance(result.get("environment"), dict) else {}
+    env = result["environment"] if isinstance(result.get("environment"), dict) else {}
     base.update(emulated=bool(env.get("emulated")), label=str(env.get("label") or ""))
     checks = [check_schema(result)]
     if checks[0]["status"] != "pass":

@@ -59,13 +59,13 @@ def mapping(result: dict) -> list[dict]:
         )
     )
     name, limit, reason = _tp_tolerance(r)
-    diffs = []
+    diffs: list[tuple[float, int]] = []
     for d in sharded:
         diff = (d.get("parity") or {}).get("max_rel_diff")
-        if not finite(diff):
+        if diff is None or not finite(diff):
             out.append(check("tp-parity", "fail", f"TP={d.get('degree')} has no parity number against TP=1."))
             return out
-        diffs.append((diff, d["degree"]))
+        diffs.append((float(diff), d["degree"]))
     if diffs:
         diff, deg = max(diffs)
         ok = diff <= limit
