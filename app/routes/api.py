@@ -7,7 +7,7 @@ the session's CSRF token in the X-CSRF-Token header (GET /api/v1/me returns it).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
@@ -27,8 +27,10 @@ class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     lab: str = Field(description="lab name, e.g. fp8-step")
     params: dict[str, Any] = Field(default_factory=dict, description="the lab's parameters; see GET /api/v1/labs")
-    backend: Literal["auto", "te", "torch-cuda", "cpu"] = Field(
-        "auto", description="auto: the best backend this course's workers have; the job records the one that runs"
+    backend: str = Field(
+        "auto",
+        description="auto: the best backend this course's workers have; the job records the one that runs",
+        json_schema_extra={"enum": list(catalog.BACKEND_CHOICES)},  # the catalog's names; checked on submit
     )
 
 

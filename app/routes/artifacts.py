@@ -16,7 +16,7 @@ from fastapi.responses import FileResponse
 
 from app.deps import DbInt, OwnedBundle, SessionDep, SettingsDep, ViewerJob, ViewerReport, csrf_protect
 from app.services import artifacts
-from app.services import reports as report_service
+from app.services import evidence as evidence_service
 from app.services.artifacts import Artifact
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -58,5 +58,5 @@ def evidence_artifact(
     report: ViewerReport, number: DbInt, slot_id: str, name: str, db: SessionDep, settings: SettingsDep
 ) -> FileResponse:
     return _file(
-        report_service.evidence_artifact(db, settings, report=report, number=number, slot_id=slot_id, name=name)
+        evidence_service.evidence_artifact(db, settings, report=report, number=number, slot_id=slot_id, name=name)
     )

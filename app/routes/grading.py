@@ -19,7 +19,8 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.deps import DbInt, GradedReport, GraderUser, InstructorUser, SessionDep, csrf_protect
 from app.models import LabReport, User
-from app.services import grading
+from app.services import evidence as evidence_service
+from app.services import grade_export, grading
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services import users as user_service
@@ -100,7 +101,7 @@ def _review(
     version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
-    lesson_then = report_service.lesson_of_version(db, report, version)
+    lesson_then = evidence_service.lesson_of_version(db, report, version)
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
     lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
     grade = grading.latest_grade(db, version=version)
@@ -130,7 +131,7 @@ def _review(
         "lesson": lesson,
         "lesson_then": lesson_then,
         "lesson_version": lesson_version,
-        "evidence": report_service.evidence_views(db, settings, report, version, lesson_then),
+        "evidence": evidence_service.evidence_views(db, settings, report, version, lesson_then),
         "rubric": lesson.rubric,
         "grade": grade,
         "history": grading.grade_history(db, version=version),
@@ -222,14 +223,14 @@ def regrade(
     if v is None:
         raise HTTPException(404, f"Report {report.id} has no version {version}.")
     report_service.recheck(
-        db, settings=request.app.state.settings, version=v, lesson=report_service.lesson_of_version(db, report, v)
+        db, settings=request.app.state.settings, version=v, lesson=evidence_service.lesson_of_version(db, report, v)
     )
     return _review(request, db, user, report, version, message="Automatic checks re-run.")
 
 
 @router.get("/export.csv")
 def export(user: GraderUser, db: SessionDep, lesson: str | None = None) -> Response:
-    body = grading.export_csv(db, user=user, lesson_id=lesson)
+    body = grade_export.export_csv(db, user=user, lesson_id=lesson)
     name = f"grades-{lesson or 'all'}.csv"
     return Response(
         body,

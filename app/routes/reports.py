@@ -20,6 +20,7 @@ from app.content.schema import Lesson
 from app.deps import CurrentUser, LessonWithLab, OwnedBundle, SessionDep, csrf_protect
 from app.models import Bundle, LabReport, User
 from app.services import bundles as bundle_service
+from app.services import evidence as evidence_service
 from app.services import grading
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
@@ -69,8 +70,8 @@ def _page(
                 "version": v,
                 "grade": g,
                 "summary": report_service.summary(v.checks or {}),
-                "evidence": report_service.evidence_views(
-                    db, settings, report, v, report_service.lesson_of_version(db, report, v)
+                "evidence": evidence_service.evidence_views(
+                    db, settings, report, v, evidence_service.lesson_of_version(db, report, v)
                 ),
             }
         )
@@ -81,7 +82,7 @@ def _page(
         "slots": slots,
         "picks": picks,
         "answers": answers,
-        "states": report_service.slot_states(db, settings, lesson, evidence),
+        "states": evidence_service.slot_states(db, settings, lesson, evidence),
         "candidates": {s.id: report_service.candidates(db, owner=user, lab=s.lab) for s in slots},
         "history": history,
         "rubric": lesson.rubric,
