@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from labs.parallel.dims import TPDims  # noqa: F401  (re-exported for callers of labs.tp)
-from labs.timeline import Span
+from labs.parallel.dims import TPDims  # noqa: F401  (re-exported for callers of labs.parallel.tp)
+from labs.trace.timeline import Span
 
 # ---- tracing ---------------------------------------------------------------------------------
 
@@ -227,8 +227,8 @@ def gather_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
 
 
 def fp8_round(t: torch.Tensor, fmt: str) -> torch.Tensor:
-    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.fp8)."""
-    from labs import fp8
+    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.numerics.fp8)."""
+    from labs.numerics import fp8
 
     scale = fp8.current_scale(t.detach().abs().amax().float(), fmt)
     return fp8.quantize(t, fmt, scale, count=False).dequant.to(t.dtype)
