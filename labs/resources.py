@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-BACKENDS = ("te", "torch-cuda", "cpu")  # best first: `auto` picks the first one a host can run
+# Best first: `auto` picks the first one a host can run. The Literal types the result models.
+Backend = Literal["te", "torch-cuda", "cpu"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 GPU_BACKENDS = ("te", "torch-cuda")
 BACKEND_CHOICES = ("auto", *BACKENDS)
 

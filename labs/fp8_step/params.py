@@ -23,8 +23,12 @@ LOGIT_COPIES = 4
 # Allocator slack and temporaries the count above misses.
 SAFETY = 1.5
 
+RecipeKind = Literal["delayed", "current", "block", "mxfp8"]
+Fp8FormatChoice = Literal["hybrid", "e4m3"]  # hybrid: E4M3 forward, E5M2 gradients
+AmaxAlgo = Literal["max", "most_recent"]
 
-class Params(LabParams):
+
+class Fp8StepParams(LabParams):
     steps: int = Field(
         200, ge=2, le=5000, description="Training steps per run; the default learns the stride task on a laptop CPU"
     )
@@ -43,17 +47,17 @@ class Params(LabParams):
     lr: float = Field(
         6e-3, gt=0.0, le=0.1, description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs"
     )
-    recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
+    recipe: RecipeKind = Field(
         "delayed", description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8"
     )
-    fp8_format: Literal["hybrid", "e4m3"] = Field(
+    fp8_format: Fp8FormatChoice = Field(
         "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere"
     )
     margin: int = Field(0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin")
     amax_history_len: int = Field(
         16, ge=1, le=1024, description="Delayed scaling: steps of amax the scale looks back over"
     )
-    amax_compute_algo: Literal["max", "most_recent"] = Field(
+    amax_compute_algo: AmaxAlgo = Field(
         "max", description="Delayed scaling: largest amax in the window, or only the last step's"
     )
     outlier_step: int | None = Field(
@@ -82,6 +86,9 @@ class Params(LabParams):
                 "cross_field", "a step below steps={steps} (the spike must happen during the run)", {"steps": steps}
             )
         return v
+
+
+Params = Fp8StepParams  # every lab's parameters are `Params` to its own code
 
 
 def param_count(p: Params) -> int:

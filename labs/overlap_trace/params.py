@@ -13,7 +13,7 @@ Schedule = Literal["immediate", "windowed", "dependent"]
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
 
 
-class Params(LabParams):
+class OverlapTraceParams(LabParams):
     ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
     schedules: list[Schedule] = Field(
         default=list(SCHEDULES),
@@ -45,6 +45,9 @@ class Params(LabParams):
     @classmethod
     def _unique_in_order(cls, v: list[str]) -> list[str]:
         return [s for s in SCHEDULES if s in v]
+
+
+Params = OverlapTraceParams  # every lab's parameters are `Params` to its own code
 
 
 def device_for(backend: str) -> str:

@@ -23,7 +23,7 @@ TOLERANCES = {
 }
 
 
-class Params(LabParams):
+class TpSweepParams(LabParams):
     degrees: list[Annotated[int, Field(ge=1, le=8)]] = Field(
         default=[1, 2, 4],
         min_length=1,
@@ -60,6 +60,9 @@ class Params(LabParams):
     @classmethod
     def _unique_sorted(cls, v: list[int]) -> list[int]:
         return sorted(set(v))
+
+
+Params = TpSweepParams  # every lab's parameters are `Params` to its own code
 
 
 def device_for(backend: str) -> str:
