@@ -1,17 +1,19 @@
 """Real lab runs shared by tests/labs: each (lab, params) runs once per test session, through the command
-line the worker uses."""
+line the worker uses, with the peak memory of its whole process tree measured (labs.memwatch)."""
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from labs.memwatch import Measured, run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 _TMP = Path(tempfile.mkdtemp(prefix="labs-test-runs-"))
@@ -26,12 +28,17 @@ SMALL = {
 }
 
 
+# A host with little memory gets a small default per-job budget (a quarter of it); these runs are sized to
+# finish quickly, not to test that budget (tests/labs/test_resources.py does, through spec.problems).
+ENV = os.environ | {"COURSE_JOB_MEMORY_MB": "16384"}
+
+
 @dataclass(frozen=True)
 class LabRun:
     lab: str
     params: dict
     out: Path
-    proc: subprocess.CompletedProcess
+    measured: Measured
 
     @property
     def result(self) -> dict:
@@ -42,9 +49,9 @@ class LabRun:
 def _run(lab: str, params_json: str) -> LabRun:
     out = Path(tempfile.mkdtemp(prefix=lab + "-", dir=_TMP))
     argv = [sys.executable, "-m", "labs", "run", lab, "--params", params_json, "--out", str(out), "--backend", "cpu"]
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{lab} {params_json} failed:\n{proc.stderr[-3000:]}"
-    return LabRun(lab, json.loads(params_json), out, proc)
+    measured = run_measured(argv, cwd=ROOT, env=ENV, timeout_s=600)
+    assert measured.returncode == 0, f"{lab} {params_json} failed:\n{measured.stderr[-3000:]}"
+    return LabRun(lab, json.loads(params_json), out, measured)
 
 
 def run(lab: str, params: dict | None = None) -> LabRun:

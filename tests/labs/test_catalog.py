@@ -15,7 +15,7 @@ LABS_DIR = Path(labs.__file__).parent
 
 def _torch_free_modules() -> list[str]:
     """labs.catalog, the modules the web tier reads through it, and every lab's params and result."""
-    names = ["labs.catalog", "labs.result_schema", "labs.result_common", "labs.runtime"]
+    names = ["labs.catalog", "labs.result_schema", "labs.result_common", "labs.runtime", "labs.memwatch"]
     for folder in sorted(p.parent for p in LABS_DIR.glob("*/params.py")):
         names += [f"labs.{folder.name}.params", f"labs.{folder.name}.result"]
     return names
