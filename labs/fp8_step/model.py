@@ -116,10 +116,10 @@ class GPT(nn.Module):
     def _init_weights(m: nn.Module) -> None:
         if isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, mean=0.0, std=0.02)
-        elif hasattr(m, "weight") and isinstance(m.weight, torch.Tensor) and m.weight.dim() == 2:
-            nn.init.normal_(m.weight, mean=0.0, std=0.02)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+        elif isinstance(weight := getattr(m, "weight", None), torch.Tensor) and weight.dim() == 2:
+            nn.init.normal_(weight, mean=0.0, std=0.02)
+            if isinstance(bias := getattr(m, "bias", None), torch.Tensor):
+                nn.init.zeros_(bias)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         B, T = idx.shape

@@ -155,7 +155,7 @@ def tables(p: Params, runs: dict, grad_err: list[dict], quantizers: list[dict], 
     every = max(1, p.steps // 20)
     idx = sorted(set(range(0, p.steps, every)) | {p.steps - 1})
     ref_l, f8_l = runs["reference"]["loss"], runs["fp8"]["loss"]
-    tables = [
+    tables: list[dict] = [
         {
             "title": "Loss per step" if every == 1 else f"Loss every {every} steps",
             "columns": ["step", "BF16", "FP8"],

@@ -75,8 +75,8 @@ def _bf16_autocast(device: str) -> Callable[[], Any]:
 
 @dataclass
 class Built:
-    reference: torch.nn.Module
-    fp8: torch.nn.Module
+    reference: GPT
+    fp8: GPT
     ref_precision: Precision
     fp8_precision: Precision
     device: str
@@ -167,7 +167,7 @@ def _outlier_hook(scale: float):
 
 
 def train(
-    model: torch.nn.Module,
+    model: GPT,
     prec: Precision,
     p: Params,
     device: str,
@@ -204,7 +204,7 @@ def train(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if step == 0 and collect:
-            grads0 = {n: m.weight.grad.detach().float().cpu().clone() for n, m in model.gemm_layers()}
+            grads0 = _weight_grads(model)
         opt.step()
         prec.end_step(model)
         loss_value = loss.item()  # a host sync on GPU, so the timer below sees finished work
@@ -220,6 +220,17 @@ def train(
             progress((step + 1) / p.steps, f"{prec.label}: step {step + 1}/{p.steps}, loss {loss_value:.3f}")
     peak = int(torch.cuda.max_memory_allocated()) - base if cuda else None
     return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device))
+
+
+def _weight_grads(model: GPT) -> dict[str, torch.Tensor]:
+    """A CPU copy of every FP8-eligible layer's weight gradient, kept to compare the two runs."""
+    out = {}
+    for name, layer in model.gemm_layers():
+        grad = layer.get_parameter("weight").grad
+        if grad is None:
+            raise RuntimeError(f"{name}: no weight gradient after the backward")
+        out[name] = grad.detach().float().cpu().clone()
+    return out
 
 
 @torch.no_grad()

@@ -13,6 +13,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -65,9 +66,9 @@ class TensorQuantizer:
         """Round `x` (2-D, reduction dim last) onto the FP8 grid; returns FP32 values."""
         count = self.collect and record and not self.frozen
         kind = self.recipe.kind
-        if kind == "delayed":
+        if self.delayed is not None:  # kind == "delayed"
             if self.delayed.scale.device != x.device:
-                self._move(x.device)
+                self._move(self.delayed, x.device)
             res = quantize(x, self.fmt, self.delayed.scale, count=count)
             if record and not self.frozen:
                 self.delayed.record(res.amax)
@@ -82,9 +83,10 @@ class TensorQuantizer:
             self._accumulate(res, x.numel())
         return res.dequant
 
-    def _move(self, device) -> None:
-        self.delayed.amax_history = self.delayed.amax_history.to(device)
-        self.delayed.scale = self.delayed.scale.to(device)
+    @staticmethod
+    def _move(delayed: DelayedScaling, device: torch.device) -> None:
+        delayed.amax_history = delayed.amax_history.to(device)
+        delayed.scale = delayed.scale.to(device)
 
     def _accumulate(self, res: QuantResult, numel: int) -> None:
         # Keep tensors as they are (no host sync, few ops); reduce once per step in end_step().
@@ -147,7 +149,9 @@ class _Fp8LinearFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, mod: Fp8Linear):
+    def forward(
+        ctx: Any, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, mod: Fp8Linear
+    ) -> torch.Tensor:
         out_dtype = _autocast_dtype(x.device.type) or x.dtype
         with torch.autocast(device_type=x.device.type, enabled=False):
             k = x.shape[-1]
@@ -169,7 +173,7 @@ class _Fp8LinearFn(torch.autograd.Function):
         return y.reshape(*x.shape[:-1], y.shape[-1]).to(out_dtype)
 
     @staticmethod
-    def backward(ctx, grad_out):
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         mod: Fp8Linear = ctx.mod
         n = grad_out.shape[-1]
         with torch.autocast(device_type=grad_out.device.type, enabled=False):
@@ -204,6 +208,9 @@ class Fp8Linear(nn.Module):
     `end_step()` (or `fp8_end_step(model)`) once per training step after the backward, so
     delayed scaling moves to the next step's scale.
     """
+
+    weight: torch.Tensor  # an nn.Parameter: its own, or the wrapped nn.Linear's (from_linear)
+    bias: torch.Tensor | None
 
     def __init__(
         self,

@@ -46,7 +46,7 @@ class Tracer:
         self.rank = rank
         self.cuda = device.type == "cuda"
         self._pending: list[tuple] = []
-        self._origin_event = None
+        self._origin_event: torch.cuda.Event | None = None
         self._origin_wall_ms = 0.0
 
     def start(self) -> None:
@@ -55,8 +55,9 @@ class Tracer:
         if self.cuda:
             torch.cuda.synchronize()
             self._origin_wall_ms = time.perf_counter() * 1e3
-            self._origin_event = torch.cuda.Event(enable_timing=True)
-            self._origin_event.record()
+            origin = torch.cuda.Event(enable_timing=True)
+            origin.record()
+            self._origin_event = origin
 
     def now(self):
         if self.cuda:
@@ -78,6 +79,8 @@ class Tracer:
 
     def _ms(self, mark) -> float:
         if self.cuda:
+            if self._origin_event is None:
+                raise RuntimeError("Tracer.start() must run before spans are read on CUDA")
             return self._origin_wall_ms + self._origin_event.elapsed_time(mark)
         return mark * 1e3
 

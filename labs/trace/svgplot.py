@@ -7,6 +7,7 @@ a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -21,8 +22,8 @@ LANE_COLOURS = {"compute": "#0072B2", "communication": "#D55E00", "wait": "#8a8a
 @dataclass
 class Series:
     name: str
-    xs: list[float]
-    ys: list[float]
+    xs: Sequence[float]
+    ys: Sequence[float | None]  # None leaves a gap (a diverged step, a value a log axis cannot show)
     dashed: bool = False
     markers: list[int] = field(default_factory=list)  # indices to mark with a red ring (e.g. clipping)
 
@@ -47,7 +48,8 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
     start = math.floor(lo / step) * step
-    ticks, t = [], start
+    ticks: list[float] = []
+    t = start
     while t <= hi + step * 0.5 and len(ticks) < 12:
         ticks.append(round(t, 10))
         t += step
@@ -135,8 +137,9 @@ def line_chart(
                 for cx, cy in coords:
                     out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="{colour}"/>')
         for j in s.markers:
-            if 0 <= j < len(s.xs) and s.ys[j] is not None and (not log_y or s.ys[j] > 0):
-                cx, cy = px(s.xs[j]), py(ty(s.ys[j]))
+            yj = s.ys[j] if 0 <= j < len(s.xs) else None
+            if yj is not None and (not log_y or yj > 0):
+                cx, cy = px(s.xs[j]), py(ty(yj))
                 out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="none" stroke="#c00" stroke-width="2"/>')
         ly = top + 10 + i * 20
         lx = left + pw + 12
