@@ -222,7 +222,11 @@ def results(
         "tolerance_used": tol_name,
         "fp8": {
             "enabled": params.fp8,
-            "mode": ("emulated (labs.fp8, per-shard current scaling)" if cpu else "emulated (labs.fp8) on GPU")
+            "mode": (
+                "emulated (labs.numerics.fp8, per-shard current scaling)"
+                if cpu
+                else "emulated (labs.numerics.fp8) on GPU"
+            )
             if params.fp8
             else None,
         },
