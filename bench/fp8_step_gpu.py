@@ -56,7 +56,7 @@ def main() -> int:
     import transformer_engine.pytorch as te
 
     from labs.fp8_step.params import Params
-    from labs.fp8_step.run import te_fp8_autocast, te_recipe_for
+    from labs.fp8_step.te import te_fp8_autocast, te_recipe_for
 
     fp8_recipe = te_recipe_for(Params(recipe=args.recipe, steps=2))  # TE recipe from the lab's mapping
     torch.manual_seed(0)

@@ -1,8 +1,17 @@
 """Standalone lab runners for the course (imports nothing from `app`).
 
-Every lab is a module with a `Params` model and a `run(params, ctx)` function; the command
-line in `labs.cli` wraps them with parameter validation, backend selection, progress lines,
-and a `result.json` validated against `labs/schema/result.schema.json`.
+Every lab is a package `labs/<lab>/` with a torch-free `params.py` (Params, resources, limits) and
+`result.py` (the model of its results), and a `run.py` (`run(params, ctx)`), registered in
+`labs.catalog`; the command line in `labs.cli` wraps them with parameter validation, backend selection,
+progress lines, and a `result.json` validated against the result models (labs.result_schema, which also
+generates `labs/schema/result.schema.json`: `python -m labs schema`).
+
+    numerics/   fp8.py (formats, quantize, scaling rules), fp8_linear.py (emulated FP8 linear, quantizers)
+    parallel/   dist.py (rank launcher), tp.py (Megatron-style mappings), dims.py, costmodel.py (predictions)
+    trace/      timeline.py (spans, overlap), svgplot.py (charts, timelines), chrome.py (Chrome trace export)
+    <lab>/      params.py, result.py (torch-free) · run.py (model -> parallel -> run) · report.py (summary,
+                tables, charts) · fp8-step also: model.py (GPT), te.py (Transformer Engine glue), evidence.py
+    memwatch.py summed RSS of a process tree (bench/lab_memory.py calibrates the memory estimates with it)
 
     python -m labs probe
     python -m labs run env-check --params '{}' --out /tmp/env

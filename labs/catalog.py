@@ -11,8 +11,10 @@ the right resources, all without importing torch. Each spec names its runner by 
     spec.resources(params, "cpu")                          # ranks, GPUs, CPU slots, memory, with the arithmetic
     spec.problems(params, "cpu", catalog.Capacity.local())  # [] or [Problem(field, message), ...]
 
-A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, `resources`, `limits`)
-and `run.py` (`run(params, ctx) -> dict`), plus one entry in `LABS` below.
+A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, `resources`, `limits`),
+`result.py` (torch-free: the model of its `results` in result.json) and `run.py` (`run(params, ctx) ->
+dict`, with its page layout in `report.py`), plus one entry in `LABS` below. Then regenerate the
+result schema: `python -m labs schema`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabula
     fmt_bytes,
     no_limits,
 )
+from labs.result_common import LabResults
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class LabSpec:
     title: str
     question: str  # the one question the lab answers, shown on its page
     params: type[LabParams]
+    result: type[LabResults]  # the `results` block of its result.json (labs.result_schema wraps the envelope)
     backends: tuple[str, ...]  # backends with a real path; others fall back (see `backend_for`)
     runner: str  # "module:function", imported only where the lab runs
     needs: Callable[[Any, str], Resources]  # resources(params, backend)
@@ -111,9 +115,13 @@ class LabSpec:
 
 def _specs() -> dict[str, LabSpec]:
     from labs.env_check import params as env_check
+    from labs.env_check.result import EnvCheckResults
     from labs.fp8_step import params as fp8_step
+    from labs.fp8_step.result import Fp8StepResults
     from labs.overlap_trace import params as overlap_trace
+    from labs.overlap_trace.result import OverlapTraceResults
     from labs.tp_sweep import params as tp_sweep
+    from labs.tp_sweep.result import TpSweepResults
 
     specs = [
         LabSpec(
@@ -121,6 +129,7 @@ def _specs() -> dict[str, LabSpec]:
             title="Check my lab environment",
             question="Which backend, FP8 recipes and library versions will my labs run with here?",
             params=env_check.Params,
+            result=EnvCheckResults,
             backends=BACKENDS,
             runner="labs.env_check.run:run",
             needs=env_check.resources,
@@ -130,6 +139,7 @@ def _specs() -> dict[str, LabSpec]:
             title="FP8 training step: BF16 reference vs an FP8 recipe",
             question="Does an FP8 recipe train like BF16, and what do its scales do when an activation spikes?",
             params=fp8_step.Params,
+            result=Fp8StepResults,
             backends=BACKENDS,
             runner="labs.fp8_step.run:run",
             needs=fp8_step.resources,
@@ -140,6 +150,7 @@ def _specs() -> dict[str, LabSpec]:
             title="Tensor-parallel sweep: local GEMMs, collectives and over-sharding",
             question="As the TP degree grows, when does collective time overtake the GEMM time it saves?",
             params=tp_sweep.Params,
+            result=TpSweepResults,
             backends=("torch-cuda", "cpu"),
             runner="labs.tp_sweep.run:run",
             needs=tp_sweep.resources,
@@ -150,6 +161,7 @@ def _specs() -> dict[str, LabSpec]:
             title="Overlap trace: async all-gather, the overlap window, and a dependency that forbids it",
             question="How much of an all-gather can independent work hide, and what must wait for it?",
             params=overlap_trace.Params,
+            result=OverlapTraceResults,
             backends=("torch-cuda", "cpu"),
             runner="labs.overlap_trace.run:run",
             needs=overlap_trace.resources,

@@ -1,4 +1,4 @@
-"""Command line: `python -m labs probe` and `python -m labs run LAB --params P --out DIR`.
+"""Command line: `python -m labs probe|list|check|schema` and `python -m labs run LAB --params P --out DIR`.
 
 Exit codes: 0 success, 2 bad parameters (one-line reason on stderr), 1 any other failure.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from labs import catalog, env
+from labs import catalog, env, result_schema
 from labs.params import one_line
 from labs.runtime import LabContext, build_result, emit, now_iso, validate_result
 
@@ -82,12 +82,25 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
     return 0
 
 
+def _schema(*, check: bool) -> int:
+    path = result_schema.SCHEMA_PATH
+    if check:
+        if result_schema.is_current():
+            return 0
+        print(f"{path} differs from the result models; run `{result_schema.REGENERATE}`", file=sys.stderr)
+        return 1
+    print(f"{path}: {'written' if result_schema.write() else 'already up to date'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs", description="Run the course labs.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("probe", help="print the environment capability report as JSON")
     sub.add_parser("list", help="list the labs")
     sub.add_parser("check", help="import every lab's runner; exit 1 naming each that fails")
+    schema = sub.add_parser("schema", help="regenerate labs/schema/result.schema.json from the result models")
+    schema.add_argument("--check", action="store_true", help="exit 1 if the committed file differs; write nothing")
     run = sub.add_parser("run", help="run one lab and write DIR/result.json")
     run.add_argument("lab")
     run.add_argument("--params", default="{}", help="a JSON object or a path to a JSON file")
@@ -102,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in catalog.names():
             print(name)
         return 0
+    if args.cmd == "schema":
+        return _schema(check=args.check)
     if args.cmd == "check":
         failures = catalog.check_runners()
         for lab, reason in failures.items():

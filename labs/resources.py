@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-BACKENDS = ("te", "torch-cuda", "cpu")  # best first: `auto` picks the first one a host can run
+# Best first: `auto` picks the first one a host can run. The Literal types the result models.
+Backend = Literal["te", "torch-cuda", "cpu"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 GPU_BACKENDS = ("te", "torch-cuda")
 BACKEND_CHOICES = ("auto", *BACKENDS)
 
 # On CPU the "devices" are processes sharing cores. Four ranks are allowed even on a 2-core machine so
 # the parallel labs can show TP=4 anywhere; beyond that each rank would get too little of a core to mean anything.
 MIN_CPU_SLOTS = 4
-# What one Python process with torch imported holds before a lab allocates anything (measured: ~280 MiB
-# RSS for torch 2.13 on CPU; rounded up for gloo/NCCL buffers and the allocator's slack).
-PROCESS_BASE_BYTES = 400 * 2**20
+# What one Python process with torch imported holds before a lab allocates anything (measured with
+# bench/lab_memory.py, torch 2.13 CPU: 290 MiB for a lab's main process, 320-365 MiB for a gloo rank with
+# small tensors; rounded up for the allocator's slack). GPU processes also map CUDA's libraries: not measured.
+PROCESS_BASE_BYTES = 448 * 2**20
+# multiprocessing's resource tracker, started beside the ranks of a multi-process lab (measured 12 MiB).
+TRACKER_BYTES = 16 * 2**20
 # Per-job memory budget when the deployment sets none: a share of the host, capped, so one learner's lab
 # cannot push the web server or another lab into the OOM killer.
 DEFAULT_JOB_MEMORY_FRACTION = 0.25

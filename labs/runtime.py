@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from labs import SCHEMA_VERSION
-
-SCHEMA_PATH = Path(__file__).parent / "schema" / "result.schema.json"
+from labs import SCHEMA_VERSION, result_schema
 
 
 def now_iso() -> str:
@@ -47,20 +45,13 @@ class LabContext:
         return path
 
 
-def load_schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
-
-
 def validate_result(result: dict) -> list[str]:
-    """Schema errors as readable strings (empty list when valid)."""
-    import jsonschema
+    """Why `result` is not a valid result.json, as readable "path: problem" strings ([] when valid).
 
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = []
-    for err in sorted(validator.iter_errors(result), key=lambda e: list(e.path)):
-        where = "/".join(str(p) for p in err.path) or "(top level)"
-        errors.append(f"{where}: {err.message}")
-    return errors
+    Checked against the result models (labs.result_common, labs/<lab>/result.py), the same models
+    labs/schema/result.schema.json is generated from.
+    """
+    return result_schema.validate(result)
 
 
 def build_result(*, lab: str, params: dict, ctx: LabContext, started_at: str, results: dict) -> dict:

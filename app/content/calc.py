@@ -31,7 +31,7 @@ def _labs():
     global _labs_fp8
     if _labs_fp8 is _UNSET:
         try:
-            from labs import fp8 as module
+            from labs.numerics import fp8 as module
         except Exception:  # ImportError, or a half-written module during development
             module = None
         _labs_fp8 = module

@@ -70,7 +70,7 @@ def fp8_range(p: Fp8RangeIn) -> dict:
 
 
 def parallel_axis(p: AxisIn) -> dict:
-    from labs.costmodel import predict_sweep
+    from labs.parallel.costmodel import predict_sweep
 
     return predict_sweep(p.tokens, p.hidden, p.ffn, [1, 2, 4, 8], p.node, p.precision)
 

@@ -6,8 +6,11 @@ from labs.params import LabParams
 from labs.resources import PROCESS_BASE_BYTES, Resources, fmt_bytes
 
 
-class Params(LabParams):
+class EnvCheckParams(LabParams):
     pass
+
+
+Params = EnvCheckParams  # every lab's parameters are `Params` to its own code
 
 
 def resources(params: Params, backend: str) -> Resources:

@@ -12,19 +12,30 @@ from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources,
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
 CPU_FLOP_BUDGET = 2e12
-# Bytes of state per parameter and model: FP32 weight + FP32 gradient + AdamW's two FP32 moments.
-STATE_BYTES_PER_PARAM = 16
-# Saved activations per layer and token, in FP32 elements: q, k, v, attention output, two LayerNorm inputs,
-# the residual stream and the emulated FP8 copies of each GEMM input come to about 16 x d_model; the MLP
-# keeps its hidden activation before and after GELU plus their FP8 copies, about 4 x ffn.
-ACT_ELEMS_PER_D_MODEL, ACT_ELEMS_PER_FFN = 16, 4
-# Logits, their softmax and gradient, and a BF16 copy: about 4 FP32 tensors of tokens x vocab.
+# Memory of a CPU run, calibrated against the summed RSS measured by bench/lab_memory.py (torch 2.13 CPU,
+# 2-core x86 host; eight shapes from the default up to 50M parameters, each term dominating in one):
+# What the fp8-step process holds before its tensors: torch, autocast's BF16 kernels, SDPA (measured 500 MiB).
+BASE_BYTES = 600 * 2**20
+# Per parameter, for the whole run: both models' FP32 weights and gradients, one AdamW's two moments, the
+# step-0 gradient copies kept for the comparison, autocast's BF16 weight casts, heap slack (measured 43 B).
+STATE_BYTES_PER_PARAM = 44
+# Live activations per layer and token, in FP32 elements: with ffn = 4 x d_model the emulated FP8 run holds
+# about 25-60 x d_model (saved GEMM inputs and their FP8 copies, BF16 outputs, LayerNorm, GELU, residuals,
+# and freed-but-kept heap); counted as 24 x d_model + 6 x ffn.
+ACT_ELEMS_PER_D_MODEL, ACT_ELEMS_PER_FFN = 24, 6
+# Logits in BF16 and FP32, their log-softmax and gradient: about 4 FP32 tensors of tokens x vocab.
 LOGIT_COPIES = 4
-# Allocator slack and temporaries the count above misses.
+# Causal attention on CPU runs a fused kernel that never holds all layers' scores; at most one layer's
+# (batch x heads x seq x seq) FP32 scores exist at a time (the unfused fallback).
+# On top of the calibrated count: shapes differ in how their heap fragments (measured/count = 0.7-1.0).
 SAFETY = 1.5
 
+RecipeKind = Literal["delayed", "current", "block", "mxfp8"]
+Fp8FormatChoice = Literal["hybrid", "e4m3"]  # hybrid: E4M3 forward, E5M2 gradients
+AmaxAlgo = Literal["max", "most_recent"]
 
-class Params(LabParams):
+
+class Fp8StepParams(LabParams):
     steps: int = Field(
         200, ge=2, le=5000, description="Training steps per run; the default learns the stride task on a laptop CPU"
     )
@@ -43,17 +54,17 @@ class Params(LabParams):
     lr: float = Field(
         6e-3, gt=0.0, le=0.1, description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs"
     )
-    recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
+    recipe: RecipeKind = Field(
         "delayed", description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8"
     )
-    fp8_format: Literal["hybrid", "e4m3"] = Field(
+    fp8_format: Fp8FormatChoice = Field(
         "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere"
     )
     margin: int = Field(0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin")
     amax_history_len: int = Field(
         16, ge=1, le=1024, description="Delayed scaling: steps of amax the scale looks back over"
     )
-    amax_compute_algo: Literal["max", "most_recent"] = Field(
+    amax_compute_algo: AmaxAlgo = Field(
         "max", description="Delayed scaling: largest amax in the window, or only the last step's"
     )
     outlier_step: int | None = Field(
@@ -82,6 +93,9 @@ class Params(LabParams):
                 "cross_field", "a step below steps={steps} (the spike must happen during the run)", {"steps": steps}
             )
         return v
+
+
+Params = Fp8StepParams  # every lab's parameters are `Params` to its own code
 
 
 def param_count(p: Params) -> int:
@@ -125,21 +139,39 @@ def resources(p: Params, backend: str) -> Resources:
     """One process holding both models (BF16 reference and FP8) and one run's activations at a time."""
     n = param_count(p)
     tokens = p.batch * p.seq
-    state = 2 * n * STATE_BYTES_PER_PARAM
-    acts = 4 * p.n_layers * tokens * (ACT_ELEMS_PER_D_MODEL * p.d_model + ACT_ELEMS_PER_FFN * p.ffn)
-    attn = 4 * 3 * p.n_layers * p.batch * p.n_heads * p.seq * p.seq  # scores, softmax, its gradient
-    logits = 4 * LOGIT_COPIES * tokens * p.vocab
-    tensors = int(SAFETY * (state + acts + attn + logits))
     gpu = backend in GPU_BACKENDS
+    if gpu:
+        # The tensors live in device memory; the host builds each model on the CPU before moving it (a copy
+        # of its FP32 weights at a time, counted for both). Not measured: no GPU was available to calibrate.
+        weights = 2 * n * 4
+        return Resources(
+            ranks=1,
+            gpus=1,
+            cpus=1,
+            memory_bytes=PROCESS_BASE_BYTES + weights,
+            memory_note=(
+                f"process {fmt_bytes(PROCESS_BASE_BYTES)} + 2 models x {n:,} params x 4 B = {fmt_bytes(weights)} "
+                "on the host (the tensors live on the GPU)"
+            ),
+            memory_field="d_model",
+        )
+    state = n * STATE_BYTES_PER_PARAM
+    per_token = ACT_ELEMS_PER_D_MODEL * p.d_model + ACT_ELEMS_PER_FFN * p.ffn
+    acts = 4 * p.n_layers * tokens * per_token
+    attn = 4 * p.batch * p.n_heads * p.seq * p.seq
+    logits = 4 * LOGIT_COPIES * tokens * p.vocab
+    total = BASE_BYTES + int(SAFETY * (state + acts + attn + logits))
     return Resources(
         ranks=1,
-        gpus=1 if gpu else 0,
+        gpus=0,
         cpus=1,
-        # On a GPU the tensors live in device memory; the host keeps the process and a copy of the weights.
-        memory_bytes=PROCESS_BASE_BYTES + (2 * n * 4 if gpu else tensors),
+        memory_bytes=total,
         memory_note=(
-            f"process {fmt_bytes(PROCESS_BASE_BYTES)} + {SAFETY} x (2 models x {n:,} params x {STATE_BYTES_PER_PARAM} B "
-            f"= {fmt_bytes(state)}, activations {fmt_bytes(acts + attn)}, logits {fmt_bytes(logits)})"
+            f"process {fmt_bytes(BASE_BYTES)} + {SAFETY} x (state {n:,} params x {STATE_BYTES_PER_PARAM} B = "
+            f"{fmt_bytes(state)}; activations {p.n_layers} layers x {tokens:,} tokens x ({ACT_ELEMS_PER_D_MODEL} x "
+            f"d_model {p.d_model} + {ACT_ELEMS_PER_FFN} x ffn {p.ffn}) x 4 B = {fmt_bytes(acts)}; attention scores "
+            f"{p.batch} x {p.n_heads} heads x {p.seq}² x 4 B = {fmt_bytes(attn)}; logits {LOGIT_COPIES} x {tokens:,} "
+            f"tokens x {p.vocab:,} vocab x 4 B = {fmt_bytes(logits)})"
         ),
         memory_field="d_model",
     )

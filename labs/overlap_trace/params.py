@@ -7,13 +7,13 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 
 from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources, fmt_bytes
 
 Schedule = Literal["immediate", "windowed", "dependent"]
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
 
 
-class Params(LabParams):
+class OverlapTraceParams(LabParams):
     ranks: int = Field(2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group")
     schedules: list[Schedule] = Field(
         default=list(SCHEDULES),
@@ -47,6 +47,9 @@ class Params(LabParams):
         return [s for s in SCHEDULES if s in v]
 
 
+Params = OverlapTraceParams  # every lab's parameters are `Params` to its own code
+
+
 def device_for(backend: str) -> str:
     return "cuda" if backend in GPU_BACKENDS else "cpu"
 
@@ -59,28 +62,45 @@ def limits(params: Params, backend: str) -> list[Problem]:
     return []
 
 
-def resources(params: Params, backend: str) -> Resources:
-    """`ranks` processes plus the launcher. Each rank builds the full seeded weights (then keeps its
-    shard), the inputs, the gathered output and the window's work: all FP32."""
-    p = params
+# Host memory of a run, calibrated against the summed RSS measured by bench/lab_memory.py (torch 2.13 CPU).
+# Each rank, in FP32 elements: the full seeded w1 and its own rows (ffn x hidden x (1 + 1/ranks)), the window's
+# two weights, x and x2; per step its local output (tokens x ffn / ranks), the gathered buffer (tokens x ffn),
+# gloo's staging copy of it, the dependent schedule's concatenated copy and NaN mask (1.25 x tokens x ffn),
+# and the window's output and operand slices. Schedules run one after another in one heap, so each rank's
+# peak is counted with all of them. The launcher only collects spans.
+SAFETY = 1.5
+
+
+def _rank_elems(p: Params) -> int:
     k_dep = min(p.hidden, p.ffn)
-    elems = (
-        p.ffn * p.hidden  # full w1 before slicing
-        + p.window_out * (p.hidden + k_dep)  # independent and dependent weights
-        + 2 * p.tokens * p.hidden  # x and x2
-        + 2 * p.tokens * p.ffn  # local output and the gathered output
-        + 2 * p.tokens * p.window_out  # the window's outputs
-    )
-    per_rank = 4 * elems
+    weights = p.ffn * p.hidden + p.ffn * p.hidden // p.ranks + p.window_out * (p.hidden + k_dep)
+    inputs = 2 * p.tokens * p.hidden
+    step = p.tokens * p.ffn * (2 + 1.25) + p.tokens * p.ffn // p.ranks + p.tokens * (p.window_out + k_dep)
+    return int(weights + inputs + step)
+
+
+def resources(params: Params, backend: str) -> Resources:
+    """`ranks` processes plus the launcher; on a GPU the ranks' tensors live on the devices."""
+    p = params
     gpu = backend in GPU_BACKENDS
+    per_rank = 0 if gpu else 4 * _rank_elems(p)
+    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
+    total = processes + int(SAFETY * p.ranks * per_rank)
     return Resources(
         ranks=p.ranks,
         gpus=p.ranks if gpu else 0,
         cpus=1 if gpu else p.ranks,
-        memory_bytes=(p.ranks + 1) * PROCESS_BASE_BYTES + (0 if gpu else p.ranks * per_rank),
+        memory_bytes=total,
         memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher at {fmt_bytes(PROCESS_BASE_BYTES)} each"
-            + ("" if gpu else f" + {fmt_bytes(per_rank)} of FP32 tensors per rank")
+            f"{p.ranks} rank(s) + 1 launcher x {fmt_bytes(PROCESS_BASE_BYTES)} + tracker {fmt_bytes(TRACKER_BYTES)} "
+            f"= {fmt_bytes(processes)}"
+            + (
+                ""
+                if gpu
+                else f", + {SAFETY} x {p.ranks} ranks x {fmt_bytes(per_rank)} of FP32 tensors each (the full "
+                f"w1 ffn({p.ffn}) x hidden({p.hidden}), and per step about 3.25 x tokens({p.tokens}) x ffn for "
+                "the gathered buffer and its copies)"
+            )
         ),
         ranks_field="ranks",
         memory_field="tokens",

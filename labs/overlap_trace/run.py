@@ -35,9 +35,10 @@ import contextlib
 import statistics
 import time
 
-from labs import dist as labdist
-from labs import timeline as tl
+from labs.overlap_trace import report
 from labs.overlap_trace.params import Params, device_for
+from labs.parallel import dist as labdist
+from labs.trace import timeline as tl
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
 
@@ -90,7 +91,7 @@ class _CudaClock:
 def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
     import torch
 
-    from labs.tp import all_gather_into
+    from labs.parallel.tp import all_gather_into
 
     marks = []  # (lane, name, start, end)
     t_start = clock.now()
@@ -135,7 +136,7 @@ def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
 def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, comm_stream):
     import torch
 
-    from labs.tp import all_gather_into
+    from labs.parallel.tp import all_gather_into
 
     main = torch.cuda.current_stream()
     marks = []
@@ -271,33 +272,15 @@ def run(params: Params, ctx) -> dict:
         drawn = [s for s in all_spans if s.args["step"] == last]
         lo = min(s.start_ms for s in drawn)
         drawn = [tl.Span(s.rank, s.lane, s.name, s.start_ms - lo, s.end_ms - lo, s.args) for s in drawn]
-        svg, trace = f"timeline_{schedule}.svg", f"trace_{schedule}.json"
         mean_ratio = _mean([r["overlap_ratio"] for r in ranks])
-        ctx.write_text(
-            svg,
-            tl.svg_timeline(
-                drawn,
-                title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
-                subtitle=f"mean overlap ratio {mean_ratio:.2f}; "
-                + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
-                description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule.",
-            ),
-        )
-        ctx.write_text(
-            trace,
-            tl.chrome_trace_json(
-                all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}
-            ),
-        )
-        ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {schedule} (measured)")
-        ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (open in Perfetto)")
+        arts = report.schedule_artifacts(ctx, params, schedule, all_spans, drawn, mean_ratio, device)
         schedules[schedule] = {
             "ranks": ranks,
             "overlap_ratio": mean_ratio,
             "exposed_comm_ms": _mean([r["exposed_communication_ms"] for r in ranks]),
             "step_ms": max(r["step_ms"] for r in ranks),
-            **_safety(schedule, ranks, device),
-            "artifacts": {"timeline": svg, "trace": trace},
+            **report.safety(schedule, ranks, device),
+            "artifacts": arts,
         }
     numel = per_rank[0][params.schedules[0]]["gathered_numel"]
     comparison = None
@@ -310,140 +293,9 @@ def run(params: Params, ctx) -> dict:
             "windowed_over_immediate_step": w["step_ms"] / i["step_ms"] if i["step_ms"] else None,
         }
     ctx.progress(0.95, "writing tables")
-    return _results(params, ctx, schedules, comparison, numel * 4, device)
+    return report.results(params, ctx, schedules, comparison, numel * 4, device)
 
 
 def _mean(xs):
     xs = [v for v in xs if v is not None]
     return sum(xs) / len(xs) if xs else None
-
-
-def _safety(schedule: str, ranks: list[dict], device: str) -> dict:
-    if schedule == "dependent":
-        seen = [r.get("unwritten_at_read") for r in ranks]
-        evidence = (
-            f"at the moment the consumer wanted the gathered tensor, up to {max(v for v in seen if v is not None)} "
-            "of its elements were still unwritten (NaN)"
-            if device == "cpu" and any(v is not None for v in seen)
-            else "the consumer's input is the all-gather's output buffer"
-        )
-        return {
-            "safe_to_overlap": False,
-            "must_wait": True,
-            "explanation": "UNSAFE to overlap: this work reads the gathered tensor, so it has to come after wait(); "
-            f"running it in the window would read a buffer the collective is still writing ({evidence}). "
-            "Nothing is left to hide the communication behind.",
-        }
-    if schedule == "windowed":
-        return {
-            "safe_to_overlap": True,
-            "must_wait": False,
-            "explanation": "Safe: the window's linear reads x2 and its own weight, nothing the all-gather writes; wait() comes before any use of the gathered tensor.",
-        }
-    return {
-        "safe_to_overlap": True,
-        "must_wait": False,
-        "explanation": "Async in name only: wait() is called at once, so the all-gather is fully exposed, as if it were synchronous.",
-    }
-
-
-def _results(params, ctx, schedules, comparison, gathered_bytes, device) -> dict:
-    cpu = device == "cpu"
-    note = (
-        "CPU wall-clock spans; gloo runs the collective on a background thread and ranks share cores"
-        if cpu
-        else "CUDA event spans on the compute and communication streams"
-    )
-    summary = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"},
-    ]
-    for name, s in schedules.items():
-        summary.append(
-            {
-                "label": f"{name}: overlap ratio (mean over ranks)",
-                "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
-                "note": "|compute ∩ communication| / |communication|",
-            }
-        )
-        summary.append(
-            {
-                "label": f"{name}: exposed communication (mean)",
-                "value": round(s["exposed_comm_ms"], 3),
-                "unit": "ms",
-                "note": note,
-            }
-        )
-    if "dependent" in schedules:
-        summary.append(
-            {
-                "label": "dependent: safe to overlap?",
-                "value": "no, it must wait",
-                "note": schedules["dependent"]["explanation"],
-            }
-        )
-    if comparison:
-        summary.append(
-            {
-                "label": "windowed overlap ratio > immediate on every rank",
-                "value": all(comparison["windowed_overlap_gt_immediate_per_rank"]),
-            }
-        )
-    rows = []
-    for name, s in schedules.items():
-        for r in s["ranks"]:
-            rows.append(
-                [
-                    name,
-                    r["rank"],
-                    _r(r["step_ms"]),
-                    _r(r["compute_ms"]),
-                    _r(r["communication_ms"]),
-                    _r(r["overlap_ms"]),
-                    _r(r["overlap_ratio"]),
-                    _r(r["exposed_communication_ms"]),
-                    _r(r["wait_ms"]),
-                    _r(r["identity_ms"]),
-                    _r(r["identity_residual_ms"]),
-                ]
-            )
-    tables = [
-        {
-            "title": "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
-            "columns": [
-                "schedule",
-                "rank",
-                "measured step",
-                "compute",
-                "communication",
-                "overlap",
-                "overlap ratio",
-                "exposed comm",
-                "wait",
-                "compute + comm − overlap",
-                "residual (idle)",
-            ],
-            "rows": rows,
-        },
-        {
-            "title": "Is the window safe?",
-            "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
-            "rows": [
-                [n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]]
-                for n, s in schedules.items()
-            ],
-        },
-    ]
-    return {
-        "summary": summary,
-        "tables": tables,
-        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": note},
-        "ranks": params.ranks,
-        "gathered_bytes": gathered_bytes,
-        "schedules": schedules,
-        "comparison": comparison,
-    }
-
-
-def _r(v, nd: int = 3):
-    return None if v is None else round(float(v), nd)

@@ -1,1 +1,2 @@
-"""Parallel building blocks shared by the multi-rank labs."""
+"""Parallel building blocks shared by the multi-rank labs: the rank launcher (dist), Megatron-style
+tensor-parallel mappings (tp), degree checks (dims, torch-free) and the predicted-time cost model (costmodel)."""

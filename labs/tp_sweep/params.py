@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from labs.parallel.dims import TPDims
 from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources, fmt_bytes
 
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
 TOLERANCES = {
@@ -23,7 +23,7 @@ TOLERANCES = {
 }
 
 
-class Params(LabParams):
+class TpSweepParams(LabParams):
     degrees: list[Annotated[int, Field(ge=1, le=8)]] = Field(
         default=[1, 2, 4],
         min_length=1,
@@ -62,6 +62,9 @@ class Params(LabParams):
         return sorted(set(v))
 
 
+Params = TpSweepParams  # every lab's parameters are `Params` to its own code
+
+
 def device_for(backend: str) -> str:
     return "cuda" if backend in GPU_BACKENDS else "cpu"
 
@@ -76,27 +79,58 @@ def limits(params: Params, backend: str) -> list[Problem]:
     return out
 
 
-def resources(params: Params, backend: str) -> Resources:
-    """max(degrees) rank processes plus the launching process, which also computes the TP=1 reference.
+# Host memory of a run, calibrated against the summed RSS measured by bench/lab_memory.py (torch 2.13 CPU).
+# In elements (x 4 B), with fh = ffn x hidden, th = tokens x hidden, tf = tokens x ffn:
+#   each rank builds the full seeded block (2 fh + 2 th); per degree it takes part in it holds its weight
+#   shards and their gradients (4 fh / d) and the step's activations (4 tf / d + 8 th); it keeps its gradient
+#   shards for the launcher's parity check (2 fh / d per degree) and pickles them when it reports (a second
+#   copy); rank 0 also returns the output and input gradient;
+#   the launcher receives every rank's gradients (2 fh per degree), then computes the unsharded TP=1
+#   reference (6 fh + activations) and concatenates one degree's shards at a time (2 fh).
+# The sum of each process's own peak overstates the peak of the sum (the launcher peaks after the ranks
+# exit; ranks peak at different moments): measured/counted = 0.6-0.9, so a small factor suffices.
+SAFETY = 1.25
 
-    Conservatively every process is counted with the unsharded block (rank 0 runs TP=1): FP32 weights
-    and their gradients (2 x 2 x ffn x hidden), the input, output and their gradients (4 x tokens x
-    hidden), and the MLP activation before and after GELU with its gradient (3 x tokens x ffn).
-    """
+
+def _rank_elems(params: Params, rank: int, gpu: bool) -> int:
+    f, h, t = params.ffn, params.hidden, params.tokens
+    mine = [d for d in params.degrees if rank < d]
+    kept = sum(2 * f * h // d for d in mine)
+    out = 2 * f * h + 2 * t * h + 2 * kept + (4 * t * h if rank == 0 else 0)
+    if gpu:  # the block is built on the host, then moved; shards, gradients and activations live on the GPU
+        return out
+    fp8 = (2 * f * h + 2 * t * f) if params.fp8 else 0  # FP8-rounded copies of the GEMM inputs
+    return out + max((4 * f * h + 4 * t * f + fp8) // d + 8 * t * h for d in mine)
+
+
+def _launcher_elems(params: Params) -> int:
+    f, h, t = params.ffn, params.hidden, params.tokens
+    return 2 * f * h * len(params.degrees) + 6 * f * h + 4 * t * f + 8 * t * h + 2 * f * h
+
+
+def resources(params: Params, backend: str) -> Resources:
+    """max(degrees) rank processes plus the launching process, which also computes the TP=1 reference."""
     ranks = max(params.degrees)
-    elems = 4 * params.ffn * params.hidden + 4 * params.tokens * params.hidden + 3 * params.tokens * params.ffn
-    per_process = 4 * elems
     gpu = backend in GPU_BACKENDS
-    total = (ranks + 1) * PROCESS_BASE_BYTES + (1 if gpu else ranks + 1) * per_process
+    ranks_bytes = 4 * sum(_rank_elems(params, r, gpu) for r in range(ranks))
+    received = 4 * 2 * params.ffn * params.hidden * len(params.degrees)
+    launcher = 4 * _launcher_elems(params)
+    tensors = max(ranks_bytes + received, launcher)
+    processes = (ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
+    total = processes + int(SAFETY * tensors)
+    unit = 4 * params.ffn * params.hidden
     return Resources(
         ranks=ranks,
         gpus=ranks if gpu else 0,
         cpus=1 if gpu else ranks,
         memory_bytes=total,
         memory_note=(
-            f"{ranks} rank(s) + 1 launcher, each {fmt_bytes(PROCESS_BASE_BYTES)} for the process"
-            + ("" if gpu else f" + {fmt_bytes(per_process)} of FP32 tensors for the unsharded block")
-            + (f"; the launcher's TP=1 reference {fmt_bytes(per_process)}" if gpu else "")
+            f"{ranks} rank(s) + 1 launcher x {fmt_bytes(PROCESS_BASE_BYTES)} + tracker {fmt_bytes(TRACKER_BYTES)} "
+            f"= {fmt_bytes(processes)}, + {SAFETY} x the larger of: while the ranks run, "
+            f"{fmt_bytes(ranks_bytes)} in the ranks (each builds the full block: 2 x ffn({params.ffn}) x "
+            f"hidden({params.hidden}) x 4 B = {fmt_bytes(2 * unit)}, plus its shards, gradients"
+            f"{'' if gpu else ' and activations'}) and {fmt_bytes(received)} of gradients sent to the launcher; "
+            f"after, the launcher's {fmt_bytes(launcher)} (those gradients and the unsharded TP=1 reference)"
         ),
         ranks_field="degrees",
         memory_field="ffn",

@@ -8,14 +8,14 @@
     python -m labs run tp-sweep --params '{"degrees": [1, 2, 4, 8]}' --out /tmp/tp-sweep --backend torch-cuda
 
 Reads as: model (a seeded MLP: fc1 hidden->ffn, gelu, fc2 ffn->hidden) -> parallel wrapping
-(fc1 column-parallel, fc2 row-parallel, from labs.tp) -> run (warm-up, barrier, timed steps on every
+(fc1 column-parallel, fc2 row-parallel, from labs.parallel.tp) -> run (warm-up, barrier, timed steps on every
 rank, then parity against the unsharded TP=1 block computed in the launching process).
 
 Per degree and rank the result holds: which slice of which weight the rank owns and its local GEMM
 shapes; time in local GEMMs; each collective's kind, bytes and time; wait time (how long the rank sat
 in a collective before the last peer arrived, taken from the shared clock); and the largest
 difference of output and gradients against TP=1 with a named tolerance. Beside the measurement, a
-PREDICTION for a named GPU node (labs.costmodel) shows where over-sharding begins.
+PREDICTION for a named GPU node (labs.parallel.costmodel) shows where over-sharding begins.
 
 On the cpu backend the timings are CPU timings of ranks that share cores; the page says so.
 """
@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 import statistics
 
-from labs import costmodel
-from labs import dist as labdist
-from labs import timeline as tl
-from labs.svgplot import Series, line_chart
+from labs.parallel import costmodel
+from labs.parallel import dist as labdist
+from labs.tp_sweep import report
 from labs.tp_sweep.params import TOLERANCES, Params, device_for
+from labs.trace import timeline as tl
 
 # ---- model ------------------------------------------------------------------------------------
 
@@ -51,7 +51,7 @@ def build_block(params: Params, device: str = "cpu"):
 
 def parallelize(w1, w2, group, fp8: bool):
     """fc1 column-parallel then fc2 row-parallel: the gelu between them needs no communication."""
-    from labs.tp import ColumnParallelLinear, RowParallelLinear
+    from labs.parallel.tp import ColumnParallelLinear, RowParallelLinear
 
     fc1 = ColumnParallelLinear(w1, group, name="fc1", fp8=fp8)
     fc2 = RowParallelLinear(w2, group, name="fc2", input_is_parallel=True, fp8=fp8)
@@ -59,7 +59,7 @@ def parallelize(w1, w2, group, fp8: bool):
 
 
 def forward_backward(fc1, fc2, x, dy):
-    from labs.tp import gelu
+    from labs.parallel.tp import gelu
 
     x = x.detach().requires_grad_(True)
     h_parallel = gelu(fc1(x))  # (tokens, ffn/p)
@@ -75,7 +75,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
     import torch
     import torch.distributed as dist
 
-    from labs.tp import Tracer, tracing
+    from labs.parallel.tp import Tracer, tracing
 
     params = Params.model_validate(params_dict)
     device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
@@ -285,231 +285,17 @@ def run(params: Params, ctx) -> dict:
             "ranks": ranks,
             "predicted": pred_by_degree.get(degree),
         }
-        last_step = params.steps - 1
-        last = [s for s in spans if s.args.get("step") == last_step]
-        svg_name, trace_name = f"timeline_tp{degree}.svg", f"trace_tp{degree}.json"
-        ctx.write_text(
-            svg_name,
-            tl.svg_timeline(
-                last,
-                title=f"TP={degree}: one measured step per rank (last of {params.steps})",
-                subtitle=f"{ctx.environment['label'][:110]}",
-                description=f"Compute, communication and wait lanes for each of {degree} ranks during one forward+backward of the MLP block.",
-            ),
-        )
-        ctx.write_text(
-            trace_name,
-            tl.chrome_trace_json(spans, metadata={"lab": "tp-sweep", "degree": degree, "backend": ctx.backend}),
-        )
-        ctx.add_artifact(f"timeline_tp{degree}", svg_name, "image/svg+xml", f"Timeline, TP={degree} (measured)")
-        ctx.add_artifact(
-            f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)"
-        )
-        row["artifacts"] = {"timeline": svg_name, "trace": trace_name}
+        row["artifacts"] = report.degree_artifacts(ctx, params, degree, spans)
         degrees_out.append(row)
 
     base = degrees_out[0]["step_ms"] if degrees_out[0]["degree"] == 1 else None
     for row in degrees_out:
         row["step_vs_tp1"] = (row["step_ms"] / base) if base else None
 
-    ctx.write_text("sweep.svg", _sweep_svg(degrees_out, predicted, ctx))
+    ctx.write_text("sweep.svg", report.sweep_svg(degrees_out, predicted, ctx))
     ctx.add_artifact("sweep_plot", "sweep.svg", "image/svg+xml", "Sweep: measured vs predicted, relative to TP=1")
     ctx.progress(0.95, "writing tables")
-    return _results(params, ctx, degrees_out, predicted, slots, slots_why, tol_name)
-
-
-def _sweep_svg(rows: list[dict], predicted: dict, ctx) -> str:
-    """Everything relative to its own TP=1 step time, so CPU-measured and GPU-predicted share an axis."""
-    m_base = next((r["step_ms"] for r in rows if r["degree"] == 1), rows[0]["step_ms"])
-    p_rows = predicted["per_degree"]
-    p_base = next((r["step_ms"] for r in p_rows if r["degree"] == 1), p_rows[0]["step_ms"])
-    xs = [r["degree"] for r in rows]
-    pxs = [r["degree"] for r in p_rows]
-    series = []
-    for key, label in (
-        ("step_ms", "step"),
-        ("local_gemm_ms", "local GEMM"),
-        ("collective_ms", "collective"),
-        ("exposed_comm_ms", "exposed comm"),
-    ):
-        series.append(Series(f"{label} (measured)", xs, [r[key] / m_base for r in rows]))
-    for key, label in (
-        ("step_ms", "step"),
-        ("local_gemm_ms", "local GEMM"),
-        ("collective_ms", "collective"),
-        ("exposed_comm_ms", "exposed comm"),
-    ):
-        series.append(Series(f"{label} (predicted)", pxs, [r[key] / p_base for r in p_rows], dashed=True))
-    over = predicted["oversharding_from"]
-    return line_chart(
-        series,
-        title=f"TP sweep: measured ({ctx.backend}) vs predicted ({predicted['node']})",
-        xlabel="TP degree" + (f"  (predicted over-sharding from TP={over})" if over else ""),
-        ylabel="time / own TP=1 step",
-        width=760,
-        description=(
-            "Solid lines: measured on this machine; dashed: predicted by the roofline + alpha-beta model for "
-            f"{predicted['node']}. Each curve is divided by its own TP=1 step time."
-        ),
-    )
-
-
-def _results(params, ctx, rows, predicted, slots, slots_why, tol_name) -> dict:
-    cpu = ctx.backend == "cpu"
-    timing_note = (
-        "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
-        if cpu
-        else "GPU timings from CUDA events"
-    )
-    summary = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "Rank slots", "value": slots, "note": slots_why},
-    ]
-    for r in rows:
-        summary.append(
-            {
-                "label": f"TP={r['degree']} step (measured)",
-                "value": round(r["step_ms"], 3),
-                "unit": "ms",
-                "note": timing_note + (f"; {r['step_vs_tp1']:.2f}x TP=1" if r["step_vs_tp1"] else ""),
-            }
-        )
-    worst = max(r["parity"]["max_rel_diff"] for r in rows)
-    summary.append(
-        {
-            "label": "Worst relative difference vs TP=1",
-            "value": worst,
-            "note": f"tolerance {tol_name} = {TOLERANCES[tol_name]['max_rel_diff']:g}: {TOLERANCES[tol_name]['reason']}",
-        }
-    )
-    summary.append(
-        {
-            "label": f"Over-sharding begins (predicted, {predicted['node']})",
-            "value": f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
-            "note": "predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
-        }
-    )
-    tables = [
-        {
-            "title": "Per degree (measured; times are medians over steps, in ms)",
-            "columns": [
-                "TP",
-                "step",
-                "step / TP=1",
-                "local GEMM",
-                "collective",
-                "wait",
-                "exposed comm",
-                "collective kinds",
-                "bytes/step",
-                "max rel diff",
-                "within tolerance",
-            ],
-            "rows": [
-                [
-                    r["degree"],
-                    _r(r["step_ms"]),
-                    _r(r["step_vs_tp1"]),
-                    _r(r["local_gemm_ms"]),
-                    _r(r["collective_ms"]),
-                    _r(r["wait_ms"]),
-                    _r(r["exposed_comm_ms"]),
-                    ", ".join(r["collective_kinds"]) or "none",
-                    r["collective_bytes_per_step"],
-                    f"{r['parity']['max_rel_diff']:.2e}",
-                    "yes" if r["parity"]["within_tolerance"] else "NO",
-                ]
-                for r in rows
-            ],
-        },
-        {
-            "title": "Rank mapping: which slice of which weight each rank owns",
-            "columns": ["TP", "rank", "weight", "split", "slice", "local shape", "full shape"],
-            "rows": [
-                [
-                    r["degree"],
-                    k["rank"],
-                    m["weight"],
-                    m["split"],
-                    m["slice"],
-                    "x".join(map(str, m["local_shape"])),
-                    "x".join(map(str, m["full_shape"])),
-                ]
-                for r in rows
-                for k in r["ranks"]
-                for m in k["mapping"]
-            ],
-        },
-        {
-            "title": "Per rank (measured, ms)",
-            "columns": [
-                "TP",
-                "rank",
-                "local GEMM shapes (m x n x k)",
-                "local GEMM",
-                "collectives",
-                "collective",
-                "wait",
-                "step",
-            ],
-            "rows": [
-                [
-                    r["degree"],
-                    k["rank"],
-                    "; ".join(f"{g['gemm']} {g['m']}x{g['n']}x{g['k']}" for g in k["local_gemm_shapes"][:2]),
-                    _r(k["local_gemm_ms"]),
-                    "; ".join(f"{c['kind']} {c['bytes']} B" for c in k["collectives"]) or "none",
-                    _r(k["collective_ms"]),
-                    _r(k["wait_ms"]),
-                    _r(k["step_ms"]),
-                ]
-                for r in rows
-                for k in r["ranks"]
-            ],
-        },
-        {
-            "title": f"PREDICTED for {predicted['node_spec']['name']} ({predicted['precision']}, tokens={predicted['shape']['tokens']}, hidden={predicted['shape']['hidden']}, ffn={predicted['shape']['ffn']}; ms)",
-            "columns": [
-                "TP",
-                "predicted local GEMM",
-                "predicted collective",
-                "predicted exposed comm",
-                "predicted step",
-                "predicted comm fraction",
-            ],
-            "rows": [
-                [
-                    p["degree"],
-                    _r(p["local_gemm_ms"], 5),
-                    _r(p["collective_ms"], 5),
-                    _r(p["exposed_comm_ms"], 5),
-                    _r(p["step_ms"], 5),
-                    _r(p["comm_fraction"]),
-                ]
-                for p in predicted["per_degree"]
-            ],
-        },
-    ]
-    return {
-        "summary": summary,
-        "tables": tables,
-        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": timing_note},
-        "rank_slots": {"available": slots, "explanation": slots_why},
-        "tolerances": TOLERANCES,
-        "tolerance_used": tol_name,
-        "fp8": {
-            "enabled": params.fp8,
-            "mode": ("emulated (labs.fp8, per-shard current scaling)" if cpu else "emulated (labs.fp8) on GPU")
-            if params.fp8
-            else None,
-        },
-        "degrees": [{k: v for k, v in r.items()} for r in rows],
-        "predicted": predicted,
-    }
-
-
-def _r(v, nd: int = 3):
-    return None if v is None else round(float(v), nd)
+    return report.results(params, ctx, degrees_out, predicted, slots, slots_why, tol_name)
 
 
 if __name__ == "__main__":  # python -m labs.tp_sweep prints the parameter schema

@@ -1,6 +1,6 @@
 """Start one process per rank, run a function in each, and bring back what it returns.
 
-    from labs.dist import launch
+    from labs.parallel.dist import launch
     results = launch(my_rank_fn, world_size=4, args=(cfg,), device="cpu", timeout_s=120)
 
 Each rank is a fresh `spawn`ed Python process (fork is unsafe once torch has started threads).

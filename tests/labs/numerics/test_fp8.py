@@ -1,4 +1,4 @@
-"""labs.fp8: formats, scaling rules and the emulated FP8 linear against independent references."""
+"""labs.numerics: FP8 formats, scaling rules and the emulated FP8 linear against independent references."""
 
 from __future__ import annotations
 
@@ -7,24 +7,22 @@ import math
 import pytest
 import torch
 
-from labs.fp8 import (
+from labs.numerics.fp8 import (
     FLT_MAX,
     FORMATS,
     FP8_MAX,
     DelayedScaling,
-    Fp8Linear,
     Fp8Recipe,
-    TensorQuantizer,
     absmax_quantize,
     accumulate,
     compute_scale,
     current_scale,
-    fp8_frozen,
     quantize,
     quantize_blockwise,
     quantize_mx,
     round_to_format,
 )
+from labs.numerics.fp8_linear import Fp8Linear, TensorQuantizer, fp8_frozen
 
 # --------------------------------------------------------------------------- an independent decoder
 

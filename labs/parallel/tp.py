@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from labs.parallel.dims import TPDims  # noqa: F401  (re-exported for callers of labs.tp)
-from labs.timeline import Span
+from labs.parallel.dims import TPDims  # noqa: F401  (re-exported for callers of labs.parallel.tp)
+from labs.trace.timeline import Span
 
 # ---- tracing ---------------------------------------------------------------------------------
 
@@ -46,7 +46,7 @@ class Tracer:
         self.rank = rank
         self.cuda = device.type == "cuda"
         self._pending: list[tuple] = []
-        self._origin_event = None
+        self._origin_event: torch.cuda.Event | None = None
         self._origin_wall_ms = 0.0
 
     def start(self) -> None:
@@ -55,8 +55,9 @@ class Tracer:
         if self.cuda:
             torch.cuda.synchronize()
             self._origin_wall_ms = time.perf_counter() * 1e3
-            self._origin_event = torch.cuda.Event(enable_timing=True)
-            self._origin_event.record()
+            origin = torch.cuda.Event(enable_timing=True)
+            origin.record()
+            self._origin_event = origin
 
     def now(self):
         if self.cuda:
@@ -78,6 +79,8 @@ class Tracer:
 
     def _ms(self, mark) -> float:
         if self.cuda:
+            if self._origin_event is None:
+                raise RuntimeError("Tracer.start() must run before spans are read on CUDA")
             return self._origin_wall_ms + self._origin_event.elapsed_time(mark)
         return mark * 1e3
 
@@ -227,8 +230,8 @@ def gather_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
 
 
 def fp8_round(t: torch.Tensor, fmt: str) -> torch.Tensor:
-    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.fp8)."""
-    from labs import fp8
+    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.numerics.fp8)."""
+    from labs.numerics import fp8
 
     scale = fp8.current_scale(t.detach().abs().amax().float(), fmt)
     return fp8.quantize(t, fmt, scale, count=False).dequant.to(t.dtype)

@@ -116,7 +116,7 @@ def predict_mlp(tokens: int, hidden: int, ffn: int, degree: int, node: Node, pre
 
 
 def predict_sweep(tokens: int, hidden: int, ffn: int, degrees: list[int], node_key: str, precision: str) -> dict:
-    """Predictions for every degree plus where over-sharding begins."""
+    """Predictions for every degree plus where over-sharding begins (labs.tp_sweep.result.Prediction)."""
     node = NODES[node_key]
     rows = [predict_mlp(tokens, hidden, ffn, d, node, precision) for d in sorted(set(degrees))]
     # Over-sharding: the first degree whose step is no faster than the previous degree's, or whose

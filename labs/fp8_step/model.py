@@ -2,8 +2,9 @@
 
 One definition serves every precision the fp8-step lab compares:
 - BF16 reference: `torch_linear` under torch.autocast(bfloat16);
-- emulated FP8 (any device): `fp8_linear_factory(recipe)` builds labs.fp8.Fp8Linear;
-- Transformer Engine (FP8 GPU): `te_linear_factory()` builds te.Linear, run under te.autocast.
+- emulated FP8 (any device): `fp8_linear_factory(recipe)` builds labs.numerics.fp8_linear.Fp8Linear;
+- Transformer Engine (FP8 GPU): labs.fp8_step.te's `te_linear_factory()` builds te.Linear, run under
+  te.autocast.
 Only the four GEMMs per block (qkv, attention projection, MLP in/out) are swapped: embeddings,
 norms, attention's softmax path and the output head stay in higher precision, as in TE recipes.
 """
@@ -45,20 +46,10 @@ def torch_linear(in_features: int, out_features: int, bias: bool, name: str) -> 
 
 def fp8_linear_factory(recipe, collect: bool = True) -> LinearFactory:
     """Emulated FP8 Linear layers sharing one recipe; each keeps its own quantizer state."""
-    from labs.fp8 import Fp8Linear
+    from labs.numerics.fp8_linear import Fp8Linear
 
     def make(in_features: int, out_features: int, bias: bool, name: str) -> nn.Module:
         return Fp8Linear(in_features, out_features, bias=bias, recipe=recipe, name=name, collect=collect)
-
-    return make
-
-
-def te_linear_factory(params_dtype: torch.dtype = torch.float32) -> LinearFactory:
-    """te.Linear layers; FP8 is switched on by the te.autocast around the forward, not here."""
-    import transformer_engine.pytorch as te  # guarded by the caller: only on the `te` backend
-
-    def make(in_features: int, out_features: int, bias: bool, name: str) -> nn.Module:
-        return te.Linear(in_features, out_features, bias=bias, params_dtype=params_dtype)
 
     return make
 
@@ -125,10 +116,10 @@ class GPT(nn.Module):
     def _init_weights(m: nn.Module) -> None:
         if isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, mean=0.0, std=0.02)
-        elif hasattr(m, "weight") and isinstance(m.weight, torch.Tensor) and m.weight.dim() == 2:
-            nn.init.normal_(m.weight, mean=0.0, std=0.02)
-            if getattr(m, "bias", None) is not None:
-                nn.init.zeros_(m.bias)
+        elif isinstance(weight := getattr(m, "weight", None), torch.Tensor) and weight.dim() == 2:
+            nn.init.normal_(weight, mean=0.0, std=0.02)
+            if isinstance(bias := getattr(m, "bias", None), torch.Tensor):
+                nn.init.zeros_(bias)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         B, T = idx.shape

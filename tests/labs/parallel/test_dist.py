@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from labs import dist as labdist
+from labs.parallel import dist as labdist
 
 
 def _sum_of_ranks(rank, world_size, offset):

@@ -1,4 +1,4 @@
-"""Small, dependency-free SVG charts for lab artifacts.
+"""Small, dependency-free SVG charts for lab artifacts: line charts and per-rank timelines.
 
 Charts are inline-able on the learner's page: real <text> (selectable, screen-reader friendly),
 a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is escaped.
@@ -7,18 +7,23 @@ a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from labs.trace.timeline import LANES, Interval
+
 # Colour-blind-safe palette (Okabe-Ito), dark enough for 3:1 contrast on white.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#8a6d00", "#56B4E9", "#333333"]
+# Timeline lanes in the same palette; each lane is also labelled in words, so colour is never the only cue.
+LANE_COLOURS = {"compute": "#0072B2", "communication": "#D55E00", "wait": "#8a8a8a"}
 
 
 @dataclass
 class Series:
     name: str
-    xs: list[float]
-    ys: list[float]
+    xs: Sequence[float]
+    ys: Sequence[float | None]  # None leaves a gap (a diverged step, a value a log axis cannot show)
     dashed: bool = False
     markers: list[int] = field(default_factory=list)  # indices to mark with a red ring (e.g. clipping)
 
@@ -43,7 +48,8 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
     start = math.floor(lo / step) * step
-    ticks, t = [], start
+    ticks: list[float] = []
+    t = start
     while t <= hi + step * 0.5 and len(ticks) < 12:
         ticks.append(round(t, 10))
         t += step
@@ -131,8 +137,9 @@ def line_chart(
                 for cx, cy in coords:
                     out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="{colour}"/>')
         for j in s.markers:
-            if 0 <= j < len(s.xs) and s.ys[j] is not None and (not log_y or s.ys[j] > 0):
-                cx, cy = px(s.xs[j]), py(ty(s.ys[j]))
+            yj = s.ys[j] if 0 <= j < len(s.xs) else None
+            if yj is not None and (not log_y or yj > 0):
+                cx, cy = px(s.xs[j]), py(ty(yj))
                 out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="none" stroke="#c00" stroke-width="2"/>')
         ly = top + 10 + i * 20
         lx = left + pw + 12
@@ -144,5 +151,100 @@ def line_chart(
         lx = left + pw + 12
         out.append(f'<circle cx="{lx + 11}" cy="{ly}" r="6" fill="none" stroke="#c00" stroke-width="2"/>')
         out.append(f'<text x="{lx + 28}" y="{ly + 4}" fill="#111">clipped step</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# ---- per-rank timelines ---------------------------------------------------------------------
+
+
+def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
+    span = hi - lo if hi > lo else 1.0
+    raw = span / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _fmt_ms(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def svg_timeline(
+    spans,
+    *,
+    title: str,
+    description: str = "",
+    window: Interval | None = None,
+    width: int = 900,
+    subtitle: str = "",
+) -> str:
+    """One row group per rank with lanes compute / communication / wait, x axis in ms.
+
+    Lanes are labelled in words at the left of every rank group, so no legend is needed. Each bar
+    carries a <title> (its name and duration) for hover and screen readers, and bars wide enough
+    for text show their name. All text is escaped.
+    """
+    spans = list(spans)
+    ranks = sorted({s.rank for s in spans}) or [0]
+    if window is None:
+        lo = min((s.start_ms for s in spans), default=0.0)
+        hi = max((s.end_ms for s in spans), default=1.0)
+    else:
+        lo, hi = window
+    hi = hi if hi > lo else lo + 1.0
+    left, right, top = 170, 20, 58 if subtitle else 44
+    lane_h, lane_gap, group_gap = 18, 4, 14
+    group_h = len(LANES) * (lane_h + lane_gap)
+    plot_h = len(ranks) * (group_h + group_gap)
+    height = top + plot_h + 48
+    pw = width - left - right
+
+    def px(t: float) -> float:
+        return left + (t - lo) / (hi - lo) * pw
+
+    out = svg_open(width, height, title, description or (f"{title}. {subtitle}" if subtitle else ""))
+    out.append(f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
+    if subtitle:
+        # Keep the line inside the picture (~6.5 px a character at this size); the full text stays in <desc>.
+        room = max(20, int((width - 24) / 6.5))
+        shown = subtitle if len(subtitle) <= room else subtitle[: room - 1] + "…"
+        out.append(f'<text x="12" y="40" fill="#444">{escape(shown)}</text>')
+    axis_y = top + plot_h
+    for t in _ticks(lo, hi):
+        x = px(t)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{axis_y}" stroke="#e4e4e4"/>')
+        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t - lo)}</text>')
+    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
+    out.append(
+        f'<text x="{left + pw / 2:.1f}" y="{axis_y + 36}" text-anchor="middle" fill="#111">'
+        f"time since start of window (ms)</text>"
+    )
+    for gi, rank in enumerate(ranks):
+        gy = top + gi * (group_h + group_gap)
+        out.append(f'<text x="12" y="{gy + group_h / 2 + 4:.1f}" font-weight="600" fill="#111">rank {rank}</text>')
+        for li, lane_name in enumerate(LANES):
+            ly = gy + li * (lane_h + lane_gap)
+            colour = LANE_COLOURS[lane_name]
+            out.append(f'<rect x="{left}" y="{ly}" width="{pw}" height="{lane_h}" fill="#f6f6f6"/>')
+            out.append(
+                f'<text x="{left - 8}" y="{ly + lane_h - 5}" text-anchor="end" fill="{colour}">{lane_name}</text>'
+            )
+            for s in spans:
+                if s.rank != rank or s.lane != lane_name or s.end_ms < lo or s.start_ms > hi:
+                    continue
+                x0, x1 = px(max(s.start_ms, lo)), px(min(s.end_ms, hi))
+                w = max(x1 - x0, 1.0)  # a zero-length wait still shows as a hairline
+                tip = f"rank {rank} · {lane_name} · {s.name}: {s.duration_ms:.3f} ms"
+                out.append(
+                    f'<rect x="{x0:.1f}" y="{ly}" width="{w:.1f}" height="{lane_h}" fill="{colour}" '
+                    f'fill-opacity="0.85"><title>{escape(tip)}</title></rect>'
+                )
+                if w > 7 * len(s.name) + 6:
+                    out.append(
+                        f'<text x="{x0 + 4:.1f}" y="{ly + lane_h - 5}" fill="#fff" pointer-events="none">'
+                        f"{escape(s.name)}</text>"
+                    )
     out.append("</svg>")
     return "\n".join(out)

@@ -5,8 +5,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from labs import timeline as tl
-from labs.timeline import Span
+from labs.trace import chrome, svgplot
+from labs.trace import timeline as tl
+from labs.trace.timeline import Span
 
 
 def test_union_merges_overlapping_and_touching():
@@ -71,7 +72,7 @@ def test_bad_spans_are_refused():
 
 
 def test_chrome_trace_uses_rank_as_pid_and_lane_as_tid():
-    trace = json.loads(tl.chrome_trace_json(lesson_example() + [Span(1, "wait", "w", 1, 2)], metadata={"k": 1}))
+    trace = json.loads(chrome.chrome_trace_json(lesson_example() + [Span(1, "wait", "w", 1, 2)], metadata={"k": 1}))
     xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert {(e["pid"], e["tid"], e["cat"]) for e in xs} == {
         (0, 1, "compute"),
@@ -88,7 +89,7 @@ def test_chrome_trace_uses_rank_as_pid_and_lane_as_tid():
 
 def test_svg_is_wellformed_labels_lanes_and_escapes_text():
     spans = lesson_example() + [Span(1, "compute", "<script>alert(1)</script>&", 0, 10)]
-    svg = tl.svg_timeline(spans, title='Step "A" <b>', subtitle="x < y")
+    svg = svgplot.svg_timeline(spans, title='Step "A" <b>', subtitle="x < y")
     root = ET.fromstring(svg)  # raises if any text was left unescaped
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert texts.count("compute") == 2 and texts.count("wait") == 2  # lanes labelled per rank group

@@ -9,8 +9,8 @@ import re
 import pytest
 import torch
 
-from labs import dist as labdist
-from labs import tp
+from labs.parallel import dist as labdist
+from labs.parallel import tp
 
 MAPPINGS = ["copy_to_tp_region", "reduce_from_tp_region", "scatter_to_tp_region", "gather_from_tp_region"]
 CLAIM = re.compile(r"forward: ([\w -]+?)(?: \(last dim\))?; backward: ([\w -]+?)(?: \(last dim\))?$", re.M)

@@ -1,0 +1,212 @@
+"""fp8-step's page: the summary, tables and charts built from the evidence (no experiment logic here).
+
+The app renders `summary` and `tables` generically; the two SVG charts are written as artifacts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.fp8_step.evidence import finite
+from labs.fp8_step.params import Params
+from labs.trace import svgplot
+
+MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
+
+
+def timing_note(backend: str) -> str:
+    """What the step times mean on this backend."""
+    if backend == "cpu":
+        return (
+            "CPU timings: FP8 is emulated in software and BF16 is not native on most CPUs either, so this ratio "
+            "says nothing about GPU speed (and other load on the machine moves it); on an FP8 GPU with Transformer "
+            "Engine the same ratio is the real speedup"
+        )
+    if backend == "torch-cuda":
+        return "GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores"
+    return "GPU timings with Transformer Engine FP8 kernels"
+
+
+def memory_note(cpu: bool) -> str:
+    """How peak memory was measured, or why it was not."""
+    if not cpu:
+        return (
+            "torch.cuda.max_memory_allocated during each run minus what was allocated when it started "
+            "(the weights of both models), i.e. activations, gradients, optimizer state and FP8 copies"
+        )
+    return (
+        "not measured on CPU: PyTorch keeps no peak-allocation counter for CPU tensors, and the process RSS "
+        "would mix both runs and the interpreter"
+    )
+
+
+def charts(
+    ctx: Any,
+    p: Params,
+    ref_losses: list[float],
+    f8_losses: list[float],
+    clipped_per_step: list[int] | None,
+    focus: dict | None,
+) -> None:
+    """The loss curves of both runs and, for the tensor worth watching, its amax/scale history."""
+    xs = list(range(p.steps))
+    # Delayed scaling clips a few values on many steps while amaxes grow; ring only the worst
+    # steps so a spike stands out (every step's count is in results.clipping).
+    worst = sorted((c, i) for i, c in enumerate(clipped_per_step or []) if c)[-MAX_LOSS_RINGS:]
+    clipped_idx = sorted(i for _, i in worst)
+    loss_svg = svgplot.line_chart(
+        [
+            svgplot.Series("BF16 reference", xs, finite(ref_losses)),
+            svgplot.Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, markers=clipped_idx),
+        ],
+        title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
+        xlabel="step",
+        ylabel="cross-entropy loss",
+        description=(
+            f"Loss per step for both runs; red rings mark the (at most {MAX_LOSS_RINGS}) FP8 steps with the most "
+            "clipped values across all FP8 tensors."
+        ),
+    )
+    ctx.write_text("loss.svg", loss_svg)
+    ctx.add_artifact("loss_curves", "loss.svg", "image/svg+xml", "Loss curves, BF16 vs FP8")
+    if focus is None:
+        return
+    marks = [i for i, c in enumerate(focus["clipped"] or []) if c]
+    scaled = [a * s if a is not None and s is not None else None for a, s in zip(focus["amax"], focus["scale"])]
+    hist_svg = svgplot.line_chart(
+        [
+            svgplot.Series("amax (unscaled)", focus["steps"], focus["amax"], markers=marks),
+            svgplot.Series("scale", focus["steps"], focus["scale"]),
+            svgplot.Series("amax x scale", focus["steps"], scaled, markers=marks),
+            svgplot.Series(
+                f"{focus['format'].upper()} max", focus["steps"], [focus["fp8_max"]] * len(focus["steps"]), dashed=True
+            ),
+        ],
+        title=f"amax and scale history: {focus['name']}",
+        xlabel="step",
+        ylabel="value",
+        log_y=True,
+        description=(
+            "Per-step amax of the tensor, the scale used that step, and their product; where the product "
+            "rises above the format's max the tensor clipped (red rings)."
+        ),
+    )
+    ctx.write_text("amax_scale.svg", hist_svg)
+    ctx.add_artifact("amax_scale_history", "amax_scale.svg", "image/svg+xml", f"amax/scale history of {focus['name']}")
+
+
+def summary(
+    p: Params,
+    runs: dict,
+    ratio: float | None,
+    timing_note: str,
+    total_clipped: int | None,
+    total_underflow: int | None,
+    clip_steps: list[int],
+    outlier: dict | None,
+    mem_note: str,
+) -> list[dict]:
+    """The headline numbers the page shows first."""
+    ref, f8 = runs["reference"], runs["fp8"]
+    gap = None if ref["final_loss"] is None or f8["final_loss"] is None else f8["final_loss"] - ref["final_loss"]
+    out = [
+        {"label": "FP8 recipe", "value": f"{p.recipe} / {p.fp8_format}"},
+        {"label": "Final loss, BF16 reference", "value": ref["final_loss"]},
+        {"label": "Final loss, FP8", "value": f8["final_loss"]},
+        {"label": "Loss gap (FP8 - BF16)", "value": gap},
+        {"label": "Step time, BF16", "value": ref["ms_per_step"], "unit": "ms", "note": timing_note},
+        {"label": "Step time, FP8", "value": f8["ms_per_step"], "unit": "ms"},
+        {"label": "FP8 / BF16 step time", "value": ratio, "unit": "x"},
+        {"label": "Clipped values (all FP8 tensors, all steps)", "value": total_clipped},
+        {"label": "Values flushed to zero", "value": total_underflow},
+        {"label": "Steps with clipping", "value": len(clip_steps) if total_clipped is not None else None},
+    ]
+    for name, r in (("BF16", ref), ("FP8", f8)):
+        g = r["generation"]
+        total = len(g["samples"]) * g["generated_len"]
+        out.append(
+            {
+                "label": f"Greedy generation continues the stride, {name}",
+                "value": g["accuracy"],
+                "unit": "fraction of tokens",
+                "note": f"{round(g['accuracy'] * total)} of {total} generated tokens follow the prompt's stride",
+            }
+        )
+    if ref["peak_memory_bytes"] is None:
+        out.append({"label": "Peak memory", "value": None, "note": mem_note})
+    else:
+        out.append({"label": "Peak memory, BF16", "value": ref["peak_memory_bytes"], "unit": "bytes", "note": mem_note})
+        out.append({"label": "Peak memory, FP8", "value": f8["peak_memory_bytes"], "unit": "bytes"})
+    if outlier and "clipped_at_spike" in outlier:
+        out.append(
+            {
+                "label": f"Spike at step {outlier['step']}: clipped then / next step",
+                "value": f"{outlier['clipped_at_spike']} / {outlier['clipped_after']}",
+                "note": f"scale {outlier['scale_at_spike']:.4g} at the spike, {outlier['scale_after']:.4g} after"
+                if outlier.get("scale_after") is not None
+                else "",
+            }
+        )
+    return out
+
+
+def tables(p: Params, runs: dict, grad_err: list[dict], quantizers: list[dict], timing_kind: str) -> list[dict]:
+    """Loss per step, step-0 gradient error, every FP8 tensor, step time and memory, generation samples."""
+    every = max(1, p.steps // 20)
+    idx = sorted(set(range(0, p.steps, every)) | {p.steps - 1})
+    ref_l, f8_l = runs["reference"]["loss"], runs["fp8"]["loss"]
+    tables: list[dict] = [
+        {
+            "title": "Loss per step" if every == 1 else f"Loss every {every} steps",
+            "columns": ["step", "BF16", "FP8"],
+            "rows": [[i, ref_l[i], f8_l[i]] for i in idx],
+        },
+        {
+            # Delayed scaling has no amax history at step 0, so it quantizes with scale 1 (as TE does):
+            # this error is larger than at later steps, and that is the point worth seeing.
+            "title": (
+                "Weight-gradient relative error vs BF16 at step 0 (delayed scaling starts from scale 1, "
+                "before any amax history exists)"
+                if p.recipe == "delayed"
+                else "Weight-gradient relative error vs BF16 at step 0"
+            ),
+            "columns": ["layer", "relative error"],
+            "rows": [[g["layer"], g["rel_error"]] for g in grad_err],
+        },
+        {
+            "title": "FP8 tensors",
+            "columns": ["tensor", "format", "last amax", "last scale", "clipped (all steps)", "flushed to zero"],
+            "rows": [
+                [
+                    q["name"],
+                    q["format"],
+                    q["amax"][-1] if q["amax"] else None,
+                    q["scale"][-1] if q["scale"] else None,
+                    q["total_clipped"],
+                    q["total_underflow"],
+                ]
+                for q in quantizers
+            ],
+        },
+        {
+            "title": f"Step time ({timing_kind.upper()}) and memory",
+            "columns": ["run", "ms/step", "peak memory (bytes)"],
+            "rows": [[r["label"], r["ms_per_step"], r["peak_memory_bytes"]] for r in runs.values()],
+        },
+        {
+            "title": "Greedy generation",
+            "columns": ["run", "prompt", "generated", "stride", "correct"],
+            "rows": [
+                [
+                    r["label"],
+                    " ".join(map(str, s["prompt"])),
+                    " ".join(map(str, s["generated"])),
+                    s["stride"],
+                    f"{s['correct']}/{r['generation']['generated_len']}",
+                ]
+                for r in runs.values()
+                for s in r["generation"]["samples"]
+            ],
+        },
+    ]
+    return tables

@@ -1,0 +1,178 @@
+"""overlap-trace's page: per-schedule timelines and traces, whether each window is safe, summary and tables.
+
+Nothing here measures; it lays out what run.py measured on each rank.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.overlap_trace.params import Params
+from labs.trace.chrome import chrome_trace_json
+from labs.trace.svgplot import svg_timeline
+from labs.trace.timeline import Span
+
+
+def schedule_artifacts(
+    ctx: Any,
+    params: Params,
+    schedule: str,
+    all_spans: list[Span],
+    drawn: list[Span],
+    mean_ratio: float | None,
+    device: str,
+) -> dict:
+    """The timeline SVG of the last measured step (`drawn`) and the Chrome trace of all steps, for one schedule."""
+    svg, trace = f"timeline_{schedule}.svg", f"trace_{schedule}.json"
+    ctx.write_text(
+        svg,
+        svg_timeline(
+            drawn,
+            title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
+            subtitle=f"mean overlap ratio {mean_ratio:.2f}; "
+            + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
+            description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule.",
+        ),
+    )
+    ctx.write_text(
+        trace,
+        chrome_trace_json(all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}),
+    )
+    ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {schedule} (measured)")
+    ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (open in Perfetto)")
+    return {"timeline": svg, "trace": trace}
+
+
+def safety(schedule: str, ranks: list[dict], device: str) -> dict:
+    """Whether the work in the window may run before wait(), and why, in the page's words."""
+    if schedule == "dependent":
+        seen = [r.get("unwritten_at_read") for r in ranks]
+        evidence = (
+            f"at the moment the consumer wanted the gathered tensor, up to {max(v for v in seen if v is not None)} "
+            "of its elements were still unwritten (NaN)"
+            if device == "cpu" and any(v is not None for v in seen)
+            else "the consumer's input is the all-gather's output buffer"
+        )
+        return {
+            "safe_to_overlap": False,
+            "must_wait": True,
+            "explanation": "UNSAFE to overlap: this work reads the gathered tensor, so it has to come after wait(); "
+            f"running it in the window would read a buffer the collective is still writing ({evidence}). "
+            "Nothing is left to hide the communication behind.",
+        }
+    if schedule == "windowed":
+        return {
+            "safe_to_overlap": True,
+            "must_wait": False,
+            "explanation": "Safe: the window's linear reads x2 and its own weight, nothing the all-gather writes; wait() comes before any use of the gathered tensor.",
+        }
+    return {
+        "safe_to_overlap": True,
+        "must_wait": False,
+        "explanation": "Async in name only: wait() is called at once, so the all-gather is fully exposed, as if it were synchronous.",
+    }
+
+
+def results(
+    params: Params, ctx: Any, schedules: dict, comparison: dict | None, gathered_bytes: int, device: str
+) -> dict:
+    """The lab's `results`: summary and tables for the page beside the numbers they are built from."""
+    cpu = device == "cpu"
+    note = (
+        "CPU wall-clock spans; gloo runs the collective on a background thread and ranks share cores"
+        if cpu
+        else "CUDA event spans on the compute and communication streams"
+    )
+    summary = [
+        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
+        {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"},
+    ]
+    for name, s in schedules.items():
+        summary.append(
+            {
+                "label": f"{name}: overlap ratio (mean over ranks)",
+                "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
+                "note": "|compute ∩ communication| / |communication|",
+            }
+        )
+        summary.append(
+            {
+                "label": f"{name}: exposed communication (mean)",
+                "value": round(s["exposed_comm_ms"], 3),
+                "unit": "ms",
+                "note": note,
+            }
+        )
+    if "dependent" in schedules:
+        summary.append(
+            {
+                "label": "dependent: safe to overlap?",
+                "value": "no, it must wait",
+                "note": schedules["dependent"]["explanation"],
+            }
+        )
+    if comparison:
+        summary.append(
+            {
+                "label": "windowed overlap ratio > immediate on every rank",
+                "value": all(comparison["windowed_overlap_gt_immediate_per_rank"]),
+            }
+        )
+    rows = []
+    for name, s in schedules.items():
+        for r in s["ranks"]:
+            rows.append(
+                [
+                    name,
+                    r["rank"],
+                    _r(r["step_ms"]),
+                    _r(r["compute_ms"]),
+                    _r(r["communication_ms"]),
+                    _r(r["overlap_ms"]),
+                    _r(r["overlap_ratio"]),
+                    _r(r["exposed_communication_ms"]),
+                    _r(r["wait_ms"]),
+                    _r(r["identity_ms"]),
+                    _r(r["identity_residual_ms"]),
+                ]
+            )
+    tables = [
+        {
+            "title": "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
+            "columns": [
+                "schedule",
+                "rank",
+                "measured step",
+                "compute",
+                "communication",
+                "overlap",
+                "overlap ratio",
+                "exposed comm",
+                "wait",
+                "compute + comm − overlap",
+                "residual (idle)",
+            ],
+            "rows": rows,
+        },
+        {
+            "title": "Is the window safe?",
+            "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
+            "rows": [
+                [n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]]
+                for n, s in schedules.items()
+            ],
+        },
+    ]
+    return {
+        "summary": summary,
+        "tables": tables,
+        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": note},
+        "ranks": params.ranks,
+        "gathered_bytes": gathered_bytes,
+        "schedules": schedules,
+        "comparison": comparison,
+    }
+
+
+def _r(v: Any, nd: int = 3) -> float | None:
+    return None if v is None else round(float(v), nd)

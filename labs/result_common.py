@@ -1,0 +1,154 @@
+"""The parts of result.json every lab shares: the envelope, the environment, artifacts, summary and tables.
+
+Torch-free: the web tier validates uploaded bundles with these models. Each lab adds its own `results`
+model in `labs/<lab>/result.py` (a subclass of `LabResults`), registered on its `LabSpec`;
+labs.result_schema assembles the envelope per lab and generates `labs/schema/result.schema.json`.
+
+Parts are TypedDicts because result.json is plain JSON built as dicts: a key is either required or
+`NotRequired` (absent), never silently null, and no extra key is accepted (`STRICT`). Validation is
+strict: "5" is not an integer, 1.5 is not one either, true is not a number.
+
+NaN and inf pass as numbers, as JSON Schema's "number" lets them: Python's json module reads them from
+an uploaded result.json, and the app's checks then fail a diverged loss with the step it diverged at,
+which tells a learner more than a refused upload. `python -m labs run` itself never writes them (the
+labs store null for a non-finite value, and result.json is written with allow_nan=False).
+"""
+
+from __future__ import annotations
+
+from typing import (
+    Annotated,
+    Literal,
+    NotRequired,  # pydantic needs typing_extensions' TypedDict on 3.11
+)
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, with_config
+from typing_extensions import TypedDict
+
+from labs.resources import Backend
+
+# No unknown keys and no coercion ("5" is not an int, true is not a number, 1.5 is not an int). Python's re
+# for patterns: the artifact path rule needs look-ahead, which pydantic's default engine lacks.
+STRICT = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+
+NonNegInt = Annotated[int, Field(ge=0)]
+PosInt = Annotated[int, Field(ge=1)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+Ms = Annotated[float, Field(description="milliseconds")]
+RecipeName = Literal["delayed", "current", "block", "mxfp8"]
+MediaType = Literal["image/svg+xml", "application/json", "text/plain", "text/csv"]
+# ISO 8601 with a UTC offset; a JSON string, so parsed from text even in strict mode.
+Timestamp = Annotated[AwareDatetime, Strict(False)]
+# Relative, inside the bundle: no leading slash, no '..', a plain character set.
+ArtifactPath = Annotated[str, Field(pattern=r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$")]
+
+
+# ---- what the app renders generically ----------------------------------------------------------
+
+
+@with_config(STRICT)
+class SummaryItem(TypedDict):
+    label: str
+    value: float | str | bool | None
+    unit: NotRequired[str]
+    note: NotRequired[str]
+
+
+@with_config(STRICT)
+class Table(TypedDict):
+    title: str
+    columns: list[str]
+    rows: list[list[float | str | bool | None]]
+
+
+class LabResults(BaseModel):
+    """Base of every lab's `results`: a summary and tables the app renders without knowing the lab."""
+
+    model_config = STRICT
+
+    summary: list[SummaryItem]
+    tables: list[Table]
+
+
+# ---- the environment block (labs.env.environment_for) ------------------------------------------
+
+
+@with_config(STRICT)
+class Device(TypedDict):
+    type: Literal["cpu", "cuda"]
+    name: str
+    compute_capability: str | None
+    cpu_count: int | None  # os.cpu_count() may not know
+    memory_gib: NotRequired[float]  # cuda only
+    count: NotRequired[NonNegInt]  # cuda only: visible GPUs
+
+
+@with_config(STRICT)
+class Versions(TypedDict):
+    python: str
+    torch: str
+    cuda: str | None
+    transformer_engine: str | None
+    nccl: str | None
+
+
+@with_config(STRICT)
+class TransformerEngineInfo(TypedDict):
+    available: bool
+    reason: str | None
+
+
+@with_config(STRICT)
+class Distributed(TypedDict):
+    gloo: bool
+    nccl: bool
+
+
+@with_config(STRICT)
+class RecipeSupport(TypedDict):
+    supported: bool
+    reason: str | None
+
+
+@with_config(STRICT)
+class Environment(TypedDict):
+    device: Device
+    versions: Versions
+    transformer_engine: TransformerEngineInfo
+    distributed: Distributed
+    fp8_recipes: dict[RecipeName, RecipeSupport]
+    backend: Backend  # the backend that ran
+    label: Annotated[str, Field(min_length=10)]  # the honesty label shown with every number
+    emulated: bool
+
+
+@with_config(STRICT)
+class Artifact(TypedDict):
+    name: Annotated[str, Field(min_length=1)]
+    path: ArtifactPath
+    media_type: MediaType
+    title: NotRequired[str]
+
+
+@with_config(STRICT)
+class TimelineArtifacts(TypedDict):
+    """The two files drawn from one set of spans: an SVG timeline and a Chrome trace."""
+
+    timeline: ArtifactPath
+    trace: ArtifactPath
+
+
+# ---- the envelope ------------------------------------------------------------------------------
+
+
+class Envelope(BaseModel):
+    """What `python -m labs run` writes around a lab's results; labs.result_schema adds per lab the
+    `lab` tag, the lab's `Params` and its `results` model."""
+
+    model_config = STRICT
+
+    schema_version: Literal[1] = Field(description="changes when a field's meaning or shape changes")
+    environment: Environment
+    started_at: Timestamp
+    finished_at: Timestamp
+    artifacts: list[Artifact]

@@ -1,0 +1,239 @@
+"""tp-sweep's page: per-degree timelines and traces, the sweep chart, and the summary and tables.
+
+Nothing here measures; it lays out what run.py measured and what labs.parallel.costmodel predicted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.tp_sweep.params import TOLERANCES, Params
+from labs.trace.chrome import chrome_trace_json
+from labs.trace.svgplot import Series, line_chart, svg_timeline
+from labs.trace.timeline import Span
+
+
+def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -> dict:
+    """The timeline SVG of one measured step and the Chrome trace of all steps, for one degree."""
+    last_step = params.steps - 1
+    last = [s for s in spans if s.args.get("step") == last_step]
+    svg_name, trace_name = f"timeline_tp{degree}.svg", f"trace_tp{degree}.json"
+    ctx.write_text(
+        svg_name,
+        svg_timeline(
+            last,
+            title=f"TP={degree}: one measured step per rank (last of {params.steps})",
+            subtitle=f"{ctx.environment['label'][:110]}",
+            description=f"Compute, communication and wait lanes for each of {degree} ranks during one forward+backward of the MLP block.",
+        ),
+    )
+    ctx.write_text(
+        trace_name,
+        chrome_trace_json(spans, metadata={"lab": "tp-sweep", "degree": degree, "backend": ctx.backend}),
+    )
+    ctx.add_artifact(f"timeline_tp{degree}", svg_name, "image/svg+xml", f"Timeline, TP={degree} (measured)")
+    ctx.add_artifact(
+        f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)"
+    )
+    return {"timeline": svg_name, "trace": trace_name}
+
+
+def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
+    """Everything relative to its own TP=1 step time, so CPU-measured and GPU-predicted share an axis."""
+    m_base = next((r["step_ms"] for r in rows if r["degree"] == 1), rows[0]["step_ms"])
+    p_rows = predicted["per_degree"]
+    p_base = next((r["step_ms"] for r in p_rows if r["degree"] == 1), p_rows[0]["step_ms"])
+    xs = [r["degree"] for r in rows]
+    pxs = [r["degree"] for r in p_rows]
+    series = []
+    for key, label in (
+        ("step_ms", "step"),
+        ("local_gemm_ms", "local GEMM"),
+        ("collective_ms", "collective"),
+        ("exposed_comm_ms", "exposed comm"),
+    ):
+        series.append(Series(f"{label} (measured)", xs, [r[key] / m_base for r in rows]))
+    for key, label in (
+        ("step_ms", "step"),
+        ("local_gemm_ms", "local GEMM"),
+        ("collective_ms", "collective"),
+        ("exposed_comm_ms", "exposed comm"),
+    ):
+        series.append(Series(f"{label} (predicted)", pxs, [r[key] / p_base for r in p_rows], dashed=True))
+    over = predicted["oversharding_from"]
+    return line_chart(
+        series,
+        title=f"TP sweep: measured ({ctx.backend}) vs predicted ({predicted['node']})",
+        xlabel="TP degree" + (f"  (predicted over-sharding from TP={over})" if over else ""),
+        ylabel="time / own TP=1 step",
+        width=760,
+        description=(
+            "Solid lines: measured on this machine; dashed: predicted by the roofline + alpha-beta model for "
+            f"{predicted['node']}. Each curve is divided by its own TP=1 step time."
+        ),
+    )
+
+
+def results(
+    params: Params, ctx: Any, rows: list[dict], predicted: dict, slots: int, slots_why: str, tol_name: str
+) -> dict:
+    """The lab's `results`: summary and tables for the page beside the numbers they are built from."""
+    cpu = ctx.backend == "cpu"
+    timing_note = (
+        "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
+        if cpu
+        else "GPU timings from CUDA events"
+    )
+    summary = [
+        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
+        {"label": "Rank slots", "value": slots, "note": slots_why},
+    ]
+    for r in rows:
+        summary.append(
+            {
+                "label": f"TP={r['degree']} step (measured)",
+                "value": round(r["step_ms"], 3),
+                "unit": "ms",
+                "note": timing_note + (f"; {r['step_vs_tp1']:.2f}x TP=1" if r["step_vs_tp1"] else ""),
+            }
+        )
+    worst = max(r["parity"]["max_rel_diff"] for r in rows)
+    summary.append(
+        {
+            "label": "Worst relative difference vs TP=1",
+            "value": worst,
+            "note": f"tolerance {tol_name} = {TOLERANCES[tol_name]['max_rel_diff']:g}: {TOLERANCES[tol_name]['reason']}",
+        }
+    )
+    summary.append(
+        {
+            "label": f"Over-sharding begins (predicted, {predicted['node']})",
+            "value": f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
+            "note": "predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
+        }
+    )
+    tables = [
+        {
+            "title": "Per degree (measured; times are medians over steps, in ms)",
+            "columns": [
+                "TP",
+                "step",
+                "step / TP=1",
+                "local GEMM",
+                "collective",
+                "wait",
+                "exposed comm",
+                "collective kinds",
+                "bytes/step",
+                "max rel diff",
+                "within tolerance",
+            ],
+            "rows": [
+                [
+                    r["degree"],
+                    _r(r["step_ms"]),
+                    _r(r["step_vs_tp1"]),
+                    _r(r["local_gemm_ms"]),
+                    _r(r["collective_ms"]),
+                    _r(r["wait_ms"]),
+                    _r(r["exposed_comm_ms"]),
+                    ", ".join(r["collective_kinds"]) or "none",
+                    r["collective_bytes_per_step"],
+                    f"{r['parity']['max_rel_diff']:.2e}",
+                    "yes" if r["parity"]["within_tolerance"] else "NO",
+                ]
+                for r in rows
+            ],
+        },
+        {
+            "title": "Rank mapping: which slice of which weight each rank owns",
+            "columns": ["TP", "rank", "weight", "split", "slice", "local shape", "full shape"],
+            "rows": [
+                [
+                    r["degree"],
+                    k["rank"],
+                    m["weight"],
+                    m["split"],
+                    m["slice"],
+                    "x".join(map(str, m["local_shape"])),
+                    "x".join(map(str, m["full_shape"])),
+                ]
+                for r in rows
+                for k in r["ranks"]
+                for m in k["mapping"]
+            ],
+        },
+        {
+            "title": "Per rank (measured, ms)",
+            "columns": [
+                "TP",
+                "rank",
+                "local GEMM shapes (m x n x k)",
+                "local GEMM",
+                "collectives",
+                "collective",
+                "wait",
+                "step",
+            ],
+            "rows": [
+                [
+                    r["degree"],
+                    k["rank"],
+                    "; ".join(f"{g['gemm']} {g['m']}x{g['n']}x{g['k']}" for g in k["local_gemm_shapes"][:2]),
+                    _r(k["local_gemm_ms"]),
+                    "; ".join(f"{c['kind']} {c['bytes']} B" for c in k["collectives"]) or "none",
+                    _r(k["collective_ms"]),
+                    _r(k["wait_ms"]),
+                    _r(k["step_ms"]),
+                ]
+                for r in rows
+                for k in r["ranks"]
+            ],
+        },
+        {
+            "title": f"PREDICTED for {predicted['node_spec']['name']} ({predicted['precision']}, tokens={predicted['shape']['tokens']}, hidden={predicted['shape']['hidden']}, ffn={predicted['shape']['ffn']}; ms)",
+            "columns": [
+                "TP",
+                "predicted local GEMM",
+                "predicted collective",
+                "predicted exposed comm",
+                "predicted step",
+                "predicted comm fraction",
+            ],
+            "rows": [
+                [
+                    p["degree"],
+                    _r(p["local_gemm_ms"], 5),
+                    _r(p["collective_ms"], 5),
+                    _r(p["exposed_comm_ms"], 5),
+                    _r(p["step_ms"], 5),
+                    _r(p["comm_fraction"]),
+                ]
+                for p in predicted["per_degree"]
+            ],
+        },
+    ]
+    return {
+        "summary": summary,
+        "tables": tables,
+        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": timing_note},
+        "rank_slots": {"available": slots, "explanation": slots_why},
+        "tolerances": TOLERANCES,
+        "tolerance_used": tol_name,
+        "fp8": {
+            "enabled": params.fp8,
+            "mode": (
+                "emulated (labs.numerics.fp8, per-shard current scaling)"
+                if cpu
+                else "emulated (labs.numerics.fp8) on GPU"
+            )
+            if params.fp8
+            else None,
+        },
+        "degrees": [{k: v for k, v in r.items()} for r in rows],
+        "predicted": predicted,
+    }
+
+
+def _r(v: Any, nd: int = 3) -> float | None:
+    return None if v is None else round(float(v), nd)

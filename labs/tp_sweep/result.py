@@ -1,0 +1,180 @@
+"""tp-sweep's `results` in result.json (torch-free): per degree and rank, measured (ms), parity against
+TP=1, and beside them a cost-model prediction labelled 'predicted' (labs.parallel.costmodel)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, with_config
+from typing_extensions import TypedDict
+
+from labs.result_common import STRICT, LabResults, Ms, NonNegFloat, NonNegInt, PosInt, TimelineArtifacts
+
+# ---- the prediction (labs.parallel.costmodel.predict_sweep) -------------------------------------
+
+
+@with_config(STRICT)
+class NodeSpec(TypedDict):
+    name: str
+    gpus: PosInt
+    peak_bf16_flops: float
+    peak_fp8_flops: float
+    hbm_bytes_per_s: float
+    link_bytes_per_s: float
+    collective_latency_s: float
+    source: str
+
+
+@with_config(STRICT)
+class PredictedDegree(TypedDict):
+    """Predicted per-rank times (ms) of one forward+backward of the TP MLP block at one degree."""
+
+    degree: PosInt
+    local_gemm_ms: NonNegFloat
+    elementwise_ms: NonNegFloat
+    collective_ms: NonNegFloat
+    collective_bytes: NonNegInt
+    exposed_comm_ms: NonNegFloat
+    step_ms: NonNegFloat
+    hideable_ms: NonNegFloat
+    comm_fraction: NonNegFloat
+
+
+@with_config(STRICT)
+class Shape(TypedDict):
+    tokens: PosInt
+    hidden: PosInt
+    ffn: PosInt
+
+
+@with_config(STRICT)
+class Prediction(TypedDict):
+    label: Literal["predicted"]  # never a measurement
+    node: str
+    node_spec: NodeSpec
+    precision: Literal["bf16", "fp8"]
+    shape: Shape
+    gemm_efficiency: float
+    per_degree: list[PredictedDegree]
+    best_degree: PosInt
+    oversharding_from: PosInt | None
+    step_stops_improving_from: PosInt | None
+    comm_exceeds_gemm_from: PosInt | None
+
+
+# ---- the measurement ---------------------------------------------------------------------------
+
+
+@with_config(STRICT)
+class TpTiming(TypedDict):
+    kind: Literal["cpu-wall-clock", "cuda-events"]
+    unit: Literal["ms"]
+    note: str
+
+
+@with_config(STRICT)
+class RankSlots(TypedDict):
+    available: NonNegInt
+    explanation: str
+
+
+@with_config(STRICT)
+class Tolerance(TypedDict):
+    max_rel_diff: NonNegFloat
+    reason: str
+
+
+@with_config(STRICT)
+class Fp8Mode(TypedDict):
+    enabled: bool
+    mode: str | None
+
+
+@with_config(STRICT)
+class Diff(TypedDict):
+    max_abs_diff: NonNegFloat
+    max_rel_diff: NonNegFloat
+
+
+@with_config(STRICT)
+class Parity(TypedDict):
+    """The sharded block against the unsharded TP=1 block computed in the launching process."""
+
+    output: Diff
+    grad_input: Diff
+    grad_fc1_weight: Diff
+    grad_fc2_weight: Diff
+    tolerance: str  # a key of `tolerances`
+    max_rel_diff: NonNegFloat
+    within_tolerance: bool
+
+
+@with_config(STRICT)
+class WeightSlice(TypedDict):
+    weight: str
+    split: str
+    full_shape: list[PosInt]
+    slice: str
+    local_shape: list[PosInt]
+
+
+@with_config(STRICT)
+class GemmShape(TypedDict):
+    gemm: str
+    m: PosInt
+    n: PosInt
+    k: PosInt
+
+
+@with_config(STRICT)
+class Collective(TypedDict):
+    name: str
+    kind: Literal["all-reduce", "all-gather"]
+    bytes: NonNegInt
+    ms: Ms
+
+
+@with_config(STRICT)
+class TpRankRow(TypedDict):
+    """One rank at one degree; times are medians over the timed steps."""
+
+    rank: NonNegInt
+    mapping: list[WeightSlice]
+    local_gemm_shapes: list[GemmShape]
+    step_ms: Ms
+    local_gemm_ms: Ms
+    other_compute_ms: Ms
+    collective_ms: Ms
+    wait_ms: Ms
+    exposed_comm_ms: Ms
+    overlap_ratio: float | None
+    collectives: list[Collective]
+
+
+@with_config(STRICT)
+class DegreeRow(TypedDict):
+    """One TP degree: the slowest rank's step, GEMM and collective times averaged over ranks."""
+
+    degree: PosInt
+    step_ms: Ms
+    step_vs_tp1: float | None
+    local_gemm_ms: Ms
+    collective_ms: Ms
+    wait_ms: Ms
+    exposed_comm_ms: Ms
+    collective_kinds: list[str]
+    collective_bytes_per_step: NonNegInt
+    parity: Parity
+    ranks: Annotated[list[TpRankRow], Field(min_length=1)]
+    predicted: PredictedDegree | None
+    artifacts: TimelineArtifacts
+
+
+class TpSweepResults(LabResults):
+    timing: TpTiming
+    rank_slots: RankSlots
+    tolerances: dict[str, Tolerance]
+    tolerance_used: str
+    fp8: Fp8Mode
+    degrees: Annotated[list[DegreeRow], Field(min_length=1)]
+    predicted: Prediction

@@ -1,0 +1,1 @@
+"""Per-rank timelines: spans and overlap arithmetic, SVG drawing, Chrome trace export."""

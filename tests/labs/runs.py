@@ -1,0 +1,59 @@
+"""Real lab runs shared by tests/labs: each (lab, params) runs once per test session, through the command
+line the worker uses, with the peak memory of its whole process tree measured (labs.memwatch)."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from labs.memwatch import Measured, run_measured
+
+ROOT = Path(__file__).resolve().parents[2]
+_TMP = Path(tempfile.mkdtemp(prefix="labs-test-runs-"))
+atexit.register(shutil.rmtree, _TMP, True)
+
+# Small enough to finish in seconds on a shared 2-core machine; each still runs every code path.
+SMALL = {
+    "env-check": {},
+    "fp8-step": {"steps": 6, "batch": 4, "seq": 16, "d_model": 32, "n_heads": 2, "ffn": 64, "n_layers": 2, "vocab": 16},
+    "tp-sweep": {"degrees": [1, 2], "tokens": 64, "hidden": 128, "ffn": 512, "steps": 2, "warmup": 1},
+    "overlap-trace": {"tokens": 64, "hidden": 128, "ffn": 512, "window_out": 128, "steps": 2, "warmup": 1},
+}
+
+
+# A host with little memory gets a small default per-job budget (a quarter of it); these runs are sized to
+# finish quickly, not to test that budget (tests/labs/test_resources.py does, through spec.problems).
+ENV = os.environ | {"COURSE_JOB_MEMORY_MB": "16384"}
+
+
+@dataclass(frozen=True)
+class LabRun:
+    lab: str
+    params: dict
+    out: Path
+    measured: Measured
+
+    @property
+    def result(self) -> dict:
+        return json.loads((self.out / "result.json").read_text())
+
+
+@cache
+def _run(lab: str, params_json: str) -> LabRun:
+    out = Path(tempfile.mkdtemp(prefix=lab + "-", dir=_TMP))
+    argv = [sys.executable, "-m", "labs", "run", lab, "--params", params_json, "--out", str(out), "--backend", "cpu"]
+    measured = run_measured(argv, cwd=ROOT, env=ENV, timeout_s=600)
+    assert measured.returncode == 0, f"{lab} {params_json} failed:\n{measured.stderr[-3000:]}"
+    return LabRun(lab, json.loads(params_json), out, measured)
+
+
+def run(lab: str, params: dict | None = None) -> LabRun:
+    """The lab run with `params` (default: SMALL[lab]) on the cpu backend, run at most once per session."""
+    return _run(lab, json.dumps(SMALL[lab] if params is None else params, sort_keys=True))
