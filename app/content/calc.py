@@ -10,39 +10,29 @@ to override the format). The loader evaluates each entry once, checks every plac
 the numbers, so the page, the tests and the practice engine all read the same arithmetic.
 
 Each calculation returns a flat dict of named numbers (bools render as yes/no). FP8 rules follow
-Transformer Engine (docs in shared/DESIGN.md): scale = (fp8_max / amax) / 2**margin, quantize = multiply,
-clamp to ±fp8_max explicitly, then round. When the labs package provides `labs.fp8`, its functions are
-used so the lesson and the lab agree bit for bit; otherwise the same rules run in plain Python here
-(tests/content/test_calc.py checks that both paths give the same numbers).
+Transformer Engine (shared/DESIGN.md) in one arithmetic, written here in plain Python so that the web tier
+never imports torch: scale = (fp8_max / amax) / 2**margin computed in FP32; quantize = multiply in FP32,
+clamp to ±fp8_max explicitly, round to the nearest FP8 value (ties to even). labs/fp8.py runs the same
+rules with torch; tests/content/test_calc.py checks that both give the same bits over the worked numbers
+and random cases.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import struct
 from collections.abc import Callable
-
-_UNSET = object()
-_labs_fp8: object = _UNSET  # imported on first use: labs.fp8 pulls in torch (~1.5 s), not needed to import app
-
-
-def _labs():
-    """labs.fp8 when the standalone lab package is importable, else None (plain-Python arithmetic)."""
-    global _labs_fp8
-    if _labs_fp8 is _UNSET:
-        try:
-            from labs import fp8 as module
-        except Exception:  # ImportError, or a half-written module during development
-            module = None
-        _labs_fp8 = module
-    return _labs_fp8
-
+from typing import Any
 
 #: Largest finite magnitude of each FP8 format (Transformer Engine's FP8 formats).
 FP8_MAX = {"E4M3": 448.0, "E5M2": 57344.0}
 #: (mantissa bits, smallest normal exponent) of each format, for round-to-nearest-even.
-_FP8_BITS = {"E4M3": (3, -6), "E5M2": (2, -14)}
+FP8_BITS = {"E4M3": (3, -6), "E5M2": (2, -14)}
 FLT_MAX = 3.4028234663852886e38
+# Half an ulp above FLT_MAX: from here on, rounding to FP32 gives inf (FLT_MAX's mantissa is odd, so a tie
+# rounds up too).
+_F32_OVERFLOW = FLT_MAX + 2.0**103
 
 
 class CalcError(ValueError):
@@ -56,10 +46,34 @@ def _fmt(fmt: str) -> str:
     return key
 
 
-def _positive(name: str, value: float) -> float:
+def _positive(name: str, value: Any) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
         raise CalcError(f"{name} must be a number > 0, got {value!r}")
     return float(value)
+
+
+def _count(name: str, value: Any, least: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise CalcError(f"{name} must be an integer >= {least}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------- FP32 and FP8 rounding
+
+
+def f32(x: float) -> float:
+    """x rounded to the nearest FP32 value (ties to even), the way a float32 tensor holds it.
+
+    Rounding the exact double result once to FP32 is the correctly rounded FP32 result of +, −, ×, ÷ on
+    FP32 inputs (a double carries more than 2·24 + 2 bits), so `f32(f32(a) / f32(b))` is FP32 division.
+    """
+    if math.isnan(x) or math.isinf(x):
+        return x
+    if abs(x) >= _F32_OVERFLOW:
+        return math.copysign(math.inf, x)
+    if abs(x) > FLT_MAX:
+        return math.copysign(FLT_MAX, x)
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
 def round_fp8(x: float, fmt: str = "E4M3") -> float:
@@ -67,7 +81,7 @@ def round_fp8(x: float, fmt: str = "E4M3") -> float:
     fmt = _fmt(fmt)
     if x == 0 or math.isnan(x):
         return x
-    mant, emin = _FP8_BITS[fmt]
+    mant, emin = FP8_BITS[fmt]
     a = min(abs(x), FP8_MAX[fmt])
     _, e = math.frexp(a)  # a = m * 2**e with m in [0.5, 1): floor(log2 a) = e - 1
     step = 2.0 ** (max(e - 1, emin) - mant)
@@ -75,46 +89,73 @@ def round_fp8(x: float, fmt: str = "E4M3") -> float:
     return math.copysign(q, x)
 
 
+def clip_threshold(fmt: str) -> float:
+    """Scaled magnitudes above this lose more than rounding to the clamp: fp8_max plus half its ulp.
+
+    Up to there a value rounds to fp8_max anyway (ties go to fp8_max, whose mantissa is even), so only
+    values beyond it count as clipped; labs/fp8.py counts clips the same way.
+    """
+    fmt = _fmt(fmt)
+    mant, _ = FP8_BITS[fmt]
+    top_ulp = 2.0 ** (math.floor(math.log2(FP8_MAX[fmt])) - mant)
+    return FP8_MAX[fmt] + top_ulp / 2
+
+
+def fp8_grid(fmt: str = "E4M3") -> list[float]:
+    """Every non-negative finite value of the format, ascending (subnormals first, fp8_max last)."""
+    fmt = _fmt(fmt)
+    mant, emin = FP8_BITS[fmt]
+    values = [k * 2.0 ** (emin - mant) for k in range(2**mant)]  # 0 and the subnormals
+    e = emin
+    while True:
+        for k in range(2**mant):
+            v = (1 + k / 2**mant) * 2.0**e
+            if v > FP8_MAX[fmt]:
+                return values
+            values.append(v)
+        e += 1
+
+
 # ---------------------------------------------------------------- FP8 scaling
 
 
 def fp8_scale(amax: float, fmt: str = "E4M3", margin: int = 0) -> dict:
-    """Scale that maps amax onto the format's largest value: (fp8_max / amax) / 2**margin."""
+    """Scale that maps amax onto the format's largest value: (fp8_max / amax) / 2**margin, in FP32.
+
+    An amax so small that the quotient overflows FP32 gives FLT_MAX, as in Transformer Engine.
+    """
     fmt = _fmt(fmt)
     amax = _positive("amax", amax)
-    if _labs() is not None:  # FP32 arithmetic, as the lab and Transformer Engine do it
-        scale = float(_labs().compute_scale(amax, fmt.lower(), margin=margin))
-    else:
-        scale = min((FP8_MAX[fmt] / amax) / 2.0**margin, FLT_MAX)
+    if not isinstance(margin, int) or isinstance(margin, bool) or margin < 0:
+        raise CalcError(f"margin must be an integer >= 0, got {margin!r}")
+    scale = f32(f32(FP8_MAX[fmt] / f32(amax)) / 2.0**margin)
+    if math.isinf(scale):
+        scale = FLT_MAX
     return {"scale": scale, "fp8_max": FP8_MAX[fmt], "amax": amax}
 
 
 def fp8_map(value: float, scale: float | None = None, fmt: str = "E4M3", amax: float | None = None) -> dict:
     """Where one value lands after scaling: the scaled value, what is stored after the clamp, and clipping.
 
-    Give the `scale`, or the `amax` it is derived from (then scale = fp8_scale(amax, fmt)).
+    Give the `scale`, or the `amax` it is derived from (then scale = fp8_scale(amax, fmt)). The product is
+    taken in FP32; `dequantized` multiplies back by the FP32 reciprocal of the scale, as TE does.
     """
     fmt = _fmt(fmt)
     if (scale is None) == (amax is None):
         raise CalcError("give exactly one of scale or amax")
-    scale = fp8_scale(amax, fmt)["scale"] if amax is not None else _positive("scale", scale)
-    scaled = float(value) * scale
+    s = fp8_scale(amax, fmt)["scale"] if amax is not None else f32(_positive("scale", scale))
+    scaled = f32(f32(float(value)) * s)
     limit = FP8_MAX[fmt]
-    clipped = abs(scaled) > limit
+    clipped = abs(scaled) > clip_threshold(fmt)
     stored = round_fp8(scaled, fmt)  # clamps explicitly before rounding
-    if _labs() is not None:  # the lab's quantizer: same clamp, its own clip threshold and FP32 math
-        import torch
-
-        res = _labs().quantize(torch.tensor([float(value)]), fmt.lower(), scale)
-        stored, clipped = float(res.data.float()[0]), res.clipped > 0
     return {
         "scaled": scaled,
         "stored": stored,
         "clipped": clipped,
         "fp8_max": limit,
         "lost": abs(scaled) - limit if clipped else 0.0,
-        "dequantized": stored / scale,
-        "scale": scale,
+        "dequantized": f32(stored * f32(1.0 / s)),
+        "scale": s,
     }
 
 
@@ -242,29 +283,25 @@ def accumulate_fp8(addend: float, count: int, promote_every: int = 0, fmt: str =
     """Sum `count` copies of `addend`, rounding the running sum to FP8 after every add.
 
     promote_every = k > 0 flushes the FP8 partial sum into an FP32 total every k terms, the fix
-    DeepSeek-V3 describes; 0 means never promote.
+    DeepSeek-V3 describes; 0 means never promote. `stuck_after` is the last add that still changed the
+    unpromoted sum (0 when it never stops moving, or when promoting).
     """
     fmt = _fmt(fmt)
-    if not isinstance(count, int) or count < 1:
-        raise CalcError(f"count must be an integer >= 1, got {count!r}")
-    total, stuck = _accumulate(addend, count, promote_every, fmt)
-    if _labs() is not None:
-        total = float(_labs().accumulate([addend] * count, fmt.lower(), promote_every=promote_every or None))
-    exact = addend * count
-    return {"total": total, "exact": exact, "error": exact - total, "stuck_after": stuck}
-
-
-def _accumulate(addend: float, count: int, promote_every: int, fmt: str) -> tuple[float, int]:
+    count = _count("count", count)
+    promote_every = _count("promote_every", promote_every, least=0)
+    a = f32(float(addend))
     total, partial, stuck_after, prev = 0.0, 0.0, 0, None
     for i in range(1, count + 1):
-        partial = round_fp8(partial + addend, fmt)
+        partial = round_fp8(f32(partial + a), fmt)  # the add runs in FP32, the sum is stored in FP8
         if prev is not None and partial == prev and not stuck_after and not promote_every:
-            stuck_after = i - 1  # the last add that still changed the sum
+            stuck_after = i - 1
         prev = partial
         if promote_every and i % promote_every == 0:
-            total += partial  # FP32 (here: Python float) total
+            total = f32(total + partial)  # the FP32 accumulator
             partial, prev = 0.0, None
-    return total + partial, stuck_after
+    total = f32(total + partial)
+    exact = float(addend) * count
+    return {"total": total, "exact": exact, "error": exact - total, "stuck_after": stuck_after}
 
 
 # ---------------------------------------------------------------- registry
@@ -310,8 +347,3 @@ def format_value(value, spec: str) -> str:
         return format(value, spec)
     except (TypeError, ValueError) as exc:
         raise CalcError(f"format {spec!r} does not apply to {value!r}: {exc}") from None
-
-
-def using_labs_fp8() -> bool:
-    """True when FP8 numbers come from labs.fp8 rather than this module's own arithmetic."""
-    return _labs() is not None

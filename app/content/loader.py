@@ -6,24 +6,22 @@
 - `validate_lesson_texts(texts, …)`: the same for YAML texts held in memory (the browser editor), with
   any file not posted read from `base_dir`.
 
-An error names the file (relative to the lesson folder's parent, e.g.
-`transformer-scaling/parts/orient.yaml`), the field path (`blocks[2].pause.answer`), what was
-expected and what was found, plus the YAML line when it can be located.
+Errors are `ContentError`s (app/content/errors.py turns YAML and pydantic errors into the author's
+terms: file, line, field path, expected, found).
 """
 
 from __future__ import annotations
 
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import calc, practice
+from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_problem
 from .schema import (
     SLUG,
     Atlas,
@@ -44,25 +42,6 @@ OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
 CALC_PLACEHOLDER = re.compile(r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}")
 _QUESTION_ADAPTER = TypeAdapter(QuestionFile)
-
-
-@dataclass(frozen=True)
-class ContentError:
-    """One problem in one file, in the author's terms."""
-
-    file: str  # e.g. "transformer-scaling/parts/orient.yaml"
-    field: str  # e.g. "blocks[2].pause.answer"; "" for the file as a whole
-    expected: str
-    found: str
-    line: int | None = None  # 1-based line in the YAML, when known
-
-    @property
-    def message(self) -> str:
-        return f"expected {self.expected}, found {self.found}"
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.field or '(file)'}: {self.message}"
 
 
 @dataclass
@@ -161,8 +140,8 @@ class _LessonBuild:
         self.trees: dict[str, Any] = {}  # rel path -> composed YAML node, for line numbers
 
     def err(self, rel: str, loc: tuple | str, expected: str, found: str) -> None:
-        path = loc if isinstance(loc, str) else _loc_to_path(loc)
-        line = _line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else _path_to_loc(loc))
+        path = loc if isinstance(loc, str) else loc_to_path(loc)
+        line = line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else path_to_loc(loc))
         self.errors.append(ContentError(f"{self.id}/{rel}", path, expected, found, line))
 
     def run(self) -> tuple[Lesson | None, list[ContentError]]:
@@ -246,14 +225,11 @@ class _LessonBuild:
             self.trees[rel] = yaml.compose(text, Loader=yaml.SafeLoader)
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            self.errors.append(
-                ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, mark.line + 1 if mark else None)
-            )
+            problem, line = yaml_problem(exc)
+            self.errors.append(ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, line))
             return None
         if not isinstance(data, dict):
-            self.err(rel, "", "a mapping of fields (key: value lines)", _found(data))
+            self.err(rel, "", "a mapping of fields (key: value lines)", describe_value(data))
             return None
         return data
 
@@ -264,7 +240,7 @@ class _LessonBuild:
             return model.model_validate(data)
         except ValidationError as exc:
             root = model if isinstance(model, type) else None
-            for loc, expected, found in _explain(exc, data, root):
+            for loc, expected, found in explain(exc, data, root):
                 self.err(rel, loc, expected, found)
             return None
 
@@ -412,11 +388,11 @@ def _known_file(rel: str) -> bool:
     return len(parts) == 2 and parts[0] in ("parts", "questions") and parts[1].endswith(".yaml")
 
 
-def _stable_ids(block) -> list[tuple[tuple, str]]:
+def _stable_ids(block: Any) -> list[tuple[tuple, str]]:
     """Ids learners' saved answers and progress hang on: sections, pauses, objectives, trace steps."""
-    out = []
+    out: list[tuple[tuple, str]] = []
     if getattr(block, "kind", "") == "section":
-        out.append(((("id",)), block.id))
+        out.append((("id",), block.id))
         if block.pause:
             out.append((("pause", "id"), block.pause.id))
     if getattr(block, "kind", "") == "objectives":
@@ -425,146 +401,3 @@ def _stable_ids(block) -> list[tuple[tuple, str]]:
         out.append((("id",), block.id))
         out += [(("steps", i, "id"), s.id) for i, s in enumerate(block.steps)]
     return out
-
-
-def _found(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    text = repr(value)
-    kind = type(value).__name__.replace("str", "text").replace("dict", "mapping").replace("NoneType", "nothing")
-    return f"{kind} {text[:60] + '…' if len(text) > 60 else text}"
-
-
-def _loc_to_path(loc: tuple) -> str:
-    out = ""
-    for item in loc:
-        out += f"[{item}]" if isinstance(item, int) else (f".{item}" if out else str(item))
-    return out
-
-
-def _path_to_loc(path: str) -> tuple:
-    loc: list = []
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
-        loc.append(int(index) if index else name)
-    return tuple(loc)
-
-
-def _line_of(node: Any, loc: tuple) -> int | None:
-    """1-based line of the value at loc in a composed YAML tree (the deepest node that exists)."""
-    if node is None:
-        return None
-    line = node.start_mark.line + 1
-    for item in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == item), None)
-            if match is None:
-                return line
-            key, node = match
-            line = key.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int) and item < len(node.value):
-            node = node.value[item]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _unwrap(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
-    """The model class that validates the mapping at loc (to list its allowed fields), or None."""
-    tp: Any = root
-    for item in loc:
-        tp = _unwrap(tp)
-        origin = typing.get_origin(tp)
-        if origin in (typing.Union, types.UnionType):
-            members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
-            kind = data.get("kind") if isinstance(data, dict) else None
-            tp = next(
-                (
-                    m
-                    for m in members
-                    if kind
-                    and m.model_fields.get("kind")
-                    and kind in typing.get_args(m.model_fields["kind"].annotation)
-                ),
-                members[0] if len(members) == 1 else None,
-            )
-            if tp is None:
-                return None
-            origin = None
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            if not isinstance(data, dict) or item not in tp.model_fields:
-                return None
-            tp, data = tp.model_fields[item].annotation, data.get(item)
-        elif origin is list and isinstance(item, int) and isinstance(data, list) and item < len(data):
-            tp, data = typing.get_args(tp)[0], data[item]
-        elif origin is dict and isinstance(data, dict):
-            tp, data = typing.get_args(tp)[1], data.get(item)
-        else:
-            return None
-    tp = _unwrap(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
-        kind = data.get("kind") if isinstance(data, dict) else None
-        tp = next(
-            (
-                m
-                for m in members
-                if "kind" in m.model_fields and kind in typing.get_args(m.model_fields["kind"].annotation)
-            ),
-            None,
-        )
-    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-
-
-def _explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> list[tuple[tuple, str, str]]:
-    """pydantic errors -> (loc in the author's data, expected, found), merging union alternatives."""
-    merged: dict[tuple, tuple[list[str], str]] = {}
-    for e in exc.errors(include_url=False):
-        loc, node, walked = [], data, list(e["loc"])
-        for n, item in enumerate(walked):
-            if isinstance(node, dict) and item in node:
-                loc.append(item)
-                node = node[item]
-            elif isinstance(node, list) and isinstance(item, int) and item < len(node):
-                loc.append(item)
-                node = node[item]
-            elif n == len(walked) - 1 and e["type"] in ("missing", "extra_forbidden"):
-                loc.append(item)
-                node = None
-            # else: a union member's tag (e.g. 'section', 'Range'): not part of the author's data
-        key = tuple(loc)
-        expected, found = _expected(e, data, root, key), _found(e.get("input"))
-        if e["type"] == "missing":
-            found = "nothing (the field is missing)"
-        elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
-            expected, found = expected.split("; found ", 1)
-        if key in merged:
-            if expected not in merged[key][0]:
-                merged[key][0].append(expected)
-        else:
-            merged[key] = ([expected], found)
-    return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
-
-
-def _expected(e: dict, data: Any, root: type[BaseModel] | None, loc: tuple) -> str:
-    kind = e["type"]
-    if kind == "missing":
-        return "a value (required field)"
-    if kind == "extra_forbidden":
-        model = _model_at(root, data, loc[:-1]) if root else None
-        allowed = ", ".join(model.model_fields) if model else ""
-        return f"no field named {loc[-1]!r} here" + (f" (allowed: {allowed})" if allowed else "")
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        ctx = e.get("ctx", {})
-        return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"
-    msg = e["msg"]
-    for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix) :]
-    return msg

@@ -22,15 +22,30 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from labs import catalog
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, description="Lowercase id: letters, digits and dashes.")]
 Markdown = Annotated[str, Field(min_length=1, description="Markdown text; `$…$` math allowed.")]
 Text = Annotated[str, Field(min_length=1, description="Plain one-line text.")]
 
-#: Labs a lesson may link to; they are the labs `python -m labs run` knows.
-LabId = Literal["env-check", "fp8-step", "tp-sweep", "overlap-trace"]
+
+def _known_lab(name: str) -> str:
+    """A lab name from labs/catalog.py, the one place a lab's name is written."""
+    known = catalog.names()
+    if name not in known:
+        raise ValueError(f"a lab from labs/catalog.py ({', '.join(known)}); found {name!r}")
+    return name
+
+
+#: Labs a lesson may link to: the labs `python -m labs run` knows, read from the torch-free catalog.
+LabId = Annotated[
+    str,
+    AfterValidator(_known_lab),
+    Field(description="Name of a lab in labs/catalog.py.", json_schema_extra={"enum": catalog.names()}),
+]
 
 
 class Strict(BaseModel):
@@ -301,7 +316,7 @@ class Numeric(QuestionBase):
     answer: float | None = Field(None, description="The answer of a fixed (non-generated) question.")
     unit: str = Field("", description="Unit of the answer, e.g. 'ms', 'GB', '%'; empty for a pure number.")
     tolerance: Tolerance = Field(
-        default_factory=lambda: Tolerance(rel=0.01), description="How close counts as correct."
+        default_factory=lambda: Tolerance.model_validate({"rel": 0.01}), description="How close counts as correct."
     )
     explanation: Markdown | None = Field(
         None, description="Shown after grading; may use {{param}} and the generator's derived values."

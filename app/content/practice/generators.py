@@ -1,17 +1,10 @@
-"""Practice engine: variants and grading. Pure functions: no HTTP, no database.
+"""Numeric question generators: each learner's own variant, drawn deterministically from a seed.
 
-Three question kinds (see schema.py):
-- single_choice: `grade(q, None, "A")` returns that option's own feedback.
-- free_response: `grade(q, None, text)` accepts any non-empty text as `answered` and hands back the
-  reference answer; the app stores the learner's text before it shows the reference.
-- numeric: fixed (`answer:`) or parameterized (`generator:` + `params:` ranges). `make_variant(q, seed)`
-  draws the parameters deterministically from the seed and renders the prompt; `grade(q, variant, raw)`
-  parses the learner's number and unit and compares within the tolerance.
-
-A raw answer that is not a number (or has a unit of the wrong kind) is `invalid`: the message says
-what was expected and `counts_as_attempt` is False, so the app must not record it as a try.
-
-Generators reuse calc.py, so a question and the lesson's worked example share one arithmetic.
+A generator is a family of problems: default parameters (a seed's worked numbers), a unit and a solver
+that reuses app/content/calc.py, so a question and the lesson's worked example share one arithmetic.
+`make_variant(question, seed)` draws the question's `params` ranges from a random stream fixed by
+(question id, seed), solves, and fills the prompt, hint and explanation; `check_numeric` is what the
+loader runs so an author learns at validation time that a generator, parameter or placeholder is wrong.
 """
 
 from __future__ import annotations
@@ -22,12 +15,10 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from . import calc
-from .schema import Choices, FreeResponse, Numeric, Question, Range, SingleChoice
-
-Status = Literal["correct", "incorrect", "invalid", "answered"]
+from .. import calc
+from ..schema import Choices, Numeric, Question, Range
 
 
 @dataclass(frozen=True)
@@ -43,25 +34,6 @@ class Variant:
     explanation: str  # Markdown
     values: dict[str, Any] = field(default_factory=dict)  # params + derived numbers
     hint: str = ""  # Markdown, placeholders filled in
-
-
-@dataclass(frozen=True)
-class Feedback:
-    status: Status
-    message: str  # Markdown
-    expected: float | None = None
-    unit: str = ""
-    expected_text: str = ""  # "14 ms"
-    explanation: str = ""  # Markdown, shown after a graded answer
-    chosen: str | None = None  # the option id for single choice
-
-    @property
-    def correct(self) -> bool:
-        return self.status == "correct"
-
-    @property
-    def counts_as_attempt(self) -> bool:
-        return self.status != "invalid"
 
 
 class PracticeError(ValueError):
@@ -383,130 +355,3 @@ def make_variant(question: Question, seed: int) -> Variant:
     if isinstance(q, Numeric):
         return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", {}, q.hint or "")
     return Variant(question.id, seed, {}, q.prompt, None, "", getattr(q, "explanation", None) or "", {}, q.hint or "")
-
-
-# ---------------------------------------------------------------- parsing answers
-
-_UNITS: dict[str, tuple[str, float]] = {
-    "s": ("time", 1.0),
-    "sec": ("time", 1.0),
-    "ms": ("time", 1e-3),
-    "us": ("time", 1e-6),
-    "µs": ("time", 1e-6),
-    "μs": ("time", 1e-6),
-    "ns": ("time", 1e-9),
-    "b": ("bytes", 1.0),
-    "bytes": ("bytes", 1.0),
-    "kb": ("bytes", 1e3),
-    "mb": ("bytes", 1e6),
-    "gb": ("bytes", 1e9),
-    "tb": ("bytes", 1e12),
-    "kib": ("bytes", 2.0**10),
-    "mib": ("bytes", 2.0**20),
-    "gib": ("bytes", 2.0**30),
-    "tib": ("bytes", 2.0**40),
-    "%": ("ratio", 1.0),
-    "percent": ("ratio", 1.0),
-    "x": ("factor", 1.0),
-    "×": ("factor", 1.0),
-}
-_NUMBER = re.compile(r"^([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)\s*(.*)$", re.IGNORECASE)
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
-
-
-def parse_number(raw: str) -> tuple[float, str]:
-    """'1,234.5 ms' -> (1234.5, 'ms'). ValueError with a learner-facing message when it is not a number."""
-    text = (raw or "").strip().replace("−", "-").replace("\u00a0", " ").replace("_", "")
-    text = re.sub(r"(?<=\d) (?=\d{3}\b)", "", text)  # "16 384" -> "16384"
-    if not text:
-        raise ValueError("Type a number first.")
-    head = re.match(r"^[+-]?[\d.,]+(?:e[+-]?\d+)?", text, re.IGNORECASE)
-    if head and _THOUSANDS.match(head.group(0).split("e")[0].split("E")[0]):
-        text = text.replace(",", "", head.group(0).count(","))
-    m = _NUMBER.match(text)
-    if not m:
-        raise ValueError(f"“{raw.strip()}” is not a number. Write digits, e.g. 14 or 1.87 or 2.5e3.")
-    number = m.group(1).replace(",", ".")
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError(f"“{raw.strip()}” is not a number.") from None
-    if not math.isfinite(value):
-        raise ValueError("The answer must be a finite number.")
-    return value, m.group(2).strip()
-
-
-def _convert(value: float, unit: str, target: str) -> float:
-    """Express value given in `unit` in the question's `target` unit; ValueError when they do not match."""
-    if not unit or unit.lower() == target.lower():
-        return value
-    src, dst = _UNITS.get(unit.lower()), _UNITS.get(target.lower())
-    if not target:
-        raise ValueError(f"This answer has no unit; drop “{unit}”.")
-    if src is None or dst is None or src[0] != dst[0]:
-        raise ValueError(f"“{unit}” cannot be converted to {target}; answer in {target}.")
-    return value * src[1] / dst[1]
-
-
-def _with_unit(x: float, unit: str) -> str:
-    if not unit:
-        return fmt_number(x)
-    sep = "" if unit in ("%", "x", "×") else " "
-    return f"{fmt_number(x)}{sep}{unit}"
-
-
-def _within(value: float, expected: float, q: Numeric) -> bool:
-    tol = q.tolerance
-    if tol.abs is not None:
-        return abs(value - expected) <= tol.abs + 1e-12
-    return abs(value - expected) <= tol.rel * abs(expected) + 1e-12
-
-
-# ---------------------------------------------------------------- grading
-
-
-def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedback:
-    """Grade one answer. Never raises for learner input: a malformed answer is status='invalid'."""
-    q = question.body
-    if isinstance(q, SingleChoice):
-        chosen = (raw_answer or "").strip().upper()
-        option = next((o for o in q.options if o.id == chosen), None)
-        if option is None:
-            ids = ", ".join(o.id for o in q.options)
-            return Feedback("invalid", f"Pick one of the options ({ids}).")
-        right = next(o for o in q.options if o.correct)
-        return Feedback(
-            "correct" if option.correct else "incorrect",
-            option.feedback,
-            expected_text=right.id,
-            explanation=q.explanation or "",
-            chosen=option.id,
-        )
-    if isinstance(q, FreeResponse):
-        if not (raw_answer or "").strip():
-            return Feedback("invalid", "Write your answer before revealing the reference answer.")
-        return Feedback("answered", q.reference_answer, explanation=q.reference_answer)
-    assert isinstance(q, Numeric)
-    if variant is None:
-        variant = make_variant(question, 0)
-    try:
-        value, unit = parse_number(raw_answer)
-        value = _convert(value, unit, q.unit)
-    except ValueError as exc:
-        return Feedback("invalid", str(exc), unit=q.unit)
-    expected = float(variant.answer)
-    text = _with_unit(expected, q.unit)
-    if _within(value, expected, q):
-        return Feedback(
-            "correct", f"Correct: {_with_unit(value, q.unit)}.", expected, q.unit, text, variant.explanation
-        )
-    tol = q.tolerance
-    band = f"±{fmt_number(tol.abs)}{' ' + q.unit if q.unit else ''}" if tol.abs is not None else f"±{tol.rel:.0%}"
-    return Feedback(
-        "incorrect",
-        f"Not quite: {_with_unit(value, q.unit)} is outside the accepted range ({band}).",
-        expected,
-        q.unit,
-        text,
-        variant.explanation,
-    )
