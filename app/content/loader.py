@@ -20,12 +20,14 @@ from typing import Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from . import calc, practice
+from . import calc, figures, practice
 from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_problem
 from .schema import (
     SLUG,
     Atlas,
     CodeTraceBlock,
+    FigureBlock,
+    FigureRef,
     Lab,
     Lesson,
     LessonFile,
@@ -33,7 +35,9 @@ from .schema import (
     Question,
     QuestionFile,
     QuestionsBlock,
+    Rendered,
     Rubric,
+    SectionBlock,
     TimelineBlock,
 )
 
@@ -42,6 +46,12 @@ OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
 CALC_PLACEHOLDER = re.compile(r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}")
 _QUESTION_ADAPTER = TypeAdapter(QuestionFile)
+# A computed entry's argument may be another entry's result, "=NAME.FIELD", so a chain of worked numbers
+# (prefill time, then the serving pools it sizes) is typed once.
+CHAINED_ARG = re.compile(r"^=([a-z0-9][a-z0-9-]*)\.([a-z_][a-z0-9_]*)$")
+# Saved answers key on "<question id>:<step id>" and "<question id>:self-check" in 64-character columns.
+MAX_QUESTION_ID = 40
+MAX_STEP_ID = 20
 
 
 @dataclass
@@ -189,17 +199,30 @@ class _LessonBuild:
             if not SLUG.match(stem):
                 self.err(rel, "", "a file name of lowercase letters, digits and dashes", repr(stem))
                 continue
+            if len(stem) > MAX_QUESTION_ID:
+                self.err(
+                    rel,
+                    "",
+                    f"a file name of at most {MAX_QUESTION_ID} characters (answers are saved under it)",
+                    repr(stem),
+                )
+                continue
             body = self.validate(rel, _QUESTION_ADAPTER, raw[rel])
             if body is None:
                 continue
-            for fld, expected, found in practice.check_numeric(body) if body.kind == "numeric" else []:
+            problems = _question_problems(body)
+            for fld, expected, found in problems:
                 self.err(rel, fld, expected, found)
+            if body.kind == "multi_step" and not problems:
+                _fill_steps(stem, body)
             questions[stem] = Question(id=stem, body=body)
         extras = {rel: self.validate(rel, model, raw[rel]) for rel, model in OPTIONAL_FILES.items() if rel in raw}
 
         if not parts and not any(r.startswith("parts/") for r in self.files):
             self.err("parts/", "", "at least one part file under parts/", "none")
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
+        self.check_pauses(parts, header)
+        drawn = self.draw_figures(parts)
         self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in raw)
         if self.errors or header is None:
             return None, sorted(self.errors, key=lambda e: (e.file, e.line or 0))
@@ -212,6 +235,7 @@ class _LessonBuild:
             lab=extras.get("lab.yaml"),
             rubric=extras.get("rubric.yaml"),
             values=values,
+            figures=drawn,
         )
         return lesson, []
 
@@ -256,8 +280,29 @@ class _LessonBuild:
                 failed.add(name)  # the schema reports the shape
                 continue
             args = entry.get("args") or {}
+            args = dict(args) if isinstance(args, dict) else {}
+            chained = True
+            for key, arg in args.items():
+                ref = CHAINED_ARG.match(arg) if isinstance(arg, str) else None
+                if ref is None:
+                    continue
+                source, fld = ref.group(1), ref.group(2)
+                if source not in values or fld not in values[source]:
+                    earlier = ", ".join(f"{n}.{f}" for n in values for f in values[n]) or "none yet"
+                    self.err(
+                        LESSON_FILE,
+                        ("computed", name, "args", key),
+                        f"=NAME.FIELD of an entry computed above this one ({earlier[:300]})",
+                        repr(arg),
+                    )
+                    chained = False
+                    continue
+                args[key] = values[source][fld]
+            if not chained:
+                failed.add(name)
+                continue
             try:
-                result = calc.evaluate(entry["calc"], args if isinstance(args, dict) else {})
+                result = calc.evaluate(entry["calc"], args)
             except calc.CalcError as exc:
                 self.err(LESSON_FILE, ("computed", name), "a calculation that runs", str(exc))
                 failed.add(name)
@@ -295,6 +340,38 @@ class _LessonBuild:
                 return m.group(0)
 
         return CALC_PLACEHOLDER.sub(sub, node)
+
+    def draw_figures(self, parts: list[tuple[str, Part]]) -> dict[str, Rendered]:
+        """Draw every figure of every part once, for this version; a bad name or parameter is an error here."""
+        drawn: dict[str, Rendered] = {}
+        for rel, part in parts:
+            for i, block in enumerate(part.blocks):
+                refs: list[tuple[tuple, FigureRef]] = []
+                if isinstance(block, FigureBlock):
+                    refs.append((("blocks", i), block))
+                elif isinstance(block, SectionBlock):
+                    refs += [(("blocks", i, "figures", j), ref) for j, ref in enumerate(block.figures)]
+                for loc, ref in refs:
+                    try:
+                        drawn[ref.id] = figures.render(ref.name, ref.params, ref.id)
+                    except figures.FigureError as exc:
+                        for where, expected, found in exc.problems:
+                            self.err(rel, loc + where, expected, found)
+        return drawn
+
+    def check_pauses(self, parts: list[tuple[str, Part]], header: LessonFile | None) -> None:
+        """A pause's `check.tool` must be one of the lesson's interactive tools."""
+        tools = header.interactive if header else []
+        for rel, part in parts:
+            for i, block in enumerate(part.blocks):
+                pause = block.pause if isinstance(block, SectionBlock) else None
+                if pause and pause.check and pause.check.tool not in tools:
+                    self.err(
+                        rel,
+                        ("blocks", i, "pause", "check", "tool"),
+                        f"a tool from lesson.yaml `interactive` ({', '.join(tools) or 'none declared'})",
+                        repr(pause.check.tool),
+                    )
 
     def check_rubric(self, rubric: Rubric | None, lab: Lab | None, lab_written: bool) -> None:
         """A rubric line may name an evidence item or report question; both must exist in lab.yaml."""
@@ -388,11 +465,39 @@ def _known_file(rel: str) -> bool:
     return len(parts) == 2 and parts[0] in ("parts", "questions") and parts[1].endswith(".yaml")
 
 
+def _question_problems(body: Any) -> list[tuple[str, str, str]]:
+    """Generator problems of a numeric question, or of each numeric step of a multi-step problem."""
+    if body.kind == "numeric":
+        return practice.check_numeric(body)
+    out = []
+    if body.kind == "multi_step":
+        for i, step in enumerate(body.steps):
+            if len(step.id) > MAX_STEP_ID:
+                out.append((f"steps[{i}].id", f"at most {MAX_STEP_ID} characters", repr(step.id)))
+            if step.kind == "numeric":
+                out += [
+                    (f"steps[{i}].{fld}".rstrip("."), exp, found) for fld, exp, found in practice.check_numeric(step)
+                ]
+    return out
+
+
+def _fill_steps(question_id: str, body: Any) -> None:
+    """Write each numeric step's computed numbers into its text once, at build time: a problem's steps are
+    the same for every learner, so the page shows them as stored and grading recomputes the same answer."""
+    for step in body.steps:
+        if step.kind == "numeric" and step.generator:
+            v = practice.make_variant(Question(id=f"{question_id}:{step.id}", body=step), 0)
+            step.prompt, step.explanation, step.hint = v.prompt, v.explanation, v.hint or None
+
+
 def _stable_ids(block: Any) -> list[tuple[tuple, str]]:
-    """Ids learners' saved answers and progress hang on: sections, pauses, objectives, trace steps."""
+    """Ids learners' saved answers and progress hang on (sections, pauses, objectives, trace steps) and figure ids."""
     out: list[tuple[tuple, str]] = []
+    if getattr(block, "kind", "") == "figure":
+        out.append((("id",), block.id))
     if getattr(block, "kind", "") == "section":
         out.append((("id",), block.id))
+        out += [(("figures", j, "id"), f.id) for j, f in enumerate(block.figures)]
         if block.pause:
             out.append((("pause", "id"), block.pause.id))
     if getattr(block, "kind", "") == "objectives":

@@ -8,13 +8,15 @@ Three question kinds (see app/content/schema.py):
   draws the parameters deterministically from the seed and renders the prompt; `grade(q, variant, raw)`
   parses the learner's number and unit and compares within the tolerance.
 
-The package is split along its seams: `generators` (per-learner variants), `answers` (reading a
-number and its unit), `grading` (comparing with the key).
+The package is split along its seams: `generators` (per-learner variants, drawn from the problem
+families in `numerics` and `planning`), `answers` (reading a number and its unit), `grading` (comparing
+with the key, one step of a multi-step problem at a time).
 """
 
 from .answers import parse_number
-from .generators import GENERATORS, Generator, PracticeError, Variant, check_numeric, fill, fmt_number, make_variant
-from .grading import Feedback, Status, grade
+from .family import Generator
+from .generators import GENERATORS, PracticeError, Variant, check_numeric, fill, fmt_number, make_variant
+from .grading import Feedback, Status, grade, grade_step, step_question
 
 __all__ = [
     "GENERATORS",
@@ -27,6 +29,8 @@ __all__ = [
     "fill",
     "fmt_number",
     "grade",
+    "grade_step",
+    "step_question",
     "make_variant",
     "parse_number",
 ]

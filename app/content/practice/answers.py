@@ -12,6 +12,13 @@ from .generators import fmt_number
 # ---------------------------------------------------------------- parsing answers
 
 _UNITS: dict[str, tuple[str, float]] = {
+    "d": ("time", 86400.0),
+    "day": ("time", 86400.0),
+    "days": ("time", 86400.0),
+    "h": ("time", 3600.0),
+    "hour": ("time", 3600.0),
+    "hours": ("time", 3600.0),
+    "min": ("time", 60.0),
     "s": ("time", 1.0),
     "sec": ("time", 1.0),
     "ms": ("time", 1e-3),
