@@ -136,6 +136,52 @@ def record_attempt(
     return row
 
 
+def save_self_check(
+    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, ticked: list[int], points: int
+) -> Response:
+    """Record which self-check points the learner ticked, tied to their latest written answer.
+
+    Stored append-only like every response, as "<ticked indices>@<answer id>" under "<question>:self-check",
+    so ticks always say which answer they judged.
+    """
+    answer = latest_responses(db, user=user, lesson_id=lesson_id).get(question_id)
+    if answer is None or answer.kind != "free_response":
+        raise AnswerError("point", "save your written answer first; the self-check is ticked against it")
+    bad = sorted({i for i in ticked if not 0 <= i < points})
+    if bad:
+        raise AnswerError("point", f"points are numbered 0 to {points - 1}; got {', '.join(map(str, bad))}")
+    text = ",".join(str(i) for i in sorted(set(ticked))) or "-"
+    return save_response(
+        db,
+        user=user,
+        lesson_id=lesson_id,
+        version=version,
+        item_id=f"{question_id}:self-check",
+        kind="self_check",
+        text=f"{text}@{answer.id}",
+    )
+
+
+def record_step(
+    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, step_ids: list[str], step_id: str,
+    answer: str, status: str,
+) -> Attempt:  # fmt: skip
+    """Record one step of a multi-step problem ("<question>:<step>"); when it completes every step, the
+    problem itself is recorded as correct too, so progress counts it like any other question."""
+    row = record_attempt(
+        db, user=user, lesson_id=lesson_id, version=version, question_id=f"{question_id}:{step_id}", seed=0,
+        answer=answer, status=status,
+    )  # fmt: skip
+    latest = latest_attempts(db, user=user, lesson_id=lesson_id)
+    done = all(getattr(latest.get(f"{question_id}:{s}"), "status", None) == "correct" for s in step_ids)
+    if done and getattr(latest.get(question_id), "status", None) != "correct":
+        record_attempt(
+            db, user=user, lesson_id=lesson_id, version=version, question_id=question_id, seed=0,
+            answer="every step right", status="correct",
+        )  # fmt: skip
+    return row
+
+
 def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
     rows = db.scalars(
         select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id).order_by(Attempt.id)
@@ -174,6 +220,7 @@ def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> 
                     Attempt.user_id == user.id,
                     Attempt.lesson_id == lesson.id,
                     Attempt.status.in_(("correct", "answered")),
+                    Attempt.question_id.in_(list(lesson.questions)),  # not the steps of multi-step problems
                 )
             )
             or 0
