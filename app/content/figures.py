@@ -387,6 +387,8 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     out = svg_open(width, height, title, alt)
     out.append(_arrow_defs())
     out.append(_title_line(title))
+    if sp:
+        out.append(_text(12, 40, "X₀, X₁ and Z₀, Z₁: each rank's slice of the sequence", fill="#444"))
     lanes = [("rank 0", 70), ("rank 1", 176)]
     boxes = [  # (x, w, label, sublabel, colour)
         (150, 118, "A₀ (column slice)", "X · A[:, 0:F/N]", BLUE),
@@ -395,7 +397,7 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     ]
     for r, (name, y) in enumerate(lanes):
         out.append(_text(12, y + 24, name, fill="#111", extra=' font-weight="600"'))
-        out.append(_text(88, y + 24, "X" if not sp else f"X{'₀₁'[r]} (seq)", anchor="middle", fill="#111"))
+        out.append(_text(88, y + 24, "X" if not sp else f"X{'₀₁'[r]}", anchor="middle", fill="#111"))
         prev_x = 104
         for bx, bw, label, sub, colour in boxes:
             label = label.replace("₀", "₀₁"[r])
@@ -412,7 +414,7 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
         out.append(
             f'<line x1="{prev_x}" y1="{y + 20}" x2="{562}" y2="{y + 20}" stroke="#333" marker-end="url(#ARROW-k)"/>'
         )
-        out.append(_text(610, y + 24, "Z" if not sp else f"Z{'₀₁'[r]} (seq)", anchor="start", fill="#111"))
+        out.append(_text(610, y + 24, "Z" if not sp else f"Z{'₀₁'[r]}", anchor="start", fill="#111"))
         out.append(_text(534, y + 12, "partial", anchor="middle", fill="#555", extra=' font-size="11"'))
     # The collectives: f before A (input), g after B (output), spanning both ranks.
     for x, fwd, tag in ((122, f_in, "f"), (586, g_out, "g")):
@@ -754,6 +756,12 @@ def draw_memory(p: MemoryParams) -> Rendered:
         out.append(f'<rect x="{lx}" y="32" width="12" height="12" fill="{colour}"/>')
         out.append(_text(lx + 16, 42, name))
         lx += 16 + 8 * len(name) + 18
+    base = top + len(mems) * (bar_h + gap)
+    hx = px(p.hbm_gb)
+    out.append(
+        f'<line x1="{hx:.1f}" x2="{hx:.1f}" y1="{top - 6}" y2="{base}" stroke="{RED}" stroke-width="2" '
+        'stroke-dasharray="6 4"/>'
+    )
     for i, (c, m) in enumerate(zip(p.configs, mems)):
         y = top + i * (bar_h + gap)
         out.append(
@@ -767,12 +775,10 @@ def draw_memory(p: MemoryParams) -> Rendered:
                     f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"><title>{escape(name)}: {m[key]:.1f} GB</title></rect>'
                 )
             x += w
-        out.append(_text(x + 4, y + bar_h - 6, f"{m['total_gb']:.1f} GB", fill="#111" if m["fits"] else RED))
-    base = top + len(mems) * (bar_h + gap)
-    hx = px(p.hbm_gb)
-    out.append(
-        f'<line x1="{hx:.1f}" x2="{hx:.1f}" y1="{top - 6}" y2="{base}" stroke="{RED}" stroke-width="2" stroke-dasharray="6 4"/>'
-    )
+        halo = ' paint-order="stroke" stroke="#fff" stroke-width="4"'  # legible where the 80 GB line crosses
+        out.append(
+            _text(x + 4, y + bar_h - 6, f"{m['total_gb']:.1f} GB", fill="#111" if m["fits"] else RED, extra=halo)
+        )
     out.append(_text(hx, base + 14, f"{p.hbm_gb:g} GB per GPU", anchor="middle", fill=RED))
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{base + 24}" y2="{base + 24}" stroke="#333"/>')
     step = 20 if x_max <= 200 else 50 if x_max <= 500 else 200

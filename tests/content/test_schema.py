@@ -182,3 +182,16 @@ def test_unknown_lab_names_the_catalog_labs(template_texts):
         ok = lab.replace("fp8-stp", name)
         lesson, errors = validate_lesson_texts({**template_texts, "lab.yaml": ok}, lesson_id="fine")
         assert errors == [], (name, errors)
+
+
+def test_pause_check_must_name_an_interactive_tool(template_texts):
+    part = template_texts["parts/first-part.yaml"].replace(
+        "      answer: More microbatches per batch.\n",
+        "      answer: More microbatches per batch.\n      check: {tool: pipeline-sim, inputs: {stages: 4}}\n",
+    )
+    e = _find(
+        _errors(template_texts, **{"parts/first-part.yaml": part}),
+        "parts/first-part.yaml",
+        "blocks[1].pause.check.tool",
+    )
+    assert e.found == "'pipeline-sim'" and "interactive" in e.expected and e.line == 17

@@ -227,3 +227,18 @@ def test_the_typed_number_check_can_fail(tmp_path):
     found = typed_computed_numbers(tmp_path / "transformer-scaling", lesson)
     assert any("560 is calc:worked-spike.scaled" in f for f in found), found
     assert any("120 is calc:worked-normal.value" in f for f in found), found  # an input typed twice
+
+
+def test_pause_checks_name_real_tool_inputs_and_outputs(course):
+    """Data for the later "predict, then check" links: each names a /play tool, its inputs and an output."""
+    from app.services import tools
+
+    checks = [
+        (les, b.pause) for les in course.lessons.values() for _, b in les.blocks("section") if b.pause and b.pause.check
+    ]
+    assert len(checks) >= 3
+    for lesson, pause in checks:
+        model, run, _ = tools.TOOLS[pause.check.tool]
+        assert pause.check.tool in lesson.header.interactive
+        params = model.model_validate(pause.check.inputs)  # the inputs are valid tool inputs
+        assert pause.check.predicts in run(params), (pause.id, pause.check.predicts)

@@ -88,7 +88,13 @@ def _moe(p):
     which = str(p["which"])
     if which not in ("total", "active", "per_gpu"):
         raise calc.CalcError(f"which must be total, active or per_gpu, got {which!r}")
-    return {"answer": r[which] / 1e9, "expert_m": r["expert"] / 1e6, "attention_m": r["attention"] / 1e6}
+    words = {"total": "in the whole model", "active": "active per token", "per_gpu": "held by each GPU"}[which]
+    return {
+        "answer": r[which] / 1e9,
+        "expert_m": r["expert"] / 1e6,
+        "attention_m": r["attention"] / 1e6,
+        "asked": words,
+    }
 
 
 def _all_to_all(p):
@@ -211,9 +217,9 @@ FAMILIES: list[Generator] = [
         {"layers": 24, "hidden": 2048, "ffn": 1024, "routed": 64, "shared": 2, "top_k": 6, "ep": 8, "which": "total"},
         "",
         "MoE: {{layers}} layers, D = {{hidden}}, expert F = {{ffn}}, {{routed}} routed + {{shared}} shared "
-        "experts, top-{{top_k}}, EP = {{ep}}. Billions of parameters ({{which}})?",
+        "experts, top-{{top_k}}, EP = {{ep}}. Billions of parameters {{asked}}?",
         "An expert is 3·D·F = {{expert_m|.3g}}M parameters, attention 4·D² = {{attention_m|.3g}}M per layer: "
-        "{{answer|.3g}}B ({{which}}).",
+        "{{answer|.3g}}B {{asked}}.",
         _moe,
     ),
     Generator(
