@@ -359,7 +359,7 @@ class TpBlockParams(Params):
 def draw_tp_block(p: TpBlockParams) -> Rendered:
     sp = p.sequence_parallel
     c = calc.tp_layer_collectives(p.tokens, p.hidden, p.degree, sequence_parallel=sp)
-    width, height = 760, 300
+    width, height = 760, 318
     title = (
         "Tensor-parallel MLP with sequence parallelism: all-gather in, reduce-scatter out"
         if sp
@@ -387,8 +387,6 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     out = svg_open(width, height, title, alt)
     out.append(_arrow_defs())
     out.append(_title_line(title))
-    if sp:
-        out.append(_text(12, 40, "X₀, X₁ and Z₀, Z₁: each rank's slice of the sequence", fill="#444"))
     lanes = [("rank 0", 70), ("rank 1", 176)]
     boxes = [  # (x, w, label, sublabel, colour)
         (150, 118, "A₀ (column slice)", "X · A[:, 0:F/N]", BLUE),
@@ -427,6 +425,8 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     out.append(_text(122, 266, f"backward {f_bwd}", anchor="middle", fill="#111", extra=' font-size="11"'))
     out.append(_text(586, 252, f"g: forward {g_out}", anchor="middle", fill="#111", extra=' font-size="11"'))
     out.append(_text(586, 266, f"backward {g_bwd}", anchor="middle", fill="#111", extra=' font-size="11"'))
+    if sp:
+        out.append(_text(12, height - 28, "X₀, X₁ and Z₀, Z₁: each rank's slice of the sequence", fill="#444"))
     out.append(
         _text(
             12,
