@@ -5,7 +5,8 @@ The web layer needs only these:
     from app.content import load_course, validate_lesson_texts, make_variant, grade, render_markdown
 """
 
-from .loader import ContentError, Course, load_course, validate_lesson_dir, validate_lesson_texts
+from .errors import ContentError
+from .loader import Course, load_course, validate_lesson_dir, validate_lesson_texts
 from .markdown import render_inline, render_markdown
 from .practice import Feedback, Variant, grade, make_variant
 

@@ -6,28 +6,28 @@
 - `validate_lesson_texts(texts, …)`: the same for YAML texts held in memory (the browser editor), with
   any file not posted read from `base_dir`.
 
-An error names the file (relative to the lesson folder's parent, e.g.
-`transformer-scaling/parts/orient.yaml`), the field path (`blocks[2].pause.answer`), what was
-expected and what was found, plus the YAML line when it can be located.
+Errors are `ContentError`s (app/content/errors.py turns YAML and pydantic errors into the author's
+terms: file, line, field path, expected, found).
 """
 
 from __future__ import annotations
 
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from . import calc, practice
+from . import calc, figures, practice
+from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_problem
 from .schema import (
     SLUG,
     Atlas,
     CodeTraceBlock,
+    FigureBlock,
+    FigureRef,
     Lab,
     Lesson,
     LessonFile,
@@ -35,7 +35,9 @@ from .schema import (
     Question,
     QuestionFile,
     QuestionsBlock,
+    Rendered,
     Rubric,
+    SectionBlock,
     TimelineBlock,
 )
 
@@ -44,25 +46,12 @@ OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
 CALC_PLACEHOLDER = re.compile(r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}")
 _QUESTION_ADAPTER = TypeAdapter(QuestionFile)
-
-
-@dataclass(frozen=True)
-class ContentError:
-    """One problem in one file, in the author's terms."""
-
-    file: str  # e.g. "transformer-scaling/parts/orient.yaml"
-    field: str  # e.g. "blocks[2].pause.answer"; "" for the file as a whole
-    expected: str
-    found: str
-    line: int | None = None  # 1-based line in the YAML, when known
-
-    @property
-    def message(self) -> str:
-        return f"expected {self.expected}, found {self.found}"
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.field or '(file)'}: {self.message}"
+# A computed entry's argument may be another entry's result, "=NAME.FIELD", so a chain of worked numbers
+# (prefill time, then the serving pools it sizes) is typed once.
+CHAINED_ARG = re.compile(r"^=([a-z0-9][a-z0-9-]*)\.([a-z_][a-z0-9_]*)$")
+# Saved answers key on "<question id>:<step id>" and "<question id>:self-check" in 64-character columns.
+MAX_QUESTION_ID = 40
+MAX_STEP_ID = 20
 
 
 @dataclass
@@ -161,8 +150,8 @@ class _LessonBuild:
         self.trees: dict[str, Any] = {}  # rel path -> composed YAML node, for line numbers
 
     def err(self, rel: str, loc: tuple | str, expected: str, found: str) -> None:
-        path = loc if isinstance(loc, str) else _loc_to_path(loc)
-        line = _line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else _path_to_loc(loc))
+        path = loc if isinstance(loc, str) else loc_to_path(loc)
+        line = line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else path_to_loc(loc))
         self.errors.append(ContentError(f"{self.id}/{rel}", path, expected, found, line))
 
     def run(self) -> tuple[Lesson | None, list[ContentError]]:
@@ -210,17 +199,30 @@ class _LessonBuild:
             if not SLUG.match(stem):
                 self.err(rel, "", "a file name of lowercase letters, digits and dashes", repr(stem))
                 continue
+            if len(stem) > MAX_QUESTION_ID:
+                self.err(
+                    rel,
+                    "",
+                    f"a file name of at most {MAX_QUESTION_ID} characters (answers are saved under it)",
+                    repr(stem),
+                )
+                continue
             body = self.validate(rel, _QUESTION_ADAPTER, raw[rel])
             if body is None:
                 continue
-            for fld, expected, found in practice.check_numeric(body) if body.kind == "numeric" else []:
+            problems = _question_problems(body)
+            for fld, expected, found in problems:
                 self.err(rel, fld, expected, found)
+            if body.kind == "multi_step" and not problems:
+                _fill_steps(stem, body)
             questions[stem] = Question(id=stem, body=body)
         extras = {rel: self.validate(rel, model, raw[rel]) for rel, model in OPTIONAL_FILES.items() if rel in raw}
 
         if not parts and not any(r.startswith("parts/") for r in self.files):
             self.err("parts/", "", "at least one part file under parts/", "none")
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
+        self.check_pauses(parts, header)
+        drawn = self.draw_figures(parts)
         self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in raw)
         if self.errors or header is None:
             return None, sorted(self.errors, key=lambda e: (e.file, e.line or 0))
@@ -233,6 +235,7 @@ class _LessonBuild:
             lab=extras.get("lab.yaml"),
             rubric=extras.get("rubric.yaml"),
             values=values,
+            figures=drawn,
         )
         return lesson, []
 
@@ -246,14 +249,11 @@ class _LessonBuild:
             self.trees[rel] = yaml.compose(text, Loader=yaml.SafeLoader)
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            self.errors.append(
-                ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, mark.line + 1 if mark else None)
-            )
+            problem, line = yaml_problem(exc)
+            self.errors.append(ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, line))
             return None
         if not isinstance(data, dict):
-            self.err(rel, "", "a mapping of fields (key: value lines)", _found(data))
+            self.err(rel, "", "a mapping of fields (key: value lines)", describe_value(data))
             return None
         return data
 
@@ -264,7 +264,7 @@ class _LessonBuild:
             return model.model_validate(data)
         except ValidationError as exc:
             root = model if isinstance(model, type) else None
-            for loc, expected, found in _explain(exc, data, root):
+            for loc, expected, found in explain(exc, data, root):
                 self.err(rel, loc, expected, found)
             return None
 
@@ -280,8 +280,29 @@ class _LessonBuild:
                 failed.add(name)  # the schema reports the shape
                 continue
             args = entry.get("args") or {}
+            args = dict(args) if isinstance(args, dict) else {}
+            chained = True
+            for key, arg in args.items():
+                ref = CHAINED_ARG.match(arg) if isinstance(arg, str) else None
+                if ref is None:
+                    continue
+                source, fld = ref.group(1), ref.group(2)
+                if source not in values or fld not in values[source]:
+                    earlier = ", ".join(f"{n}.{f}" for n in values for f in values[n]) or "none yet"
+                    self.err(
+                        LESSON_FILE,
+                        ("computed", name, "args", key),
+                        f"=NAME.FIELD of an entry computed above this one ({earlier[:300]})",
+                        repr(arg),
+                    )
+                    chained = False
+                    continue
+                args[key] = values[source][fld]
+            if not chained:
+                failed.add(name)
+                continue
             try:
-                result = calc.evaluate(entry["calc"], args if isinstance(args, dict) else {})
+                result = calc.evaluate(entry["calc"], args)
             except calc.CalcError as exc:
                 self.err(LESSON_FILE, ("computed", name), "a calculation that runs", str(exc))
                 failed.add(name)
@@ -319,6 +340,38 @@ class _LessonBuild:
                 return m.group(0)
 
         return CALC_PLACEHOLDER.sub(sub, node)
+
+    def draw_figures(self, parts: list[tuple[str, Part]]) -> dict[str, Rendered]:
+        """Draw every figure of every part once, for this version; a bad name or parameter is an error here."""
+        drawn: dict[str, Rendered] = {}
+        for rel, part in parts:
+            for i, block in enumerate(part.blocks):
+                refs: list[tuple[tuple, FigureRef]] = []
+                if isinstance(block, FigureBlock):
+                    refs.append((("blocks", i), block))
+                elif isinstance(block, SectionBlock):
+                    refs += [(("blocks", i, "figures", j), ref) for j, ref in enumerate(block.figures)]
+                for loc, ref in refs:
+                    try:
+                        drawn[ref.id] = figures.render(ref.name, ref.params, ref.id)
+                    except figures.FigureError as exc:
+                        for where, expected, found in exc.problems:
+                            self.err(rel, loc + where, expected, found)
+        return drawn
+
+    def check_pauses(self, parts: list[tuple[str, Part]], header: LessonFile | None) -> None:
+        """A pause's `check.tool` must be one of the lesson's interactive tools."""
+        tools = header.interactive if header else []
+        for rel, part in parts:
+            for i, block in enumerate(part.blocks):
+                pause = block.pause if isinstance(block, SectionBlock) else None
+                if pause and pause.check and pause.check.tool not in tools:
+                    self.err(
+                        rel,
+                        ("blocks", i, "pause", "check", "tool"),
+                        f"a tool from lesson.yaml `interactive` ({', '.join(tools) or 'none declared'})",
+                        repr(pause.check.tool),
+                    )
 
     def check_rubric(self, rubric: Rubric | None, lab: Lab | None, lab_written: bool) -> None:
         """A rubric line may name an evidence item or report question; both must exist in lab.yaml."""
@@ -412,11 +465,39 @@ def _known_file(rel: str) -> bool:
     return len(parts) == 2 and parts[0] in ("parts", "questions") and parts[1].endswith(".yaml")
 
 
-def _stable_ids(block) -> list[tuple[tuple, str]]:
-    """Ids learners' saved answers and progress hang on: sections, pauses, objectives, trace steps."""
+def _question_problems(body: Any) -> list[tuple[str, str, str]]:
+    """Generator problems of a numeric question, or of each numeric step of a multi-step problem."""
+    if body.kind == "numeric":
+        return practice.check_numeric(body)
     out = []
+    if body.kind == "multi_step":
+        for i, step in enumerate(body.steps):
+            if len(step.id) > MAX_STEP_ID:
+                out.append((f"steps[{i}].id", f"at most {MAX_STEP_ID} characters", repr(step.id)))
+            if step.kind == "numeric":
+                out += [
+                    (f"steps[{i}].{fld}".rstrip("."), exp, found) for fld, exp, found in practice.check_numeric(step)
+                ]
+    return out
+
+
+def _fill_steps(question_id: str, body: Any) -> None:
+    """Write each numeric step's computed numbers into its text once, at build time: a problem's steps are
+    the same for every learner, so the page shows them as stored and grading recomputes the same answer."""
+    for step in body.steps:
+        if step.kind == "numeric" and step.generator:
+            v = practice.make_variant(Question(id=f"{question_id}:{step.id}", body=step), 0)
+            step.prompt, step.explanation, step.hint = v.prompt, v.explanation, v.hint or None
+
+
+def _stable_ids(block: Any) -> list[tuple[tuple, str]]:
+    """Ids learners' saved answers and progress hang on (sections, pauses, objectives, trace steps) and figure ids."""
+    out: list[tuple[tuple, str]] = []
+    if getattr(block, "kind", "") == "figure":
+        out.append((("id",), block.id))
     if getattr(block, "kind", "") == "section":
-        out.append(((("id",)), block.id))
+        out.append((("id",), block.id))
+        out += [(("figures", j, "id"), f.id) for j, f in enumerate(block.figures)]
         if block.pause:
             out.append((("pause", "id"), block.pause.id))
     if getattr(block, "kind", "") == "objectives":
@@ -425,146 +506,3 @@ def _stable_ids(block) -> list[tuple[tuple, str]]:
         out.append((("id",), block.id))
         out += [(("steps", i, "id"), s.id) for i, s in enumerate(block.steps)]
     return out
-
-
-def _found(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    text = repr(value)
-    kind = type(value).__name__.replace("str", "text").replace("dict", "mapping").replace("NoneType", "nothing")
-    return f"{kind} {text[:60] + '…' if len(text) > 60 else text}"
-
-
-def _loc_to_path(loc: tuple) -> str:
-    out = ""
-    for item in loc:
-        out += f"[{item}]" if isinstance(item, int) else (f".{item}" if out else str(item))
-    return out
-
-
-def _path_to_loc(path: str) -> tuple:
-    loc: list = []
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
-        loc.append(int(index) if index else name)
-    return tuple(loc)
-
-
-def _line_of(node: Any, loc: tuple) -> int | None:
-    """1-based line of the value at loc in a composed YAML tree (the deepest node that exists)."""
-    if node is None:
-        return None
-    line = node.start_mark.line + 1
-    for item in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == item), None)
-            if match is None:
-                return line
-            key, node = match
-            line = key.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int) and item < len(node.value):
-            node = node.value[item]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _unwrap(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
-    """The model class that validates the mapping at loc (to list its allowed fields), or None."""
-    tp: Any = root
-    for item in loc:
-        tp = _unwrap(tp)
-        origin = typing.get_origin(tp)
-        if origin in (typing.Union, types.UnionType):
-            members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
-            kind = data.get("kind") if isinstance(data, dict) else None
-            tp = next(
-                (
-                    m
-                    for m in members
-                    if kind
-                    and m.model_fields.get("kind")
-                    and kind in typing.get_args(m.model_fields["kind"].annotation)
-                ),
-                members[0] if len(members) == 1 else None,
-            )
-            if tp is None:
-                return None
-            origin = None
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            if not isinstance(data, dict) or item not in tp.model_fields:
-                return None
-            tp, data = tp.model_fields[item].annotation, data.get(item)
-        elif origin is list and isinstance(item, int) and isinstance(data, list) and item < len(data):
-            tp, data = typing.get_args(tp)[0], data[item]
-        elif origin is dict and isinstance(data, dict):
-            tp, data = typing.get_args(tp)[1], data.get(item)
-        else:
-            return None
-    tp = _unwrap(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
-        kind = data.get("kind") if isinstance(data, dict) else None
-        tp = next(
-            (
-                m
-                for m in members
-                if "kind" in m.model_fields and kind in typing.get_args(m.model_fields["kind"].annotation)
-            ),
-            None,
-        )
-    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
-
-
-def _explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> list[tuple[tuple, str, str]]:
-    """pydantic errors -> (loc in the author's data, expected, found), merging union alternatives."""
-    merged: dict[tuple, tuple[list[str], str]] = {}
-    for e in exc.errors(include_url=False):
-        loc, node, walked = [], data, list(e["loc"])
-        for n, item in enumerate(walked):
-            if isinstance(node, dict) and item in node:
-                loc.append(item)
-                node = node[item]
-            elif isinstance(node, list) and isinstance(item, int) and item < len(node):
-                loc.append(item)
-                node = node[item]
-            elif n == len(walked) - 1 and e["type"] in ("missing", "extra_forbidden"):
-                loc.append(item)
-                node = None
-            # else: a union member's tag (e.g. 'section', 'Range'): not part of the author's data
-        key = tuple(loc)
-        expected, found = _expected(e, data, root, key), _found(e.get("input"))
-        if e["type"] == "missing":
-            found = "nothing (the field is missing)"
-        elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
-            expected, found = expected.split("; found ", 1)
-        if key in merged:
-            if expected not in merged[key][0]:
-                merged[key][0].append(expected)
-        else:
-            merged[key] = ([expected], found)
-    return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
-
-
-def _expected(e: dict, data: Any, root: type[BaseModel] | None, loc: tuple) -> str:
-    kind = e["type"]
-    if kind == "missing":
-        return "a value (required field)"
-    if kind == "extra_forbidden":
-        model = _model_at(root, data, loc[:-1]) if root else None
-        allowed = ", ".join(model.model_fields) if model else ""
-        return f"no field named {loc[-1]!r} here" + (f" (allowed: {allowed})" if allowed else "")
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        ctx = e.get("ctx", {})
-        return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"
-    msg = e["msg"]
-    for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
-        if msg.startswith(prefix):
-            msg = msg[len(prefix) :]
-    return msg

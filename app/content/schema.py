@@ -20,17 +20,32 @@ live in the loader, which knows every file of a lesson.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from labs import catalog
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 Id = Annotated[str, Field(pattern=ID_PATTERN, description="Lowercase id: letters, digits and dashes.")]
 Markdown = Annotated[str, Field(min_length=1, description="Markdown text; `$…$` math allowed.")]
 Text = Annotated[str, Field(min_length=1, description="Plain one-line text.")]
 
-#: Labs a lesson may link to; they are the labs `python -m labs run` knows.
-LabId = Literal["env-check", "fp8-step", "tp-sweep", "overlap-trace"]
+
+def _known_lab(name: str) -> str:
+    """A lab name from labs/catalog.py, the one place a lab's name is written."""
+    known = catalog.names()
+    if name not in known:
+        raise ValueError(f"a lab from labs/catalog.py ({', '.join(known)}); found {name!r}")
+    return name
+
+
+#: Labs a lesson may link to: the labs `python -m labs run` knows, read from the torch-free catalog.
+LabId = Annotated[
+    str,
+    AfterValidator(_known_lab),
+    Field(description="Name of a lab in labs/catalog.py.", json_schema_extra={"enum": catalog.names()}),
+]
 
 
 class Strict(BaseModel):
@@ -101,10 +116,32 @@ class Objective(Strict):
     text: Text = Field(description="What the learner can do by the end.")
 
 
+class PauseCheck(Strict):
+    """Where a pause's prediction can be checked: an interactive tool and the inputs that pose the scenario.
+
+    Data for "predict, then check" links (not rendered yet): the tool must be one of the lesson's
+    `interactive` tools; `inputs` are that tool's form fields.
+    """
+
+    tool: Id = Field(description="An id from lesson.yaml `interactive`, e.g. 'overlap-window'.")
+    inputs: dict[str, float | int | str | bool] = Field(
+        default_factory=dict, description="Tool inputs that set up the pause's scenario."
+    )
+    predicts: Text | None = Field(None, description="The tool output the learner's prediction is about.")
+
+
 class Pause(Strict):
     id: Id = Field(description="Stable id; the learner's answer is saved under it before the reveal.")
     prompt: Text = Field(description="The 'pause and reason' question.")
     answer: Markdown = Field(description="Reference answer revealed after the learner writes theirs.")
+    check: PauseCheck | None = Field(None, description="Optional: the interactive tool that checks the prediction.")
+
+
+class FigureRef(Strict):
+    id: Id = Field(description="Stable id of the figure, unique in the lesson.")
+    name: Text = Field(description="A figure from app/content/figures.py, e.g. 'fp8-number-line'.")
+    params: dict[str, Any] = Field(default_factory=dict, description="The figure's parameters (see its model).")
+    caption: Markdown | None = Field(None, description="Text under the picture.")
 
 
 class MarkdownBlock(Strict):
@@ -155,7 +192,14 @@ class SectionBlock(Strict):
     title: Text = Field(description="Section title.")
     body: Markdown = Field(description="Section text.")
     source: Text | None = Field(None, description="Where the material comes from, for depth sections.")
+    figures: list[FigureRef] = Field(
+        default_factory=list, description="Figures drawn at publish time, shown after the text, before the pause."
+    )
     pause: Pause | None = Field(None, description="The 'pause and reason' prompt that closes the section.")
+
+
+class FigureBlock(FigureRef):
+    kind: Literal["figure"] = Field(description="A figure drawn by code when the lesson version is built.")
 
 
 class TraceStep(Strict):
@@ -202,7 +246,8 @@ Block = Annotated[
     | SectionBlock
     | CodeTraceBlock
     | TimelineBlock
-    | QuestionsBlock,
+    | QuestionsBlock
+    | FigureBlock,
     Field(discriminator="kind"),
 ]
 
@@ -257,6 +302,11 @@ class SingleChoice(QuestionBase):
 class FreeResponse(QuestionBase):
     kind: Literal["free_response"] = Field(description="Written answer, saved before the reference is revealed.")
     reference_answer: Markdown = Field(description="The reference answer.")
+    self_check: list[Text] = Field(
+        default_factory=list,
+        max_length=12,
+        description="Points a complete answer makes; after the reveal the learner ticks those theirs made.",
+    )
 
 
 class Tolerance(Strict):
@@ -301,7 +351,7 @@ class Numeric(QuestionBase):
     answer: float | None = Field(None, description="The answer of a fixed (non-generated) question.")
     unit: str = Field("", description="Unit of the answer, e.g. 'ms', 'GB', '%'; empty for a pure number.")
     tolerance: Tolerance = Field(
-        default_factory=lambda: Tolerance(rel=0.01), description="How close counts as correct."
+        default_factory=lambda: Tolerance.model_validate({"rel": 0.01}), description="How close counts as correct."
     )
     explanation: Markdown | None = Field(
         None, description="Shown after grading; may use {{param}} and the generator's derived values."
@@ -317,7 +367,46 @@ class Numeric(QuestionBase):
         return self
 
 
-QuestionFile = Annotated[SingleChoice | FreeResponse | Numeric, Field(discriminator="kind")]
+class NumericStep(Numeric):
+    id: Id = Field(description="Stable id of the step; its attempts are saved under it.")
+
+    @model_validator(mode="after")
+    def _fixed(self) -> NumericStep:
+        drawn = sorted(k for k, v in self.params.items() if isinstance(v, (Range, Choices)))
+        if drawn:
+            raise ValueError(
+                f"fixed parameter values (every learner works the same scenario); found ranges for {', '.join(drawn)}"
+            )
+        return self
+
+
+class ChoiceStep(SingleChoice):
+    id: Id = Field(description="Stable id of the step; its attempts are saved under it.")
+
+
+ProblemStep = Annotated[NumericStep | ChoiceStep, Field(discriminator="kind")]
+
+
+class MultiStep(QuestionBase):
+    kind: Literal["multi_step"] = Field(
+        description="A worked problem in checked steps; each step's solution stays hidden until it is tried."
+    )
+    steps: list[ProblemStep] = Field(min_length=2, max_length=12, description="The steps, in order.")
+    summary: Markdown | None = Field(None, description="The whole solution, shown once every step is right.")
+
+    @model_validator(mode="after")
+    def _unique_steps(self) -> MultiStep:
+        ids = [st.id for st in self.steps]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"unique step ids; found {', '.join(dup)} more than once")
+        return self
+
+    def step(self, step_id: str) -> NumericStep | ChoiceStep | None:
+        return next((st for st in self.steps if st.id == step_id), None)
+
+
+QuestionFile = Annotated[SingleChoice | FreeResponse | Numeric | MultiStep, Field(discriminator="kind")]
 
 
 # ---------------------------------------------------------------- atlas.yaml
@@ -492,6 +581,20 @@ class Rubric(Strict):
 # ---------------------------------------------------------------- assembled lesson and course
 
 
+class Rendered(BaseModel):
+    """One drawn figure, as stored on a built lesson."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="The registry name it was drawn by.")
+    title: str = Field(description="Short title: the SVG <title> and the figure's accessible name.")
+    svg: str = Field(description="The SVG document (role=img, <title>, <desc>), every string escaped.")
+    width: int = Field(description="Its viewBox width in px: the page never draws it wider than this.")
+    alt: str = Field(description="Text alternative: what the picture shows, in sentences (also the <desc>).")
+    columns: list[str] = Field(description="Header of the numbers table.")
+    rows: list[list[str]] = Field(description="The figure's numbers as text, one row per item drawn.")
+    numbers: dict[str, float] = Field(description="Named numbers the picture shows, checked against calc by tests.")
+
+
 class Question(BaseModel):
     """A question with its id (file stem); `body` is the validated file."""
 
@@ -517,6 +620,9 @@ class Lesson(BaseModel):
     rubric: Rubric | None = Field(None, description="rubric.yaml, if present (needs lab.yaml).")
     values: dict[str, dict[str, float | int | bool]] = Field(
         default_factory=dict, description="Evaluated `computed` entries: name -> field -> value."
+    )
+    figures: dict[str, Rendered] = Field(
+        default_factory=dict, description="Figures drawn when this version was built, by figure id."
     )
 
     @property

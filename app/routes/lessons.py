@@ -12,7 +12,8 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
 
 from app.content import Variant, grade, make_variant
-from app.content.schema import FreeResponse, Lesson, Numeric, Question
+from app.content.practice import grade_step
+from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
 from app.lesson_pages import render_part
 from app.models import User
@@ -251,3 +252,93 @@ def answer_question(
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
     return render(request, "lessons/_question.html", ctx, status_code=400 if error else 200)
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}/steps/{step_id}")
+def answer_step(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    step_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+):
+    """One step of a multi-step problem: graded like a practice question; the re-rendered problem opens
+    that step's worked solution once it has been tried."""
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    body = question.body if question else None
+    if question is None or not isinstance(body, MultiStep) or body.step(step_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no problem {question_id!r} with a step {step_id!r}.")
+    error = _stale(version, current_version)
+    feedback = None
+    if not error:
+        feedback = grade_step(question, step_id, answer)
+        if feedback.counts_as_attempt:
+            learning.record_step(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                step_ids=[s.id for s in body.steps],
+                step_id=step_id,
+                answer=answer,
+                status=feedback.status,
+            )
+        else:
+            error, feedback = feedback.message, None
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "current_version": current_version,
+        "qid": question_id,
+        "q": body,
+        "step_feedback": {step_id: feedback} if feedback else {},
+        "step_error": {step_id: error} if error else {},
+        "drafts": {step_id: answer},
+        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
+    }
+    return render(request, "lessons/_multistep.html", ctx, status_code=400 if error else 200)
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}/self-check")
+def self_check(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    point: Annotated[list[int] | None, Form()] = None,
+    version: Annotated[DbInt, Form()] = 0,
+):
+    """Save the self-check points a learner ticks after the reference answer of a free-response question."""
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    if question is None or not isinstance(question.body, FreeResponse) or not question.body.self_check:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r} with a self-check.")
+    error = _stale(version, current_version)
+    if not error:
+        try:
+            learning.save_self_check(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                ticked=point or [],
+                points=len(question.body.self_check),
+            )
+        except learning.AnswerError as exc:
+            error = exc.message
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "qid": question_id,
+        "q": question.body,
+        "selfcheck_error": error,
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
+    return render(request, "lessons/_selfcheck.html", ctx, status_code=400 if error else 200)

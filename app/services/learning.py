@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import Integer, String, Text, func, select, text
+from sqlalchemy import Integer, String, Text, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -159,6 +159,52 @@ def record_attempt(
     return row
 
 
+def save_self_check(
+    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, ticked: list[int], points: int
+) -> Response:
+    """Record which self-check points the learner ticked, tied to their latest written answer.
+
+    Stored append-only like every response, as "<ticked indices>@<answer id>" under "<question>:self-check",
+    so ticks always say which answer they judged.
+    """
+    answer = latest_responses(db, user=user, lesson_id=lesson_id).get(question_id)
+    if answer is None or answer.kind != "free_response":
+        raise AnswerError("point", "save your written answer first; the self-check is ticked against it")
+    bad = sorted({i for i in ticked if not 0 <= i < points})
+    if bad:
+        raise AnswerError("point", f"points are numbered 0 to {points - 1}; got {', '.join(map(str, bad))}")
+    text = ",".join(str(i) for i in sorted(set(ticked))) or "-"
+    return save_response(
+        db,
+        user=user,
+        lesson_id=lesson_id,
+        version=version,
+        item_id=f"{question_id}:self-check",
+        kind="self_check",
+        text=f"{text}@{answer.id}",
+    )
+
+
+def record_step(
+    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, step_ids: list[str], step_id: str,
+    answer: str, status: str,
+) -> Attempt:  # fmt: skip
+    """Record one step of a multi-step problem ("<question>:<step>"); when it completes every step, the
+    problem itself is recorded as correct too, so progress counts it like any other question."""
+    row = record_attempt(
+        db, user=user, lesson_id=lesson_id, version=version, question_id=f"{question_id}:{step_id}", seed=0,
+        answer=answer, status=status,
+    )  # fmt: skip
+    latest = latest_attempts(db, user=user, lesson_id=lesson_id)
+    done = all(getattr(latest.get(f"{question_id}:{s}"), "status", None) == "correct" for s in step_ids)
+    if done and getattr(latest.get(question_id), "status", None) != "correct":
+        record_attempt(
+            db, user=user, lesson_id=lesson_id, version=version, question_id=question_id, seed=0,
+            answer="every step right", status="correct",
+        )  # fmt: skip
+    return row
+
+
 def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
     rows = db.scalars(
         select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id).order_by(Attempt.id)
@@ -194,12 +240,13 @@ def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> 
         select(*cols, PartProgress.seconds_spent).where(PartProgress.user_id == user.id)
     ):
         rows.setdefault(lesson_id, {})[part_id] = ProgressView(part_id, done_at, last_seen_at, seconds)
-    counts = db.execute(
-        select(Attempt.lesson_id, func.count(func.distinct(Attempt.question_id)))
+    answered: dict[str, set[str]] = {}
+    for lesson_id, question_id in db.execute(
+        select(Attempt.lesson_id, Attempt.question_id)
         .where(Attempt.user_id == user.id, Attempt.status.in_(("correct", "answered")))
-        .group_by(Attempt.lesson_id)
-    )
-    answered = {lesson_id: n for lesson_id, n in counts}
+        .distinct()
+    ):
+        answered.setdefault(lesson_id, set()).add(question_id)
     out = []
     for lesson, version in lessons:
         mine = rows.get(lesson.id, {})
@@ -212,7 +259,8 @@ def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> 
                 parts_done=sum(1 for r in known if r.done_at),
                 parts_total=len(lesson.parts),
                 seconds=sum(r.seconds_spent for r in mine.values()),
-                questions_correct=answered.get(lesson.id, 0),
+                # only the lesson's questions: the steps of multi-step problems are attempts of their own
+                questions_correct=len(answered.get(lesson.id, set()) & set(lesson.questions)),
                 questions_total=len(lesson.questions),
                 resume_part=max(known, key=lambda r: r.last_seen_at).part_id if known else lesson.parts[0].id,
             )
@@ -234,6 +282,7 @@ class ResponseView(NamedTuple):
     item_id: str
     text: str
     created_at: datetime
+    id: int  # a self-check names the answer it judges by this id
 
 
 class AttemptView(NamedTuple):
@@ -274,11 +323,11 @@ def lesson_state(db: Session, *, user: User, lesson_id: str) -> LessonState:
     page asks, and three ORM queries with their identity-map bookkeeping were a fifth of a page's time.
     Rows come ordered by id, so the latest answer per item wins."""
     state = LessonState({}, {}, {})
-    for kind, key, first, second, n, body, _ in db.execute(_LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}):
+    for kind, key, first, second, n, body, row_id in db.execute(_LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}):
         if kind == "p":
             state.progress[key] = ProgressView(key, first, second, n or 0)
         elif kind == "r":
-            state.responses[key] = ResponseView(key, body, first)
+            state.responses[key] = ResponseView(key, body, first, row_id)
         else:
             state.attempts[key] = AttemptView(key, body, first)
     return state

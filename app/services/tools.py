@@ -1,8 +1,8 @@
 """The interactive lesson's three calculators: FP8 range, parallel axis, overlap window.
 
 Inputs are strict pydantic models with bounds (errors name the field and the range); the
-numbers come from the same code the labs and lesson use (labs.fp8 through app.content.calc,
-labs.costmodel), and predictions are labeled as predictions.
+numbers come from the same code the lesson uses (app.content.calc, whose FP8 arithmetic a test keeps
+bit-identical to labs.numerics.fp8; labs.parallel.costmodel), and predictions are labeled as predictions.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from tests.app import labruns
 from tests.conftest import ROOT
 
@@ -22,11 +20,6 @@ def test_importing_the_app_imports_no_torch():
     assert out.returncode == 0, out.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/content/calc.py still imports labs.fp8 (torch) at run time; the content side of issue 9 makes it "
-    "pure Python, and then this marker must go (strict: an unexpected pass fails the suite)",
-)
 def test_every_page_and_a_job_submission_import_no_torch(tmp_path):
     bundle = labruns.bundle("env-check")  # made by `python -m labs run` in its own process
     out = subprocess.run(

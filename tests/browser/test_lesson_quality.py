@@ -5,6 +5,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from app.content import load_course
 from tests.browser.conftest import SHOTS, register, screenshot
 from tests.conftest import ROOT
 
@@ -12,6 +13,13 @@ pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "
 
 AXE = ROOT / "static" / "vendor" / "axe" / "axe.min.js"
 PAGES = ["orient", "mental-model", "deep-dives", "code-trace", "history", "practice", "atlas", "lab"]
+# Every part of every shipped lesson, plus the reference sections, read from the lessons themselves.
+COURSE = load_course(ROOT / "lessons")
+ALL_PAGES = [
+    (lesson.id, page)
+    for lesson in COURSE.ordered()
+    for page in [p.id for p in lesson.parts] + (["atlas"] if lesson.atlas else []) + (["lab"] if lesson.lab else [])
+]
 
 
 def serious_violations(page) -> list[dict]:
@@ -33,11 +41,11 @@ def learner_page(page, live_server, request):
 def test_no_serious_accessibility_violations(learner_page, live_server):
     page = learner_page
     found = {}
-    for part in PAGES:
-        page.goto(f"{live_server.url}/lessons/transformer-scaling/{part}")
+    for lesson_id, part in ALL_PAGES:
+        page.goto(f"{live_server.url}/lessons/{lesson_id}/{part}")
         violations = serious_violations(page)
         if violations:
-            found[part] = violations
+            found[f"{lesson_id}/{part}"] = violations
     page.goto(f"{live_server.url}/labs/env-check")
     if v := serious_violations(page):
         found["labs/env-check"] = v
@@ -49,17 +57,46 @@ def test_no_serious_accessibility_violations(learner_page, live_server):
 
 @pytest.mark.parametrize("width,height,name", [(1280, 900, "laptop"), (390, 844, "phone")])
 def test_screenshots_at_two_widths(browser, live_server, width, height, name):
+    """Every part of every lesson at laptop and phone width: no sideways page scroll, figures legible."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     register(page, live_server.url, f"shots-{name}@example.org")
-    for part in ("orient", "code-trace", "practice"):
-        page.goto(f"{live_server.url}/lessons/transformer-scaling/{part}")
-        path = screenshot(page, f"lesson-{part}-{name}")
+    problems = []
+    for lesson_id, part in ALL_PAGES:
+        page.goto(f"{live_server.url}/lessons/{lesson_id}/{part}")
+        page.wait_for_load_state("networkidle")
+        path = screenshot(page, f"{lesson_id}-{part}-{name}")
         assert path.stat().st_size > 10_000
         # Nothing runs off the side of a phone screen.
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 1, f"{part} at {width}px scrolls sideways by {overflow}px"
+        if overflow > 1:
+            problems.append(f"{lesson_id}/{part} at {width}px scrolls sideways by {overflow}px")
+        # Figures keep a legible size: on a phone they scroll inside their own box instead of shrinking.
+        for fig in page.locator(".lesson-figure").all():
+            box = fig.locator(".figure-scroll")
+            svg_width = box.locator("svg").evaluate("e => e.getBoundingClientRect().width")
+            if svg_width < 600:
+                problems.append(f"{lesson_id}/{part}: figure {fig.get_attribute('id')} drawn {svg_width:.0f}px wide")
+            if name == "phone" and not box.evaluate("e => e.scrollWidth > e.clientWidth"):
+                problems.append(f"{lesson_id}/{part}: figure {fig.get_attribute('id')} does not scroll in its box")
     context.close()
+    assert problems == []
+
+
+def test_figures_have_text_alternatives_and_scroll_by_keyboard(learner_page, live_server):
+    page = learner_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/lessons/transformer-scaling/deep-dives")
+    figure = page.locator("#fig-fp8-grid")
+    svg = figure.locator("svg[role=img]")
+    expect(svg.locator("title")).to_contain_text("FP8 number lines")
+    box = figure.locator(".figure-scroll")
+    box.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert box.evaluate("e => e.scrollLeft") > 0, "the figure box scrolls with the keyboard"
+    figure.get_by_text("The figure as text").click()
+    expect(figure.locator(".figure-text table")).to_contain_text("560")
 
 
 def test_pause_answer_reveal_and_practice_feedback(learner_page, live_server):
@@ -103,3 +140,36 @@ def test_code_trace_step_lights_its_lines(learner_page, live_server):
     # Math rendered by the vendored KaTeX, offline.
     page.goto(f"{live_server.url}/lessons/precision-by-numbers")
     assert SHOTS.exists()
+
+
+def test_multi_step_problem_and_self_check(learner_page, live_server):
+    page = learner_page
+    page.goto(f"{live_server.url}/lessons/planning-at-scale/plan")
+    problem = page.locator("#q-tp8-zero1-70b")
+    step = problem.locator("#q-tp8-zero1-70b-total-state")
+    expect(step).to_contain_text("opens after your first try")
+    step.get_by_label("Your answer").fill("112 GB")
+    step.get_by_role("button", name="Check step 1").click()
+    step = page.locator("#q-tp8-zero1-70b-total-state")
+    expect(step.locator(".feedback")).to_contain_text("Not yet")
+    step.get_by_text("Worked step 1").click()
+    expect(step.locator(".solution")).to_contain_text("1,120")
+    step.get_by_label("Your answer").fill("1.12 TB")
+    step.get_by_role("button", name="Check step 1").click()
+    expect(page.locator("#q-tp8-zero1-70b-total-state .feedback")).to_contain_text("Correct")
+    expect(page.locator("#q-tp8-zero1-70b .steps-right")).to_have_text("1 of 6 steps right")
+    screenshot(page, "planning-at-scale-plan-step-answered-laptop")
+
+    defend = page.locator("#q-defend-plan")
+    defend.get_by_label("Your answer").fill(
+        "Shard the state in the node, replicate across nodes; the batch limits scale."
+    )
+    defend.get_by_role("button", name="Save and reveal the reference answer").click()
+    check = page.locator("#selfcheck-defend-plan")
+    check.get_by_label("The state is sharded inside the node", exact=False).check()
+    check.get_by_label("Across nodes the model is replicated", exact=False).check()
+    check.get_by_role("button", name="Save my self-check").click()
+    expect(page.locator("#selfcheck-defend-plan [role=status]")).to_contain_text("2 of 5 points")
+    page.reload()
+    expect(page.locator("#selfcheck-defend-plan")).to_contain_text("Saved with your answer: 2 of 5 points")
+    screenshot(page, "planning-at-scale-plan-self-check-laptop")

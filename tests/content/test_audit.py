@@ -28,15 +28,15 @@ SECTIONS = {
 }
 DEPTH_PHRASES = {
     "scaling-recipes": ["Delayed scaling", "Current scaling", "Per-block", "MXFP8", "E8M0", "32"],
-    "delayed-scaling-timing": ["kernels", "**next**", "all-reduce", "nothing in the current\nstep waits"],
+    "delayed-scaling-timing": ["kernels", "**next**", "all-reduce", "synchronous", "FP8 metadata of the module"],
     "quantization-by-hand": ["(25, -42, 10, 127)", "(76, -127)", "0.0118"],
-    "accumulation-precision": ["18 additions", "ending at\n64", "give\n300", "14 bits"],
-    "collective-costs": ["1.75×", "4,396", "inside a node"],
+    "accumulation-precision": ["18 additions", "reaches\n64", "give\n300", "14 bits"],
+    "collective-costs": ["1.75×", "4,396", "inside a node", "latency"],
 }
 TRACE_STEPS = {"recipe": [1, 2], "local": [3], "async": [4], "wait": [5, 6, 7]}
 TRACE_CODE = {
     1: "DelayedScaling",
-    2: "fp8_autocast",
+    2: "te.autocast(enabled=True, recipe=fp8_recipe)",
     3: "column_parallel_linear",
     4: "all_gather_async",
     5: "independent_linear",
@@ -120,8 +120,9 @@ def test_sections_and_pauses(l06):
         if pause:
             assert pause.prompt.endswith("?") and len(pause.answer) > 30
     for sid, phrases in DEPTH_PHRASES.items():
+        text = " ".join(sections[sid].body.split())  # line breaks in the YAML are not part of a phrase
         for phrase in phrases:
-            assert phrase in sections[sid].body, (sid, phrase)
+            assert " ".join(phrase.split()) in text, (sid, phrase)
 
 
 def test_code_trace(l06):

@@ -195,3 +195,141 @@ def test_unknown_placeholder_and_params_are_reported():
     assert check_numeric(wrong_unit)[0][0] == "unit"
     bad_prompt = numeric("fp8_scale", params={}, prompt="{{amx}}").body
     assert "amx" in check_numeric(bad_prompt)[0][2]
+
+
+# ---------------------------------------------------------------- slips get a hint, not a wrong attempt
+
+
+def test_fraction_for_a_percentage_gets_a_hint_not_an_attempt(course):
+    q = course.lesson("precision-by-numbers").questions["pipeline-bubble"]
+    v = make_variant(q, 0)
+    fraction = v.answer / 100
+    fb = grade(q, v, f"{fraction:.3f}")
+    assert fb.status == "hint" and not fb.counts_as_attempt
+    assert "As a percentage?" in fb.message
+    assert grade(q, v, f"{v.answer:.2f}").correct
+    assert grade(q, v, f"{v.answer / 100:.3f} %").status == "hint"  # the slip, even with the sign typed
+    assert grade(q, v, f"{v.answer + 20:.1f}").status == "incorrect"
+
+
+def test_percentage_slip_only_on_percentage_questions():
+    q = numeric("pipeline_bubble", params={"stages": 4, "microbatches": 8})
+    v = make_variant(q, 0)
+    assert grade(q, v, "0.2727").status == "hint"
+    ratio = numeric(answer=27.27, unit="", prompt="How many?")
+    assert grade(ratio, make_variant(ratio, 0), "0.2727").status == "incorrect"
+
+
+def test_spike_clip_asks_before_rounding_and_hints_at_the_rounded_value(l06):
+    q = l06.questions["fp8-spike-clip"]
+    assert "**before** it is rounded" in q.body.prompt
+    seen_slip = False
+    for seed in range(40):
+        v = make_variant(q, seed)
+        assert grade(q, v, repr(v.answer)).correct
+        stored = v.values["stored"]
+        if abs(stored - v.answer) > 0.003 * abs(v.answer):
+            fb = grade(q, v, repr(stored))
+            assert fb.status == "hint" and "before that rounding" in fb.message and not fb.counts_as_attempt
+            seen_slip = True
+    assert seen_slip
+
+
+def test_running_sum_never_says_every_0_terms(course):
+    q = course.lesson("precision-by-numbers").questions["e4m3-running-sum"]
+    prompts = {make_variant(q, seed).prompt for seed in range(60)}
+    assert not any("every 0 terms" in p for p in prompts)
+    assert any("never moved into a wider accumulator" in p for p in prompts)
+    assert any("every 8 terms" in p for p in prompts)
+
+
+def test_block_questions_cover_both_blocks(course):
+    from app.content import calc
+
+    lesson = course.lesson("precision-by-numbers")
+    listed = [qid for _, b in lesson.blocks("questions") for qid in b.ids]
+    assert listed.index("block-int8-outlier") == listed.index("block-int8-code") + 1
+    for seed in range(10):
+        v = make_variant(lesson.questions["block-int8-outlier"], seed)
+        assert v.values["in_outlier_block"] and v.values["x"] == 0.12
+        expected = calc.block_quant(v.values["vector"], 2)["q2"]
+        assert v.answer == expected == v.values["q_tensor"]
+        first = make_variant(lesson.questions["block-int8-code"], seed)
+        assert not first.values["in_outlier_block"]
+
+
+def test_hours_and_days_convert():
+    q = numeric("train_hours", params={"params": 7, "tokens": 140, "gpus": 8, "flops": 989, "mfu": 0.4})
+    v = make_variant(q, 0)
+    assert grade(q, v, f"{v.answer:.1f} h").correct
+    assert grade(q, v, f"{v.answer / 24:.2f} days").correct
+    assert grade(q, v, f"{v.answer * 60:.0f} min").correct
+
+
+# ---------------------------------------------------------------- multi-step problems
+
+
+def _problem():
+    from app.content.schema import MultiStep
+
+    body = MultiStep.model_validate(
+        {
+            "kind": "multi_step",
+            "prompt": "Plan it.",
+            "steps": [
+                {
+                    "kind": "numeric",
+                    "id": "ddp",
+                    "prompt": "DDP state per GPU?",
+                    "generator": "model_state",
+                    "params": {"params": 7, "dp": 8, "zero": 0},
+                    "unit": "GB",
+                },
+                {
+                    "kind": "single_choice",
+                    "id": "fix",
+                    "prompt": "Then?",
+                    "options": [
+                        {"id": "A", "text": "Shard", "correct": True, "feedback": "Yes."},
+                        {"id": "B", "text": "TP", "feedback": "No."},
+                    ],
+                    "explanation": "Shard the state.",
+                },
+            ],
+        }
+    )
+    return Question(id="plan", body=body)
+
+
+def test_multi_step_grades_each_step_with_the_practice_rules():
+    from app.content.practice import grade_step, step_question
+
+    q = _problem()
+    assert grade_step(q, "ddp", "112 GB").correct
+    assert grade_step(q, "ddp", "112000 MB").correct
+    assert grade_step(q, "ddp", "56").status == "incorrect"
+    assert grade_step(q, "ddp", "lots").status == "invalid"
+    assert grade_step(q, "fix", "A").correct and grade_step(q, "fix", "B").status == "incorrect"
+    assert step_question(q, "ddp").id == "plan:ddp"
+    with pytest.raises(ValueError, match="no step 'nope'"):
+        grade_step(q, "nope", "1")
+    assert grade(q, None, "112").status == "invalid"
+
+
+def test_multi_step_numeric_steps_must_be_fixed():
+    from pydantic import ValidationError
+
+    from app.content.schema import MultiStep
+
+    with pytest.raises(ValidationError, match="every learner works the same scenario"):
+        MultiStep.model_validate(
+            {
+                "kind": "multi_step",
+                "prompt": "p",
+                "steps": [
+                    {"kind": "numeric", "id": "a", "prompt": "p", "generator": "model_state", "unit": "GB",
+                     "params": {"dp": {"min": 2, "max": 8}}},
+                    {"kind": "numeric", "id": "b", "prompt": "p", "answer": 1},
+                ],
+            }
+        )  # fmt: skip

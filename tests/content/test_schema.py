@@ -164,3 +164,34 @@ def test_duplicate_lesson_numbers(tmp_path, template_texts):
     course = load_course(tmp_path)
     assert list(course.lessons) == ["one"]
     assert course.errors[0].file == "two/lesson.yaml" and course.errors[0].field == "number"
+
+
+def test_unknown_lab_names_the_catalog_labs(template_texts):
+    from labs import catalog
+
+    lab = (
+        "title: t\nminutes_min: 1\nminutes_max: 2\nrequirements: r\ngoal: g\n"
+        "procedure:\n  - {id: s, text: t, lab: fp8-stp}\n"
+        "evidence:\n  - {id: e, title: t, description: d, lab: tp-sweep}\n"
+    )
+    e = _find(_errors(template_texts, **{"lab.yaml": lab}), "lab.yaml", "procedure[0].lab")
+    assert e.found == "'fp8-stp'" and e.line == 7
+    assert e.expected == f"a lab from labs/catalog.py ({', '.join(catalog.names())})"
+    # Every catalog lab is accepted: the schema has no list of its own.
+    for name in catalog.names():
+        ok = lab.replace("fp8-stp", name)
+        lesson, errors = validate_lesson_texts({**template_texts, "lab.yaml": ok}, lesson_id="fine")
+        assert errors == [], (name, errors)
+
+
+def test_pause_check_must_name_an_interactive_tool(template_texts):
+    part = template_texts["parts/first-part.yaml"].replace(
+        "      answer: More microbatches per batch.\n",
+        "      answer: More microbatches per batch.\n      check: {tool: pipeline-sim, inputs: {stages: 4}}\n",
+    )
+    e = _find(
+        _errors(template_texts, **{"parts/first-part.yaml": part}),
+        "parts/first-part.yaml",
+        "blocks[1].pause.check.tool",
+    )
+    assert e.found == "'pipeline-sim'" and "interactive" in e.expected and e.line == 17

@@ -7,7 +7,7 @@ import pytest
 from app.content.cli import validate_command
 from app.content.loader import validate_lesson_dir
 from app.content.markdown import render_markdown
-from app.content.practice import grade, make_variant
+from app.content.practice import grade, grade_step, make_variant, step_question
 
 from .conftest import LESSONS
 
@@ -17,7 +17,7 @@ SHIPPED = sorted(p.name for p in LESSONS.iterdir() if p.is_dir() and not p.name.
 def test_course_loads_without_errors(course):
     assert [str(e) for e in course.errors] == []
     assert set(course.lessons) == set(SHIPPED)
-    assert {"transformer-scaling", "precision-by-numbers"} <= set(SHIPPED)
+    assert {"transformer-scaling", "precision-by-numbers", "planning-at-scale"} <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("lesson_id", SHIPPED)
@@ -35,6 +35,16 @@ def test_every_question_makes_variants_and_grades_its_own_answer(course, lesson_
             if q.kind == "numeric":
                 fb = grade(q, v, f"{v.answer!r} {v.unit}")
                 assert fb.correct, (qid, seed, fb)
+        if q.kind == "multi_step":
+            for step in q.body.steps:
+                assert "{{" not in step.prompt and "{{" not in (step.explanation or ""), (qid, step.id)
+                sub = step_question(q, step.id)
+                if step.kind == "numeric":
+                    v = make_variant(sub, 0)
+                    assert grade_step(q, step.id, f"{v.answer!r} {v.unit}").correct, (qid, step.id)
+                else:
+                    right = next(o.id for o in step.options if o.correct)
+                    assert grade_step(q, step.id, right).correct and step.explanation, (qid, step.id)
 
 
 @pytest.mark.parametrize("lesson_id", SHIPPED)

@@ -1,0 +1,237 @@
+"""Time on the wire and on the timeline: overlap, collectives, pipeline bubbles, the TP limit.
+
+Hardware numbers come from labs/costmodel.py's node table (torch-free), so the lesson, the interactive
+tools and the tp-sweep lab's predictions quote one H100/H200 figure each.
+"""
+
+from __future__ import annotations
+
+from labs.parallel.costmodel import NODES
+
+from ._base import CalcError, at_least, fraction, positive, whole
+
+
+def node_figures(node: str = "H100-SXM") -> dict:
+    """The datasheet figures of one node in labs/costmodel.py, per GPU, in the units the lesson quotes."""
+    spec = NODES.get(node)
+    if spec is None:
+        raise CalcError(f"node must be one of {', '.join(NODES)}, got {node!r}")
+    return {
+        "gpus": spec.gpus,
+        "bf16_flops": spec.peak_bf16_flops,
+        "fp8_flops": spec.peak_fp8_flops,
+        "bf16_tflops": spec.peak_bf16_flops / 1e12,
+        "fp8_tflops": spec.peak_fp8_flops / 1e12,
+        "hbm_bytes_per_s": spec.hbm_bytes_per_s,
+        "hbm_tbs": spec.hbm_bytes_per_s / 1e12,
+        "link_bytes_per_s": spec.link_bytes_per_s,
+        "link_gbs": spec.link_bytes_per_s / 1e9,
+        "alpha_us": spec.collective_latency_s * 1e6,
+        "hbm_over_link": spec.hbm_bytes_per_s / spec.link_bytes_per_s,
+    }
+
+
+def _peak(node: str | None, flops: float | None, bandwidth: float | None, precision: str) -> tuple[float, float]:
+    """(FLOP/s, link bytes/s): given explicitly, or read from a node of labs/costmodel.py."""
+    if node is not None:
+        if flops is not None or bandwidth is not None:
+            raise CalcError("give either node or flops and bandwidth, not both")
+        if precision not in ("bf16", "fp8"):
+            raise CalcError(f"precision must be bf16 or fp8, got {precision!r}")
+        fig = node_figures(node)
+        return fig[f"{precision}_flops"], fig["link_bytes_per_s"]
+    if flops is None or bandwidth is None:
+        raise CalcError("give node, or both flops and bandwidth")
+    return positive("flops", flops), positive("bandwidth", bandwidth)
+
+
+def step_time(compute: float, comm: float, overlap: float) -> dict:
+    """Step time when `overlap` of the communication hides under compute: compute + comm − overlap."""
+    for name, v in (("compute", compute), ("comm", comm), ("overlap", overlap)):
+        if not isinstance(v, (int, float)) or v < 0:
+            raise CalcError(f"{name} must be a number >= 0, got {v!r}")
+    if overlap > min(compute, comm):
+        raise CalcError(f"overlap ({overlap}) cannot exceed min(compute, comm) = {min(compute, comm)}")
+    exposed = comm - overlap
+    total = compute + exposed
+    return {
+        "compute": compute,
+        "comm": comm,
+        "total": total,
+        "exposed": exposed,
+        "hidden": overlap,
+        "overlap_ratio": overlap / comm if comm else 1.0,
+        "serial": compute + comm,
+    }
+
+
+def ring_allreduce(size: float, gpus: int) -> dict:
+    """Bytes each GPU sends in a ring all-reduce of `size`: reduce-scatter + all-gather = 2(N−1)/N · size."""
+    size = positive("size", size)
+    gpus = whole("gpus", gpus, least=2)
+    factor = 2 * (gpus - 1) / gpus
+    return {"factor": factor, "per_gpu": factor * size, "half": factor / 2 * size, "gpus": gpus}
+
+
+def ring_time(size: float, gpus: int, bandwidth: float, alpha: float) -> dict:
+    """Seconds for a ring all-reduce: 2(N−1) steps, each paying latency α and moving size/N bytes.
+
+    t = 2(N−1)·α + 2(N−1)/N · size / bandwidth. The bytes per GPU level off near 2× the array; the
+    latency term grows linearly with N, which is why large rings switch to trees or hierarchies.
+    """
+    size, bandwidth = positive("size", size), positive("bandwidth", bandwidth)
+    gpus = whole("gpus", gpus, least=2)
+    alpha = at_least("alpha", alpha)
+    steps = 2 * (gpus - 1)
+    latency = steps * alpha
+    transfer = steps / gpus * size / bandwidth
+    return {
+        "steps": steps,
+        "latency_s": latency,
+        "transfer_s": transfer,
+        "seconds": latency + transfer,
+        "latency_ms": 1e3 * latency,
+        "transfer_ms": 1e3 * transfer,
+        "ms": 1e3 * (latency + transfer),
+        "latency_share": latency / (latency + transfer),
+    }
+
+
+def collective_time(size: float, gpus: int, bandwidth: float, kind: str = "all-gather") -> dict:
+    """Seconds for one collective: (N−1)/N · size through each GPU, twice that for an all-reduce."""
+    size = positive("size", size)
+    bandwidth = positive("bandwidth", bandwidth)
+    gpus = whole("gpus", gpus, least=1)
+    kinds = {"all-gather": 1, "reduce-scatter": 1, "all-reduce": 2}
+    if kind not in kinds:
+        raise CalcError(f"kind must be one of {sorted(kinds)}, got {kind!r}")
+    moved = kinds[kind] * (gpus - 1) / gpus * size
+    return {"moved": moved, "seconds": moved / bandwidth, "ms": 1e3 * moved / bandwidth}
+
+
+def fsdp_step(
+    params: float,
+    gpus: int,
+    bandwidth: float,
+    tokens: float,
+    flops: float,
+    mfu: float,
+    collectives: int = 3,
+    bytes_per_param: float = 2,
+) -> dict:
+    """FSDP's communication per step against its compute, per GPU.
+
+    Each step all-gathers the 16-bit weights for forward and again for backward and reduce-scatters the
+    gradients: `collectives` transfers of (N−1)/N of the weights each. Compute is 6·N·tokens per GPU.
+    """
+    size = positive("params", params) * positive("bytes_per_param", bytes_per_param)
+    one = collective_time(size, gpus, bandwidth)
+    comm = whole("collectives", collectives) * one["seconds"]
+    compute = 6 * params * positive("tokens", tokens) / (positive("flops", flops) * fraction("mfu", mfu))
+    return {
+        "size_gb": size / 1e9,
+        "moved_gb": one["moved"] / 1e9,
+        "one_ms": one["ms"],
+        "comm_ms": 1e3 * comm,
+        "compute_s": compute,
+        "share": 100 * comm / compute,
+    }
+
+
+def hsdp_step(params: float, gpus_per_node: int, nodes: int, bandwidth: float, bytes_per_param: float = 2) -> dict:
+    """Hybrid sharding: state sharded over a node's GPUs, replicated over nodes. Only the gradient
+    all-reduce crosses nodes, and each GPU takes part with its own 1/gpus_per_node shard."""
+    shard = (
+        positive("params", params)
+        * positive("bytes_per_param", bytes_per_param)
+        / whole("gpus_per_node", gpus_per_node)
+    )
+    r = collective_time(shard, whole("nodes", nodes, least=2), bandwidth, "all-reduce")
+    return {"shard_gb": shard / 1e9, "moved_gb": r["moved"] / 1e9, "ms": r["ms"], "seconds": r["seconds"]}
+
+
+def pipeline_bubble(stages: int, microbatches: int) -> dict:
+    """Idle fraction of a GPipe/1F1B pipeline: (p − 1) / (m + p − 1)."""
+    stages = whole("stages", stages)
+    microbatches = whole("microbatches", microbatches)
+    frac = (stages - 1) / (microbatches + stages - 1)
+    return {"fraction": frac, "percent": 100 * frac}
+
+
+def tp_threshold(
+    flops: float | None = None,
+    bandwidth: float | None = None,
+    degree: int = 2,
+    mfu: float = 1.0,
+    node: str | None = None,
+    precision: str = "bf16",
+) -> dict:
+    """Inner dimension D above which an N-way row-parallel matmul computes longer than it all-reduces.
+
+    (B×D)·(D×F) split along D over N ranks: each computes 2·B·D·F / N FLOPs at P·MFU, then all-reduces its
+    B×F partial sum in 16-bit, sending 2(N−1)/N · 2·B·F bytes at W. B and F cancel:
+    D > 2(N−1)·P·MFU / W. For N = 2 at full peak this is the lesson's D > 2P/W.
+    """
+    p, w = _peak(node, flops, bandwidth, precision)
+    degree = whole("degree", degree, least=2)
+    mfu = fraction("mfu", mfu)
+    return {"d_min": 2 * (degree - 1) * p * mfu / w, "flops": p, "bandwidth": w, "degree": degree, "mfu": mfu}
+
+
+def tp_mlp_intensity(
+    ffn: float,
+    degree: int,
+    mfu: float = 1.0,
+    node: str | None = None,
+    precision: str = "bf16",
+    flops: float | None = None,
+    bandwidth: float | None = None,
+) -> dict:
+    """Communication intensity of a tensor-parallel MLP block (column-parallel fc1, row-parallel fc2).
+
+    Per rank and forward pass: fc1 and fc2 compute 4·T·H·F/N FLOPs, and fc2's output (T×H, 16-bit) is
+    all-reduced, sending 2(N−1)/N · 2·T·H bytes. Their ratio, F/(N−1) FLOPs per byte on the link, does not
+    depend on the tokens T or the width H. The link keeps up while that exceeds the ridge P·MFU/W; below
+    it, communication takes longer than the GEMMs it follows (the 2·P/W threshold generalised to N ranks).
+    """
+    ffn = positive("ffn", ffn)
+    degree = whole("degree", degree, least=2)
+    mfu = fraction("mfu", mfu)
+    p, w = _peak(node, flops, bandwidth, precision)
+    intensity = ffn / (degree - 1)
+    ridge = p * mfu / w
+    return {
+        "intensity": intensity,
+        "ridge": ridge,
+        "comm_bound": intensity < ridge,
+        "comm_over_compute": ridge / intensity,
+        "ffn_min": (degree - 1) * ridge,
+        "attainable_tflops": min(p * mfu, intensity * w) / 1e12,
+        "peak_tflops": p * mfu / 1e12,
+    }
+
+
+def tp_layer_collectives(tokens: float, hidden: float, degree: int, sequence_parallel: bool = False) -> dict:
+    """The collectives one tensor-parallel Transformer layer runs (attention block + MLP block).
+
+    Each block pairs a column-parallel linear (input replicated, output sharded: no collective) with a
+    row-parallel one (input sharded, output partial sums: one all-reduce). Forward: 2 all-reduces per
+    layer; backward: 2 more, at the blocks' inputs. With sequence parallelism each all-reduce becomes a
+    reduce-scatter after the block plus an all-gather before the next one: the same bytes, split in two.
+    """
+    tokens, hidden = positive("tokens", tokens), positive("hidden", hidden)
+    degree = whole("degree", degree, least=2)
+    size = tokens * hidden * 2  # one (T, H) activation in 16-bit
+    per_all_reduce = 2 * (degree - 1) / degree * size
+    out = {
+        "activation_bytes": size,
+        "bytes_per_gpu_per_layer": 4 * per_all_reduce,  # 2 forward + 2 backward all-reduce volumes
+        "all_reduce_fwd": 0 if sequence_parallel else 2,
+        "all_reduce_bwd": 0 if sequence_parallel else 2,
+        "all_gather_fwd": 2 if sequence_parallel else 0,
+        "reduce_scatter_fwd": 2 if sequence_parallel else 0,
+        "all_gather_bwd": 2 if sequence_parallel else 0,
+        "reduce_scatter_bwd": 2 if sequence_parallel else 0,
+    }
+    out["collectives_per_layer"] = sum(v for k, v in out.items() if k.endswith(("_fwd", "_bwd")))
+    return out

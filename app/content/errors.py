@@ -1,0 +1,190 @@
+"""Errors for lesson authors: pydantic and YAML problems translated into file, line, field, expected, found.
+
+The loader validates; this module explains. A `ContentError` names the file (relative to the lesson
+folder's parent, e.g. `transformer-scaling/parts/orient.yaml`), the field path in the author's terms
+(`blocks[2].pause.answer`), what was expected and what was found, and the YAML line when it can be
+located. `explain()` turns one pydantic `ValidationError` into such triples, merging the alternatives
+of a union (a block of unknown `kind` is one error naming the allowed kinds, not nine) and listing the
+allowed fields when a key is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+
+@dataclass(frozen=True)
+class ContentError:
+    """One problem in one file, in the author's terms."""
+
+    file: str  # e.g. "transformer-scaling/parts/orient.yaml"
+    field: str  # e.g. "blocks[2].pause.answer"; "" for the file as a whole
+    expected: str
+    found: str
+    line: int | None = None  # 1-based line in the YAML, when known
+
+    @property
+    def message(self) -> str:
+        return f"expected {self.expected}, found {self.found}"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.field or '(file)'}: {self.message}"
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, int | None]:
+    """What the YAML parser tripped on, and its 1-based line when the parser knows it."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return problem, (mark.line + 1 if mark else None)
+
+
+def describe_value(value: Any) -> str:
+    """A found value as an author reads it: its kind and a short repr."""
+    if value is None:
+        return "nothing"
+    text = repr(value)
+    kind = type(value).__name__.replace("str", "text").replace("dict", "mapping").replace("NoneType", "nothing")
+    return f"{kind} {text[:60] + '…' if len(text) > 60 else text}"
+
+
+def loc_to_path(loc: tuple) -> str:
+    out = ""
+    for item in loc:
+        out += f"[{item}]" if isinstance(item, int) else (f".{item}" if out else str(item))
+    return out
+
+
+def path_to_loc(path: str) -> tuple:
+    loc: list = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        loc.append(int(index) if index else name)
+    return tuple(loc)
+
+
+def line_of(node: Any, loc: tuple) -> int | None:
+    """1-based line of the value at loc in a composed YAML tree (the deepest node that exists)."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for item in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == item), None)
+            if match is None:
+                return line
+            key, node = match
+            line = key.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int) and item < len(node.value):
+            node = node.value[item]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _unwrap(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
+    """The model class that validates the mapping at loc (to list its allowed fields), or None."""
+    tp: Any = root
+    for item in loc:
+        tp = _unwrap(tp)
+        origin = typing.get_origin(tp)
+        if origin in (typing.Union, types.UnionType):
+            members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
+            kind = data.get("kind") if isinstance(data, dict) else None
+            tp = next(
+                (
+                    m
+                    for m in members
+                    if kind
+                    and m.model_fields.get("kind")
+                    and kind in typing.get_args(m.model_fields["kind"].annotation)
+                ),
+                members[0] if len(members) == 1 else None,
+            )
+            if tp is None:
+                return None
+            origin = None
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if not isinstance(data, dict) or item not in tp.model_fields:
+                return None
+            tp, data = tp.model_fields[item].annotation, data.get(item)
+        elif origin is list and isinstance(item, int) and isinstance(data, list) and item < len(data):
+            tp, data = typing.get_args(tp)[0], data[item]
+        elif origin is dict and isinstance(data, dict):
+            tp, data = typing.get_args(tp)[1], data.get(item)
+        else:
+            return None
+    tp = _unwrap(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [m for m in map(_unwrap, typing.get_args(tp)) if isinstance(m, type) and issubclass(m, BaseModel)]
+        kind = data.get("kind") if isinstance(data, dict) else None
+        tp = next(
+            (
+                m
+                for m in members
+                if "kind" in m.model_fields and kind in typing.get_args(m.model_fields["kind"].annotation)
+            ),
+            None,
+        )
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> list[tuple[tuple, str, str]]:
+    """pydantic errors -> (loc in the author's data, expected, found), merging union alternatives."""
+    merged: dict[tuple, tuple[list[str], str]] = {}
+    for e in exc.errors(include_url=False):
+        loc, node, walked = [], data, list(e["loc"])
+        for n, item in enumerate(walked):
+            if isinstance(node, dict) and item in node:
+                loc.append(item)
+                node = node[item]
+            elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+                loc.append(item)
+                node = node[item]
+            elif n == len(walked) - 1 and e["type"] in ("missing", "extra_forbidden"):
+                loc.append(item)
+                node = None
+            # else: a union member's tag (e.g. 'section', 'Range'): not part of the author's data
+        key = tuple(loc)
+        expected, found = _expected(e, data, root, key), describe_value(e.get("input"))
+        if e["type"] == "missing":
+            found = "nothing (the field is missing)"
+        elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
+            expected, found = expected.split("; found ", 1)
+        if key in merged:
+            if expected not in merged[key][0]:
+                merged[key][0].append(expected)
+        else:
+            merged[key] = ([expected], found)
+    return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
+
+
+def _expected(e: Any, data: Any, root: type[BaseModel] | None, loc: tuple) -> str:
+    kind = e["type"]
+    if kind == "missing":
+        return "a value (required field)"
+    if kind == "extra_forbidden":
+        model = _model_at(root, data, loc[:-1]) if root else None
+        allowed = ", ".join(model.model_fields) if model else ""
+        return f"no field named {loc[-1]!r} here" + (f" (allowed: {allowed})" if allowed else "")
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        ctx = e.get("ctx", {})
+        return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"
+    msg = e["msg"]
+    for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix) :]
+    return msg

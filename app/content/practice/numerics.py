@@ -1,0 +1,220 @@
+"""Problem families of lessons 06 and 07: FP8 scales and clipping, overlap, collectives, ZeRO, pipelines,
+the TP limit, integer quantization and narrow accumulation. Every solver calls app/content/calc."""
+
+from __future__ import annotations
+
+import math
+
+from .. import calc
+from .family import Generator
+
+
+def _fp8_scale(p):
+    r = calc.fp8_scale(p["amax"], p["fmt"], p.get("margin", 0))
+    return {"answer": r["scale"], "scale": r["scale"], "fp8_max": r["fp8_max"]}
+
+
+def _fp8_clip(p):
+    s = calc.fp8_scale(p["amax"], p["fmt"])["scale"]
+    m = calc.fp8_map(p["value"], s, p["fmt"])
+    clamped = math.copysign(min(abs(m["scaled"]), m["fp8_max"]), m["scaled"])
+    # The question asks for the value after the clamp and before rounding; the stored (rounded) value is
+    # the one slip worth a hint rather than a wrong attempt.
+    slips = [] if m["stored"] == clamped else [(m["stored"], ROUNDED_SLIP.format(fmt=p["fmt"], stored=m["stored"]))]
+    return {
+        "answer": clamped,
+        "scale": s,
+        "scaled": m["scaled"],
+        "fp8_max": m["fp8_max"],
+        "clipped": m["clipped"],
+        "stored": m["stored"],
+        "slips": slips,
+    }
+
+
+ROUNDED_SLIP = (
+    "{stored:g} is the value after rounding to the {fmt} grid. This question asks for the value after the "
+    "clamp and before that rounding: multiply by the scale, then clamp to ±fp8_max."
+)
+
+
+def _step_time(p):
+    overlap = min(p["overlap"], p["compute"], p["comm"])  # a range may draw more overlap than exists
+    r = calc.step_time(p["compute"], p["comm"], overlap)
+    return {"answer": r["total"], "overlap": overlap, "exposed": r["exposed"], "serial": r["serial"]}
+
+
+def _ring(p):
+    r = calc.ring_allreduce(p["size"], int(p["gpus"]))
+    return {"answer": r["per_gpu"], "factor": r["factor"]}
+
+
+def _collective_time(p):
+    r = calc.collective_time(p["size"] * 1e9, int(p["gpus"]), p["bandwidth"] * 1e9, p["kind"])
+    return {"answer": r["ms"], "moved_gb": r["moved"] / 1e9}
+
+
+def _zero(p):
+    r = calc.zero_memory(p["params"] * 1e9, int(p["gpus"]), int(p["stage"]))
+    return {"answer": r["gb"], "bytes_per_param": r["bytes_per_param"]}
+
+
+def _bubble(p):
+    r = calc.pipeline_bubble(int(p["stages"]), int(p["microbatches"]))
+    return {"answer": r["percent"], "fraction": r["fraction"]}
+
+
+def _tp(p):
+    r = calc.tp_threshold(p["flops"] * 1e12, p["bandwidth"] * 1e9)
+    return {"answer": r["d_min"]}
+
+
+def _vector(p):
+    values = list(p["values"])
+    values[-1] = p["outlier"]
+    idx = int(p["index"])
+    if not 0 <= idx < len(values):
+        raise calc.CalcError(f"index must be in 0..{len(values) - 1}, got {idx}")
+    return values, idx
+
+
+def _absmax(p):
+    values, idx = _vector(p)
+    r = calc.absmax_quant(values, int(p["bits"]))
+    return {
+        "answer": r[f"q{idx}"],
+        "vector": values,
+        "x": values[idx],
+        "step": r["step"],
+        "qmax": r["qmax"],
+        "dequantized": r[f"x{idx}"],
+    }
+
+
+def _block(p):
+    values, idx = _vector(p)
+    r = calc.block_quant(values, int(p["block"]), int(p["bits"]))
+    whole = calc.absmax_quant(values, int(p["bits"]))
+    block = idx // int(p["block"])
+    outlier_block = (len(values) - 1) // int(p["block"])
+    return {
+        "answer": r[f"q{idx}"],
+        "vector": values,
+        "x": values[idx],
+        "step": r[f"step_b{block}"],
+        "q_tensor": whole[f"q{idx}"],
+        "block_no": block + 1,
+        "outlier_block_no": outlier_block + 1,
+        "outlier_step": r[f"step_b{outlier_block}"],
+        "in_outlier_block": block == outlier_block,
+        "qmax": whole["qmax"],
+    }
+
+
+def _accumulate(p):
+    every = int(p["promote_every"])
+    r = calc.accumulate_fp8(p["addend"], int(p["count"]), every, p["fmt"])
+    promotion = (
+        f"every {every} terms the partial sum is moved into an FP32 total and the running sum restarts at 0"
+        if every
+        else "the sum is never moved into a wider accumulator"
+    )
+    return {"answer": r["total"], "exact": r["exact"], "stuck_after": r["stuck_after"], "promotion": promotion}
+
+
+FAMILIES: list[Generator] = [
+    Generator(
+        "fp8_scale",
+        {"amax": 240, "fmt": "E4M3", "margin": 0},
+        "",
+        "amax = {{amax}}, format {{fmt}}: what scale maps amax to the largest {{fmt}} value?",
+        "scale = {{fp8_max}} ÷ {{amax}} ≈ {{scale|.3f}}.",
+        _fp8_scale,
+    ),
+    Generator(
+        "fp8_clip",
+        {"amax": 240, "value": 300, "fmt": "E4M3"},
+        "",
+        "The scale comes from amax = {{amax}}. Where does {{value}} land after scaling and the clamp?",
+        "scale = {{fp8_max}} ÷ {{amax}} ≈ {{scale|.3f}}; {{value}} × scale ≈ {{scaled|.1f}}; "
+        "clipped: {{clipped}}; the stored {{fmt}} value is {{stored}}.",
+        _fp8_clip,
+    ),
+    Generator(
+        "fp8_step_time",
+        {"compute": 12, "comm": 5, "overlap": 3},
+        "ms",
+        "Compute {{compute}} ms, communication {{comm}} ms, {{overlap}} ms of it hidden. Step time?",
+        "T ≈ {{compute}} + {{comm}} − {{overlap}} = {{answer}} ms; {{exposed}} ms of communication stays "
+        "on the critical path.",
+        _step_time,
+    ),
+    Generator(
+        "ring_allreduce",
+        {"size": 14, "gpus": 8},
+        "GB",
+        "A ring all-reduce of {{size}} GB over {{gpus}} GPUs: how much does each GPU send?",
+        "Each GPU sends 2(N−1)/N = {{factor|.3f}} × {{size}} GB ≈ {{answer|.2f}} GB (reduce-scatter, then all-gather).",
+        _ring,
+    ),
+    Generator(
+        "collective_time",
+        {"size": 14, "gpus": 8, "bandwidth": 450, "kind": "all-gather"},
+        "ms",
+        "A {{kind}} of {{size}} GB over {{gpus}} GPUs at {{bandwidth}} GB/s per GPU takes how long?",
+        "(N−1)/N of the data crosses each GPU ({{moved_gb|.2f}} GB); at {{bandwidth}} GB/s that is {{answer|.1f}} ms.",
+        _collective_time,
+    ),
+    Generator(
+        "zero_memory",
+        {"params": 7, "gpus": 4, "stage": 1},
+        "GB",
+        "{{params}}B parameters, mixed precision with Adam (16 bytes/parameter), {{gpus}} GPUs, "
+        "ZeRO stage {{stage}}: memory per GPU for the training state?",
+        "{{bytes_per_param}} bytes per parameter × {{params}}B = {{answer|.1f}} GB per GPU.",
+        _zero,
+    ),
+    Generator(
+        "pipeline_bubble",
+        {"stages": 4, "microbatches": 8},
+        "%",
+        "A pipeline of {{stages}} stages runs {{microbatches}} microbatches. What fraction is bubble?",
+        "(p − 1) / (m + p − 1) = {{fraction|.3f}} ≈ {{answer|.1f}}%.",
+        _bubble,
+    ),
+    Generator(
+        "tp_threshold",
+        {"flops": 989, "bandwidth": 450},
+        "",
+        "At {{flops}} TFLOP/s and {{bandwidth}} GB/s, above which inner dimension D does a 2-way TP "
+        "matmul compute longer than it communicates?",
+        "D > 2·P / W = 2 × {{flops}}·10^12 / ({{bandwidth}}·10^9) ≈ {{answer|,.0f}}.",
+        _tp,
+    ),
+    Generator(
+        "absmax_int8",
+        {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 1.5, "index": 0, "bits": 8},
+        "",
+        "Quantize {{vector}} to int{{bits}} with one absmax scale. What integer does {{x}} become?",
+        "step = {{step|.4f}} (max |x| ÷ {{qmax}}); round({{x}} ÷ step) = {{answer}}.",
+        _absmax,
+    ),
+    Generator(
+        "block_absmax",
+        {"values": [0.3, -0.5, 0.12, 1.5], "outlier": 30, "index": 0, "block": 2, "bits": 8},
+        "",
+        "Quantize {{vector}} to int{{bits}} in blocks of {{block}}. What integer does {{x}} become?",
+        "Its block's step is {{step|.4f}}, so {{x}} → {{answer}}; one scale for the whole vector "
+        "would give {{q_tensor}}.",
+        _block,
+    ),
+    Generator(
+        "e4m3_accumulate",
+        {"addend": 3, "count": 100, "promote_every": 0, "fmt": "E4M3"},
+        "",
+        "Add {{addend}} to itself {{count}} times, rounding the running sum to {{fmt}} after each add; "
+        "{{promotion}}. Final sum?",
+        "The exact sum is {{exact}}; with this accumulation it ends at {{answer}}.",
+        _accumulate,
+    ),
+]

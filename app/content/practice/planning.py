@@ -1,0 +1,283 @@
+"""Problem families of lesson 08: memory per GPU, training budgets, FSDP and HSDP traffic, MoE sizes and
+serving. Parameters are in the units a learner reads (billions of parameters, GB/s, TFLOP/s, MB); every
+solver converts and calls app/content/calc."""
+
+from __future__ import annotations
+
+from .. import calc
+from .family import Generator
+
+
+def _state(p):
+    r = calc.model_state(p["params"] * 1e9, int(p["dp"]), int(p["tp"]), int(p["pp"]), int(p["zero"]))
+    return {"answer": r["state_gb"], "bytes_per_param": r["bytes_per_param"], "shard_b": r["shard_params"] / 1e9}
+
+
+def _activations(p):
+    r = calc.activations(
+        int(p["layers"]),
+        int(p["hidden"]),
+        int(p["heads"]),
+        int(p["seq"]),
+        int(p["micro_batch"]),
+        int(p["tp"]),
+        bool(p["sequence_parallel"]),
+        str(p["recompute"]),
+    )
+    return {"answer": r["gb"], "per_layer_gb": r["per_layer_gb"]}
+
+
+def _tokens(p):
+    r = calc.train_budget(p["params"] * 1e9, tokens_per_param=p["tokens_per_param"])
+    return {"answer": r["tokens"] / 1e9}
+
+
+def _budget(p):
+    return calc.train_budget(
+        p["params"] * 1e9, tokens=p["tokens"] * 1e9, flops=p["flops"] * 1e12, mfu=p["mfu"], gpus=int(p["gpus"])
+    )
+
+
+def _hours(p):
+    r = _budget(p)
+    return {"answer": r["hours"], "days": r["days"], "flop": r["flop"], "gpu_hours": r["gpu_hours"]}
+
+
+def _gpu_hours(p):
+    r = _budget(p)
+    return {"answer": r["gpu_hours"], "flop": r["flop"]}
+
+
+def _step_compute(p):
+    r = calc.train_compute(p["params"] * 1e9, p["tokens"], p["flops"] * 1e12, p["mfu"])
+    return {"answer": r["seconds"], "flop": r["flop"]}
+
+
+def _fsdp_step(p):
+    return calc.fsdp_step(
+        p["params"] * 1e9, int(p["gpus"]), p["bandwidth"] * 1e9, p["tokens"], p["flops"] * 1e12, p["mfu"],
+        int(p["collectives"]),
+    )  # fmt: skip
+
+
+def _fsdp(p):
+    r = _fsdp_step(p)
+    return {"answer": r["comm_ms"], "one_ms": r["one_ms"], "moved_gb": r["moved_gb"]}
+
+
+def _share(p):
+    r = _fsdp_step(p)
+    return {"answer": r["share"], "comm_s": r["comm_ms"] / 1e3, "compute_s": r["compute_s"]}
+
+
+def _hsdp(p):
+    r = calc.hsdp_step(p["params"] * 1e9, int(p["gpus_per_node"]), int(p["nodes"]), p["bandwidth"] * 1e9)
+    return {"answer": r["ms"], "shard_gb": r["shard_gb"]}
+
+
+def _moe(p):
+    r = calc.moe_params(
+        int(p["layers"]),
+        int(p["hidden"]),
+        int(p["ffn"]),
+        int(p["routed"]),
+        int(p["shared"]),
+        int(p["top_k"]),
+        int(p["ep"]),
+    )
+    which = str(p["which"])
+    if which not in ("total", "active", "per_gpu"):
+        raise calc.CalcError(f"which must be total, active or per_gpu, got {which!r}")
+    words = {"total": "in the whole model", "active": "active per token", "per_gpu": "held by each GPU"}[which]
+    return {
+        "answer": r[which] / 1e9,
+        "expert_m": r["expert"] / 1e6,
+        "attention_m": r["attention"] / 1e6,
+        "asked": words,
+    }
+
+
+def _all_to_all(p):
+    r = calc.moe_all_to_all(p["tokens"], int(p["top_k"]), int(p["hidden"]), int(p["gpus"]), p["bandwidth"] * 1e9)
+    return {"answer": r["ms"], "dispatch_mb": r["dispatch_bytes"] / 1e6, "remote_mb": r["remote_bytes"] / 1e6}
+
+
+def _kv(p):
+    r = calc.kv_cache(int(p["layers"]), int(p["kv_heads"]), int(p["head_dim"]), p["tokens"], int(p["batch"]))
+    return {"answer": r["mb"], "per_token_kib": r["per_token_kib"]}
+
+
+def _decode(p):
+    kv = calc.kv_cache(int(p["layers"]), int(p["kv_heads"]), int(p["head_dim"]), p["context"], int(p["batch"]))
+    r = calc.decode_step(
+        p["params"] * 1e9, kv["bytes"], p["hbm"] * 1e12, int(p["gpus"]), int(p["layers"]), 1e-6 * p["alpha_us"]
+    )
+    return {"answer": r["ms"], "kv_gb": kv["bytes"] / 1e9, "weights_ms": r["weights_ms"], "comm_ms": r["comm_ms"]}
+
+
+def _ffn_min(p):
+    r = calc.tp_mlp_intensity(1.0, int(p["degree"]), p["mfu"], flops=p["flops"] * 1e12, bandwidth=p["bandwidth"] * 1e9)
+    return {"answer": r["ffn_min"], "ridge": r["ridge"]}
+
+
+def _tokens_per_step(p):
+    tokens = int(p["dp"]) * int(p["micro_batch"]) * int(p["seq"]) * int(p["accumulation"])
+    return {"answer": tokens / 1e6, "sequences": int(p["dp"]) * int(p["micro_batch"]) * int(p["accumulation"])}
+
+
+MODEL_7B = {"layers": 32, "hidden": 4096, "heads": 32}
+
+FAMILIES: list[Generator] = [
+    Generator(
+        "model_state",
+        {"params": 7, "dp": 4, "tp": 1, "pp": 1, "zero": 1},
+        "GB",
+        "{{params}}B parameters, Adam in mixed precision, DP={{dp}}, TP={{tp}}, PP={{pp}}, ZeRO-{{zero}}: "
+        "GB of training state per GPU?",
+        "TP·PP = {{tp}}·{{pp}} leaves {{shard_b|.3g}}B parameters per GPU; with ZeRO-{{zero}} over {{dp}} data-parallel "
+        "ranks that is {{bytes_per_param|.3g}} bytes each, {{answer|.1f}} GB.",
+        _state,
+    ),
+    Generator(
+        "activations",
+        {**MODEL_7B, "seq": 4096, "micro_batch": 1, "tp": 1, "sequence_parallel": 0, "recompute": "selective"},
+        "GB",
+        "Activations kept for backward: {{layers}} layers, H = {{hidden}}, {{heads}} heads, {{seq}} tokens, "
+        "micro-batch {{micro_batch}}, TP={{tp}}, recompute {{recompute}}. GB per GPU?",
+        "Per layer {{per_layer_gb|.3g}} GB (s·b·h·34 bytes, plus 5·a·s²·b for the attention scores unless they "
+        "are recomputed, divided as TP and SP allow); × {{layers}} layers = {{answer|.1f}} GB.",
+        _activations,
+    ),
+    Generator(
+        "train_tokens",
+        {"params": 7, "tokens_per_param": 20},
+        "",
+        "A compute-optimal run for {{params}}B parameters uses about {{tokens_per_param}} tokens per parameter. "
+        "How many billion tokens?",
+        "{{tokens_per_param}} × {{params}}B = {{answer|,.0f}}B tokens.",
+        _tokens,
+    ),
+    Generator(
+        "train_hours",
+        {"params": 7, "tokens": 140, "gpus": 8, "flops": 989, "mfu": 0.4},
+        "h",
+        "{{params}}B parameters on {{tokens}}B tokens, {{gpus}} GPUs at {{flops}} TFLOP/s and {{mfu}} MFU: "
+        "how many hours of wall-clock time?",
+        "6 · N · D = {{flop|.3g}} FLOPs; ÷ ({{gpus}} × {{flops}}·10¹² × {{mfu}}) = {{answer|,.1f}} h "
+        "({{days|.1f}} days, {{gpu_hours|,.0f}} GPU-hours).",
+        _hours,
+    ),
+    Generator(
+        "gpu_hours",
+        {"params": 1, "tokens": 20, "gpus": 1, "flops": 989, "mfu": 0.4},
+        "",
+        "{{params}}B parameters on {{tokens}}B tokens at {{flops}} TFLOP/s and {{mfu}} MFU: how many GPU-hours?",
+        "6 · N · D = {{flop|.3g}} FLOPs ÷ ({{flops}}·10¹² × {{mfu}}) = {{answer|,.0f}} GPU-hours.",
+        _gpu_hours,
+    ),
+    Generator(
+        "step_compute",
+        {"params": 7, "tokens": 16384, "flops": 989, "mfu": 0.4},
+        "s",
+        "{{params}}B parameters, {{tokens}} tokens per GPU per step, {{flops}} TFLOP/s at {{mfu}} MFU: seconds "
+        "of compute per step?",
+        "6 · N · tokens = {{flop|.3g}} FLOPs ÷ ({{flops}}·10¹² × {{mfu}}) = {{answer|.2f}} s.",
+        _step_compute,
+    ),
+    Generator(
+        "fsdp_comm",
+        {"params": 7, "gpus": 8, "bandwidth": 450, "collectives": 3, "tokens": 16384, "flops": 989, "mfu": 0.4},
+        "ms",
+        "FSDP over {{gpus}} GPUs at {{bandwidth}} GB/s, {{params}}B BF16 parameters, {{collectives}} collectives "
+        "per step: milliseconds of communication per step?",
+        "Each collective moves (N−1)/N × {{params}}·2 GB = {{moved_gb|.3g}} GB through each GPU, {{one_ms|.1f}} ms; "
+        "× {{collectives}} = {{answer|.0f}} ms.",
+        _fsdp,
+    ),
+    Generator(
+        "comm_share",
+        {"params": 7, "gpus": 8, "bandwidth": 450, "collectives": 3, "tokens": 16384, "flops": 989, "mfu": 0.4},
+        "%",
+        "FSDP's communication ({{gpus}} GPUs, {{bandwidth}} GB/s) as a percentage of the step's compute?",
+        "{{comm_s|.3g}} s of communication ÷ {{compute_s|.3g}} s of compute = {{answer|.1f}}%.",
+        _share,
+    ),
+    Generator(
+        "hsdp_comm",
+        {"params": 7, "gpus_per_node": 8, "nodes": 64, "bandwidth": 50},
+        "ms",
+        "HSDP: state sharded over the {{gpus_per_node}} GPUs of a node, replicated over {{nodes}} nodes at "
+        "{{bandwidth}} GB/s. Milliseconds for the cross-node gradient all-reduce?",
+        "Each GPU all-reduces its shard, {{params}}·2 GB ÷ {{gpus_per_node}} = {{shard_gb|.3g}} GB, with its peers "
+        "in the other nodes: 2 × (N−1)/N × {{shard_gb|.3g}} GB ÷ {{bandwidth}} GB/s = {{answer|.0f}} ms.",
+        _hsdp,
+    ),
+    Generator(
+        "moe_params",
+        {"layers": 24, "hidden": 2048, "ffn": 1024, "routed": 64, "shared": 2, "top_k": 6, "ep": 8, "which": "total"},
+        "",
+        "MoE: {{layers}} layers, D = {{hidden}}, expert F = {{ffn}}, {{routed}} routed + {{shared}} shared "
+        "experts, top-{{top_k}}, EP = {{ep}}. Billions of parameters {{asked}}?",
+        "An expert is 3·D·F = {{expert_m|.3g}}M parameters, attention 4·D² = {{attention_m|.3g}}M per layer: "
+        "{{answer|.3g}}B {{asked}}.",
+        _moe,
+    ),
+    Generator(
+        "all_to_all",
+        {"tokens": 8192, "top_k": 6, "hidden": 2048, "gpus": 8, "bandwidth": 450},
+        "ms",
+        "{{tokens}} tokens per GPU, top-{{top_k}}, D = {{hidden}}, {{gpus}} GPUs at {{bandwidth}} GB/s: "
+        "milliseconds of all-to-all per MoE layer in the forward pass?",
+        "Dispatch {{tokens}} × {{top_k}} × {{hidden}} × 2 bytes = {{dispatch_mb|.0f}} MB, the same to combine; "
+        "(N−1)/N of it leaves the GPU: {{remote_mb|.0f}} MB ÷ {{bandwidth}} GB/s = {{answer|.2f}} ms.",
+        _all_to_all,
+    ),
+    Generator(
+        "kv_cache",
+        {"layers": 32, "kv_heads": 8, "head_dim": 128, "tokens": 2000, "batch": 1},
+        "MB",
+        "KV cache in BF16: {{layers}} layers, {{kv_heads}} KV heads of {{head_dim}}, {{tokens}} tokens, batch "
+        "{{batch}}. How many MB?",
+        "2 (K and V) × {{layers}} × {{kv_heads}} × {{head_dim}} × 2 bytes = {{per_token_kib|.0f}} KiB per token; "
+        "× {{tokens}} × {{batch}} = {{answer|,.0f}} MB.",
+        _kv,
+    ),
+    Generator(
+        "decode_step",
+        {
+            "params": 8.03,
+            "layers": 32,
+            "kv_heads": 8,
+            "head_dim": 128,
+            "context": 2250,
+            "batch": 32,
+            "hbm": 3.35,
+            "gpus": 1,
+            "alpha_us": 10,
+        },
+        "ms",
+        "Decode step of a {{params}}B model in BF16, batch {{batch}} at {{context}} tokens of context, "
+        "{{hbm}} TB/s, {{gpus}} GPU(s): milliseconds per step?",
+        "Read the weights ({{weights_ms|.2f}} ms) and {{kv_gb|.3g}} GB of KV cache once, split over {{gpus}} GPU(s), "
+        "plus {{comm_ms|.2f}} ms of all-reduce latency: {{answer|.2f}} ms.",
+        _decode,
+    ),
+    Generator(
+        "tp_ffn_min",
+        {"degree": 8, "flops": 989, "bandwidth": 450, "mfu": 0.5},
+        "",
+        "TP={{degree}} at {{flops}} TFLOP/s, {{mfu}} MFU, {{bandwidth}} GB/s: the smallest MLP width F whose "
+        "GEMMs still outlast the all-reduce?",
+        "F/(N−1) must reach P·MFU/W = {{ridge|,.0f}} FLOPs per byte: F > {{answer|,.0f}}.",
+        _ffn_min,
+    ),
+    Generator(
+        "tokens_per_step",
+        {"dp": 512, "micro_batch": 1, "seq": 4096, "accumulation": 1},
+        "",
+        "{{dp}} data-parallel ranks, micro-batch {{micro_batch}} of {{seq}} tokens, {{accumulation}} accumulation "
+        "steps: millions of tokens per optimizer step?",
+        "{{sequences}} sequences × {{seq}} tokens = {{answer|.2f}} M tokens.",
+        _tokens_per_step,
+    ),
+]

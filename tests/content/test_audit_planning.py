@@ -1,0 +1,87 @@
+"""Content audit for lesson 08: the seed 003 material lessons 06 and 07 left out is here, worked with the
+numbers the seed gives, and the three multi-step plans check those numbers step by step."""
+
+import pytest
+
+from app.content import calc
+from app.content.practice import grade_step
+
+SECTIONS = {
+    "six-n-d": ["6 \\cdot N \\cdot D", "tokens per parameter", "GPU-hours"],
+    "model-state": ["ZeRO", "stage 1", "stage 2", "stage 3"],
+    "activation-memory": ["selective", "full recomputation", "1F1B", "34"],
+    "seventy-b": ["TP = 8", "ZeRO-1"],
+    "fsdp-in-a-node": ["all-gather", "reduce-scatter"],
+    "fsdp-across-nodes": ["HSDP", "*replicates*"],
+    "moe-params": ["active", "Expert parallelism"],
+    "moe-all-to-all": ["all-to-all", "three times longer"],
+    "kv-cache": ["KiB per token"],
+    "prefill-decode": ["*Chunked prefill*", "*Disaggregated serving*", "Batching"],
+    "sharding-decode": ["tensor parallelism", "64 small all-reduces"],
+}
+
+
+@pytest.fixture(scope="module")
+def l08(course):
+    lesson = course.lesson("planning-at-scale")
+    assert lesson is not None, [str(e) for e in course.errors]
+    return lesson
+
+
+def test_shape(l08):
+    assert l08.number == 8 and [p.id for p in l08.parts] == [
+        "compute-budget",
+        "memory-anatomy",
+        "communication",
+        "moe",
+        "inference",
+        "plan",
+    ]
+    assert 50 <= l08.read_time_minutes <= 60
+
+
+def test_sections_carry_the_seed_material(l08):
+    sections = {b.id: " ".join(b.body.split()) for _, b in l08.blocks("section")}
+    for sid, phrases in SECTIONS.items():
+        for phrase in phrases:
+            assert phrase in sections[sid], (sid, phrase)
+
+
+def test_seed_numbers(l08):
+    v = l08.values
+    assert v["budget-1b"]["tokens"] == 20e9 and round(v["budget-1b"]["gpu_hours"]) == 84
+    assert round(v["llama3-8b"]["tokens_per_param"]) == 1875
+    assert [v[k]["state_gb"] for k in ("ddp-7b", "zero3-7b")] == pytest.approx([112, 14])
+    assert v["state-70b"]["state_gb"] == pytest.approx(1120) and v["tp8z1-70b"]["state_gb"] == pytest.approx(48.125)
+    assert round(v["fsdp-node"]["comm_ms"]) == 82 and round(v["fsdp-wide"]["share"]) == 48
+    assert round(v["hsdp"]["ms"]) == 69
+    assert v["moe"]["total"] == pytest.approx(10.37e9, rel=1e-3) and v["moe"]["per_gpu_gb"] == pytest.approx(
+        3.83, rel=1e-2
+    )
+    assert round(v["a2a-node"]["ms"], 1) == 0.8 and round(v["a2a-net"]["ms"]) == 7
+    assert round(v["kv-prompt"]["mb"]) == 262 and round(v["prefill"]["ms"]) == 63
+    assert round(v["decode"]["ms"], 1) == 7.6 and round(v["pools"]["decode_per_prefill"]) == 2
+    assert v["chunk"]["ms"] < v["decode"]["weights_ms"]
+
+
+def test_three_multi_step_plans(l08):
+    plans = {qid: q for qid, q in l08.questions.items() if q.kind == "multi_step"}
+    assert set(plans) == {"plan-7b", "fsdp-64-nodes", "tp8-zero1-70b"}
+    for qid, q in plans.items():
+        kinds = {s.kind for s in q.body.steps}
+        assert kinds == {"numeric", "single_choice"}, qid  # numbers and the choice they justify
+        assert q.body.summary and "{{" not in q.body.summary
+    # Each step's key is calc's number for the seed's scenario.
+    assert grade_step(plans["plan-7b"], "ddp-state", "112 GB").correct
+    assert grade_step(plans["plan-7b"], "hours-8", f"{calc.train_budget(7e9, gpus=8)['days']:.2f} days").correct
+    assert grade_step(plans["fsdp-64-nodes"], "share-wide", "48%").correct
+    assert grade_step(plans["fsdp-64-nodes"], "hsdp-comm", "0.069 s").correct
+    assert grade_step(plans["tp8-zero1-70b"], "tp8-zero1", "48.1").correct
+    assert grade_step(plans["tp8-zero1-70b"], "third-option", "A").correct
+
+
+def test_free_responses_have_self_checks(course):
+    for lesson in course.lessons.values():
+        for qid, q in lesson.questions.items():
+            if q.kind == "free_response":
+                assert len(q.body.self_check) >= 3, (lesson.id, qid)

@@ -1,0 +1,153 @@
+"""Figures are drawn at build time, carry a text alternative, and show exactly the numbers calc computes."""
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from app.content import calc, figures
+from app.content.loader import validate_lesson_texts
+
+SVG = "{http://www.w3.org/2000/svg}"
+MEMORY = {"configs": [{"label": "DDP, 8 GPUs", "dp": 8}, {"label": "ZeRO-3, 8 GPUs", "dp": 8, "zero": 3}]}
+DEFAULTS = {name: (MEMORY if name == "memory-anatomy" else {}) for name in figures.FIGURES}
+
+
+def _parse(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)  # well-formed XML, so every author string was escaped
+    assert root.tag == f"{SVG}svg" and root.get("role") == "img"
+    kids = list(root)
+    assert kids[0].tag == f"{SVG}title" and kids[0].text.strip()
+    assert kids[1].tag == f"{SVG}desc" and len(kids[1].text) > 40
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(figures.FIGURES))
+def test_every_figure_draws_with_a_text_alternative(name):
+    drawn = figures.render(name, DEFAULTS[name], "fig-x")
+    root = _parse(drawn.svg)
+    assert drawn.name == name and drawn.title and len(drawn.alt) > 60
+    assert drawn.rows and all(len(r) == len(drawn.columns) for r in drawn.rows)
+    assert drawn.numbers
+    texts = [t for t in root.iter(f"{SVG}text") if "".join(t.itertext()).strip()]
+    assert len(texts) >= 5, "labels are real <text>, not paths"
+    # marker ids are scoped by the figure id, so several figures can share a page
+    ids = [el.get("id") for el in root.iter() if el.get("id")]
+    assert all(i.startswith("fig-x-") for i in ids), ids
+
+
+def test_number_line_numbers_match_calc():
+    d = figures.render("fp8-number-line", {"amax": 240, "values": [120, 300]}, "f")
+    scale = calc.fp8_scale(240)["scale"]
+    assert d.numbers["scale"] == scale
+    for v in (120, 300):
+        m = calc.fp8_map(v, scale=scale)
+        assert d.numbers[f"scaled_{v}"] == m["scaled"] and d.numbers[f"stored_{v}"] == m["stored"]
+    assert d.numbers["stored_300"] == 448 and d.numbers["e5m2_max"] == 57344
+    assert ["E4M3", "126", "0.001953", "0.01562", "448"] == d.rows[0]  # 2⁻⁹ smallest subnormal, 2⁻⁶ normal
+    assert "560 → 448" in d.svg and "clipped to 448" in d.alt
+
+
+def test_step_timeline_numbers_match_calc_and_the_lab_metrics():
+    d = figures.render("step-timeline", {"compute": 12, "comm": 5, "overlap": 3}, "f")
+    s = calc.step_time(12, 5, 3)
+    assert (d.numbers["step"], d.numbers["hidden"], d.numbers["exposed"]) == (s["total"], s["hidden"], s["exposed"])
+    assert d.numbers["overlap_ratio"] == s["overlap_ratio"]
+    assert "12 + 5 − 3 = 14 ms" in d.title
+    with pytest.raises(figures.FigureError) as exc:
+        figures.render("step-timeline", {"compute": 2, "comm": 5, "overlap": 3}, "f")
+    assert exc.value.problems[0][1] == "overlap <= min(compute, comm) = 2"
+
+
+@pytest.mark.parametrize("sp", [False, True])
+def test_tp_block_numbers_match_calc(sp):
+    d = figures.render("tp-mlp-block", {"sequence_parallel": sp}, "f")
+    c = calc.tp_layer_collectives(8192, 4096, 8, sequence_parallel=sp)
+    assert d.numbers == {k: float(v) for k, v in c.items()}
+    words = ("all-gather", "reduce-scatter") if sp else ("all-reduce", "identity")
+    assert all(w in d.svg for w in words) and "column-parallel" in d.svg.lower() + d.alt.lower()
+
+
+def test_ring_figures_match_calc():
+    t = figures.render("ring-traffic", {"max_gpus": 64}, "f")
+    assert t.numbers == {f"factor_{n}": calc.ring_allreduce(1.0, n)["factor"] for n in (2, 4, 8, 16, 32, 64)}
+    r = figures.render("ring-time", {"size_mb": 1000, "alpha_us": 5, "gpus": [8, 1024]}, "f")
+    for n in (8, 1024):
+        expected = calc.ring_time(1e9, n, calc.node_figures("H100-SXM")["link_bytes_per_s"], 5e-6)
+        assert r.numbers[f"ms_{n}"] == pytest.approx(expected["ms"], rel=1e-12)
+        assert r.numbers[f"latency_ms_{n}"] == pytest.approx(expected["latency_ms"], rel=1e-12)
+
+
+def test_roofline_matches_calc_and_the_cost_model():
+    from labs.parallel.costmodel import NODES
+
+    d = figures.render("tp-roofline", {"ffn": 14336, "degrees": [2, 4, 8], "mfu": 0.5}, "f")
+    node = NODES["H100-SXM"]
+    assert d.numbers["ridge_bf16"] == pytest.approx(node.peak_bf16_flops * 0.5 / node.link_bytes_per_s)
+    assert d.numbers["ridge_fp8"] == pytest.approx(node.peak_fp8_flops * 0.5 / node.link_bytes_per_s)
+    for n in (2, 4, 8):
+        r = calc.tp_mlp_intensity(14336, n, 0.5, node="H100-SXM")
+        assert d.numbers[f"intensity_{n}"] == r["intensity"] and d.numbers[f"comm_bound_bf16_{n}"] == r["comm_bound"]
+    # At half of peak, TP=8 is still compute-bound in BF16 but communication-bound in FP8.
+    assert d.numbers["comm_bound_bf16_8"] == 0 and d.numbers["comm_bound_fp8_8"] == 1
+    assert "PREDICTED" in d.svg.upper() or "not measured" in d.svg
+
+
+def test_memory_figure_matches_calc_and_escapes_labels():
+    d = figures.render("memory-anatomy", {"configs": [{"label": "<b>DDP</b>", "dp": 8}]}, "f")
+    m = calc.memory_per_gpu(7e9, 32, 4096, 32, 4096, 1, dp=8, recompute="selective")
+    assert d.numbers["total_0"] == m["total_gb"] and d.numbers["activations_0"] == m["activations_gb"]
+    assert "<b>" not in d.svg and "&lt;b&gt;DDP&lt;/b&gt;" in d.svg
+    _parse(d.svg)
+
+
+# ---------------------------------------------------------------- figures in lessons
+
+
+def test_shipped_figures_are_drawn_once_per_version(course):
+    drawn = {(lid, fid): f for lid, les in course.lessons.items() for fid, f in les.figures.items()}
+    names = {f.name for f in drawn.values()}
+    assert names == set(figures.FIGURES), "every figure kind teaches somewhere"
+    for lesson in course.lessons.values():
+        refs = [b for _, b in lesson.blocks("figure")] + [f for _, b in lesson.blocks("section") for f in b.figures]
+        assert {r.id for r in refs} == set(lesson.figures)
+
+
+def test_worked_example_figures_show_the_lesson_numbers(l06):
+    line, step = l06.figures["fp8-grid"], l06.figures["step-14ms"]
+    assert line.numbers["scale"] == l06.values["worked-scale"]["scale"]
+    assert line.numbers["scaled_300"] == l06.values["worked-spike"]["scaled"]
+    assert step.numbers["step"] == l06.values["worked-step"]["total"]
+    assert step.numbers["exposed"] == l06.values["worked-step"]["exposed"]
+
+
+def _with_part(template_texts, block: str) -> dict:
+    part = template_texts["parts/first-part.yaml"].rstrip() + "\n" + block
+    return {**template_texts, "parts/first-part.yaml": part}
+
+
+def test_unknown_figure_is_a_content_error_with_file_and_line(template_texts):
+    texts = _with_part(template_texts, "  - kind: figure\n    id: pic\n    name: fp8-numberline\n")
+    lesson, errors = validate_lesson_texts(texts, lesson_id="broken")
+    assert lesson is None
+    (e,) = [e for e in errors if e.field.endswith(".name")]
+    assert e.file == "broken/parts/first-part.yaml" and e.found == "'fp8-numberline'"
+    assert "fp8-number-line" in e.expected and e.line == texts["parts/first-part.yaml"].count("\n")
+
+
+def test_bad_figure_parameter_names_the_parameter(template_texts):
+    block = "  - kind: figure\n    id: pic\n    name: ring-time\n    params: {alpha_us: -1, colour: red}\n"
+    texts = _with_part(template_texts, block)
+    _, errors = validate_lesson_texts(texts, lesson_id="broken")
+    fields = {e.field: e for e in errors}
+    assert (
+        "blocks[3].params.alpha_us" in fields
+        and "greater than or equal to 0" in fields["blocks[3].params.alpha_us"].expected
+    )
+    assert "a parameter of ring-time" in fields["blocks[3].params.colour"].expected
+    assert fields["blocks[3].params.alpha_us"].line == texts["parts/first-part.yaml"].count("\n")
+
+
+def test_figure_ids_are_unique_in_a_lesson(template_texts):
+    block = "  - {kind: figure, id: pic, name: ring-traffic}\n  - {kind: figure, id: pic, name: ring-traffic}\n"
+    _, errors = validate_lesson_texts(_with_part(template_texts, block), lesson_id="broken")
+    assert any("an id unique in the lesson" in e.expected for e in errors)
