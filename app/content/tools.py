@@ -147,11 +147,11 @@ def overlap_window(p: OverlapIn) -> dict:
 # ---------------------------------------------------------------- memory per GPU
 
 HBM_GB = {"H100-SXM": 80.0, "H200": 141.0}  # datasheet HBM capacity per GPU
-ZERO_STAGES = {
-    0: "none (plain DDP)",
-    1: "ZeRO-1: optimizer state",
-    2: "ZeRO-2: + gradients",
-    3: "ZeRO-3 / FSDP: + weights",
+ZERO_STAGES = {  # what data parallelism shards, by ZeRO stage
+    0: "0 – plain DDP, nothing sharded",
+    1: "1 – optimizer state",
+    2: "2 – + gradients",
+    3: "3 – + weights (FSDP)",
 }
 
 
@@ -299,7 +299,7 @@ def expected(tool: Tool, name: str) -> str:
     info = tool.model.model_fields[name]
     ann = info.annotation
     if name in tool.choices:
-        return "one of " + ", ".join(f"{k} ({v})" for k, v in tool.choices[name].items())
+        return "one of " + ", ".join(str(k) for k in tool.choices[name])
     if get_origin(ann) is Literal:
         return "one of " + ", ".join(map(str, get_args(ann)))
     if ann is bool:

@@ -61,6 +61,12 @@ class ToolRun:
             return str(int(v)) if v.is_integer() and abs(v) < 1e15 else format(v, ".10g")
         return "" if v is None else str(v)
 
+    def near(self, name: str) -> str:
+        """A field's message as shown right under the field: without the label the field already shows."""
+        msg = self.errors.get(name, "")
+        head = f"{label(self.tool, name)}: " if name in self.tool.model.model_fields else ""
+        return msg.removeprefix(head) if head else msg
+
     def error_list(self) -> list[dict[str, str]]:
         return [{"field": k, "message": v} for k, v in self.errors.items()]
 
@@ -70,7 +76,7 @@ def form_fields(tool: Tool) -> list[FormField]:
     for name, info in tool.model.model_fields.items():
         ann = info.annotation
         if name in tool.choices:
-            opts = tuple((str(k), f"{k}: {v}" if not str(v).startswith(str(k)) else str(v)) for k, v in tool.choices[name].items())  # fmt: skip
+            opts = tuple((str(k), v) for k, v in tool.choices[name].items())
             out.append(FormField(name, label(tool, name), "select", opts))
         elif get_origin(ann) is Literal:
             out.append(FormField(name, label(tool, name), "select", tuple((str(o), str(o)) for o in get_args(ann))))

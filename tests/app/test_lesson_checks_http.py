@@ -89,6 +89,7 @@ def test_the_learners_number_is_carried_to_play_and_judged_there(client):
     pause = _pause(client.get(PART).text, "async-then-wait")  # and the page, from the pause slot
     q = _check_url(pause)
     assert q["predict"] == "17" and q["predicts"] == "total"
+    assert pause.index("Reference answer") < pause.index("check-link")  # predict, reveal, then check
     play = client.get(q["path"], params={k: v for k, v in q.items() if k not in ("path", "fragment")})
     assert play.status_code == 200
     box = re.sub(r"\s+", " ", re.search(r'<div class="prediction.*?</div>', play.text, re.S).group(0))
