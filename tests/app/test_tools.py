@@ -71,7 +71,12 @@ def test_memory_tool_page_and_api(learner):
         ("fp8-range", {"amax": -1, "fmt": "E3M4"}, {"amax", "fmt"}, "format: one of E4M3, E5M2; you wrote “E3M4”"),
         ("overlap-window", {"compute_ms": 2, "window_ms": 3}, {"window_ms"}, "cannot be more than the compute"),
         ("parallel-axis", {"tokens": "many", "ffn": 100}, {"tokens", "ffn"}, "tokens per step: a whole number from 1"),
-        ("memory", {"tp": 3, "seq": 0, "zero": 4}, {"tp", "seq", "zero"}, "ZeRO stage (what DP shards): one of 0, 1, 2, 3"),
+        (
+            "memory",
+            {"tp": 3, "seq": 0, "zero": 4},
+            {"tp", "seq", "zero"},
+            "ZeRO stage (what DP shards): one of 0, 1, 2, 3",
+        ),
     ],
 )
 def test_every_bad_input_is_named_at_once(learner, tool, params, fields, words):
