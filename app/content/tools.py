@@ -349,8 +349,6 @@ def validate(tool: Tool, data: Mapping[str, Any]) -> tuple[Inputs | None, dict[s
             values[name] = info.default
             continue
         raw = data[name]
-        if name in tool.choices and isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-            raw = int(raw)
         try:
             values[name] = _adapter(tool.name, name).validate_python(raw)
         except ValidationError:
