@@ -1,8 +1,10 @@
 """A lesson part's body, rendered once per lesson version and shared by every learner.
 
 Most of a part (prose, callouts, code traces with their highlighting, concept cards) is the same for
-every learner of a version; only pause-and-reason answers, practice questions (each learner's variant,
-last attempt and saved text) and the footer (the done toggle) are the learner's own. The shared body is
+every learner of a version; only pause-and-reason answers (with their "predict, then check" link, which
+carries the number the learner wrote), practice questions (each learner's variant, last attempt and saved
+text), the learner's own lab runs beside a worked example (`your_run:`) and the footer (the done toggle)
+are the learner's own. The shared body is
 rendered once with those pieces left as `<!--slot:…-->` markers (templates/lessons/_part.html with
 `slots`), split at the markers, and kept per (lesson id, version, content hash, part). Each request then
 renders only the slots, with the same templates the fragments use, and joins the pieces.
@@ -16,9 +18,9 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.content.schema import Lesson, Part
+from app.content.schema import Lesson, Part, SectionBlock
 
-_SLOT = re.compile(r"<!--slot:(pause|question|foot)(?::([^ >]+))?-->")
+_SLOT = re.compile(r"<!--slot:(pause|question|run|foot)(?::([^ >]+))?-->")
 _MAX_BODIES = 512  # parts x versions kept per process; a lesson has ~6 parts, so ~80 versions of it
 Piece = str | tuple[str, str]  # shared HTML, or (slot kind, id)
 _bodies: dict[tuple, tuple[Piece, ...]] = {}
@@ -45,6 +47,14 @@ def _pieces(env: Environment, key: tuple, lesson: Lesson, part: Part, version: i
     return result
 
 
+def labs_shown(part: Part | None) -> list[str]:
+    """Labs whose learner runs this part shows (sections' `your_run:`): the route reads them only when
+    this is not empty, so parts without one cost no query."""
+    if part is None:
+        return []
+    return sorted({b.your_run for b in part.blocks if isinstance(b, SectionBlock) and b.your_run})
+
+
 def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
     """The part `ctx["part"]` of `ctx["lesson"]` for this learner: shared body plus the learner's slots.
 
@@ -61,6 +71,8 @@ def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
             out.append(
                 env.get_template("lessons/_pause.html").render(ctx, pause=pauses[piece[1]], error=None, draft="")
             )
+        elif piece[0] == "run":
+            out.append(env.get_template("lessons/_your_run.html").render(ctx, lab=piece[1]))
         elif piece[0] == "question":
             out.append(env.get_template("lessons/_question_slot.html").render(ctx, qid=piece[1]))
         else:

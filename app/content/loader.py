@@ -21,6 +21,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from . import calc, figures, practice
+from . import tools as tools_mod
 from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_problem
 from .schema import (
     SLUG,
@@ -360,17 +361,38 @@ class _LessonBuild:
         return drawn
 
     def check_pauses(self, parts: list[tuple[str, Part]], header: LessonFile | None) -> None:
-        """A pause's `check.tool` must be one of the lesson's interactive tools."""
-        tools = header.interactive if header else []
+        """Interactive tools must exist; a pause's `check` must name one of the lesson's interactive tools,
+        give inputs that tool accepts and predict one of its outputs (app/content/tools.py)."""
+        known = tools_mod.TOOLS
+        names = header.interactive if header else []
+        for i, name in enumerate(names):
+            if name not in known:
+                self.err(LESSON_FILE, ("interactive", i), f"a tool of /play ({', '.join(known)})", repr(name))
         for rel, part in parts:
             for i, block in enumerate(part.blocks):
                 pause = block.pause if isinstance(block, SectionBlock) else None
-                if pause and pause.check and pause.check.tool not in tools:
+                if not (pause and pause.check):
+                    continue
+                loc = ("blocks", i, "pause", "check")
+                check = pause.check
+                if check.tool not in names or check.tool not in known:
                     self.err(
                         rel,
-                        ("blocks", i, "pause", "check", "tool"),
-                        f"a tool from lesson.yaml `interactive` ({', '.join(tools) or 'none declared'})",
-                        repr(pause.check.tool),
+                        (*loc, "tool"),
+                        f"a tool from lesson.yaml `interactive` ({', '.join(names) or 'none declared'})",
+                        repr(check.tool),
+                    )
+                    continue
+                tool = known[check.tool]
+                _, problems = tools_mod.validate(tool, check.inputs)
+                for name, message in problems.items():
+                    self.err(rel, (*loc, "inputs", name), message, repr(check.inputs.get(name)))
+                if check.predicts is not None and check.predicts not in tool.outputs:
+                    self.err(
+                        rel,
+                        (*loc, "predicts"),
+                        f"an output of {check.tool} ({', '.join(tool.outputs)})",
+                        repr(check.predicts),
                     )
 
     def check_rubric(self, rubric: Rubric | None, lab: Lab | None, lab_written: bool) -> None:

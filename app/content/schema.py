@@ -119,8 +119,10 @@ class Objective(Strict):
 class PauseCheck(Strict):
     """Where a pause's prediction can be checked: an interactive tool and the inputs that pose the scenario.
 
-    Data for "predict, then check" links (not rendered yet): the tool must be one of the lesson's
-    `interactive` tools; `inputs` are that tool's form fields.
+    The pause shows a "predict, then check" link to the tool on /play with these inputs and, once the
+    learner has answered, the number their answer predicts (app/content/tools.py reads it). The loader
+    checks that the tool is one of the lesson's `interactive` tools, that `inputs` are valid inputs of
+    it and that `predicts` is one of its outputs.
     """
 
     tool: Id = Field(description="An id from lesson.yaml `interactive`, e.g. 'overlap-window'.")
@@ -128,6 +130,12 @@ class PauseCheck(Strict):
         default_factory=dict, description="Tool inputs that set up the pause's scenario."
     )
     predicts: Text | None = Field(None, description="The tool output the learner's prediction is about.")
+
+    def link(self, answer: str | None = None):
+        """The /play link for this check, carrying the number `answer` (the learner's text) predicts."""
+        from .tools import check_link  # tools imports calc and practice; the schema stays import-light
+
+        return check_link(self.tool, self.inputs, self.predicts, answer)
 
 
 class Pause(Strict):
@@ -194,6 +202,11 @@ class SectionBlock(Strict):
     source: Text | None = Field(None, description="Where the material comes from, for depth sections.")
     figures: list[FigureRef] = Field(
         default_factory=list, description="Figures drawn at publish time, shown after the text, before the pause."
+    )
+    your_run: LabId | None = Field(
+        None,
+        description="A lab whose latest successful run by the learner is summarised beside this section's worked "
+        "example (their own numbers, linked to the job), or a nudge to run it.",
     )
     pause: Pause | None = Field(None, description="The 'pause and reason' prompt that closes the section.")
 

@@ -15,11 +15,11 @@ from app.content import Variant, grade, make_variant
 from app.content.practice import grade_step
 from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
-from app.lesson_pages import render_part
+from app.lesson_pages import labs_shown, render_part
 from app.models import User
 from app.security import csrf_token_for
 from app.services import jobs as job_service
-from app.services import learning
+from app.services import learning, own_runs
 from app.services import lessons as lesson_service
 from app.web import render, templates
 
@@ -88,6 +88,8 @@ def _part_context(
         "attempts": state.attempts,
         "variants": _variants(lesson, user, lesson.part(part_id)),
         "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
+        # the learner's own lab runs, only for parts whose sections show one (one query, else none)
+        "runs": own_runs.notes(db, user=user, labs=labs_shown(lesson.part(part_id))),
         "feedback": {},
     }
 

@@ -9,12 +9,13 @@ whose lease ran out, so no job stays 'running' forever.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
 from pydantic import ValidationError
-from sqlalchemy import CursorResult, Result, select, update
+from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Job, User, utcnow
@@ -235,3 +236,17 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
                 log.error("job %s failed: %s; no attempts left", job.id, lost)
     db.commit()
     return touched
+
+
+def latest_succeeded(db: Session, *, owner: User, labs: Collection[str]) -> dict[str, Job]:
+    """The owner's newest succeeded job of each lab in `labs` (labs they never ran are absent), in one query:
+    the inner SELECT picks each lab's newest id through the owner_id index, the outer reads those rows by
+    primary key. Lesson parts that show a learner's own runs call it; parts that do not never query."""
+    if not labs:
+        return {}
+    newest = (
+        select(func.max(Job.id))
+        .where(Job.owner_id == owner.id, Job.status == "succeeded", Job.lab.in_(sorted(labs)))
+        .group_by(Job.lab)
+    )
+    return {job.lab: job for job in db.scalars(select(Job).where(Job.id.in_(newest)))}

@@ -1,91 +1,135 @@
-"""The interactive lesson's three calculators: FP8 range, parallel axis, overlap window.
+"""/play's calculators, served: read a query in the learner's terms, compute, and compare a prediction.
 
-Inputs are strict pydantic models with bounds (errors name the field and the range); the
-numbers come from the same code the lesson uses (app.content.calc, whose FP8 arithmetic a test keeps
-bit-identical to labs.numerics.fp8; labs.parallel.costmodel), and predictions are labeled as predictions.
+The tools themselves (inputs with labels and bounds, cross-field rules, outputs a learner can predict, and
+the arithmetic from app.content.calc / labs.parallel.costmodel) live in app/content/tools.py, where the
+lesson loader checks pauses' "predict, then check" data against them. Predictions are labeled as such on
+every page that shows one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from app.content.practice.answers import convert, parse_number
+from app.content.tools import TOOLS, Output, Tool, Verdict, judge, label, validate
+from app.services.errors import NotFound
 
-from app.content import calc
+__all__ = ["TOOLS", "FormField", "Prediction", "ToolRun", "defaults", "form_fields", "run"]
 
-
-class Fp8RangeIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    amax: float = Field(240.0, gt=0, le=1e30, description="amax the scale was computed from (e.g. last step's)")
-    value: float = Field(300.0, ge=-1e30, le=1e30, description="a value arriving now")
-    fmt: Literal["E4M3", "E5M2"] = Field("E4M3", description="FP8 format")
-    margin: int = Field(0, ge=0, le=16, description="headroom: the scale is divided by 2**margin")
+# Query names that are not tool inputs: what a "predict, then check" link carries.
+PREDICT, PREDICTS = "predict", "predicts"
 
 
-class AxisIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    tokens: int = Field(8192, ge=1, le=1_048_576, description="tokens per step on each TP group (batch x sequence)")
-    hidden: int = Field(4096, ge=64, le=65536, description="model width H")
-    ffn: int = Field(16384, ge=64, le=262144, description="MLP width (split across TP ranks)")
-    node: Literal["H100-SXM", "H200"] = Field("H200", description="the node the prediction is for")
-    precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM input precision")
-
-    @model_validator(mode="after")
-    def _divisible(self) -> AxisIn:
-        if self.ffn % 8:
-            raise ValueError(f"ffn ({self.ffn}) must be divisible by 8 so every degree up to 8 gets equal slices")
-        return self
+@dataclass(frozen=True)
+class FormField:
+    name: str
+    label: str
+    kind: Literal["num", "select", "check"]
+    options: tuple[tuple[str, str], ...] = ()  # (value, words) for selects
 
 
-class OverlapIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    compute_ms: float = Field(12.0, ge=0, le=1e6, description="all compute in the step")
-    comm_ms: float = Field(5.0, ge=0, le=1e6, description="the collective's duration")
-    window_ms: float = Field(3.0, ge=0, le=1e6, description="independent compute placed between launch and wait")
-    consumer_reads_result: bool = Field(False, description="the work in the window reads the gathered tensor")
+@dataclass(frozen=True)
+class Prediction:
+    """The learner's prediction of one output, as they typed it, read in the output's unit and judged."""
 
-    @model_validator(mode="after")
-    def _window(self) -> OverlapIn:
-        if self.window_ms > self.compute_ms:
-            raise ValueError(f"window_ms ({self.window_ms}) cannot exceed compute_ms ({self.compute_ms})")
-        return self
+    about: str
+    output: Output
+    typed: str
+    value: float | None
+    verdict: Verdict | None
+    actual: Any  # what the tool computed, in the unit shown
 
 
-def fp8_range(p: Fp8RangeIn) -> dict:
-    scale = calc.fp8_scale(p.amax, p.fmt, margin=p.margin)
-    mapped = calc.fp8_map(p.value, scale=scale["scale"], fmt=p.fmt)
-    err = abs(mapped["dequantized"] - p.value)
-    return {
-        "scale": scale["scale"],
-        "fp8_max": scale["fp8_max"],
-        "scaled": mapped["scaled"],
-        "stored": mapped["stored"],
-        "clipped": mapped["clipped"],
-        "dequantized": mapped["dequantized"],
-        "abs_error": err,
-        "rel_error": err / abs(p.value) if p.value else 0.0,
-        "headroom": scale["fp8_max"] / abs(mapped["scaled"]) if mapped["scaled"] else None,
-    }
+@dataclass
+class ToolRun:
+    tool: Tool
+    values: dict[str, Any]  # what the form shows: the validated inputs, or the text as typed
+    result: dict | None
+    errors: dict[str, str] = field(default_factory=dict)  # field -> sentence naming it and what it accepts
+    prediction: Prediction | None = None
+
+    @property
+    def fields(self) -> list[FormField]:
+        return form_fields(self.tool)
+
+    def shown(self, name: str) -> str:
+        """A field's value as the form shows it: 12.0 as "12", text as typed."""
+        v = self.values.get(name)
+        if isinstance(v, float):
+            return str(int(v)) if v.is_integer() and abs(v) < 1e15 else format(v, ".10g")
+        return "" if v is None else str(v)
+
+    def near(self, name: str) -> str:
+        """A field's message as shown right under the field: without the label the field already shows."""
+        msg = self.errors.get(name, "")
+        head = f"{label(self.tool, name)}: " if name in self.tool.model.model_fields else ""
+        return msg.removeprefix(head) if head else msg
+
+    def error_list(self) -> list[dict[str, str]]:
+        return [{"field": k, "message": v} for k, v in self.errors.items()]
 
 
-def parallel_axis(p: AxisIn) -> dict:
-    from labs.parallel.costmodel import predict_sweep
-
-    return predict_sweep(p.tokens, p.hidden, p.ffn, [1, 2, 4, 8], p.node, p.precision)
-
-
-def overlap_window(p: OverlapIn) -> dict:
-    # Work that reads the gathered result cannot start before the wait: it hides nothing.
-    hidden = 0.0 if p.consumer_reads_result else min(p.window_ms, p.comm_ms)
-    out = calc.step_time(p.compute_ms, p.comm_ms, hidden)
-    out["unsafe"] = p.consumer_reads_result
+def form_fields(tool: Tool) -> list[FormField]:
+    out = []
+    for name, info in tool.model.model_fields.items():
+        ann = info.annotation
+        if name in tool.choices:
+            opts = tuple((str(k), v) for k, v in tool.choices[name].items())
+            out.append(FormField(name, label(tool, name), "select", opts))
+        elif get_origin(ann) is Literal:
+            out.append(FormField(name, label(tool, name), "select", tuple((str(o), str(o)) for o in get_args(ann))))
+        elif ann is bool:
+            out.append(FormField(name, label(tool, name), "check"))
+        else:
+            out.append(FormField(name, label(tool, name), "num"))
     return out
 
 
-# name -> (parameters model, calculation, title)
-TOOLS: dict[str, tuple[type[BaseModel], Callable[[Any], dict], str]] = {
-    "fp8-range": (Fp8RangeIn, fp8_range, "FP8 range: scale, clipping and the stale-scale spike"),
-    "parallel-axis": (AxisIn, parallel_axis, "Parallel axis: where tensor parallelism stops paying (predicted)"),
-    "overlap-window": (OverlapIn, overlap_window, "Overlap window: what an async collective really hides"),
-}
+def _tool(name: str) -> Tool:
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise NotFound(f"There is no tool {name!r}; tools: {', '.join(TOOLS)}.")
+    return tool
+
+
+def _prediction(tool: Tool, about: str, typed: str, result: dict | None, errors: dict[str, str]) -> Prediction | None:
+    output = tool.outputs.get(about)
+    if output is None:
+        errors[PREDICTS] = f"predicts: one of {', '.join(tool.outputs)} (what a prediction can be about); got “{about}”"
+        return None
+    value: float | None = None
+    if typed.strip() and output.kind != "yes/no":
+        try:
+            number, unit = parse_number(typed)
+            value = convert(number, unit, output.unit) if unit and unit != output.unit else number
+        except ValueError as exc:
+            errors[PREDICT] = f"your prediction: {exc}"
+    actual = output.shown(result.get(about)) if result else None
+    verdict = judge(output, value, result.get(about)) if (value is not None and result) else None
+    return Prediction(about, output, typed, value, verdict, actual)
+
+
+def run(name: str, query: Mapping[str, Any]) -> ToolRun:
+    """Validate `query` (text from a form or a link; empty fields take their defaults), compute, and judge a
+    prediction when the query carries one (`predicts` names the output, `predict` the learner's number).
+    NotFound for an unknown tool."""
+    tool = _tool(name)
+    data = {k: v for k, v in query.items() if k not in (PREDICT, PREDICTS) and v != ""}
+    params, errors = validate(tool, data)
+    result = tool.compute(params) if params is not None else None
+    values = params.model_dump() if params is not None else {**_defaults_of(tool), **data}
+    prediction = None
+    if query.get(PREDICTS):
+        prediction = _prediction(tool, str(query[PREDICTS]), str(query.get(PREDICT, "")), result, errors)
+    return ToolRun(tool, values, result, errors, prediction)
+
+
+def _defaults_of(tool: Tool) -> dict[str, Any]:
+    return tool.model().model_dump()
+
+
+def defaults() -> dict[str, ToolRun]:
+    """Every tool at its default inputs, in /play's order."""
+    return {name: run(name, {}) for name in TOOLS}

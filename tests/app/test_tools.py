@@ -1,4 +1,7 @@
-"""The interactive lesson's calculators: seed numbers, bad input named, page and API agree."""
+"""The interactive lesson's calculators over HTTP: seed numbers, every bad input named in plain words next to
+its field, predictions judged, page and API agree."""
+
+import re
 
 import pytest
 
@@ -7,6 +10,9 @@ import pytest
 def learner(client):
     client.register("ann@example.org")
     return client
+
+
+HX = {"HX-Request": "true"}
 
 
 def test_fp8_range_reproduces_the_worked_example(learner):
@@ -30,37 +36,119 @@ def test_overlap_window_step_identity(learner):
 def test_parallel_axis_prediction_is_labeled(learner):
     r = learner.get("/api/v1/tools/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096}).json()["result"]
     assert r["label"] == "predicted" and [row["degree"] for row in r["per_degree"]] == [1, 2, 4, 8]
-    page = learner.get(
-        "/play/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096}, headers={"HX-Request": "true"}
-    ).text
+    page = learner.get("/play/parallel-axis", params={"tokens": 512, "hidden": 1024, "ffn": 4096}, headers=HX).text
     assert "Predicted, not measured" in page
 
 
+def test_parallel_axis_default_shows_where_tp_stops_paying(learner):
+    """/play's default is the lesson's Llama-3-8B MLP in FP8: the page says TP stops paying at 8 and marks it."""
+    page = learner.get("/play").text
+    tool = page[page.index('id="tool-parallel-axis"') :]
+    tool = tool[: tool.index("</section>")]
+    assert "TP stops paying at TP = 8:" in tool and "all-reduces take longer than the rank's own GEMMs" in tool
+    assert re.search(r'<tr class="warnrow"><th scope="row">8</th>', tool)
+    assert not re.search(r'<tr class="warnrow"><th scope="row">4</th>', tool)
+    bf16 = learner.get("/play/parallel-axis", params={"precision": "bf16"}, headers=HX).text
+    assert "Up to TP = 8 every doubling still pays" in bf16
+
+
+def test_memory_tool_page_and_api(learner):
+    r = learner.get("/api/v1/tools/memory", params={"params_b": 70, "dp": 8, "zero": 3, "recompute": "full"})
+    out = r.json()["result"]
+    assert r.status_code == 200 and out["gpus"] == 8
+    assert out["weights_gb"] == pytest.approx(70e9 * 2 / 8 / 1e9) and out["optim_gb"] == pytest.approx(
+        70e9 * 12 / 8 / 1e9
+    )
+    page = learner.get("/play/memory", params={"params_b": 70, "dp": 8, "zero": 0}, headers=HX).text
+    assert "Does not fit" in page and "Predicted from formulas, not measured" in page
+    assert re.search(r'<tr class="current"><th scope="row">DDP</th>', page)
+    assert "ZeRO-3 / FSDP" in page and "recompute: full" in page
+
+
 @pytest.mark.parametrize(
-    "tool,params,field",
+    "tool,params,fields,words",
     [
-        ("fp8-range", {"amax": -1}, "amax"),
-        ("fp8-range", {"fmt": "E3M4"}, "fmt"),
-        ("overlap-window", {"compute_ms": 2, "window_ms": 3}, "window_ms"),
-        ("parallel-axis", {"tokens": "many"}, "tokens"),
+        ("fp8-range", {"amax": -1, "fmt": "E3M4"}, {"amax", "fmt"}, "format: one of E4M3, E5M2; you wrote “E3M4”"),
+        ("overlap-window", {"compute_ms": 2, "window_ms": 3}, {"window_ms"}, "cannot be more than the compute"),
+        ("parallel-axis", {"tokens": "many", "ffn": 100}, {"tokens", "ffn"}, "tokens per step: a whole number from 1"),
+        (
+            "memory",
+            {"tp": 3, "seq": 0, "zero": 4},
+            {"tp", "seq", "zero"},
+            "ZeRO stage (what DP shards): one of 0, 1, 2, 3",
+        ),
     ],
 )
-def test_bad_input_names_the_field(learner, tool, params, field):
+def test_every_bad_input_is_named_at_once(learner, tool, params, fields, words):
     r = learner.get(f"/api/v1/tools/{tool}", params=params)
-    assert r.status_code == 422 and field in r.json()["detail"]
-    page = learner.get(f"/play/{tool}", params=params, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    assert {e["field"] for e in r.json()["errors"]} == fields and words in r.json()["detail"]
+    page = learner.get(f"/play/{tool}", params=params, headers=HX)
     assert page.status_code == 422 and 'role="alert"' in page.text
+    assert f"{len(fields)} input{'s' if len(fields) > 1 else ''} to fix" in page.text
+    for f in fields:  # each message is swapped in next to its own field, in words, not a dict
+        m = re.search(rf'<p class="field-error error" id="err-{tool}-{f}" hx-swap-oob="true">([^<]+)</p>', page.text)
+        assert m and "{" not in m.group(1) and "Input should" not in m.group(1), f
+    assert 'id="err-' in page.text and "hx-swap-oob" in page.text
+    full = learner.get(f"/play/{tool}", params=params)  # without JavaScript: the page, errors beside fields
+    for f in fields:
+        assert re.search(rf'id="{tool}-{f}"[^>]*aria-invalid="true"', full.text), f
+        assert re.search(rf'<p class="field-error error" id="err-{tool}-{f}">[^<]+</p>', full.text), f
 
 
-def test_play_page_and_unknown_tool(learner):
-    assert "Play the interactive lesson" in learner.get("/play").text
+def test_a_fixed_field_clears_its_message(learner):
+    page = learner.get("/play/overlap-window", params={"comm_ms": 5}, headers=HX)
+    assert page.status_code == 200 and "to fix" not in page.text
+    assert '<p class="field-error error" id="err-overlap-window-comm_ms" hx-swap-oob="true"></p>' in page.text
+
+
+def test_a_prediction_is_judged(learner):
+    q = {"compute_ms": 12, "comm_ms": 5, "window_ms": 3, "predicts": "total"}
+    right = learner.get("/api/v1/tools/overlap-window", params={**q, "predict": "14 ms"}).json()["prediction"]
+    assert right == {
+        "about": "total",
+        "label": "the step time",
+        "unit": "ms",
+        "predicted": 14.0,
+        "computed": 14.0,
+        "right": True,
+        "verdict": "right (within 5%)",
+    }
+    ratio = learner.get("/api/v1/tools/overlap-window", params={**q, "predicts": "overlap_ratio", "predict": "40%"})
+    assert ratio.json()["prediction"]["computed"] == 60 and ratio.json()["prediction"]["right"] is False
+    bad = learner.get("/api/v1/tools/overlap-window", params={**q, "predict": "lots"})
+    assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "predict"
+    assert "your prediction: “lots” is not a number" in bad.json()["detail"]
+    unknown = learner.get("/api/v1/tools/overlap-window", params={**q, "predicts": "speed"})
+    assert unknown.status_code == 422 and "predicts: one of total" in unknown.json()["detail"]
+
+
+def test_play_page_nav_and_unknown_tool(learner):
+    page = learner.get("/play").text
+    assert "Play the interactive lesson" in page and '<a href="/play">Play</a>' in page
+    for name in ("fp8-range", "parallel-axis", "overlap-window", "memory"):
+        assert f'id="tool-{name}"' in page
+    assert '<a href="/play">Play</a>' in learner.get("/").text  # in the site navigation everywhere
     assert learner.get("/api/v1/tools/warp").status_code == 404
+    assert learner.get("/play/warp").status_code == 404
 
 
 def test_without_htmx_the_whole_page_comes_back(learner):
     """The forms work without JavaScript (noscript submit): the full page with that tool's answer."""
     page = learner.get("/play/fp8-range", params={"amax": 240, "value": 120})
     assert page.status_code == 200 and "<html" in page.text and "Play the interactive lesson" in page.text
-    assert 'value="120.0"' in page.text
-    fragment = learner.get("/play/fp8-range", params={"amax": 240, "value": 120}, headers={"HX-Request": "true"})
+    assert 'id="fp8-range-value" name="value" inputmode="decimal" value="120"' in page.text
+    assert 'class="card tool focused" id="tool-fp8-range"' in page.text
+    fragment = learner.get("/play/fp8-range", params={"amax": 240, "value": 120}, headers=HX)
     assert "<form" not in fragment.text and "scaled value" in fragment.text
+
+
+def test_a_checkbox_left_unticked_means_off(learner):
+    """The form sends a hidden "false" before each checkbox, so unticking sequence parallelism turns it off."""
+    on = learner.get("/api/v1/tools/memory", params={"tp": 8, "dp": 1}).json()["result"]
+    off = learner.get("/api/v1/tools/memory", params=[("tp", 8), ("dp", 1), ("sequence_parallel", "false")]).json()
+    ticked = learner.get(
+        "/api/v1/tools/memory",
+        params=[("tp", 8), ("dp", 1), ("sequence_parallel", "false"), ("sequence_parallel", "on")],
+    ).json()["result"]
+    assert off["result"]["activations_gb"] > on["activations_gb"] == ticked["activations_gb"]

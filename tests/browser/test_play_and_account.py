@@ -23,7 +23,8 @@ def test_fp8_range_reacts_to_input(page, live_server):
     window.get_by_label("the work in the window reads the gathered result").check()
     expect(page.locator("#tool-overlap-window").get_by_role("alert")).to_contain_text("Unsafe")
     page.locator("#tool-overlap-window").get_by_label("collective (ms)").fill("-1")
-    expect(page.locator("#tool-overlap-window [role=alert]").first).to_contain_text("comm_ms")
+    expect(page.locator("#tool-overlap-window [role=alert]").first).to_contain_text("collective (ms): a number from 0")
+    expect(page.locator("#err-overlap-window-comm_ms")).to_contain_text("a number from 0 to 1,000,000")
 
 
 def test_token_is_shown_once(page, live_server):

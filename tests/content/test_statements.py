@@ -230,15 +230,33 @@ def test_the_typed_number_check_can_fail(tmp_path):
 
 
 def test_pause_checks_name_real_tool_inputs_and_outputs(course):
-    """Data for the later "predict, then check" links: each names a /play tool, its inputs and an output."""
-    from app.services import tools
+    """Every "predict, then check" link names a /play tool of its lesson, valid inputs and a computed output."""
+    from app.content import tools
 
     checks = [
         (les, b.pause) for les in course.lessons.values() for _, b in les.blocks("section") if b.pause and b.pause.check
     ]
-    assert len(checks) >= 3
+    assert len(checks) >= len(CHECKABLE)
     for lesson, pause in checks:
-        model, run, _ = tools.TOOLS[pause.check.tool]
+        tool = tools.TOOLS[pause.check.tool]
         assert pause.check.tool in lesson.header.interactive
-        params = model.model_validate(pause.check.inputs)  # the inputs are valid tool inputs
-        assert pause.check.predicts in run(params), (pause.id, pause.check.predicts)
+        params, problems = tools.validate(tool, pause.check.inputs)
+        assert not problems, (pause.id, problems)
+        assert pause.check.predicts in tool.outputs and pause.check.predicts in tool.compute(params), pause.id
+
+
+CHECKABLE = {
+    # pause id -> the tool that can check it: every pause whose answer a /play tool computes carries `check`
+    "fixed-scale": "fp8-range",
+    "scale-lag": "fp8-range",
+    "dp-long-context": "memory",
+    "async-then-wait": "overlap-window",
+    "tp-across-nodes": "parallel-axis",
+    "pp-activations": "memory",
+}
+
+
+def test_every_checkable_pause_has_its_check(course):
+    found = {p.id: p.check.tool for les in course.lessons.values() for p in les.pauses if p.check}
+    for pause_id, tool in CHECKABLE.items():
+        assert found.get(pause_id) == tool, pause_id

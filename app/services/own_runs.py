@@ -1,0 +1,174 @@
+"""A learner's own lab runs, told beside a lesson's worked example.
+
+A section names a lab in `your_run:`; once the learner has a succeeded job of it, the section says what their
+run did, in the worked example's terms ("your run clipped 15 values at step 3, and the scale adapted at step
+4"), with the backend's honesty label and a link to the job. Until then it nudges them to run the lab.
+The numbers come from the job's result.json (labs/<lab>/result.py describes them); a lab result that carries
+a one-sentence `answer` has it shown first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.models import Job, User
+from app.services import jobs as job_service
+from labs import catalog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunNote:
+    lab: str
+    title: str  # the lab's title, from the catalog
+    job_id: int | None  # None: the learner has not run it yet (the note is a nudge)
+    finished_at: datetime | None
+    sentences: tuple[str, ...]
+    honesty: str | None  # the environment's label when what ran was emulated or timed on CPU
+    answer: str | None  # the lab's own one-sentence answer, when its result has one
+
+    @property
+    def ran(self) -> bool:
+        return self.job_id is not None
+
+
+# What to set when running the lab so the run shows what the section teaches.
+NUDGES = {
+    "fp8-step": "with an outlier step set (say step 20 of 40) to watch a stale scale clip a spike and then adapt",
+    "overlap-trace": "to see how much of the all-gather your windowed schedule hides, against waiting at once",
+    "tp-sweep": "with a few degrees (1, 2, 4) to see where your own step stops getting faster",
+}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3g} ms"
+
+
+def _fp8_step(r: dict) -> list[str]:
+    out: list[str] = []
+    spike = r.get("outlier")
+    if spike and spike.get("clipped_at_spike") is not None:
+        k = spike["step"]
+        said = f"Your run clipped {spike['clipped_at_spike']:,} values at step {k}, where the activation spiked {spike['scale_factor']:g}×"  # fmt: skip
+        before, after = spike.get("scale_at_spike"), spike.get("scale_after")
+        if before is not None and after is not None and after != before:
+            said += (
+                f", and the scale adapted at step {k + 1}: {before:.4g} → {after:.4g}, because the spike's amax "
+                f"had entered the history"
+            )
+            if spike.get("clipped_after") is not None:
+                said += f" (step {k + 1} clipped {spike['clipped_after']:,})"
+        out.append(said + ".")
+    else:
+        clip = r.get("clipping") or {}
+        total, steps = clip.get("total_clipped"), clip.get("steps_with_clipping") or []
+        if total:
+            out.append(f"Your run clipped {total:,} values in {len(steps)} of {r['steps']} steps (first at step {steps[0]}).")  # fmt: skip
+        elif total == 0:
+            out.append(f"Your run clipped nothing in {r['steps']} steps: no spike met a stale scale.")
+    ref, fp8 = r["runs"]["reference"]["final_loss"], r["runs"]["fp8"]["final_loss"]
+    if ref is not None and fp8 is not None:
+        out.append(f"Final loss {fp8:.4g} with the FP8 recipe against {ref:.4g} for the higher-precision reference.")
+    elif fp8 is None:
+        out.append("The FP8 run diverged (its loss became NaN or infinite); the job page shows at which step.")
+    return out
+
+
+def _overlap_trace(r: dict) -> list[str]:
+    s = r["schedules"]
+    out: list[str] = []
+    if "windowed" in s:
+        w = s["windowed"]
+        said = f"Your windowed schedule hid {_pct(w['overlap_ratio'])} of the all-gather under independent compute, leaving {_ms(w['exposed_comm_ms'])} exposed per step"  # fmt: skip
+        if "immediate" in s:
+            said += f"; waiting at once hid {_pct(s['immediate']['overlap_ratio'])} ({_ms(s['immediate']['exposed_comm_ms'])} exposed)"  # fmt: skip
+        out.append(said + ".")
+    if "dependent" in s:
+        out.append("The dependent schedule reads the gathered tensor, so it had to wait: nothing of it can overlap.")
+    return out
+
+
+def _tp_sweep(r: dict) -> list[str]:
+    rows = sorted(r["degrees"], key=lambda d: d["degree"])
+    out = ["Your sweep's step per degree: " + ", ".join(f"TP {d['degree']} {_ms(d['step_ms'])}" for d in rows) + "."]
+    slower = next((b for a, b in zip(rows, rows[1:]) if b["step_ms"] >= a["step_ms"]), None)
+    comm = next((d for d in rows if d["degree"] > 1 and d["collective_ms"] >= d["local_gemm_ms"]), None)
+    if slower is not None:
+        out.append(f"It stopped getting faster at TP {slower['degree']}.")
+    elif len(rows) > 1:
+        out.append(f"It got faster at every degree up to TP {rows[-1]['degree']}.")
+    if comm is not None:
+        out.append(
+            f"From TP {comm['degree']} the all-reduces ({_ms(comm['collective_ms'])}) outweighed the local GEMMs "
+            f"({_ms(comm['local_gemm_ms'])}): the crossover."
+        )
+    p = r.get("predicted") or {}
+    if p:
+        where = (
+            f"from TP {p['oversharding_from']}" if p.get("oversharding_from") else "nowhere up to the largest degree"
+        )
+        out.append(f"For the same shape the cost model predicts over-sharding {where} on {p['node']} (a prediction).")
+    if not all(d["parity"]["within_tolerance"] for d in rows):
+        out.append("Some degree did not match TP 1 within tolerance: see the job's parity table.")
+    return out
+
+
+SUMMARIES: dict[str, Callable[[dict], list[str]]] = {
+    "fp8-step": _fp8_step,
+    "overlap-trace": _overlap_trace,
+    "tp-sweep": _tp_sweep,
+}
+
+
+def _honesty(result: dict) -> str | None:
+    env = result.get("environment") or {}
+    label = env.get("label")
+    if env.get("backend") == "cpu" or env.get("emulated"):
+        return label or "Ran on CPU: timings are CPU timings, not GPU measurements."
+    return None
+
+
+def note_for(job: Job) -> RunNote:
+    """What `job` (a succeeded run) did, in sentences; a result this code cannot read gets a plain pointer."""
+    result = job.result or {}
+    results = result.get("results") or {}
+    try:
+        sentences = SUMMARIES[job.lab](results) if job.lab in SUMMARIES else []
+    except (KeyError, TypeError, IndexError, ValueError):  # an older result shape: never break the lesson
+        log.warning("job %s: result of %s not summarised for the lesson", job.id, job.lab, exc_info=True)
+        sentences = []
+    if not sentences:
+        sentences = ["Your latest run finished; its numbers are on the job's page."]
+    answer = results.get("answer")
+    return RunNote(
+        lab=job.lab,
+        title=catalog.get(job.lab).title,
+        job_id=job.id,
+        finished_at=job.finished_at,
+        sentences=tuple(sentences),
+        honesty=_honesty(result),
+        answer=answer if isinstance(answer, str) and answer.strip() else None,
+    )
+
+
+def _nudge(lab: str) -> RunNote:
+    hint = NUDGES.get(lab, "")
+    return RunNote(lab, catalog.get(lab).title, None, None, (hint,) if hint else (), None, None)
+
+
+def notes(db: Session, *, user: User, labs: Collection[str]) -> dict[str, RunNote]:
+    """A note per lab in `labs`: the learner's latest succeeded run, or a nudge to run it. One query."""
+    if not labs:
+        return {}
+    latest = job_service.latest_succeeded(db, owner=user, labs=labs)
+    return {lab: note_for(latest[lab]) if lab in latest else _nudge(lab) for lab in labs}
