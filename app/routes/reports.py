@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
+from app.bodies import UPLOAD_LIMIT
 from app.content.schema import Lesson
-from app.deps import CurrentUser, LessonWithLab, OwnedBundle, SessionDep, csrf_protect
+from app.deps import CurrentUser, LessonWithLab, OwnedBundle, PostedForm, SessionDep, csrf_protect
 from app.models import Bundle, LabReport, User
 from app.services import bundles as bundle_service
 from app.services import evidence as evidence_service
@@ -115,12 +116,12 @@ def report_page(request: Request, lesson_id: str, cur: LessonWithLab, user: Curr
 
 
 @router.post("/lessons/{lesson_id}/report")
-async def report_post(
-    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+def report_post(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, posted: PostedForm
 ) -> Response:
     lesson, version = cur.lesson, cur.version
     assert lesson.lab is not None  # LessonWithLab
-    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    form = {k: v for k, v in posted.items() if isinstance(v, str)}
     action = form.get("action", "save")
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     if action == "attach-latest":
@@ -153,24 +154,23 @@ async def report_post(
     return _page(request, db, user, lesson, version, report, message="Draft saved.")
 
 
-async def _read_upload(request: Request) -> tuple[str, bytes, dict]:
-    form = await request.form()
+def _read_upload(form: FormData) -> tuple[str, bytes, dict]:
     upload = form.get("bundle")
     if not isinstance(upload, UploadFile):
         raise bundle_service.BundleError("choose a .zip file to upload (form field `bundle`)")
-    data = await upload.read(bundle_service.MAX_UPLOAD_BYTES + 1)
+    data = upload.file.read(bundle_service.MAX_UPLOAD_BYTES + 1)  # a worker thread: reading may touch disk
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     return upload.filename or "bundle.zip", data, fields
 
 
-@router.post("/lessons/{lesson_id}/report/bundles")
-async def upload_bundle(
-    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+@router.post("/lessons/{lesson_id}/report/bundles", max_body_size=UPLOAD_LIMIT)
+def upload_bundle(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, form: PostedForm
 ) -> Response:
     lesson, version = cur.lesson, cur.version
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     try:
-        filename, data, fields = await _read_upload(request)
+        filename, data, fields = _read_upload(form)
         bundle = bundle_service.ingest(
             db, settings=request.app.state.settings, owner=user, filename=filename, data=data
         )
@@ -226,11 +226,11 @@ def _bundle_json(bundle: Bundle) -> dict:
     }
 
 
-@api.post("/bundles", status_code=201, response_model=None)
-async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep) -> dict | JSONResponse:
+@api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
+def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
     try:
-        filename, data, _ = await _read_upload(request)
+        filename, data, _ = _read_upload(form)
         bundle = bundle_service.ingest(
             db, settings=request.app.state.settings, owner=user, filename=filename, data=data
         )
