@@ -9,7 +9,7 @@ that would make the queue longer, or that waited `timeout_s` without a turn, is 
 and a Retry-After header. Overload therefore costs a learner a short wait or a clear "try again in a few
 seconds", never a 30 s hang that ends in a 500.
 
-Why lanes: a password hash (argon2, ~0.1-0.25 s of CPU and 64 MiB each) is a hundred page renders of
+Why lanes: a password hash (argon2, ~35 ms of one core and 19 MiB each) is a dozen page renders of
 work. A class that registers at once would otherwise fill every slot with hashing and leave page loads
 queued behind it; in a lane of their own, hashes run a few at a time (bounding their memory too) while
 pages keep their slots.

@@ -124,8 +124,9 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         AdmissionGate,
         lanes=[
             Lane("pages", settings.web_concurrency, settings.web_queue, settings.web_queue_timeout_s),
-            # a class registering at once queues here for a while (each hash is ~0.2 s of CPU), not in "pages"
-            Lane("passwords", settings.password_concurrency, settings.web_queue, 4 * settings.web_queue_timeout_s),
+            # A class registering at once queues here, not in "pages": 200 hashes of ~35 ms on one core are
+            # seconds of work, minutes on a host busy with labs, and a 503 would only send them back to the end.
+            Lane("passwords", settings.password_concurrency, settings.web_queue, 8 * settings.web_queue_timeout_s),
         ],
         lane_of=_lane_of,
     )
