@@ -60,10 +60,28 @@ class Settings:
     web_processes: int = 1  # uvicorn worker processes serving HTTP; the lab workers are started once, not per process
     log_level: str = "INFO"  # the stdlib logging level of the server and workers
     access_log: bool = False  # one log line per request: off by default, since it costs every request a write
+    # How much one web process takes on at once (app/admission.py). One number sizes the thread pool, the
+    # database pool and the admission gate together, so a request admitted is never left waiting for a
+    # connection or a thread; what is not admitted waits in a bounded queue or is told to come back (503).
+    web_concurrency: int = 8  # requests one web process works on at once = its threads = its database connections
+    web_queue: int = 512  # requests one web process keeps waiting for a slot; beyond that: 503 with Retry-After
+    web_queue_timeout_s: float = 15.0  # the longest a request waits for a slot (or a database lock) before a 503
+    web_max_connections: int = 4096  # open HTTP connections per web process, idle ones too (uvicorn's hard cap)
 
     @property
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{self.data_dir / 'course.db'}"
+
+    @property
+    def password_concurrency(self) -> int:
+        """Password hashes one web process runs at once: the web processes share half the cores (argon2
+        runs 4 lanes of 64 MiB each), so hashing never takes the whole machine from page loads."""
+        return max(1, (os.cpu_count() or 1) // (2 * self.web_processes))
+
+    @property
+    def web_threads(self) -> int:
+        """Threads, and database connections, one web process needs: one per request it admits."""
+        return self.web_concurrency + self.password_concurrency
 
     @property
     def jobs_dir(self) -> Path:
@@ -96,6 +114,10 @@ class Settings:
             web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
             log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
             access_log=env.get("COURSE_ACCESS_LOG", "") == "1",
+            web_concurrency=_int(env, "COURSE_WEB_CONCURRENCY", 8, 1, 256),
+            web_queue=_int(env, "COURSE_WEB_QUEUE", 512, 0, 100_000),
+            web_queue_timeout_s=float(_int(env, "COURSE_WEB_QUEUE_TIMEOUT", 15, 1, 120)),
+            web_max_connections=_int(env, "COURSE_WEB_MAX_CONNECTIONS", 4096, 16, 1_000_000),
         )
         values.update(overrides)
         return cls(**values)

@@ -4,6 +4,7 @@ SessionDep      a SQLAlchemy session for this request
 SettingsDep     the app's Settings;  HostDep  what this host's lab workers can run (labhost.HostCapacity)
 CurrentUser     the logged-in user, or 401 (pages redirect to /login)
 require_role()  stacked on CurrentUser: 403 unless the user holds the role
+PostedForm      the request's form fields, read without blocking, for plain `def` handlers
 ViewerJob       path {job_id}: a job its owner (or a grader/instructor) may see, else 404
 OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
 ViewerReport    path {report_id}: a lab report for its owner or a grader who grades it, else 404
@@ -22,8 +23,10 @@ from typing import Annotated
 import annotated_types as at
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
 
 from app.config import Settings
+from app.db import release
 from app.models import Bundle, Job, LabReport, User
 from app.security import CSRF_FORM_FIELD, CSRF_HEADER, csrf_matches
 from app.services import bundles as bundle_service
@@ -48,11 +51,16 @@ class LoginRequired(Exception):
 async def get_db(request: Request) -> AsyncIterator[Session]:
     # async on purpose: opening a Session does no I/O, and a sync generator costs two thread-pool hops per
     # request (enter and exit); the queries themselves run in the route's or dependency's worker thread.
+    # The session holds a connection only from its first query to the next `release` (app/db.py): after the
+    # user lookup, before a page renders (app/web.py), and at the latest when the handler returns.
     with request.app.state.sessions() as db:
+        request.state.db = db
         yield db
 
 
-SessionDep = Annotated[Session, Depends(get_db)]
+# scope="function": closed when the handler returns, before the response is sent, so a slow reader never
+# holds a connection (a yield dependency's default, "request", ends only after the last byte is sent).
+SessionDep = Annotated[Session, Depends(get_db, scope="function")]
 
 
 def bearer_token(request: Request) -> str | None:
@@ -74,6 +82,7 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
     else:
         user_id = request.session.get("user_id")
         user = user_service.get(db, user_id=user_id) if isinstance(user_id, int) else None
+    release(db)  # the handler runs in another thread hop: do not hold the connection while waiting for it
     request.state.user = user
     return user
 
@@ -121,6 +130,17 @@ async def csrf_protect(request: Request) -> None:
             presented = form.get(CSRF_FORM_FIELD)
     if not csrf_matches(request.session, presented if isinstance(presented, str) else None):
         raise HTTPException(403, "The form's security token is missing or out of date. Reload the page and try again.")
+
+
+async def posted_form(request: Request) -> FormData:
+    """The request's form, parsed on the event loop (Starlette caches it, so csrf_protect's read is reused).
+
+    Lets a handler whose fields are not known in advance stay a plain `def`: its queries then run in a
+    worker thread instead of blocking the event loop, as they did in an `async def` handler."""
+    return await request.form()
+
+
+PostedForm = Annotated[FormData, Depends(posted_form)]
 
 
 async def get_settings(request: Request) -> Settings:

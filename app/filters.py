@@ -1,4 +1,5 @@
-"""Jinja filters and globals of the templates: dates, numbers, authored Markdown, highlighted code.
+"""Jinja filters and globals of the templates: dates, numbers, authored Markdown, highlighted code, and the
+bounded excerpt of a lab result (app/result_view.py).
 
 `install(env)` registers them; app/web.py calls it once for the app's template environment.
 """
@@ -16,6 +17,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
 from app.content import render_inline, render_markdown
+from app.result_view import excerpt
 
 
 def when(dt: datetime | None) -> str:
@@ -72,5 +74,5 @@ def two(n: Any) -> str:
 
 
 def install(env: Environment) -> None:
-    env.filters.update(when=when, md=md, md_inline=md_inline, num=num, two=two)
+    env.filters.update(when=when, md=md, md_inline=md_inline, num=num, two=two, result_excerpt=excerpt)
     env.globals.update(code_lines=code_lines, line_span=line_span)

@@ -15,16 +15,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+import anyio.to_thread
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy import exc as sa_exc
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
-from app import logs, startup
+from app import bodies, logs, startup
+from app.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.config import ROOT, Settings
-from app.db import make_engine, make_sessionmaker
+from app.db import make_sessionmaker, web_engine
 from app.deps import LoginRequired
 from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
 from app.services import labhost
@@ -49,28 +54,27 @@ def _wants_json(request: Request) -> bool:
 def _error_response(request: Request, status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
-    return render(request, "error.html", {"status": status, "detail": detail}, status_code=status)
+    response = render(request, "error.html", {"status": status, "detail": detail}, status_code=status)
+    response.headers.update(headers or {})
+    return response
 
 
-MAX_BODY_BYTES = 25 * 1024 * 1024  # the largest legitimate body is a 20 MB bundle upload plus form fields
+# The posts that hash or check a password (argon2, app/security.py) wait in the admission gate's "passwords"
+# lane; the password change and reset-link forms are listed with them.
+PASSWORD_PATHS = frozenset({"/login", "/register", "/account/password"})
+PASSWORD_PREFIXES = ("/reset/",)
 
 
-class BodySizeLimit:
-    """Refuse a request whose declared body is too large before anything reads or spools it."""
+def _lane_of(scope: Scope) -> str:
+    path = scope["path"]
+    if scope["method"] == "POST" and (path in PASSWORD_PATHS or path.startswith(PASSWORD_PREFIXES)):
+        return "passwords"
+    return "pages"
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES):
-        self.app, self.limit = app, limit
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            length = dict(scope["headers"]).get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.limit):
-                response = JSONResponse(
-                    {"detail": f"request body: at most {self.limit // (1024 * 1024)} MB is accepted"}, status_code=413
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+def _busy(request: Request, why: str) -> Response:
+    detail = f"The course is busy ({why}); nothing was changed. Try again in {RETRY_AFTER_S} seconds."
+    return _error_response(request, 503, detail, {"Retry-After": str(RETRY_AFTER_S)})
 
 
 def create_app(settings: Settings | None = None, *, host: HostCapacity | None = None, prepare: bool = True) -> FastAPI:
@@ -80,6 +84,9 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Threads for sync routes and dependencies: one per request the gate admits (anyio's default is 40,
+        # which let 40 requests wait on a pool of 15 connections).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.web_threads
         if prepare:
             startup.prepare(settings)
         app.state.content_errors = startup.content_errors(settings)
@@ -94,10 +101,14 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
         redoc_url=None,
+        # Bodies are counted as they arrive, whatever the transfer encoding (Starlette's RequestBodyLimitMiddleware);
+        # this is the limit of every route that names none (app/bodies.py), checked before any other dependency.
+        max_body_size=bodies.DEFAULT_LIMIT,
+        dependencies=[Depends(bodies.received_within_limit)],
     )
     app.state.settings = settings
     app.state.host = host or HostCapacity.local_default()
-    app.state.engine = make_engine(settings.db_url)
+    app.state.engine = web_engine(settings)
     app.state.sessions = make_sessionmaker(app.state.engine)
 
     app.add_middleware(
@@ -108,7 +119,17 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         same_site="lax",
         https_only=settings.secure_cookies,
     )
-    app.add_middleware(BodySizeLimit)
+    # Added last, so outermost of ours: a request refused for overload costs no cookie decoding or lookup.
+    app.add_middleware(
+        AdmissionGate,
+        lanes=[
+            Lane("pages", settings.web_concurrency, settings.web_queue, settings.web_queue_timeout_s),
+            # A class registering at once queues here, not in "pages": 200 hashes of ~35 ms on one core are
+            # seconds of work, minutes on a host busy with labs, and a 503 would only send them back to the end.
+            Lane("passwords", settings.password_concurrency, settings.web_queue, 8 * settings.web_queue_timeout_s),
+        ],
+        lane_of=_lane_of,
+    )
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     app.state.content_errors = {}
@@ -126,9 +147,24 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
             return JSONResponse({"detail": "Log in first."}, status_code=401, headers={"HX-Redirect": "/login"})
         return RedirectResponse(f"/login?next={target}", status_code=303)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> Response:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 413:  # the body limit counted past this route's limit: say what the limit is
+            return _error_response(request, 413, bodies.too_large_message(request.scope))
+        if not isinstance(exc, HTTPException):  # Starlette's own (unknown path, wrong method): FastAPI's answer
+            return await http_exception_handler(request, exc)
         return _error_response(request, exc.status_code, str(exc.detail), exc.headers)
+
+    @app.exception_handler(sa_exc.TimeoutError)
+    async def pool_exhausted(request: Request, exc: sa_exc.TimeoutError) -> Response:
+        """No database connection came free in time: overload, told as such (never a 500)."""
+        return _busy(request, "no database connection came free in time")
+
+    @app.exception_handler(sa_exc.OperationalError)
+    async def database_busy(request: Request, exc: sa_exc.OperationalError) -> Response:
+        if "database is locked" not in str(exc.orig):  # only SQLite's lock wait is overload; the rest is a fault
+            raise exc
+        return _busy(request, "the database stayed locked by other writers")
 
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> Response:

@@ -138,6 +138,9 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
             log_config=None,  # app/logs.py configured logging; uvicorn's loggers propagate to it
             access_log=settings.access_log,
             server_header=False,
+            # A cap on open connections (idle keep-alive ones count), not the overload policy: that is the
+            # admission gate's (app/admission.py), which queues and answers 503 with Retry-After.
+            limit_concurrency=settings.web_max_connections,
         )
     finally:
         workers.stop()

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from app import filters
 from app.config import ROOT
+from app.db import release
 from app.security import csrf_token_for
 
 # auto_reload off: Jinja's default stats every template file on every render to see whether it changed
@@ -34,7 +35,13 @@ def is_htmx(request: Request) -> bool:
 def render(
     request: Request, name: str, context: dict | None = None, *, block: str | None = None, status_code: int = 200
 ) -> Response:
-    """Render `name`; with HX-Request and a `block`, only that block (the fragment)."""
+    """Render `name`; with HX-Request and a `block`, only that block (the fragment).
+
+    The request's database transaction ends first (app/db.py `release`): the template reads what the
+    handler loaded, and no connection waits on the render."""
+    db = getattr(request.state, "db", None)
+    if db is not None:
+        release(db)
     ctx = dict(context or {})
     ctx.setdefault("user", getattr(request.state, "user", None))
     ctx["csrf_token"] = csrf_token_for(request.session)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 
+from app.bodies import AUTHORING_LIMIT
 from app.content import make_variant, validate_lesson_texts
 from app.content.schema import Numeric
 from app.deps import DbInt, InstructorUser, SessionDep, csrf_protect
@@ -15,7 +16,7 @@ from app.services import lessons as lesson_service
 from app.services import publishing
 from app.web import render
 
-router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)])
+router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
 NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab|rubric)\.yaml$")
 
 

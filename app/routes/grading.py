@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import DbInt, GradedReport, GraderUser, InstructorUser, SessionDep, csrf_protect
+from app.deps import DbInt, GradedReport, GraderUser, InstructorUser, PostedForm, SessionDep, csrf_protect
 from app.models import LabReport, User
 from app.services import evidence as evidence_service
 from app.services import grade_export, grading
@@ -177,8 +177,10 @@ def release(request: Request, report: GradedReport, user: GraderUser, db: Sessio
 
 
 @router.post("/reports/{report_id}/grade")
-async def save_grade(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
-    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+def save_grade(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, posted_form: PostedForm
+) -> Response:
+    form = {k: v for k, v in posted_form.items() if isinstance(v, str)}
     try:
         number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
     except ValueError:

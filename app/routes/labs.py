@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import CurrentUser, HostDep, SessionDep, ViewerJob, csrf_protect
+from app.deps import CurrentUser, HostDep, PostedForm, SessionDep, ViewerJob, csrf_protect
 from app.models import User
 from app.services import jobs as job_service
 from app.services import labforms
@@ -50,9 +50,10 @@ def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep, host
 
 
 @router.post("/labs/{lab}/jobs")
-async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep) -> Response:
+def submit_job(
+    request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, formdata: PostedForm
+) -> Response:
     spec = _spec(lab)
-    formdata = await request.form()
     form: dict = {k: v for k, v in formdata.items() if isinstance(v, str)}
     form.update({k: formdata.getlist(k) for k in formdata.keys() if len(formdata.getlist(k)) > 1})
     params, errors = labforms.parse_form(lab, formdata)

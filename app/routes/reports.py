@@ -1,7 +1,7 @@
 """Learner lab reports: assemble evidence and answers, upload bundles, submit, see checks and grades.
 
 GET  /reports                                     my reports, one per lesson with a lab
-GET  /lessons/{id}/report                         the report page (draft, versions, grades)
+GET  /lessons/{id}/report[?v=N]                   the report page (draft, one version in full, the others listed)
 POST /lessons/{id}/report                         action=save | submit | attach-latest
 POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
 GET  /bundles/{id}                                 an uploaded bundle, for its owner
@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
+from app.bodies import UPLOAD_LIMIT
 from app.content.schema import Lesson
-from app.deps import CurrentUser, LessonWithLab, OwnedBundle, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, LessonWithLab, OwnedBundle, PostedForm, SessionDep, csrf_protect
 from app.models import Bundle, LabReport, User
 from app.services import bundles as bundle_service
 from app.services import evidence as evidence_service
 from app.services import grading
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
+from app.services.errors import NotFound
 from app.web import render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
+MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
 api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
 
 
@@ -50,6 +53,7 @@ def _page(
     upload_error: str = "",
     form: dict | None = None,
     status_code: int = 200,
+    show: int | None = None,
 ) -> Response:
     settings = request.app.state.settings
     assert lesson.lab is not None  # LessonWithLab
@@ -61,20 +65,27 @@ def _page(
     if form is not None:  # a refused post: show what the learner sent, not the stored draft
         picks = {s.id: form.get(f"evidence-{s.id}", "") for s in slots}
         answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
-    history = []
-    for v in report_service.versions(db, report=report) if report else []:
+    # One version is shown in full (the latest, or ?v=N); the others are a line each with a link, so the page
+    # costs one version's results however often the learner submitted (issue 10, item 9).
+    versions = report_service.versions(db, report=report) if report else []
+    shown = next((v for v in versions if v.number == show), None) if show else (versions[0] if versions else None)
+    if show and shown is None:
+        raise NotFound(f"Your lab report has no version {show}.")
+    history = [
+        {"version": v, "grade": grading.latest_grade(db, version=v), "summary": report_service.summary(v.checks or {})}
+        for v in versions[:MAX_VERSIONS_LISTED]
+    ]
+    current = None
+    if shown is not None:
         assert report is not None
-        g = grading.latest_grade(db, version=v)
-        history.append(
-            {
-                "version": v,
-                "grade": g,
-                "summary": report_service.summary(v.checks or {}),
-                "evidence": evidence_service.evidence_views(
-                    db, settings, report, v, evidence_service.lesson_of_version(db, report, v)
-                ),
-            }
-        )
+        current = {
+            "version": shown,
+            "grade": grading.latest_grade(db, version=shown),
+            "summary": report_service.summary(shown.checks or {}),
+            "evidence": evidence_service.evidence_views(
+                db, settings, report, shown, evidence_service.lesson_of_version(db, report, shown)
+            ),
+        }
     ctx = {
         "lesson": lesson,
         "lesson_version": lesson_version,
@@ -85,6 +96,8 @@ def _page(
         "states": evidence_service.slot_states(db, settings, lesson, evidence),
         "candidates": {s.id: report_service.candidates(db, owner=user, lab=s.lab) for s in slots},
         "history": history,
+        "earlier": [v.number for v in versions[MAX_VERSIONS_LISTED:]],
+        "current": current,
         "rubric": lesson.rubric,
         "errors": errors or {},
         "message": message,
@@ -108,19 +121,22 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
 
 
 @router.get("/lessons/{lesson_id}/report")
-def report_page(request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep) -> Response:
+def report_page(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, v: DbInt | None = None
+) -> Response:
+    """The report page; `v` shows that submitted version in full instead of the latest."""
     lesson, version = cur.lesson, cur.version
     report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
-    return _page(request, db, user, lesson, version, report)
+    return _page(request, db, user, lesson, version, report, show=v)
 
 
 @router.post("/lessons/{lesson_id}/report")
-async def report_post(
-    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+def report_post(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, posted: PostedForm
 ) -> Response:
     lesson, version = cur.lesson, cur.version
     assert lesson.lab is not None  # LessonWithLab
-    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    form = {k: v for k, v in posted.items() if isinstance(v, str)}
     action = form.get("action", "save")
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     if action == "attach-latest":
@@ -153,24 +169,23 @@ async def report_post(
     return _page(request, db, user, lesson, version, report, message="Draft saved.")
 
 
-async def _read_upload(request: Request) -> tuple[str, bytes, dict]:
-    form = await request.form()
+def _read_upload(form: FormData) -> tuple[str, bytes, dict]:
     upload = form.get("bundle")
     if not isinstance(upload, UploadFile):
         raise bundle_service.BundleError("choose a .zip file to upload (form field `bundle`)")
-    data = await upload.read(bundle_service.MAX_UPLOAD_BYTES + 1)
+    data = upload.file.read(bundle_service.MAX_UPLOAD_BYTES + 1)  # a worker thread: reading may touch disk
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     return upload.filename or "bundle.zip", data, fields
 
 
-@router.post("/lessons/{lesson_id}/report/bundles")
-async def upload_bundle(
-    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep
+@router.post("/lessons/{lesson_id}/report/bundles", max_body_size=UPLOAD_LIMIT)
+def upload_bundle(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, form: PostedForm
 ) -> Response:
     lesson, version = cur.lesson, cur.version
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     try:
-        filename, data, fields = await _read_upload(request)
+        filename, data, fields = _read_upload(form)
         bundle = bundle_service.ingest(
             db, settings=request.app.state.settings, owner=user, filename=filename, data=data
         )
@@ -226,11 +241,11 @@ def _bundle_json(bundle: Bundle) -> dict:
     }
 
 
-@api.post("/bundles", status_code=201, response_model=None)
-async def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep) -> dict | JSONResponse:
+@api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
+def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
     try:
-        filename, data, _ = await _read_upload(request)
+        filename, data, _ = _read_upload(form)
         bundle = bundle_service.ingest(
             db, settings=request.app.state.settings, owner=user, filename=filename, data=data
         )

@@ -54,35 +54,38 @@ def get_or_create(db: Session, *, owner: User, lesson_id: str) -> LabReport:
 
 
 def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
-    """(reference, description) of the learner's finished jobs and uploaded bundles for a lab, newest first."""
-    jobs = db.scalars(
-        select(Job)
+    """(reference, description) of the learner's finished jobs and uploaded bundles for a lab, newest first.
+
+    Reads the one field of each result the description needs (environment.emulated / backend) in SQL, not
+    the results themselves: a result can be megabytes, and the report page lists 40 candidates per slot."""
+    emulated, ran = Job.result[("environment", "emulated")], Job.result[("environment", "backend")]
+    jobs = db.execute(
+        select(Job.id, Job.status, Job.backend, Job.finished_at, ran.as_string(), emulated.as_boolean())
         .where(Job.owner_id == owner.id, Job.lab == lab, Job.status.in_(("succeeded", "failed")))
         .order_by(Job.id.desc())
         .limit(20)
     ).all()
     out = []
-    for j in jobs:
-        label = (
-            "CPU emulation"
-            if ((j.result or {}).get("environment") or {}).get("emulated")
-            else (j.backend if j.result else "")
-        )
+    for job_id, status, backend, finished_at, result_backend, is_emulated in jobs:
+        label = "CPU emulation" if is_emulated else (backend if result_backend is not None else "")
         out.append(
             (
-                f"job:{j.id}",
-                f"Job {j.id} · {j.status}" + (f" · {label}" if label else "") + f" · {_short(j.finished_at)}",
+                f"job:{job_id}",
+                f"Job {job_id} · {status}" + (f" · {label}" if label else "") + f" · {_short(finished_at)}",
             )
         )
-    bundles = db.scalars(
-        select(Bundle).where(Bundle.owner_id == owner.id, Bundle.lab == lab).order_by(Bundle.id.desc()).limit(20)
+    b_emulated, b_backend = Bundle.result[("environment", "emulated")], Bundle.result[("environment", "backend")]
+    bundles = db.execute(
+        select(Bundle.id, Bundle.filename, b_emulated.as_boolean(), b_backend.as_string())
+        .where(Bundle.owner_id == owner.id, Bundle.lab == lab)
+        .order_by(Bundle.id.desc())
+        .limit(20)
     ).all()
-    for b in bundles:
-        env = (b.result or {}).get("environment") or {}
+    for bundle_id, filename, is_emulated, backend in bundles:
         out.append(
             (
-                f"bundle:{b.id}",
-                f"Upload {b.id} · {b.filename} · {'CPU emulation' if env.get('emulated') else env.get('backend', '')}",
+                f"bundle:{bundle_id}",
+                f"Upload {bundle_id} · {filename} · {'CPU emulation' if is_emulated else backend or ''}",
             )
         )
     return out

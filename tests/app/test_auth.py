@@ -104,4 +104,5 @@ def test_oversized_body_is_refused_before_reading(client):
         content=b"x",
         headers={"content-length": str(26 * 1024 * 1024), "content-type": "application/x-www-form-urlencoded"},
     )
-    assert r.status_code == 413 and "at most 25 MB" in r.json()["detail"]
+    # Starlette's body limit answers a declared length over the route's limit itself (tests/app/test_body_limits.py)
+    assert r.status_code == 413 and r.text == "Content Too Large"
