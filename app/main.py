@@ -100,11 +100,13 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
     app.state.engine = make_engine(settings.db_url)
     app.state.sessions = make_sessionmaker(app.state.engine)
 
+    # The signed cookie carries the server-side session's token and the CSRF token (app/services/sessions.py);
+    # HttpOnly and SameSite=Lax always, Secure in production.
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.secret_key,
         session_cookie="course_session",
-        max_age=14 * 24 * 3600,
+        max_age=settings.session_max_s,
         same_site="lax",
         https_only=settings.secure_cookies,
     )

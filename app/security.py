@@ -1,7 +1,9 @@
-"""Password hashing (argon2) and session-bound CSRF tokens."""
+"""Password hashing (argon2), the dummy hash that keeps login time independent of whether an email
+exists, and session-bound CSRF tokens."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import secrets
 
@@ -22,6 +24,15 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
+@functools.cache
+def dummy_hash() -> str:
+    """A hash of a random secret with this hasher's parameters, made once per process. Verifying an
+    unknown email's password against it costs what a real account's check costs, so the answer's
+    timing does not tell whether the email has an account."""
+    return _hasher.hash(secrets.token_urlsafe(32))
+
+
+SESSION_KEY = "sid"  # the signed cookie's key for the server-side session token (app/services/sessions.py)
 CSRF_SESSION_KEY = "csrf"
 CSRF_FORM_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
@@ -39,3 +50,4 @@ def csrf_token_for(session: dict) -> str:
 def csrf_matches(session: dict, presented: str | None) -> bool:
     expected = session.get(CSRF_SESSION_KEY)
     return bool(expected and presented and hmac.compare_digest(expected, presented))
+
