@@ -26,7 +26,8 @@ from app import logs, startup
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
-from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
+from app.routes import account, api, artifacts, auth, authoring, docs, grading, labs, lessons, pages, reports, tools
+from app.security import SecurityHeaders
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
@@ -37,7 +38,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 # Pages (HTML, left out of the OpenAPI document) and the JSON API under /api/v1. Order matters where paths
 # overlap: reports before lessons, so /lessons/{id}/report is not read as a part called "report".
 PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
-    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools)
+    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools, docs)
 )
 API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 
@@ -92,7 +93,7 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         title="GPU systems course",
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # app/routes/docs.py serves the vendored Swagger UI (FastAPI's loads it from a CDN)
         redoc_url=None,
     )
     app.state.settings = settings
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         https_only=settings.secure_cookies,
     )
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(SecurityHeaders, hsts=settings.secure_cookies)  # outermost: error answers carry them too
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     app.state.content_errors = {}
