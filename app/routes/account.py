@@ -32,6 +32,7 @@ def _page(request: Request, db: SessionDep, user: User, *, status_code: int = 20
         "tokens": tokens.list_for(db, user=user),
         "sessions": sessions.list_for(db, user=user, idle_s=settings.session_idle_s, max_s=settings.session_max_s),
         "this_session": getattr(request.state, "session_id", None),
+        "browser_label": sessions.browser_label,
         "new_token": None,
         "error": None,
         "errors": {},

@@ -80,6 +80,20 @@ def lookup(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None
     return Active(row, row.user)
 
 
+_BROWSERS = (("Edg/", "Edge"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"), ("Safari/", "Safari"))
+_SYSTEMS = (("Android", "Android"), ("iPhone", "iPhone"), ("iPad", "iPad"), ("Windows", "Windows"))
+_SYSTEMS += (("Mac OS X", "macOS"), ("CrOS", "ChromeOS"), ("Linux", "Linux"))
+
+
+def browser_label(user_agent: str) -> str:
+    """'Firefox on Linux', 'Chrome on Android': enough to tell one's sessions apart; else the agent's start."""
+    browser = next((name for key, name in _BROWSERS if key in user_agent), None)
+    system = next((name for key, name in _SYSTEMS if key in user_agent), None)
+    if browser and system:
+        return f"{browser} on {system}"
+    return user_agent[:60] or "unknown browser"
+
+
 def end(db: Session, *, token: str) -> None:
     db.execute(delete(UserSession).where(UserSession.token_hash == digest(token)))
     db.commit()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import event, select, update
 
 from app.models import User, UserSession, utcnow
@@ -146,3 +147,19 @@ def test_account_page_lists_sessions_and_marks_this_one(client, make_client, db)
     assert page.count("testclient") == 2  # two sessions, each named by its browser
     assert "(this browser)" in page
     assert db.scalar(select(User.id)) is not None
+
+
+@pytest.mark.parametrize(
+    "agent,label",
+    [
+        ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "Firefox on Linux"),
+        ("Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36",
+         "Chrome on Android"),
+        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 Version/17.5 Mobile/15E148 "
+         "Safari/604.1", "Safari on iPhone"),
+        ("curl/8.5.0", "curl/8.5.0"),
+        ("", "unknown browser"),
+    ],
+)  # fmt: skip
+def test_sessions_are_named_by_browser_and_system(agent, label):
+    assert sessions.browser_label(agent) == label
