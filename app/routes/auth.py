@@ -76,17 +76,13 @@ def register(
     password: Annotated[str, Form(max_length=1000)] = "",
 ):
     values = {"email": email, "display_name": display_name}
-    # A taken address must be refused (registration logs the new account in), so the refusal counts as a
-    # failure of this client address: probing /register for accounts is throttled like guessing passwords.
-    address = throttle.address_key(_client(request))
-    wait = throttle.wait_s(db, keys=[address])
-    if wait:
-        return _too_many(request, "auth/register.html", {"errors": {}, "values": values}, wait)
     try:
-        user = user_service.create_user(db, email=email, password=password, display_name=display_name)
+        user = user_service.register(
+            db, email=email, password=password, display_name=display_name, address=_client(request)
+        )
+    except throttle.Throttled as exc:
+        return _too_many(request, "auth/register.html", {"errors": {}, "values": values}, exc.wait_s)
     except user_service.UserError as exc:
-        if exc.message == user_service.TAKEN:
-            throttle.failed(db, keys=[address])
         return render(
             request, "auth/register.html", {"errors": {exc.field: exc.message}, "values": values}, status_code=400
         )
@@ -107,11 +103,7 @@ def login_form(request: Request, user: OptionalUser, next: str = "/", notice: st
 
 
 def _too_many(request: Request, template: str, ctx: dict, wait: int) -> Response:
-    ctx = {
-        **ctx,
-        "error": f"Too many failed attempts. Try again in {throttle.in_words(wait)}.",
-        "retry_after": wait,
-    }
+    ctx = {**ctx, "error": throttle.Throttled(wait).message}
     response = render(request, template, ctx, status_code=429)
     response.headers["Retry-After"] = str(wait)
     return response

@@ -80,9 +80,17 @@ def lookup(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None
     return Active(row, row.user)
 
 
+# Order matters: Edge's agent also names Chrome, and Chrome's names Safari.
 _BROWSERS = (("Edg/", "Edge"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"), ("Safari/", "Safari"))
-_SYSTEMS = (("Android", "Android"), ("iPhone", "iPhone"), ("iPad", "iPad"), ("Windows", "Windows"))
-_SYSTEMS += (("Mac OS X", "macOS"), ("CrOS", "ChromeOS"), ("Linux", "Linux"))
+_SYSTEMS = (
+    ("Android", "Android"),  # before Linux: Android agents name both
+    ("iPhone", "iPhone"),  # before macOS: iOS agents say "like Mac OS X"
+    ("iPad", "iPad"),
+    ("Windows", "Windows"),
+    ("Mac OS X", "macOS"),
+    ("CrOS", "ChromeOS"),
+    ("Linux", "Linux"),
+)
 
 
 def browser_label(user_agent: str) -> str:

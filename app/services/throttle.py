@@ -23,6 +23,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import LoginThrottle, utcnow
+from app.services.errors import DomainError
+
+
+class Throttled(DomainError):
+    """Refused without looking at the request: too many recent failures from this account or address."""
+
+    def __init__(self, wait_s: int):
+        super().__init__(f"Too many failed attempts. Try again in {in_words(wait_s)}.")
+        self.wait_s = wait_s
 
 
 @dataclass(frozen=True)

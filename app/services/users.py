@@ -86,6 +86,23 @@ def create_user(
     return user
 
 
+def register(db: Session, *, email: str, password: str, display_name: str, address: str | None) -> User:
+    """Self-registration as a learner. A taken address must be refused (registration logs the new account
+    in, and there is no mail round trip to hide behind), so each such refusal counts as a failure of the
+    client address: probing /register for accounts is throttled like guessing passwords.
+    Raises throttle.Throttled, or UserError naming the field."""
+    key = throttle.address_key(address)
+    wait = throttle.wait_s(db, keys=[key])
+    if wait:
+        raise throttle.Throttled(wait)
+    try:
+        return create_user(db, email=email, password=password, display_name=display_name)
+    except UserError as exc:
+        if exc.message == TAKEN:
+            throttle.failed(db, keys=[key])
+        raise
+
+
 def add_roles(db: Session, *, user: User, roles: list[str]) -> User:
     bad = [r for r in roles if r not in ROLES]
     if bad:
