@@ -11,5 +11,11 @@ COPY templates templates
 COPY static static
 COPY migrations migrations
 COPY alembic.ini ./
+# Production mode: the server refuses to start without COURSE_SECRET_KEY (a long random string, e.g.
+# `python -c "import secrets; print(secrets.token_urlsafe(48))"`), never falls back to the published
+# development key, and sends its cookies with Secure (serve it behind HTTPS; COURSE_SECURE_COOKIES=0
+# only for a plain-HTTP trial on a private network).
+ENV COURSE_ENV=production \
+    COURSE_DATA_DIR=/data
 EXPOSE 8000
 CMD ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8000"]

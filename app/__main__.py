@@ -4,6 +4,7 @@ python -m app serve [--host 127.0.0.1] [--port 8000]   check labs, migrate, star
 python -m app worker                                  run one lab worker (refuses to start if a lab is broken)
 python -m app migrate                                 apply database migrations
 python -m app users create --email E --password P --role instructor [--role grader]
+python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
 python -m app lessons validate                        check every lesson under lessons/
 python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
 """
@@ -17,12 +18,48 @@ import sys
 from app.config import Settings, SettingsError
 
 
-def _users_create(settings: Settings, args) -> int:
+def _migrated(settings: Settings) -> None:
+    """Create the data dir and migrate: a command run before the first `serve` must work on a fresh checkout."""
     from app import migrate
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade(settings.db_url)
+
+
+def _users_reset_link(settings: Settings, args) -> int:
+    from app.db import make_engine, make_sessionmaker
+    from app.services import resets, users
+
+    _migrated(settings)
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        user = users.get_by_email(db, email=args.email)
+        if user is None:
+            print(f"--email: no account has the address {args.email!r}", file=sys.stderr)
+            return 2
+        row, token = resets.issue(db, user=user, issued_by=None, lifetime_s=settings.reset_link_s)
+        url = resets.link(settings.public_url or "http://127.0.0.1:8000", token)
+        hours = settings.reset_link_s // 3600
+        if settings.smtp_url:
+            try:
+                resets.send(settings, user=user, url=url, expires_at=row.expires_at)
+            except resets.MailError as exc:
+                print(f"not mailed: {exc}; pass the link on yourself", file=sys.stderr)
+            else:
+                print(f"mailed a reset link to {user.email} (works once, within {hours} hours)")
+                return 0
+    if not settings.public_url:
+        print(
+            "(COURSE_PUBLIC_URL is not set: the link assumes the course is at http://127.0.0.1:8000)", file=sys.stderr
+        )
+    print(f"reset link for {user.email} (works once, within {hours} hours):\n{url}")
+    return 0
+
+
+def _users_create(settings: Settings, args) -> int:
     from app.db import make_engine, make_sessionmaker
     from app.services import users
 
-    migrate.upgrade(settings.db_url)
+    _migrated(settings)
     password = args.password or getpass.getpass("Password: ")
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         existing = users.get_by_email(db, email=args.email)
@@ -42,11 +79,10 @@ def _users_create(settings: Settings, args) -> int:
 
 
 def _graders_assign(settings: Settings, args) -> int:
-    from app import migrate
     from app.db import make_engine, make_sessionmaker
     from app.services import grading, users
 
-    migrate.upgrade(settings.db_url)
+    _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         user = users.get_by_email(db, email=args.email)
         if user is None or not user.roles & {"grader", "instructor"}:
@@ -83,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=["learner", "instructor", "grader"],
         help="repeat for several roles (default: learner)",
     )
+    reset = users_sub.add_parser("reset-link", help="issue a one-time password-reset link for a user")
+    reset.add_argument("--email", required=True)
     graders_p = sub.add_parser("graders", help="who grades which lesson's lab reports")
     graders_sub = graders_p.add_subparsers(dest="graders_cmd", required=True)
     assign = graders_sub.add_parser("assign", help="let a grader grade one lesson's lab reports")
@@ -100,7 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if args.cmd == "serve":
+        from app.config import check_bind
         from app.serve import serve
+
+        try:
+            check_bind(settings, args.host)
+        except SettingsError as exc:
+            print(f"configuration error: {exc}", file=sys.stderr)
+            return 2
 
         return serve(settings, host=args.host, port=args.port)
     if args.cmd == "worker":
@@ -108,13 +153,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return worker_main(settings, check_labs=not args.skip_lab_check)
     if args.cmd == "migrate":
-        from app import migrate
-
-        migrate.upgrade(settings.db_url)
+        _migrated(settings)
         print("database is at the latest migration")
         return 0
     if args.cmd == "users":
-        return _users_create(settings, args)
+        return _users_reset_link(settings, args) if args.users_cmd == "reset-link" else _users_create(settings, args)
     if args.cmd == "graders":
         return _graders_assign(settings, args)
     if args.cmd == "lessons":

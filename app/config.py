@@ -6,11 +6,13 @@ signs sessions with a key that is printed in this file.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET = "development-only-secret-change-me"
@@ -43,6 +45,36 @@ def _choice(env: dict, name: str, default: str, allowed: tuple[str, ...]) -> str
     return raw
 
 
+def _smtp_url(raw: str) -> str:
+    if raw and urlsplit(raw).scheme not in ("smtp", "smtps", "smtp+starttls"):
+        raise SettingsError(
+            f"COURSE_SMTP_URL: got scheme {urlsplit(raw).scheme!r}, expected smtp://, smtp+starttls:// or smtps://"
+        )
+    return raw
+
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost: only this machine can reach a server bound there."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
+
+
+def check_bind(settings: Settings, host: str) -> None:
+    """Refuse to serve a network with the published development key: anyone could sign a cookie with it."""
+    if settings.secret_key == DEV_SECRET and not is_loopback(host):
+        raise SettingsError(
+            f"COURSE_SECRET_KEY: the development default may only serve on a loopback address, not --host {host}; "
+            "set COURSE_SECRET_KEY to a long random string (and COURSE_ENV=production for a real deployment)"
+        )
+
+
 @dataclass(frozen=True)
 class Settings:
     environment: str = "development"  # development | test | production
@@ -56,7 +88,9 @@ class Settings:
     heartbeat_s: float = 2.0  # how often the worker renews its lease while a lab runs
     max_attempts: int = 2  # attempts before a job whose worker vanished is failed
     python: str = field(default_factory=lambda: sys.executable)  # interpreter that runs `python -m labs`
-    secure_cookies: bool = False  # set in production behind HTTPS
+    secure_cookies: bool = (
+        False  # cookies only over HTTPS; on by default in production (COURSE_SECURE_COOKIES=0 to opt out)
+    )
     web_processes: int = 1  # uvicorn worker processes serving HTTP; the lab workers are started once, not per process
     log_level: str = "INFO"  # the stdlib logging level of the server and workers
     access_log: bool = False  # one log line per request: off by default, since it costs every request a write
@@ -67,6 +101,12 @@ class Settings:
     web_queue: int = 512  # requests one web process keeps waiting for a slot; beyond that: 503 with Retry-After
     web_queue_timeout_s: float = 15.0  # the longest a request waits for a slot (or a database lock) before a 503
     web_max_connections: int = 4096  # open HTTP connections per web process, idle ones too (uvicorn's hard cap)
+    session_idle_s: int = 72 * 3600  # a session unused this long ends (a learner back after a long weekend logs in)
+    session_max_s: int = 14 * 24 * 3600  # every session ends this long after login, however active
+    reset_link_s: int = 48 * 3600  # a password-reset link works once, within this long of being issued
+    smtp_url: str = ""  # smtp[s]://user:password@host:port; empty: reset links are shown to the instructor to pass on
+    mail_from: str = ""  # the From address of reset mails (default: course@<smtp host>)
+    public_url: str = ""  # the address learners use (https://course.example.org), for links in mail and the CLI
 
     @property
     def db_url(self) -> str:
@@ -100,6 +140,10 @@ class Settings:
             secret = DEV_SECRET if environment == "development" else secrets.token_urlsafe(32)
         elif secret == DEV_SECRET and environment == "production":
             raise SettingsError("COURSE_SECRET_KEY: the development default is refused in production")
+        secure_default = "1" if environment == "production" else "0"
+        secure_cookies = env.get("COURSE_SECURE_COOKIES") or secure_default
+        if secure_cookies not in ("0", "1"):
+            raise SettingsError(f"COURSE_SECURE_COOKIES: got {secure_cookies!r}, expected 1 (HTTPS only) or 0")
         values = dict(
             environment=environment,
             data_dir=Path(env.get("COURSE_DATA_DIR") or ROOT / "data").resolve(),
@@ -110,7 +154,7 @@ class Settings:
             job_time_limit_s=_int(env, "COURSE_JOB_TIME_LIMIT", 600, 5, 7200),
             lease_s=_int(env, "COURSE_LEASE_SECONDS", 30, 2, 3600),
             max_attempts=_int(env, "COURSE_MAX_ATTEMPTS", 2, 1, 10),
-            secure_cookies=env.get("COURSE_SECURE_COOKIES", "") == "1",
+            secure_cookies=secure_cookies == "1",
             web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
             log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
             access_log=env.get("COURSE_ACCESS_LOG", "") == "1",
@@ -118,6 +162,12 @@ class Settings:
             web_queue=_int(env, "COURSE_WEB_QUEUE", 512, 0, 100_000),
             web_queue_timeout_s=float(_int(env, "COURSE_WEB_QUEUE_TIMEOUT", 15, 1, 120)),
             web_max_connections=_int(env, "COURSE_WEB_MAX_CONNECTIONS", 4096, 16, 1_000_000),
+            session_idle_s=_int(env, "COURSE_SESSION_IDLE_HOURS", 72, 1, 24 * 90) * 3600,
+            session_max_s=_int(env, "COURSE_SESSION_MAX_DAYS", 14, 1, 365) * 24 * 3600,
+            reset_link_s=_int(env, "COURSE_RESET_LINK_HOURS", 48, 1, 24 * 14) * 3600,
+            smtp_url=_smtp_url(env.get("COURSE_SMTP_URL", "")),
+            mail_from=env.get("COURSE_MAIL_FROM", ""),
+            public_url=env.get("COURSE_PUBLIC_URL", "").rstrip("/"),
         )
         values.update(overrides)
         return cls(**values)

@@ -2,10 +2,11 @@
 
 SessionDep      a SQLAlchemy session for this request
 SettingsDep     the app's Settings;  HostDep  what this host's lab workers can run (labhost.HostCapacity)
-CurrentUser     the logged-in user, or 401 (pages redirect to /login)
+CurrentUser     the logged-in user, or 401 (pages redirect to /login); a browser's login is a server-side
+                session row (app/services/sessions.py) named by the token in its signed cookie
 require_role()  stacked on CurrentUser: 403 unless the user holds the role
 PostedForm      the request's form fields, read without blocking, for plain `def` handlers
-ViewerJob       path {job_id}: a job its owner (or a grader/instructor) may see, else 404
+ViewerJob       path {job_id}: a job for its owner, an instructor, or a grader of a report that cites it, else 404
 OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
 ViewerReport    path {report_id}: a lab report for its owner or a grader who grades it, else 404
 GradedReport    path {report_id}: a submitted report the grader (or instructor) grades, else 404
@@ -28,12 +29,11 @@ from starlette.datastructures import FormData
 from app.config import Settings
 from app.db import release
 from app.models import Bundle, Job, LabReport, User
-from app.security import CSRF_FORM_FIELD, CSRF_HEADER, csrf_matches
+from app.security import CSRF_FORM_FIELD, CSRF_HEADER, SESSION_KEY, csrf_matches
 from app.services import bundles as bundle_service
-from app.services import grading, tokens
+from app.services import grading, sessions, tokens
 from app.services import jobs as job_service
 from app.services import lessons as lesson_service
-from app.services import users as user_service
 from app.services.errors import NotFound
 from app.services.labhost import HostCapacity
 
@@ -69,10 +69,11 @@ def bearer_token(request: Request) -> str | None:
 
 
 def get_optional_user(request: Request, db: SessionDep) -> User | None:
-    """The user of a valid bearer token (scripts) or else of the session cookie (browsers).
+    """The user of a valid bearer token (scripts) or else of the browser's server-side session.
 
     A request that presents a token is judged by the token alone: a bad token is a 401, never a
-    silent fall-back to whatever cookie the client also holds.
+    silent fall-back to whatever cookie the client also holds. A cookie whose session ended (logout,
+    "log out everywhere", a password change, the idle or absolute lifetime) names no user.
     """
     token = bearer_token(request)
     if token is not None:
@@ -80,8 +81,16 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
         if user is None:
             raise HTTPException(401, "The API token is unknown or revoked.", headers={"WWW-Authenticate": "Bearer"})
     else:
-        user_id = request.session.get("user_id")
-        user = user_service.get(db, user_id=user_id) if isinstance(user_id, int) else None
+        user = None
+        sid = request.session.get(SESSION_KEY)
+        if isinstance(sid, str):
+            settings: Settings = request.app.state.settings
+            active = sessions.lookup(db, token=sid, idle_s=settings.session_idle_s, max_s=settings.session_max_s)
+            if active is None:
+                del request.session[SESSION_KEY]  # ended or expired: the browser is logged out from now on
+            else:
+                user = active.user
+                request.state.session_id = active.session.id
     release(db)  # the handler runs in another thread hop: do not hold the connection while waiting for it
     request.state.user = user
     return user

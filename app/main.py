@@ -31,7 +31,8 @@ from app.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.config import ROOT, Settings
 from app.db import make_sessionmaker, web_engine
 from app.deps import LoginRequired
-from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
+from app.routes import account, api, artifacts, auth, authoring, docs, grading, labs, lessons, pages, reports, tools
+from app.security import SecurityHeaders
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
@@ -42,7 +43,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 # Pages (HTML, left out of the OpenAPI document) and the JSON API under /api/v1. Order matters where paths
 # overlap: reports before lessons, so /lessons/{id}/report is not read as a part called "report".
 PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
-    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools)
+    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools, docs)
 )
 API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 
@@ -99,7 +100,7 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         title="GPU systems course",
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # app/routes/docs.py serves the vendored Swagger UI (FastAPI's loads it from a CDN)
         redoc_url=None,
         # Bodies are counted as they arrive, whatever the transfer encoding (Starlette's RequestBodyLimitMiddleware);
         # this is the limit of every route that names none (app/bodies.py), checked before any other dependency.
@@ -111,11 +112,13 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
     app.state.engine = web_engine(settings)
     app.state.sessions = make_sessionmaker(app.state.engine)
 
+    # The signed cookie carries the server-side session's token and the CSRF token (app/services/sessions.py);
+    # HttpOnly and SameSite=Lax always, Secure in production.
     app.add_middleware(
         SessionMiddleware,
         secret_key=settings.secret_key,
         session_cookie="course_session",
-        max_age=14 * 24 * 3600,
+        max_age=settings.session_max_s,
         same_site="lax",
         https_only=settings.secure_cookies,
     )
@@ -130,6 +133,7 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         ],
         lane_of=_lane_of,
     )
+    app.add_middleware(SecurityHeaders, hsts=settings.secure_cookies)  # outermost: error answers carry them too
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     app.state.content_errors = {}

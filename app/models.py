@@ -294,3 +294,48 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+
+# ---------------------------------------------------------------- sign-in: sessions, throttle, password resets
+
+
+class UserSession(Base):
+    """One logged-in browser. The cookie carries a random token and only its SHA-256 is stored here, so
+    the row *is* the session: deleting it ends that browser's login at once (logout, "log out everywhere",
+    a password change or reset), and a copied cookie is worth nothing afterwards."""
+
+    __tablename__ = "user_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)  # the per-request lookup's index
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)  # the absolute lifetime counts from here
+    last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)  # the idle lifetime; touched at most once a minute
+    user_agent: Mapped[str] = mapped_column(String(200), default="")  # so a learner can tell their sessions apart
+    user: Mapped[User] = relationship()
+
+
+class LoginThrottle(Base):
+    """Failed logins counted per key ("account:<email>" or "address:<client>"); see app/services/throttle.py."""
+
+    __tablename__ = "login_throttle"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(300), unique=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failure_at: Mapped[datetime] = mapped_column(default=utcnow)
+    locked_until: Mapped[datetime | None]
+
+
+class PasswordReset(Base):
+    """A one-time password-reset link an instructor issued. Only the token's SHA-256 is stored."""
+
+    __tablename__ = "password_resets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]

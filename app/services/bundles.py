@@ -125,9 +125,13 @@ def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> None:
     total = 0
     for e in files:
         target = dest / e.path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            out = open(target, "wb")
+        except OSError as exc:  # e.g. "a.json" and "a.json/b.svg": name the entry, never the server's path
+            raise BundleError(f"entry {e.info.filename!r} could not be unpacked: {exc.strerror or exc}") from None
         written = 0
-        with zf.open(e.info) as src, open(target, "wb") as out:
+        with zf.open(e.info) as src, out:
             while True:
                 chunk = src.read(CHUNK)
                 if not chunk:
@@ -200,7 +204,9 @@ def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data:
             tmp.mkdir()
             try:
                 _extract(zf, files, tmp)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
+            except OSError as exc:  # str(exc) would carry the absolute path under the data dir
+                raise BundleError(f"the zip could not be read: {exc.strerror or type(exc).__name__}") from None
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
                 raise BundleError(f"the zip could not be read: {exc}") from None
         result = _read_result(tmp)
         bundle = Bundle(

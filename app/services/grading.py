@@ -22,11 +22,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
-from app.models import Grade, GraderAssignment, LabReport, ReportVersion, User, utcnow
+from app.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
 from app.services import lessons as lesson_service
 
 QUEUE_STATUSES = ("submitted", "claimed", "graded")
 MAX_TEXT = 20_000
+OWN_REPORT = "This is your own report: another grader or an instructor grades it."
 
 
 class GradingError(ValueError):
@@ -84,11 +85,31 @@ def can_grade(db: Session, *, user: User, report: LabReport) -> bool:
 
 
 def report_for_grader(db: Session, *, report_id: int, user: User) -> LabReport | None:
-    """The submitted report if `user` may grade it; None (a 404, leaking nothing) otherwise."""
+    """The submitted report if `user` may grade it; None (a 404, leaking nothing) otherwise.
+    Nobody grades their own report, instructors included."""
     report = db.get(LabReport, report_id)
-    if report is None or report.status == "draft" or not can_grade(db, user=user, report=report):
+    if report is None or report.status == "draft" or report.owner_id == user.id:
         return None
-    return report
+    return report if can_grade(db, user=user, report=report) else None
+
+
+def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
+    """Whether a submitted version of a report `user` grades (not their own) cites `job` as evidence."""
+    lessons = graded_lessons(db, user=user)
+    if lessons is not None and not lessons:
+        return False
+    q = (
+        select(ReportVersion.evidence)
+        .join(LabReport, LabReport.id == ReportVersion.report_id)
+        .where(LabReport.owner_id == job.owner_id, LabReport.owner_id != user.id, LabReport.status != "draft")
+    )
+    if lessons is not None:
+        q = q.where(LabReport.lesson_id.in_(sorted(lessons)))
+    for evidence in db.scalars(q):  # a learner has a handful of versions per lesson: read them, no JSON SQL
+        for pick in (evidence or {}).values():
+            if isinstance(pick, dict) and pick.get("job") == job.id:
+                return True
+    return False
 
 
 def report_for_viewer(db: Session, *, report_id: int, user: User) -> LabReport | None:
@@ -116,11 +137,11 @@ class QueueRow:
 def queue(
     db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
 ) -> list[QueueRow]:
-    """Submitted reports `user` may grade, oldest submission first (ties by id): a stable order.
+    """Submitted reports `user` may grade (never their own), oldest submission first (ties by id): a stable order.
 
     grader: 'me', 'none' (unclaimed) or a user id as text.
     """
-    q = select(LabReport).where(LabReport.status.in_(QUEUE_STATUSES))
+    q = select(LabReport).where(LabReport.status.in_(QUEUE_STATUSES), LabReport.owner_id != user.id)
     lessons = graded_lessons(db, user=user)
     if lessons is not None:
         q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
@@ -175,7 +196,10 @@ def graders(db: Session) -> list[User]:
 
 
 def claim(db: Session, *, report: LabReport, grader: User) -> None:
-    """Take the report; GradingError if someone else holds it. A conditional UPDATE decides a race."""
+    """Take the report; GradingError if it is the grader's own or someone else holds it. A conditional UPDATE
+    decides a race."""
+    if report.owner_id == grader.id:
+        raise GradingError(OWN_REPORT)
     res = db.execute(
         update(LabReport)
         .where(
@@ -269,6 +293,8 @@ def save_grade(
 ) -> Grade:
     """Append a grade revision; GradingError if the report is not claimed by `grader`, a line is unscored,
     the version is not the latest, or another save (or a rubric recompute) came first."""
+    if report.owner_id == grader.id:
+        raise GradingError(OWN_REPORT)
     if report.claimed_by_id != grader.id:
         raise GradingError("Claim the report before saving a grade (another grader may hold it).")
     latest = db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id))

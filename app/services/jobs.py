@@ -111,12 +111,18 @@ def get_job(db: Session, *, job_id: int) -> Job | None:
 
 
 def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
-    """The job if `user` may see it (its owner, or an instructor/grader); None otherwise."""
+    """The job if `user` may see it, else None: its owner and instructors always; a grader only a job that a
+    submitted report they grade cites as evidence (job ids are sequential: a plain role check would let any
+    grader read every learner's results)."""
     job = db.get(Job, job_id)
     if job is None:
         return None
-    if job.owner_id == user.id or user.roles & {"instructor", "grader"}:
+    if job.owner_id == user.id or user.has_role("instructor"):
         return job
+    if user.has_role("grader"):
+        from app.services import grading  # here, not at the top: the lab worker imports this module too
+
+        return job if grading.grader_sees_job(db, user=user, job=job) else None
     return None
 
 

@@ -1,18 +1,21 @@
-"""Users and roles. Functions take keyword arguments and return None or raise ValueError with a
-message naming the field; they know nothing about HTTP."""
+"""Users and roles, logging in (with the failed-login throttle), and account changes. Functions take keyword
+arguments and return None or raise UserError naming the field; they know nothing about HTTP."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
+from app import security
 from app.models import ROLES, User, UserRole
-from app.security import hash_password, verify_password
+from app.services import sessions, throttle
 from app.services.errors import FieldError
 
+TAKEN = "an account with this address already exists: log in, or ask your instructor for a password-reset link"
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 256
@@ -26,13 +29,21 @@ def normalise_email(email: str) -> str:
     return (email or "").strip().lower()
 
 
+def check_password(password: str, field: str = "password") -> None:
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise UserError(field, f"use {MIN_PASSWORD} to {MAX_PASSWORD} characters (you gave {len(password)})")
+
+
+def check_display_name(display_name: str) -> None:
+    if not 1 <= len(display_name.strip()) <= 80:
+        raise UserError("display_name", f"use 1 to 80 characters (you gave {len(display_name.strip())})")
+
+
 def check_new_user(*, email: str, password: str, display_name: str, roles: list[str]) -> None:
     if not EMAIL_RE.match(email) or len(email) > 254:
         raise UserError("email", "enter an address like name@example.org")
-    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        raise UserError("password", f"use {MIN_PASSWORD} to {MAX_PASSWORD} characters")
-    if not 1 <= len(display_name.strip()) <= 80:
-        raise UserError("display_name", "use 1 to 80 characters")
+    check_password(password)
+    check_display_name(display_name)
     bad = [r for r in roles if r not in ROLES]
     if bad or not roles:
         raise UserError("roles", f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}")
@@ -59,17 +70,37 @@ def create_user(
     roles = sorted(set(roles or ["learner"]))
     display_name = (display_name or email.split("@")[0]).strip()
     check_new_user(email=email, password=password, display_name=display_name, roles=roles)
+    # Hash before looking the email up: a taken address then costs what a new account costs, so the
+    # response time does not answer "is this email registered?" on its own.
+    password_hash = security.hash_password(password)
     if get_by_email(db, email=email):
-        raise UserError("email", "an account with this address already exists; log in instead")
-    user = User(email=email, display_name=display_name, password_hash=hash_password(password))
+        raise UserError("email", TAKEN)
+    user = User(email=email, display_name=display_name, password_hash=password_hash)
     user.role_rows = [UserRole(role=r) for r in roles]
     db.add(user)
     try:
         db.commit()
     except IntegrityError:  # a concurrent registration won the race
         db.rollback()
-        raise UserError("email", "an account with this address already exists; log in instead") from None
+        raise UserError("email", TAKEN) from None
     return user
+
+
+def register(db: Session, *, email: str, password: str, display_name: str, address: str | None) -> User:
+    """Self-registration as a learner. A taken address must be refused (registration logs the new account
+    in, and there is no mail round trip to hide behind), so each such refusal counts as a failure of the
+    client address: probing /register for accounts is throttled like guessing passwords.
+    Raises throttle.Throttled, or UserError naming the field."""
+    key = throttle.address_key(address)
+    wait = throttle.wait_s(db, keys=[key])
+    if wait:
+        raise throttle.Throttled(wait)
+    try:
+        return create_user(db, email=email, password=password, display_name=display_name)
+    except UserError as exc:
+        if exc.message == TAKEN:
+            throttle.failed(db, keys=[key])
+        raise
 
 
 def add_roles(db: Session, *, user: User, roles: list[str]) -> User:
@@ -83,10 +114,51 @@ def add_roles(db: Session, *, user: User, roles: list[str]) -> User:
 
 
 def authenticate(db: Session, *, email: str, password: str) -> User | None:
+    """The user if the password is theirs. An unknown email is checked against a dummy hash, so both
+    answers take one argon2 verification."""
     user = get_by_email(db, email=email)
-    if user is None or not verify_password(user.password_hash, password):
+    if user is None:
+        security.verify_password(security.dummy_hash(), password)
         return None
-    return user
+    return user if security.verify_password(user.password_hash, password) else None
+
+
+@dataclass(frozen=True)
+class Login:
+    """What a login attempt came to: the user, or no user and how long the client must wait (0: not at all)."""
+
+    user: User | None
+    wait_s: int = 0
+    throttled: bool = False  # refused without checking the password: too many recent failures
+
+
+def login(db: Session, *, email: str, password: str, address: str | None) -> Login:
+    """Check the throttle, then the password; count a failure against the account and the client address."""
+    keys = [throttle.account_key(normalise_email(email)), throttle.address_key(address)]
+    wait = throttle.wait_s(db, keys=keys)
+    if wait:
+        return Login(None, wait, throttled=True)
+    user = authenticate(db, email=email, password=password)
+    if user is None:
+        return Login(None, throttle.failed(db, keys=keys))
+    throttle.succeeded(db, key=keys[0])
+    return Login(user)
+
+
+def change_display_name(db: Session, *, user: User, display_name: str) -> None:
+    check_display_name(display_name)
+    user.display_name = display_name.strip()
+    db.commit()
+
+
+def change_password(db: Session, *, user: User, current: str, new: str, keep_session_id: int | None) -> int:
+    """Set a new password if `current` is right; ends every other session of the user (returns how many)."""
+    if not security.verify_password(user.password_hash, current):
+        raise UserError("current_password", "this is not your current password")
+    check_password(new, "new_password")
+    user.password_hash = security.hash_password(new)
+    db.commit()
+    return sessions.end_all(db, user=user, keep_id=keep_session_id)
 
 
 def count_users(db: Session) -> int:

@@ -36,4 +36,4 @@ def test_token_is_shown_once(page, live_server):
     assert re.fullmatch(r"cst_[A-Za-z0-9_-]{20,}", token)
     page.goto(live_server.url + "/account")
     expect(page.locator("body")).not_to_contain_text(token)
-    expect(page.get_by_role("table")).to_contain_text("lab laptop")
+    expect(page.get_by_role("table", name="Your tokens")).to_contain_text("lab laptop")

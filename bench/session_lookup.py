@@ -1,0 +1,77 @@
+"""Cost of the per-request login lookup: the server-side session (token digest -> session, user and roles in one
+statement) against the signed-cookie lookup it replaced (user id -> user and roles), in the same process.
+
+    .venv/bin/python bench/session_lookup.py [--rounds 5] [--calls 2000] [--database-url URL]
+
+Both run against one SQLite file (or the given database) holding a learner and a few hundred other sessions,
+interleaved in rounds so a busy machine slows both alike; prints microseconds per call (fastest round: the
+least disturbed by other load; and the median round) and the ratio. Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app import migrate  # noqa: E402
+from app.db import make_engine, make_sessionmaker  # noqa: E402
+from app.services import sessions, users  # noqa: E402
+
+DAY = 86400
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--database-url", default="")
+    args = ap.parse_args()
+    url = args.database_url or f"sqlite:///{Path(tempfile.mkdtemp(prefix='bench-sessions-')) / 'course.db'}"
+    migrate.upgrade(url)
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as db:
+        others = [
+            users.create_user(db, email=f"l{i}@example.org", password="bench password", roles=["learner"])
+            for i in range(20)
+        ]
+        for u in others:
+            for _ in range(15):
+                sessions.start(db, user=u, idle_s=DAY, max_s=14 * DAY)
+        me = users.create_user(db, email="me@example.org", password="bench password", roles=["learner", "grader"])
+        token = sessions.start(db, user=me, idle_s=DAY, max_s=14 * DAY)
+
+        def by_user_id() -> None:  # what every request did before: the user id from the signed cookie
+            db.expunge_all()
+            assert users.get(db, user_id=me.id) is not None
+
+        def by_session() -> None:  # what every request does now
+            db.expunge_all()
+            assert sessions.lookup(db, token=token, idle_s=DAY, max_s=14 * DAY) is not None
+
+        rounds: dict[str, list[float]] = {"user id (before)": [], "session (now)": []}
+        for _ in range(args.rounds):
+            for name, fn in (("user id (before)", by_user_id), ("session (now)", by_session)):
+                start = time.perf_counter()
+                for _ in range(args.calls):
+                    fn()
+                rounds[name].append((time.perf_counter() - start) / args.calls * 1e6)
+    engine.dispose()
+    print(f"{engine.dialect.name}; {args.rounds} rounds x {args.calls} calls; 320 sessions in the table")
+    print(f"{'lookup':<18} {'fastest us':>10} {'median us':>10}")
+    for name, values in rounds.items():
+        print(f"{name:<18} {min(values):10.1f} {statistics.median(values):10.1f}")
+    (b_min, n_min), (b_med, n_med) = (
+        (min(v) for v in rounds.values()),
+        (statistics.median(v) for v in rounds.values()),
+    )
+    print(f"ratio now / before: {n_min / b_min:.2f} (fastest rounds), {n_med / b_med:.2f} (median rounds)")
+
+
+if __name__ == "__main__":
+    main()

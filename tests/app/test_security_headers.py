@@ -1,0 +1,83 @@
+"""Issue 10 item 10: HTML pages send a CSP (framing refused), X-Frame-Options, nosniff and a Referrer-Policy;
+every response is nosniff; cookies are HttpOnly and SameSite=Lax always and Secure (with HSTS) in production.
+tests/browser/test_csp.py checks in Chromium that the policy breaks nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.security import CSP
+
+
+def _cookie(response) -> str:
+    return next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith("course_session="))
+
+
+@pytest.mark.parametrize("path", ["/login", "/register", "/api/v1/docs"])
+def test_html_pages_send_the_policy(client, path):
+    r = client.get(path)
+    assert r.headers["content-type"].startswith("text/html")
+    assert r.headers["content-security-policy"] == CSP
+    assert "frame-ancestors 'none'" in CSP and "script-src 'self'" in CSP and "'unsafe-eval'" not in CSP
+    assert r.headers["x-frame-options"] == "DENY"
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["referrer-policy"] == "same-origin"
+    assert "strict-transport-security" not in r.headers  # plain HTTP in tests: no HSTS
+
+
+def test_logged_in_pages_and_error_pages_send_it_too(client):
+    client.register("ann@example.org")
+    for path, status in (("/account", 200), ("/", 200), ("/jobs/999999", 404), ("/instructor", 403)):
+        r = client.get(path)
+        assert r.status_code == status and r.headers["content-security-policy"] == CSP, path
+
+
+def test_json_and_static_responses_are_nosniff_without_a_page_policy(client):
+    for path in ("/api/v1/openapi.json", "/static/app.css", "/api/v1/me"):
+        r = client.get(path)
+        assert r.headers["x-content-type-options"] == "nosniff", path
+        assert "content-security-policy" not in r.headers, path
+
+
+def test_the_docs_page_loads_only_vendored_files(client):
+    html = client.get("/api/v1/docs").text
+    assert "/static/vendor/swagger-ui/swagger-ui-bundle.js" in html and "/static/api-docs.js" in html
+    assert "cdn" not in html.lower() and "<script>" not in html  # no CDN, no inline script
+    assert client.get("/static/vendor/swagger-ui/swagger-ui-bundle.js").status_code == 200
+
+
+def test_htmx_runs_without_eval_or_injected_styles(client):
+    html = client.get("/login").text
+    assert '"includeIndicatorStyles":false' in html and '"allowEval":false' in html
+
+
+def test_development_cookies_are_httponly_and_lax(client):
+    r = client.get("/login")
+    cookie = _cookie(r).lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
+
+
+def test_production_cookies_are_secure_with_hsts(settings):
+    env = {"COURSE_ENV": "production", "COURSE_SECRET_KEY": "s" * 48}
+    assert Settings.from_env(env).secure_cookies is True  # on by default in production
+    assert Settings.from_env({**env, "COURSE_SECURE_COOKIES": "0"}).secure_cookies is False  # a plain-HTTP trial
+    assert Settings.from_env({}).secure_cookies is False  # development on http://127.0.0.1
+    app = create_app(dataclasses.replace(settings, environment="production", secure_cookies=True))
+    with TestClient(app, base_url="https://testserver") as c:
+        r = c.get("/login")
+        cookie = _cookie(r).lower()
+        assert "; secure" in cookie and "httponly" in cookie and "samesite=lax" in cookie
+        assert r.headers["strict-transport-security"].startswith("max-age=")
+        assert c.get("/api/v1/openapi.json").headers["strict-transport-security"]
+
+
+def test_a_bad_secure_cookies_value_names_the_setting():
+    from app.config import SettingsError
+
+    with pytest.raises(SettingsError, match="COURSE_SECURE_COOKIES: got 'yes'"):
+        Settings.from_env({"COURSE_SECURE_COOKIES": "yes"})
