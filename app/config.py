@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labs.resources import default_job_memory_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET = "development-only-secret-change-me"
 
@@ -34,10 +36,12 @@ def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+EXECUTORS = ("embedded", "ray")
 
 
 def _choice(env: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
-    raw = (env.get(name) or default).upper()
+    raw = env.get(name) or default
+    raw = raw.upper() if allowed[0].isupper() else raw.lower()
     if raw not in allowed:
         raise SettingsError(f"{name}: got {env.get(name)!r}, expected one of {', '.join(allowed)}")
     return raw
@@ -60,6 +64,15 @@ class Settings:
     web_processes: int = 1  # uvicorn worker processes serving HTTP; the lab workers are started once, not per process
     log_level: str = "INFO"  # the stdlib logging level of the server and workers
     access_log: bool = False  # one log line per request: off by default, since it costs every request a write
+    # The per-job memory budget the workers enforce on a lab's process group (COURSE_JOB_MEMORY_MB; by default a
+    # quarter of this host's memory, at most 8 GiB: labs.resources.default_job_memory_bytes).
+    job_memory_bytes: int = field(default_factory=default_job_memory_bytes)
+    executor: str = "embedded"  # embedded: worker processes started by serve | ray: a dispatcher submits Ray tasks
+    ray_address: str = ""  # the Ray cluster the dispatcher joins (e.g. ray-head:6379); empty: RAY_ADDRESS or auto
+    dispatcher: bool = True  # ray mode: serve also starts the dispatcher (0 when it runs as its own service)
+    # A queued job no online node could ever run (a GPU backend with every GPU node gone) is failed with the
+    # reason after this long, instead of waiting for a node that may not come back.
+    unplaceable_s: int = 600
 
     @property
     def db_url(self) -> str:
@@ -96,6 +109,10 @@ class Settings:
             web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
             log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
             access_log=env.get("COURSE_ACCESS_LOG", "") == "1",
+            executor=_choice(env, "COURSE_EXECUTOR", "embedded", EXECUTORS),
+            ray_address=env.get("RAY_ADDRESS", ""),
+            dispatcher=env.get("COURSE_DISPATCHER", "1") != "0",
+            unplaceable_s=_int(env, "COURSE_UNPLACEABLE_SECONDS", 600, 5, 86400),
         )
         values.update(overrides)
         return cls(**values)
