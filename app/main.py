@@ -26,7 +26,20 @@ from app import logs, startup
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
-from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
+from app.routes import (
+    account,
+    api,
+    artifacts,
+    auth,
+    authoring,
+    cluster,
+    grading,
+    labs,
+    lessons,
+    pages,
+    reports,
+    tools,
+)
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
@@ -37,7 +50,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 # Pages (HTML, left out of the OpenAPI document) and the JSON API under /api/v1. Order matters where paths
 # overlap: reports before lessons, so /lessons/{id}/report is not read as a part called "report".
 PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
-    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools)
+    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, cluster, authoring, grading, tools)
 )
 API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 

@@ -61,6 +61,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
+
 from app import logs
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
@@ -408,7 +410,7 @@ class Dispatcher:
         need = spec.resources(spec.params.model_validate(job.params), job.backend)
         what = f"{need.gpus} GPU(s) on one node" if need.gpus else f"{need.ranks} CPU rank slots"
         res = db.execute(
-            job_service.update(Job)
+            update(Job)
             .where(Job.id == job.id, Job.status == "queued")
             .values(
                 status="failed",
@@ -607,9 +609,9 @@ class Dispatcher:
         def stop(*_args) -> None:
             self.stopping.set()
 
+        self.connect()  # first: ray.init installs handlers of its own, which ours replace
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        self.connect()
         log.info("dispatcher %s started", self.id)
         while not self.stopping.is_set():
             try:
