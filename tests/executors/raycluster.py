@@ -153,7 +153,12 @@ def start_cluster() -> RayCluster:
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
     env.pop("RAY_ADDRESS", None)
     flags = subprocess.run(
-        [os.sys.executable, "-m", "app", "ray-node-flags"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [os.sys.executable, "-m", "app", "ray-node-flags"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if flags.returncode != 0:
         raise RuntimeError(f"python -m app ray-node-flags failed: {flags.stderr}")
