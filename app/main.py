@@ -175,6 +175,9 @@ def web_process() -> FastAPI:
     The serving parent has already checked the labs, probed the host (handed down in the environment),
     migrated and published, and it runs the lab workers; this process only serves HTTP.
     """
+    from app.executors.supervise import die_with_parent
+
+    die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
     settings = Settings.from_env()
     logs.configure(settings.log_level)
     return create_app(settings, host=labhost.from_environment(), prepare=False)

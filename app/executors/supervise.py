@@ -26,8 +26,10 @@ _PR_SET_PDEATHSIG = 1
 RESTART_DELAY_S = 5.0  # a child that keeps dying is restarted at this pace, not in a tight loop
 
 
-def _term_with_parent() -> None:  # runs in the child between fork and exec
-    # SIGTERM, not SIGKILL: a worker whose server vanished still hands its running job back to the queue.
+def die_with_parent() -> None:
+    """Ask Linux to SIGTERM this process when its parent goes (also called by each uvicorn web process).
+
+    SIGTERM, not SIGKILL: a worker whose server vanished still hands its running job back to the queue."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
@@ -51,7 +53,7 @@ class Supervised:
         self._watch = threading.Thread(target=self._watch_loop, name=f"supervise-{name}", daemon=True)
 
     def _spawn(self, i: int) -> subprocess.Popen:
-        proc = subprocess.Popen(self.commands[i], cwd=ROOT, preexec_fn=_term_with_parent)
+        proc = subprocess.Popen(self.commands[i], cwd=ROOT, preexec_fn=die_with_parent)
         log.info("%s started (pid %s)", self.name, proc.pid)
         return proc
 
