@@ -32,10 +32,13 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
     recent_owner_ids = set(
         db.scalars(select(Job.owner_id).where(Job.created_at > limit_service.utcnow() - limit_service.DAY))
     )
-    owners = {u.id: u for u in db.scalars(select(User).where(User.id.in_(active_owner_ids | recent_owner_ids)))}
+    overrides = limit_service.overrides(db)
+    wanted = active_owner_ids | recent_owner_ids | set(overrides)
+    owners = {u.id: u for u in db.scalars(select(User).where(User.id.in_(wanted)))}
     usage = [
         LearnerUsage(u, limit_service.usage(db, user_id=u.id), limit_service.for_user(db, user_id=u.id))
         for u in sorted(owners.values(), key=lambda u: u.email)
+        if u.id in active_owner_ids | recent_owner_ids
     ]
     return {
         "executor": settings.executor,
@@ -46,6 +49,6 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
         "owners": owners,
         "usage": usage,
         "default_limits": limit_service.course_default(db),
-        "overrides": limit_service.overrides(db),
+        "overrides": overrides,
         "embedded_workers": settings.embedded_workers,
     }
