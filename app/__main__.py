@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("dispatcher", help="ray mode: claim queued jobs in fair order and run each as a Ray task")
     sub.add_parser("ray-node-flags", help="print the `ray start` flags that advertise this host's lab capabilities")
+    sub.add_parser("dispatcher-health", help="exit 0 if this host's dispatcher ticked in the last 30 s")
+    sub.add_parser("ray-node-health", help="exit 0 if a raylet runs here and the Ray head answers")
     sub.add_parser("migrate", help="apply database migrations")
     users_p = sub.add_parser("users", help="manage users")
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
@@ -119,6 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         from app.executors.ray import node_flags_main
 
         return node_flags_main(settings)
+    if args.cmd == "dispatcher-health":
+        from app.executors.ray import dispatcher_health_main
+
+        return dispatcher_health_main()
+    if args.cmd == "ray-node-health":
+        from app.executors.ray import node_health_main
+
+        return node_health_main()
     if args.cmd == "migrate":
         from app import migrate
 

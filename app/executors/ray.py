@@ -206,7 +206,7 @@ def node_flags(report: dict) -> list[str]:
     }
     flags = [f"--num-cpus={cpus}", f"--num-gpus={gpus}"]
     if te:
-        flags.append("--resources=" + json.dumps({TE_RESOURCE: gpus}))
+        flags.append("--resources=" + json.dumps({TE_RESOURCE: gpus}, separators=(",", ":")))
     flags.append("--labels=" + ",".join(f"{LABEL_PREFIX}{k}={v}" for k, v in labels.items()))
     return flags
 
@@ -216,7 +216,47 @@ def node_flags_main(settings: Settings) -> int:
     if out.returncode != 0:
         print(f"`python -m labs probe` failed: {out.stderr.strip()[-2000:]}", file=sys.stderr)
         return 1
-    print(" ".join(f"'{f}'" if "{" in f else f for f in node_flags(json.loads(out.stdout))))
+    # no spaces or quotes in any flag, so `ray start ... $(python -m app ray-node-flags)` splits them right
+    print(" ".join(node_flags(json.loads(out.stdout))))
+    return 0
+
+
+ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"  # touched every tick: the health check reads it
+ALIVE_S = 30.0
+
+
+def dispatcher_health_main() -> int:
+    """`python -m app dispatcher-health`: 0 if this container's dispatcher ticked in the last ALIVE_S seconds."""
+    try:
+        age = time.time() - ALIVE_FILE.stat().st_mtime
+    except OSError:
+        print("the dispatcher has not ticked yet", file=sys.stderr)
+        return 1
+    if age > ALIVE_S:
+        print(f"the dispatcher last ticked {age:.0f} s ago", file=sys.stderr)
+        return 1
+    return 0
+
+
+def node_health_main() -> int:
+    """`python -m app ray-node-health`: 0 if a raylet runs in this container and the head (RAY_ADDRESS) answers."""
+    raylet = False
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"raylet" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                raylet = True
+                break
+        except OSError:
+            continue
+    if not raylet:
+        print("no raylet runs here", file=sys.stderr)
+        return 1
+    host, _, port = os.environ.get("RAY_ADDRESS", "127.0.0.1:6379").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        print(f"the Ray head at {host}:{port} does not answer: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -591,6 +631,7 @@ class Dispatcher:
             ray.cancel(flight.gen, force=True)
 
     def tick(self) -> None:
+        ALIVE_FILE.touch()
         nodes = self.refresh_nodes()
         with self.sessions() as db:
             job_service.reap_expired(db)
