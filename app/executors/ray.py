@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -270,7 +270,7 @@ class Need:
     te_gpus: int
     memory_bytes: int
 
-    def fits(self, free: dict[str, float]) -> bool:
+    def fits(self, free: Mapping[str, float]) -> bool:
         return (
             free.get("CPU", 0) >= self.cpus
             and free.get("GPU", 0) >= self.gpus

@@ -14,7 +14,6 @@ node or dispatcher that died) is requeued without a charge and without counting 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -22,6 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy import CursorResult, Result, select, update
 from sqlalchemy.orm import Session
 
+from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
 from app.models import Job, User, utcnow
 from app.services import limits as limit_service
 from app.services import queue as queue_service
@@ -45,12 +45,6 @@ class JobInputError(ValueError):
 def _rowcount(result: Result) -> int:
     """Rows an UPDATE matched: what decides a claim or a lease renewal race (a CursorResult underneath)."""
     return cast(CursorResult, result).rowcount
-
-
-@dataclass
-class Progress:
-    fraction: float
-    message: str
 
 
 def validate_request(*, lab: str, params: dict, backend: str = "auto", host: HostCapacity) -> tuple[dict, str]:

@@ -54,7 +54,7 @@ class Limits:
 def course_default(db: Session) -> Limits:
     row = db.scalar(select(QueueLimit).where(QueueLimit.user_id.is_(None)))
     if row is None:
-        return Limits(**DEFAULTS)
+        return Limits(DEFAULTS["max_in_flight"], DEFAULTS["max_per_hour"], DEFAULTS["max_gpu_seconds_per_day"])
     return Limits(row.max_in_flight, row.max_per_hour, row.max_gpu_seconds_per_day)
 
 
@@ -103,7 +103,7 @@ def check(db: Session, *, user: User, now: datetime | None = None, ignoring: lis
                 .limit(use.last_hour - lim.max_per_hour + 1)
             )
         )
-        frees = created[-1] + HOUR
+        frees = (created[-1] or now) + HOUR
         raise LimitReached(
             "jobs per hour",
             f"You started {use.last_hour} jobs in the last hour, your limit of jobs per hour "
@@ -120,7 +120,7 @@ def check(db: Session, *, user: User, now: datetime | None = None, ignoring: lis
         for finished_at, seconds in charged:  # the oldest charges leave the rolling day first
             total -= seconds
             if total < lim.max_gpu_seconds_per_day:
-                frees = finished_at + DAY
+                frees = (finished_at or now) + DAY
                 break
         raise LimitReached(
             "GPU-seconds per day",
