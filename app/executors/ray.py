@@ -66,7 +66,7 @@ from sqlalchemy import update
 from app import logs
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.executors.labproc import JobCgroup, LabRun, Outcome, lab_command, timed_out
+from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
 from app.models import ClusterNode, Job, utcnow
 from app.services import bundles
 from app.services import cluster as cluster_service
@@ -131,7 +131,9 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
     }
     cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
     cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", spec["memory_bytes"])
-    run = LabRun(cmd, cwd=out, memory_bytes=spec["memory_bytes"], cgroup=cgroup)
+    # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
+    # starve page loads there either; on a dedicated node it costs nothing
+    run = LabRun(cmd, cwd=out, memory_bytes=spec["memory_bytes"], nice=LAB_NICE, cgroup=cgroup)
     yield {"event": "lab", "pid": run.proc.pid, "at": time.time()}
     deadline = time.monotonic() + spec["time_limit_s"]
     outcome: Outcome | None = None
