@@ -1,11 +1,15 @@
 # Image for docker-compose.yml. The GPU worker adds Transformer Engine through the `gpu` extra
 # on a CUDA base image; this default image is the CPU build used by web and worker-cpu.
-FROM python:3.11-slim
+# PYTHON_VERSION / EXTRAS: docker-compose.yml builds it with Python 3.12 and the `ray` extra (the Ray cluster's
+# Python must match the GPU image's).
+ARG PYTHON_VERSION=3.11
+FROM python:${PYTHON_VERSION}-slim
+ARG EXTRAS=""
 WORKDIR /srv
 COPY pyproject.toml constraints.txt ./
 COPY app app
 COPY labs labs
-RUN pip install --no-cache-dir -c constraints.txt --extra-index-url https://download.pytorch.org/whl/cpu .
+RUN pip install --no-cache-dir -c constraints.txt --extra-index-url https://download.pytorch.org/whl/cpu ".${EXTRAS}"
 COPY lessons lessons
 COPY templates templates
 COPY static static

@@ -2,6 +2,8 @@
 
 python -m app serve [--host 127.0.0.1] [--port 8000]   check labs, migrate, start lab workers once, serve
 python -m app worker                                  run one lab worker (refuses to start if a lab is broken)
+python -m app dispatcher                              ray mode: claim jobs in fair order and run them as Ray tasks
+python -m app ray-node-flags                          print the `ray start` flags that advertise this host's labs
 python -m app migrate                                 apply database migrations
 python -m app users create --email E --password P --role instructor [--role grader]
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
@@ -106,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument(
         "--skip-lab-check", action="store_true", help="the caller has run `python -m labs check` (the server does)"
     )
+    sub.add_parser("dispatcher", help="ray mode: claim queued jobs in fair order and run each as a Ray task")
+    sub.add_parser("ray-node-flags", help="print the `ray start` flags that advertise this host's lab capabilities")
+    sub.add_parser("dispatcher-health", help="exit 0 if this host's dispatcher ticked in the last 30 s")
+    sub.add_parser("ray-node-health", help="exit 0 if a raylet runs here and the Ray head answers")
     sub.add_parser("migrate", help="apply database migrations")
     users_p = sub.add_parser("users", help="manage users")
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
@@ -149,9 +155,25 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve(settings, host=args.host, port=args.port)
     if args.cmd == "worker":
-        from app.worker import main as worker_main
+        from app.executors.embedded import main as worker_main
 
         return worker_main(settings, check_labs=not args.skip_lab_check)
+    if args.cmd == "dispatcher":
+        from app.executors.ray import main as dispatcher_main
+
+        return dispatcher_main(settings)
+    if args.cmd == "ray-node-flags":
+        from app.executors.ray import node_flags_main
+
+        return node_flags_main(settings)
+    if args.cmd == "dispatcher-health":
+        from app.executors.ray import dispatcher_health_main
+
+        return dispatcher_health_main()
+    if args.cmd == "ray-node-health":
+        from app.executors.ray import node_health_main
+
+        return node_health_main()
     if args.cmd == "migrate":
         _migrated(settings)
         print("database is at the latest migration")

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from labs.resources import default_job_memory_bytes
+
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET = "development-only-secret-change-me"
 
@@ -36,10 +38,12 @@ def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+EXECUTORS = ("embedded", "ray")
 
 
 def _choice(env: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
-    raw = (env.get(name) or default).upper()
+    raw = env.get(name) or default
+    raw = raw.upper() if allowed[0].isupper() else raw.lower()
     if raw not in allowed:
         raise SettingsError(f"{name}: got {env.get(name)!r}, expected one of {', '.join(allowed)}")
     return raw
@@ -107,6 +111,15 @@ class Settings:
     smtp_url: str = ""  # smtp[s]://user:password@host:port; empty: reset links are shown to the instructor to pass on
     mail_from: str = ""  # the From address of reset mails (default: course@<smtp host>)
     public_url: str = ""  # the address learners use (https://course.example.org), for links in mail and the CLI
+    # The per-job memory budget the workers enforce on a lab's process group (COURSE_JOB_MEMORY_MB; by default a
+    # quarter of this host's memory, at most 8 GiB: labs.resources.default_job_memory_bytes).
+    job_memory_bytes: int = field(default_factory=default_job_memory_bytes)
+    executor: str = "embedded"  # embedded: worker processes started by serve | ray: a dispatcher submits Ray tasks
+    ray_address: str = ""  # the Ray cluster the dispatcher joins (e.g. ray-head:6379); empty: RAY_ADDRESS or auto
+    dispatcher: bool = True  # ray mode: serve also starts the dispatcher (0 when it runs as its own service)
+    # A queued job no online node could ever run (a GPU backend with every GPU node gone) is failed with the
+    # reason after this long, instead of waiting for a node that may not come back.
+    unplaceable_s: int = 600
 
     @property
     def db_url(self) -> str:
@@ -168,6 +181,10 @@ class Settings:
             smtp_url=_smtp_url(env.get("COURSE_SMTP_URL", "")),
             mail_from=env.get("COURSE_MAIL_FROM", ""),
             public_url=env.get("COURSE_PUBLIC_URL", "").rstrip("/"),
+            executor=_choice(env, "COURSE_EXECUTOR", "embedded", EXECUTORS),
+            ray_address=env.get("RAY_ADDRESS", ""),
+            dispatcher=env.get("COURSE_DISPATCHER", "1") != "0",
+            unplaceable_s=_int(env, "COURSE_UNPLACEABLE_SECONDS", 600, 5, 86400),
         )
         values.update(overrides)
         return cls(**values)

@@ -31,7 +31,7 @@ from app.db import release
 from app.models import Bundle, Job, LabReport, User
 from app.security import CSRF_FORM_FIELD, CSRF_HEADER, SESSION_KEY, csrf_matches
 from app.services import bundles as bundle_service
-from app.services import grading, sessions, tokens
+from app.services import cluster, grading, sessions, tokens
 from app.services import jobs as job_service
 from app.services import lessons as lesson_service
 from app.services.errors import NotFound
@@ -159,7 +159,11 @@ async def get_settings(request: Request) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-async def get_host(request: Request) -> HostCapacity:
+def get_host(request: Request, db: SessionDep) -> HostCapacity:
+    """What one job can get now: this host's probe (embedded), or the Ray cluster's last snapshot (ray)."""
+    settings: Settings = request.app.state.settings
+    if settings.executor == "ray":
+        return cluster.host_capacity(db, memory_bytes=settings.job_memory_bytes)
     return request.app.state.host
 
 

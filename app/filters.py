@@ -74,5 +74,9 @@ def two(n: Any) -> str:
 
 
 def install(env: Environment) -> None:
-    env.filters.update(when=when, md=md, md_inline=md_inline, num=num, two=two, result_excerpt=excerpt)
+    from app.services.queue import fmt_duration  # the job card's ETA
+
+    env.filters.update(
+        when=when, md=md, md_inline=md_inline, num=num, two=two, duration=fmt_duration, result_excerpt=excerpt
+    )
     env.globals.update(code_lines=code_lines, line_span=line_span)

@@ -31,7 +31,21 @@ from app.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.config import ROOT, Settings
 from app.db import make_sessionmaker, web_engine
 from app.deps import LoginRequired
-from app.routes import account, api, artifacts, auth, authoring, docs, grading, labs, lessons, pages, reports, tools
+from app.routes import (
+    account,
+    api,
+    artifacts,
+    auth,
+    authoring,
+    cluster,
+    docs,
+    grading,
+    labs,
+    lessons,
+    pages,
+    reports,
+    tools,
+)
 from app.security import SecurityHeaders
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
@@ -43,7 +57,8 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 # Pages (HTML, left out of the OpenAPI document) and the JSON API under /api/v1. Order matters where paths
 # overlap: reports before lessons, so /lessons/{id}/report is not read as a part called "report".
 PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
-    m.router for m in (account, auth, pages, reports, lessons, labs, artifacts, authoring, grading, tools, docs)
+    m.router
+    for m in (account, auth, pages, reports, lessons, labs, artifacts, cluster, authoring, grading, tools, docs)
 )
 API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 
@@ -202,6 +217,9 @@ def web_process() -> FastAPI:
     The serving parent has already checked the labs, probed the host (handed down in the environment),
     migrated and published, and it runs the lab workers; this process only serves HTTP.
     """
+    from app.executors.supervise import die_with_parent
+
+    die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
     settings = Settings.from_env()
     logs.configure(settings.log_level)
     return create_app(settings, host=labhost.from_environment(), prepare=False)

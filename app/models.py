@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 # Constraint names are fixed so that migrations can alter them on SQLite (batch mode) and PostgreSQL alike.
@@ -21,7 +33,8 @@ NAMING = {
 }
 
 ROLES = ("learner", "instructor", "grader")
-JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINISHED_STATUSES = ("succeeded", "failed", "cancelled")
 
 
 def utcnow() -> datetime:
@@ -88,6 +101,8 @@ class UserRole(Base):
 
 class Job(Base):
     __tablename__ = "jobs"
+    # the fair queue reads queued and running jobs per learner in id order (app/services/queue.py)
+    __table_args__ = (Index("ix_jobs_status_owner_id", "status", "owner_id", "id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -111,10 +126,21 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    # What the catalog says one run needs (labs.catalog resources(params, backend)), fixed when the job is
+    # created or, for `auto` in the distributed mode, when the dispatcher resolves it: placement and ETA read these.
+    ranks: Mapped[int] = mapped_column(Integer, default=1)
+    gpus: Mapped[int] = mapped_column(Integer, default=0)
+    requested_backend: Mapped[str] = mapped_column(String(20), default="auto")  # as the learner asked
+    node: Mapped[str | None] = mapped_column(String(120))  # where the last attempt ran (host, or Ray node)
+    placement: Mapped[dict | None] = mapped_column(JSON)  # what the executor granted: devices, node id, pid
+    # GPU-seconds charged to the learner's daily limit: gpus x run time of attempts that ended by the lab
+    # itself or by the learner (cancel); never an attempt lost to infrastructure.
+    gpu_seconds: Mapped[float] = mapped_column(default=0.0)
+    cancel_requested_at: Mapped[datetime | None]
 
     @property
     def finished(self) -> bool:
-        return self.status in ("succeeded", "failed")
+        return self.status in FINISHED_STATUSES
 
 
 class LessonVersion(Base):
@@ -339,3 +365,37 @@ class PasswordReset(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime]
     used_at: Mapped[datetime | None]
+
+
+# ---------------------------------------------------------------- the fair queue's limits and the cluster
+
+
+class QueueLimit(Base):
+    """Per-learner job limits set by instructors: the course default (user_id NULL) or one learner's override.
+
+    A NULL limit means no limit of that kind.
+    """
+
+    __tablename__ = "queue_limits"
+    __table_args__ = (UniqueConstraint("user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    max_in_flight: Mapped[int | None] = mapped_column(Integer)  # queued + running at once
+    max_per_hour: Mapped[int | None] = mapped_column(Integer)  # jobs created in any rolling hour
+    max_gpu_seconds_per_day: Mapped[int | None] = mapped_column(Integer)  # charged GPU-seconds, rolling 24 h
+    updated_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ClusterNode(Base):
+    """One Ray node as the dispatcher last saw it: what the web tier knows of the cluster (it never calls Ray)."""
+
+    __tablename__ = "cluster_nodes"
+
+    node_id: Mapped[str] = mapped_column(String(64), primary_key=True)  # Ray's hex node id
+    hostname: Mapped[str] = mapped_column(String(255), default="")
+    alive: Mapped[bool] = mapped_column(Boolean, default=True)
+    resources: Mapped[dict] = mapped_column(JSON, default=dict)  # totals: CPU, GPU, memory, course_te_gpu ...
+    labels: Mapped[dict] = mapped_column(JSON, default=dict)  # course-te, course-cc, course-fp8 ... from the probe
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)  # the dispatcher's last snapshot that listed it

@@ -43,7 +43,7 @@ fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 extras=""
-[ "$want_test" = 1 ] && extras="[dev]"
+[ "$want_test" = 1 ] && extras="[dev,ray]"  # the tests start a local Ray cluster
 stamp=".venv/.installed${extras}"
 # Reinstall only when the dependency list changed: keeps `make run` and `make test` quick.
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then

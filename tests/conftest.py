@@ -207,7 +207,7 @@ def make_user(settings, db):
 
 @pytest.fixture
 def worker(settings):
-    from app.worker import Worker
+    from app.executors.embedded import Worker
 
     w = Worker(settings, worker_id="test-worker")
     yield w

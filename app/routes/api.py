@@ -13,10 +13,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.deps import CurrentUser, HostDep, SessionDep, ViewerJob, csrf_protect
+from app.deps import CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.models import Job
+from app.routes.labs import estimates, may_cancel
 from app.security import csrf_token_for
 from app.services import jobs as job_service
+from app.services import limits as limit_service
+from app.services import queue as queue_service
 from app.services.errors import Conflict
 from labs import catalog
 
@@ -31,6 +34,9 @@ class JobIn(BaseModel):
         "auto",
         description="auto: the best backend this course's workers have; the job records the one that runs",
         json_schema_extra={"enum": list(catalog.BACKEND_CHOICES)},  # the catalog's names; checked on submit
+    )
+    replace_queued: bool = Field(
+        False, description="cancel your still-queued runs of this lab first (running ones are left alone)"
     )
 
 
@@ -49,11 +55,21 @@ class JobOut(BaseModel):
     finished_at: datetime | None
     result_url: str | None
     label: str | None = Field(description="the honesty label of the backend that ran, once finished")
+    queue_position: int | None = Field(None, description="queued jobs that start before this one (0: next)")
+    eta_start_s: float | None = Field(None, description="estimated seconds until it starts (queued jobs)")
+    eta_done_s: float | None = Field(None, description="estimated seconds until it finishes")
+    eta_basis: str | None = Field(None, description="what the estimate is made from")
+    node: str | None = Field(None, description="the host that ran (or runs) the last attempt")
 
 
-def job_out(job: Job) -> JobOut:
+def job_out(job: Job, est: queue_service.Estimate | None = None) -> JobOut:
     env = (job.result or {}).get("environment", {})
     return JobOut(
+        queue_position=est.position if est else None,
+        eta_start_s=est.start_in_s if est else None,
+        eta_done_s=est.done_in_s if est else None,
+        eta_basis=est.basis if est else None,
+        node=job.node,
         id=job.id,
         lab=job.lab,
         params=job.params,
@@ -99,22 +115,64 @@ def list_labs(user: CurrentUser, host: HostDep) -> list[dict]:
 
 
 @api.post("/jobs", status_code=201, response_model=JobOut)
-def submit(body: JobIn, user: CurrentUser, db: SessionDep, host: HostDep) -> JobOut | JSONResponse:
+def submit(
+    body: JobIn, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
+) -> JobOut | JSONResponse:
+    """Queue a job. 422 names each bad field; when no GPU is online for a GPU backend the body's `offer` lists the
+    alternatives; 429 (with Retry-After when known) when you are at one of your limits, naming it."""
     try:
-        job = job_service.create_job(db, owner=user, lab=body.lab, params=body.params, backend=body.backend, host=host)
+        job = job_service.create_job(
+            db,
+            owner=user,
+            lab=body.lab,
+            params=body.params,
+            backend=body.backend,
+            host=host,
+            replace_queued=body.replace_queued,
+        )
     except job_service.JobInputError as exc:
-        return JSONResponse({"detail": str(exc), "errors": exc.errors}, status_code=422)
-    return job_out(job)
+        content: dict = {"detail": str(exc), "errors": exc.errors}
+        if host.capacity.gpus == 0 and any(e["field"] == "backend" for e in exc.errors):
+            content["offer"] = {
+                "backend": "cpu",
+                "cpu_label": "CPU emulation: FP8 numerics emulated in software, timings are CPU timings",
+                "bundle_upload": "/api/v1/bundles",
+            }
+        return JSONResponse(content, status_code=422)
+    except limit_service.LimitReached as exc:
+        retry = exc.retry_after_s()
+        return JSONResponse(
+            {
+                "detail": exc.message,
+                "limit": exc.limit,
+                "frees_at": exc.frees_at.isoformat() if exc.frees_at else None,
+            },
+            status_code=429,
+            headers={"Retry-After": str(retry)} if retry else None,
+        )
+    return job_out(job, estimates(db, settings, [job]).get(job.id))
 
 
 @api.get("/jobs", response_model=list[JobOut])
-def jobs(user: CurrentUser, db: SessionDep) -> list[JobOut]:
-    return [job_out(j) for j in job_service.list_jobs(db, owner=user, limit=100)]
+def jobs(user: CurrentUser, db: SessionDep, settings: SettingsDep) -> list[JobOut]:
+    mine = job_service.list_jobs(db, owner=user, limit=100)
+    est = estimates(db, settings, mine)
+    return [job_out(j, est.get(j.id)) for j in mine]
 
 
 @api.get("/jobs/{job_id}", response_model=JobOut)
-def job_status(job: ViewerJob) -> JobOut:
-    return job_out(job)
+def job_status(job: ViewerJob, db: SessionDep, settings: SettingsDep) -> JobOut:
+    return job_out(job, estimates(db, settings, [job]).get(job.id))
+
+
+@api.delete("/jobs/{job_id}", response_model=JobOut)
+def cancel_job(job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> JobOut | JSONResponse:
+    """Cancel a queued job (at once) or a running one (its worker stops it within a heartbeat: poll until it
+    reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel."""
+    if not may_cancel(job, user):
+        return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
+    job = job_service.cancel(db, job=job, by=user)
+    return job_out(job, estimates(db, settings, [job]).get(job.id))
 
 
 @api.get("/jobs/{job_id}/result")

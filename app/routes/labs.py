@@ -1,19 +1,26 @@
-"""Lab pages: parameter forms built from the lab catalog, job submission, job status (polled by htmx).
+"""Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
+fair queue and an ETA (polled by htmx), and cancel.
 
 Artifacts of jobs are served by app/routes/artifacts.py.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
 
-from app.deps import CurrentUser, HostDep, PostedForm, SessionDep, ViewerJob, csrf_protect
-from app.models import User
+from app import executors
+from app.config import Settings
+from app.deps import CurrentUser, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from app.models import Job, User
 from app.services import jobs as job_service
 from app.services import labforms
 from app.services import lessons as lesson_service
+from app.services import limits as limit_service
+from app.services import queue as queue_service
 from app.services.errors import NotFound
+from app.services.labhost import HostCapacity
 from app.web import is_htmx, render
 from labs import catalog
 
@@ -26,14 +33,40 @@ def _spec(lab: str) -> catalog.LabSpec:
     return catalog.get(lab)
 
 
-def _lab_context(db: SessionDep, user: User, host: HostDep, spec: catalog.LabSpec) -> dict:
+def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, queue_service.Estimate]:
+    """Place in the queue and ETA of each unfinished job (the job card shows them)."""
+    active = [j for j in jobs if not j.finished]
+    if not active:
+        return {}
+    slots = executors.slots(settings, db)
+    return {j.id: queue_service.estimate(db, job=j, slots=slots) for j in active}
+
+
+def card_context(db: Session, settings: Settings, job: Job, user: User) -> dict:
+    return {"job": job, "estimates": estimates(db, settings, [job]), "user": user}
+
+
+def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> bool:
+    """A GPU backend was asked for (or `auto` on a lab that could use one) and no GPU is online to run it."""
+    return (
+        host.capacity.gpus == 0
+        and backend in catalog.GPU_BACKENDS
+        and any(b in catalog.GPU_BACKENDS for b in spec.backends)
+    )
+
+
+def _lab_context(db: Session, user: User, host: HostCapacity, spec: catalog.LabSpec, settings: Settings) -> dict:
+    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=10)
     return {
         "lab": spec.name,
         "module": spec,
         "fields": [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)],
         "values": {},
         "errors": {},
-        "jobs": job_service.list_jobs(db, owner=user, lab=spec.name, limit=10),
+        "jobs": jobs,
+        "estimates": estimates(db, settings, jobs),
+        "has_queued": any(j.status == "queued" for j in jobs),
+        "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
     }
 
@@ -45,44 +78,88 @@ def labs_index(request: Request, user: CurrentUser) -> Response:
 
 
 @router.get("/labs/{lab}")
-def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep) -> Response:
-    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab)))
+def lab_page(
+    request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
+) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings))
 
 
 @router.post("/labs/{lab}/jobs")
 def submit_job(
-    request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, formdata: PostedForm
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    formdata: PostedForm,
 ) -> Response:
     spec = _spec(lab)
     form: dict = {k: v for k, v in formdata.items() if isinstance(v, str)}
     form.update({k: formdata.getlist(k) for k in formdata.keys() if len(formdata.getlist(k)) > 1})
     params, errors = labforms.parse_form(lab, formdata)
+    # "Run it on CPU instead", offered when no GPU is online, re-sends the form with this button
+    backend = "cpu" if form.get("fallback") == "cpu" else str(form.get("backend", "auto"))
     job = None
+    gpu_offline = False
     if not errors:
         try:
             job = job_service.create_job(
-                db, owner=user, lab=lab, params=params, backend=str(form.get("backend", "auto")), host=host
+                db,
+                owner=user,
+                lab=lab,
+                params=params,
+                backend=backend,
+                host=host,
+                replace_queued=form.get("replace_queued") == "on",
             )
         except job_service.JobInputError as exc:
             for e in exc.errors:  # the first message per field sits next to it
                 errors.setdefault(e["field"].split(".")[0], e["message"])
+            gpu_offline = "backend" in errors and _gpu_offline(host, spec, host.resolve(spec, backend))
+        except limit_service.LimitReached as exc:
+            errors["limit"] = exc.message
     if job is None:
-        ctx = {**_lab_context(db, user, host, spec), "values": form, "errors": errors}
+        ctx = {
+            **_lab_context(db, user, host, spec, settings),
+            "values": form,
+            "errors": errors,
+            "gpu_offline": gpu_offline,
+        }
         response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
         if is_htmx(request):  # errors go back into the form, next to their fields
             response.headers["HX-Retarget"] = "#lab-form-wrap"
             response.headers["HX-Reswap"] = "innerHTML"
         return response
     if is_htmx(request):  # the caller's hx-target decides where the new job card goes
-        return render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
+        ctx = card_context(db, settings, job, user)
+        response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)
+        response.headers["HX-Trigger"] = "job-submitted"  # replaced cards refresh themselves
+        return response
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
 @router.get("/jobs")
-def my_jobs(request: Request, user: CurrentUser, db: SessionDep) -> Response:
-    return render(request, "jobs/list.html", {"jobs": job_service.list_jobs(db, owner=user, limit=100)})
+def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    jobs = job_service.list_jobs(db, owner=user, limit=100)
+    return render(request, "jobs/list.html", {"jobs": jobs, "estimates": estimates(db, settings, jobs)})
 
 
 @router.get("/jobs/{job_id}")
-def job_page(request: Request, job: ViewerJob) -> Response:
-    return render(request, "jobs/job.html", {"job": job}, block="job_card")
+def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+
+
+def may_cancel(job: Job, user: User) -> bool:
+    """The owner may cancel their job, an instructor any job; a grader may look but not stop it."""
+    return job.owner_id == user.id or user.has_role("instructor")
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    if not may_cancel(job, user):
+        raise HTTPException(403, "Only the job's owner or an instructor can cancel it.")
+    job = job_service.cancel(db, job=job, by=user)
+    if is_htmx(request):
+        return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)

@@ -183,6 +183,25 @@ def bundles_dir(settings: Settings) -> Path:
     return settings.data_dir / "bundles"
 
 
+def unpack(data: bytes, dest: Path) -> dict:
+    """Extract a lab's zipped output folder into `dest` under the upload rules (sizes, names, ratio, schema) and
+    return its result.json; BundleError otherwise. The Ray dispatcher stores a task's returned output with it."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise BundleError(f"the output is {_mb(len(data))} zipped; at most {_mb(MAX_UPLOAD_BYTES)} is accepted")
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise BundleError("the output is not a zip archive") from None
+    dest.mkdir(parents=True, exist_ok=True)
+    with zf:
+        files = _entries(zf)
+        try:
+            _extract(zf, files, dest)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
+            raise BundleError(f"the zip could not be read: {exc}") from None
+    return _read_result(dest)
+
+
 def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data: bytes) -> Bundle:
     """Validate and store an uploaded zip; BundleError (nothing stored) when any rule fails."""
     if len(data) > MAX_UPLOAD_BYTES:

@@ -1,16 +1,20 @@
-"""Lab jobs: create, claim with a lease, heartbeat, finish, and reclaim jobs whose worker vanished.
+"""Lab jobs: create (within the learner's limits), claim in fair order with a lease, heartbeat, cancel,
+finish, and reclaim jobs whose worker vanished.
 
-Claiming is a conditional UPDATE (status must still be 'queued'), so two workers can never
-claim the same job on SQLite or PostgreSQL. Every running job carries a lease that the worker
-renews with each heartbeat; `reap_expired` requeues (or, after max_attempts, fails) a job
-whose lease ran out, so no job stays 'running' forever.
+Claiming is a conditional UPDATE (status must still be 'queued'), so two workers (or two dispatchers)
+can never claim the same job on SQLite or PostgreSQL. Every running job carries a lease that its worker
+renews; `reap_expired` requeues (or, after max_attempts, fails) a job whose lease ran out, so no job
+stays 'running' forever. Both executors claim in the order of app/services/queue.py.
+
+Who pays: a run that ended by the lab itself (success, its own error, its memory budget, its time
+limit) or by the learner's cancel is charged GPU-seconds; an attempt lost to infrastructure (a worker,
+node or dispatcher that died) is requeued without a charge and without counting as the learner's failure.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -18,7 +22,11 @@ from pydantic import ValidationError
 from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
+from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
 from app.models import Job, User, utcnow
+from app.services import limits as limit_service
+from app.services import queue as queue_service
+from app.services.errors import Conflict
 from app.services.labhost import HostCapacity
 from labs import catalog
 from labs.params import describe_error
@@ -38,12 +46,6 @@ class JobInputError(ValueError):
 def _rowcount(result: Result) -> int:
     """Rows an UPDATE matched: what decides a claim or a lease renewal race (a CursorResult underneath)."""
     return cast(CursorResult, result).rowcount
-
-
-@dataclass
-class Progress:
-    fraction: float
-    message: str
 
 
 def validate_request(*, lab: str, params: dict, backend: str = "auto", host: HostCapacity) -> tuple[dict, str]:
@@ -83,19 +85,40 @@ def create_job(
     host: HostCapacity,
     backend: str = "auto",
     max_attempts: int = 2,
+    replace_queued: bool = False,
 ) -> Job:
-    """Queue a job; JobInputError (nothing stored) when the catalog or this host refuses it.
+    """Queue a job; JobInputError (nothing stored) when the catalog or the executor refuses it, LimitReached
+    (nothing stored) when the learner is at one of their limits.
 
-    `auto` is resolved here to the best backend the host has, so the job records what will run
-    and lands on the right queue.
+    `auto` is resolved here to the best backend the executor has now, so the job records what will run and
+    lands on the right queue; in the distributed mode the dispatcher resolves `auto` again when it starts the
+    job, against the nodes online then (`requested_backend` keeps what was asked).
+    `replace_queued`: the learner's still-queued runs of this lab are cancelled first (not running ones): the
+    new run is what they want, and it should not wait behind, nor count against their limits with, the old one.
     """
     clean, runs_on = validate_request(lab=lab, params=params, backend=backend, host=host)
+    replaced = []
+    if replace_queued:
+        replaced = list(db.scalars(select(Job).where(Job.owner_id == owner.id, Job.lab == lab, Job.status == "queued")))
+    limit_service.check(db, user=owner, ignoring=[j.id for j in replaced])
+    spec = catalog.get(lab)
+    need = spec.resources(spec.params.model_validate(clean), runs_on)
+    now = utcnow()
+    for old in replaced:
+        db.execute(
+            update(Job)
+            .where(Job.id == old.id, Job.status == "queued")
+            .values(status="cancelled", message="replaced by a newer run of this lab", finished_at=now)
+        )
     job = Job(
         owner_id=owner.id,
         lab=lab,
         params=clean,
         backend=runs_on,
+        requested_backend=backend,
         queue="gpu" if runs_on in catalog.GPU_BACKENDS else "cpu",
+        ranks=need.ranks,
+        gpus=need.gpus,
         status="queued",
         message="waiting for a worker",
         max_attempts=max_attempts,
@@ -104,6 +127,15 @@ def create_job(
     db.commit()
     log.info("job %s queued: lab %s, backend %s (asked: %s), owner %s", job.id, lab, runs_on, backend, owner.id)
     return job
+
+
+def set_backend(db: Session, *, job: Job, backend: str) -> None:
+    """The dispatcher resolved `auto` to `backend` at start: record it with the resources that backend needs."""
+    spec = catalog.get(job.lab)
+    need = spec.resources(spec.params.model_validate(job.params), backend)
+    job.backend, job.ranks, job.gpus = backend, need.ranks, need.gpus
+    job.queue = "gpu" if backend in catalog.GPU_BACKENDS else "cpu"
+    db.commit()
 
 
 def get_job(db: Session, *, job_id: int) -> Job | None:
@@ -133,45 +165,127 @@ def list_jobs(db: Session, *, owner: User, lab: str | None = None, limit: int = 
     return list(db.scalars(q.order_by(Job.id.desc()).limit(limit)))
 
 
-def claim_next(db: Session, *, worker_id: str, lease_s: float, queues: tuple[str, ...] = ("cpu", "gpu")) -> Job | None:
+def claim(db: Session, *, job_id: int, worker_id: str, lease_s: float) -> Job | None:
+    """Claim one queued job (conditional UPDATE): the job, or None when someone else got it first."""
     now = utcnow()
-    candidates = db.scalars(
-        select(Job.id).where(Job.status == "queued", Job.queue.in_(queues)).order_by(Job.id).limit(5)
-    ).all()
-    for job_id in candidates:
-        res = db.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "queued")
-            .values(
-                status="running",
-                worker_id=worker_id,
-                attempts=Job.attempts + 1,
-                lease_expires_at=now + timedelta(seconds=lease_s),
-                heartbeat_at=now,
-                started_at=now,
-                progress=0.0,
-                message="starting",
-            )
+    res = db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "queued")
+        .values(
+            status="running",
+            worker_id=worker_id,
+            attempts=Job.attempts + 1,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            heartbeat_at=now,
+            started_at=now,
+            progress=0.0,
+            message="starting",
+            node=None,
+            placement=None,
         )
-        db.commit()
-        if _rowcount(res) == 1:
-            job = db.get(Job, job_id)
-            db.refresh(job)
+    )
+    db.commit()
+    if _rowcount(res) != 1:
+        return None
+    job = db.get(Job, job_id)
+    db.refresh(job)
+    return job
+
+
+def claim_next(db: Session, *, worker_id: str, lease_s: float, queues: tuple[str, ...] = ("cpu", "gpu")) -> Job | None:
+    """The next job in fair order (app/services/queue.py) this worker can run, claimed; None when none is queued."""
+    for job_id in queue_service.fair_order(db, limit=5, queues=queues):
+        job = claim(db, job_id=job_id, worker_id=worker_id, lease_s=lease_s)
+        if job is not None:
             return job
     return None
 
 
-def heartbeat(db: Session, *, job_id: int, worker_id: str, lease_s: float, progress: Progress | None) -> bool:
+class Lease:
+    """A heartbeat's answer: truthy while the worker still holds the job; `cancel` once someone asked to stop it."""
+
+    def __init__(self, held: bool, cancel: bool = False):
+        self.held, self.cancel = held, cancel
+
+    def __bool__(self) -> bool:
+        return self.held
+
+
+def heartbeat(
+    db: Session, *, job_id: int, worker_id: str, lease_s: float, progress: Progress | None, node: str | None = None
+) -> Lease:
     """Renew the lease (and record progress). False means the lease was lost: stop working on it."""
     now = utcnow()
     values: dict = {"heartbeat_at": now, "lease_expires_at": now + timedelta(seconds=lease_s)}
     if progress is not None:
         values.update(progress=progress.fraction, message=progress.message[:500])
-    res = db.execute(
-        update(Job).where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running").values(**values)
+    if node is not None:
+        values["node"] = node[:120]
+    row = db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(**values)
+        .returning(Job.cancel_requested_at)
+    ).first()
+    db.commit()
+    if row is None:
+        return Lease(False)
+    return Lease(True, cancel=row[0] is not None)
+
+
+def renew_all(db: Session, *, worker_id: str, lease_s: float) -> set[int]:
+    """Renew every lease `worker_id` holds in one UPDATE (the dispatcher's timer); the ids whose cancel was asked."""
+    now = utcnow()
+    rows = db.execute(
+        update(Job)
+        .where(Job.worker_id == worker_id, Job.status == "running")
+        .values(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_s))
+        .returning(Job.id, Job.cancel_requested_at)
+    ).all()
+    db.commit()
+    return {job_id for job_id, cancel in rows if cancel is not None}
+
+
+def record_placement(db: Session, *, job_id: int, worker_id: str, node: str, placement: dict) -> None:
+    db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+        .values(node=node[:120], placement=placement)
     )
     db.commit()
-    return _rowcount(res) == 1
+
+
+def cancel(db: Session, *, job: Job, by: User) -> Job:
+    """Stop a job: a queued one at once; a running one is marked, and its worker stops it within a heartbeat.
+
+    Conflict when it has already finished. The caller has checked that `by` may cancel it (owner or instructor).
+    """
+    now = utcnow()
+    who = "you" if by.id == job.owner_id else "an instructor"
+    res = db.execute(
+        update(Job)
+        .where(Job.id == job.id, Job.status == "queued")
+        .values(status="cancelled", message=f"cancelled by {who} before it started", finished_at=now)
+    )
+    if _rowcount(res) == 0:
+        db.execute(
+            update(Job)
+            .where(Job.id == job.id, Job.status == "running", Job.cancel_requested_at.is_(None))
+            .values(cancel_requested_at=now, message=f"stopping: cancelled by {who}")
+        )
+    db.commit()
+    db.refresh(job)
+    if job.status in ("succeeded", "failed"):
+        raise Conflict(f"Job {job.id} has already {job.status}; there is nothing to cancel.")
+    log.info("job %s: cancel asked by user %s (now %s)", job.id, by.id, job.status)
+    return job
+
+
+def _charge(job: Job, now) -> float:
+    """GPU-seconds of the attempt that is ending: the GPUs it held times how long it held them."""
+    if not job.gpus or job.started_at is None:
+        return 0.0
+    return job.gpus * max(0.0, (now - job.started_at).total_seconds())
 
 
 def finish(
@@ -184,23 +298,70 @@ def finish(
     error: str | None = None,
     bundle_dir: str | None = None,
     message: str = "",
+    status: str | None = None,
 ) -> bool:
+    """Record how the lab's attempt ended (the learner's result, charged); False if the job is not ours anymore.
+
+    `status` overrides succeeded/failed: "cancelled" for a run stopped at the learner's or an instructor's request.
+    """
+    job = db.get(Job, job_id)
+    if job is None:
+        return False
+    now = utcnow()
+    final = status or ("succeeded" if ok else "failed")
     res = db.execute(
         update(Job)
         .where(Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
         .values(
-            status="succeeded" if ok else "failed",
+            status=final,
             progress=1.0 if ok else Job.progress,
             result=result,
             error=error,
             bundle_dir=bundle_dir,
-            message=message or ("finished" if ok else "failed"),
-            finished_at=utcnow(),
+            message=message or final,
+            finished_at=now,
             lease_expires_at=None,
+            gpu_seconds=Job.gpu_seconds + _charge(job, now),
         )
     )
     db.commit()
     return _rowcount(res) == 1
+
+
+def lost(db: Session, *, job_id: int, worker_id: str, reason: str) -> str | None:
+    """An attempt lost to infrastructure (node, task or worker died): requeue it, or fail it with the reason
+    after its last attempt. Never charged. Returns the new status, or None if the job was not ours."""
+    job = db.get(Job, job_id)
+    if job is None:
+        return None
+    db.refresh(job)
+    now = utcnow()
+    where = (Job.id == job_id, Job.worker_id == worker_id, Job.status == "running")
+    values: dict[str, object]
+    if job.cancel_requested_at is not None:
+        values = dict(status="cancelled", finished_at=now, lease_expires_at=None, message="cancelled")
+    elif job.attempts < job.max_attempts:
+        values = dict(
+            status="queued",
+            worker_id=None,
+            lease_expires_at=None,
+            message=f"requeued: {reason} (attempt {job.attempts} of {job.max_attempts}; not counted against you)",
+        )
+    else:
+        values = dict(
+            status="failed",
+            lease_expires_at=None,
+            finished_at=now,
+            error=f"The lab could not finish because of the course's infrastructure: {reason}. "
+            f"All {job.max_attempts} attempts were lost this way; nothing is counted against you. Run it again.",
+            message="failed: infrastructure",
+        )
+    res = db.execute(update(Job).where(*where).values(**values))
+    db.commit()
+    if _rowcount(res) != 1:
+        return None
+    log.warning("job %s %s: %s", job_id, values["status"], reason)
+    return str(values["status"])
 
 
 def release(db: Session, *, job_id: int, worker_id: str, reason: str) -> None:
@@ -221,7 +382,9 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
     for job in stale:
         lost = f"worker {job.worker_id} stopped renewing its lease (attempt {job.attempts} of {job.max_attempts})"
         values: dict[str, object]
-        if job.attempts < job.max_attempts:
+        if job.cancel_requested_at is not None:
+            values = dict(status="cancelled", lease_expires_at=None, finished_at=now, message="cancelled")
+        elif job.attempts < job.max_attempts:
             values = dict(status="queued", worker_id=None, lease_expires_at=None, message=f"requeued: {lost}")
         else:
             values = dict(
@@ -236,7 +399,7 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
         )
         if _rowcount(res) == 1:
             touched.append(job.id)
-            if values["status"] == "queued":
+            if values["status"] in ("queued", "cancelled"):
                 log.warning("job %s requeued: %s", job.id, lost)
             else:
                 log.error("job %s failed: %s; no attempts left", job.id, lost)

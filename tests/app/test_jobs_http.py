@@ -14,7 +14,7 @@ def test_env_check_job_end_to_end(client, worker, db):
     _learner(client)
     r = client.post("/labs/env-check/jobs", headers={"HX-Request": "true"})
     assert r.status_code == 201
-    assert 'data-status="queued"' in r.text and 'hx-trigger="every 1s"' in r.text
+    assert 'data-status="queued"' in r.text and 'hx-trigger="every 2s' in r.text
     assert worker.run_once()
     job = db.query(Job).one()
     db.refresh(job)
@@ -69,19 +69,25 @@ def test_unknown_lab_page_is_404(client):
 
 
 def test_failed_lab_reports_a_reason(client, db, settings):
-    """A lab that cannot start fails with a readable reason instead of crashing the worker."""
+    """A lab that cannot start fails with a readable reason instead of crashing the worker.
+
+    The worker's own fault (here its interpreter is missing) is infrastructure: the attempt is requeued, and
+    after the last attempt the job fails saying so, nothing charged to the learner."""
     from dataclasses import replace
 
-    from app.worker import Worker
+    from app.executors.embedded import Worker
 
     _learner(client)
     client.post("/labs/env-check/jobs")
     broken = Worker(replace(settings, python="/nonexistent/python"), worker_id="broken")
     assert broken.run_once()
+    assert db.query(Job).one().status == "queued"
+    assert broken.run_once()  # the second and last attempt
     broken.engine.dispose()
     job = db.query(Job).one()
     db.refresh(job)
-    assert job.status == "failed" and "could not start the lab" in job.error
+    assert job.status == "failed" and "could not start the lab" in job.error and "infrastructure" in job.error
+    assert job.gpu_seconds == 0
     page = client.get(f"/jobs/{job.id}").text
     assert "could not start the lab" in page
 

@@ -1,0 +1,41 @@
+"""Executors: how queued lab jobs get run. The jobs table is the source of truth for both.
+
+    embedded (default)  app/executors/embedded.py   lab workers on this host claim jobs in fair order
+    ray                 app/executors/ray.py        a dispatcher claims in fair order and submits one Ray task per
+                                                    job, placed by Ray on a node with the GPUs/CPUs it needs
+
+The small interface both share, for the server and the pages:
+
+    processes(settings)   the commands `python -m app serve` starts and supervises (app/executors/supervise.py)
+    slots(settings, db)   how many jobs run at once now (the queue's ETA divides by it)
+
+Both run `python -m labs run` through app/executors/labproc.py (process group, time limit, memory budget)
+and both claim through app/services/jobs.py in the order of app/services/queue.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.models import Job
+
+
+def processes(settings: Settings) -> tuple[str, list[list[str]]]:
+    """(name, commands) of the processes the server supervises for this executor."""
+    if settings.executor == "ray":
+        return "dispatcher", [[sys.executable, "-m", "app", "dispatcher"]] if settings.dispatcher else []
+    # The parent has already run the lab check; each worker need not import every runner again.
+    cmd = [sys.executable, "-m", "app", "worker", "--skip-lab-check"]
+    return "lab worker", [cmd for _ in range(settings.embedded_workers)]
+
+
+def slots(settings: Settings, db: Session) -> int:
+    """Jobs that run at once: the embedded workers, or in the cluster as many as run now (at least one)."""
+    if settings.executor == "embedded" and settings.embedded_workers:
+        return settings.embedded_workers
+    running = db.scalar(select(func.count()).where(Job.status == "running")) or 0
+    return max(1, int(running))

@@ -1,0 +1,690 @@
+"""The Ray executor: a dispatcher that turns queued jobs into Ray tasks, and the task that runs a lab on a node.
+
+    python -m app dispatcher        # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
+    python -m app ray-node-flags    # on a GPU host: the `ray start` flags that advertise what its labs can do
+
+Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
+extra), reading its source and docs:
+- resources: `num_cpus`/`num_gpus`/`memory`/custom `resources=` per task; Ray sets CUDA_VISIBLE_DEVICES in the
+  worker to the GPUs it granted (docs: ray-core/scheduling/resources, ray-core/tasks/using-ray-with-gpus;
+  `ray.get_gpu_ids()`), and a task lands only on a node whose *free* resources cover it.
+- node labels: `ray start --labels "k=v,..."` (python/ray/scripts/scripts.py, validated by
+  python/ray/_private/label_utils.py: Kubernetes label syntax); they are shown here, while scheduling uses the
+  numeric custom resource `course_te_gpu` (docs ray-core/scheduling/index: custom resources for numeric needs).
+- streaming generators: `num_returns="streaming"`, consumed with `next()` on the ObjectRefGenerator
+  (python/ray/_private/object_ref_generator.py); a system failure arrives as an exception from `ray.get` on the
+  last ref.
+- cancel: `ray.cancel(gen, force=False)` raises KeyboardInterrupt in the task (its `finally` kills the lab's
+  process group); `force=True` kills the worker process (python/ray/_private/worker.py `cancel`).
+- fault tolerance (docs ray-core/fault_tolerance/tasks): Ray's own `max_retries` is 0 here on purpose: every
+  attempt must be visible in the jobs table, counted against the job's max_attempts, and go back through the
+  fair queue; the dispatcher requeues an attempt lost to the node or worker (WorkerCrashedError,
+  NodeDiedError, ...) itself. A driver that dies takes the tasks it owns with it, so a dead dispatcher's jobs are
+  requeued by their lease (the reaper in the web server, or the next dispatcher).
+
+How a job goes (the jobs table stays the source of truth):
+1. The dispatcher lists the nodes (`ray.nodes()`), writes their resources and labels to `cluster_nodes` for the
+   web tier, and keeps its own account of what its running tasks hold on each node.
+2. It walks the queue in fair order (app/services/queue.py). `auto` is resolved to the best backend a node
+   online offers; the catalog gives ranks, GPUs, CPUs and memory. A job is claimed (conditional UPDATE, with a
+   lease) only if it fits a node's free resources now, so the backlog and positions stay in the database and
+   Ray only ever holds jobs that can start. A GPU job that waits for room holds back later GPU jobs (no
+   backfilling past it, so large jobs are not starved by small ones); CPU jobs still go.
+3. `run_lab_task` runs on the node: it yields where it landed (node, CUDA_VISIBLE_DEVICES, GPU ids), then the lab's
+   progress lines, then the outcome with the output folder zipped (at most the bundle-upload size); it runs
+   `python -m labs run` through app/executors/labproc.py (process group, memory budget, time limit) and never
+   opens a database connection.
+4. A thread per task follows the stream: placement and progress go to the jobs table (renewing the lease), the
+   zip is unpacked with the bundle service's safe unzip into the data dir, and the job finishes exactly as an
+   embedded run does. A timer renews every lease this dispatcher holds, cancels what was cancelled or ran past
+   its time limit, and fails jobs no online node could ever run after COURSE_UNPLACEABLE_SECONDS.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import update
+
+from app import logs
+from app.config import Settings
+from app.db import make_engine, make_sessionmaker
+from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
+from app.models import ClusterNode, Job, utcnow
+from app.services import bundles
+from app.services import cluster as cluster_service
+from app.services import jobs as job_service
+from app.services import queue as queue_service
+from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node
+from labs import catalog
+from labs.resources import MIN_CPU_SLOTS
+
+log = logging.getLogger(__name__)
+
+NODE_DATA_ENV = "COURSE_NODE_DATA_DIR"  # where a node writes lab output before zipping it (default: a temp dir)
+TICK_S = 0.5  # the dispatcher's loop: claim, renew, cancel
+SNAPSHOT_S = 2.0  # how often the node list is written for the web tier
+FORCE_CANCEL_AFTER_S = 10.0  # a task that ignores a polite cancel is killed with its worker
+DEADLINE_SLACK_S = 30.0  # the node enforces the time limit; the dispatcher steps in only if the node cannot
+INFRA_ERRORS = (
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "ObjectLostError",
+    "OwnerDiedError",
+    "RaySystemError",
+    "LocalRayletDiedError",
+    "ObjectFetchTimedOutError",
+    "RayActorError",
+)
+
+
+# ---------------------------------------------------------------- on the node
+
+
+def _zip_dir(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                zf.write(path, path.relative_to(folder).as_posix())
+    return buf.getvalue()
+
+
+def run_lab_on_node(spec: dict) -> Iterator[dict]:
+    """The body of the Ray task: placement, then progress events, then {"event": "end", ...} with the zip.
+
+    `spec`: job id, attempt, lab, params, backend, time limit, memory budget. Runs in a Ray worker process on the
+    node; the lab is its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
+    """
+    import ray
+
+    ctx = ray.get_runtime_context()
+    base = Path(os.environ.get(NODE_DATA_ENV) or tempfile.gettempdir()) / "course-node"
+    out = base / f"job-{spec['job_id']}-attempt-{spec['attempt']}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    yield {
+        "event": "placed",
+        "node_id": ctx.get_node_id(),
+        "hostname": socket.gethostname(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "worker_pid": os.getpid(),
+        "at": time.time(),
+    }
+    cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
+    cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", spec["memory_bytes"])
+    # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
+    # starve page loads there either; on a dedicated node it costs nothing
+    run = LabRun(cmd, cwd=out, memory_bytes=spec["memory_bytes"], nice=LAB_NICE, cgroup=cgroup)
+    yield {"event": "lab", "pid": run.proc.pid, "at": time.time()}
+    deadline = time.monotonic() + spec["time_limit_s"]
+    outcome: Outcome | None = None
+    last = None
+    try:
+        while run.proc.poll() is None:
+            time.sleep(0.2)
+            if run.progress is not last and run.progress is not None:
+                last = run.progress
+                yield {"event": "progress", "fraction": last.fraction, "message": last.message}
+            if time.monotonic() > deadline:
+                run.kill()
+                outcome = timed_out(spec["time_limit_s"])
+        run.join_readers()
+        outcome = outcome or run.outcome(out)
+        data = _zip_dir(out) if outcome.ok else None
+        if data is not None and len(data) > bundles.MAX_UPLOAD_BYTES:
+            mb = bundles.MAX_UPLOAD_BYTES // 2**20
+            outcome = Outcome(
+                False, f"The lab's output is {len(data) / 2**20:.1f} MB zipped; at most {mb} MB.", "failed"
+            )
+            data = None
+        yield {
+            "event": "end",
+            "ok": outcome.ok,
+            "error": outcome.error,
+            "message": outcome.message,
+            "zip": data,
+            "at": time.time(),
+        }
+    finally:
+        if run.proc.poll() is None:  # cancelled (KeyboardInterrupt) or the consumer went away: no orphan lab
+            run.kill()
+        shutil.rmtree(out, ignore_errors=True)
+
+
+_remote: Any = None
+
+
+def remote_task() -> Any:
+    """The Ray remote function, made once per process (importing this module must not need Ray)."""
+    global _remote
+    if _remote is None:
+        import ray
+
+        _remote = ray.remote(num_returns="streaming", max_retries=0)(run_lab_on_node)
+    return _remote
+
+
+# ---------------------------------------------------------------- node capabilities
+
+
+def node_flags(report: dict) -> list[str]:
+    """`ray start` flags for a node, from its `python -m labs probe` report (labs/env.py `probe()`).
+
+    CPUs: as many rank slots as the catalog allows a CPU job (max(4, cores): ranks share cores), so a CPU job Ray
+    accepts is one the labs accept. GPUs: the CUDA devices the probe counted. `course_te_gpu`: one per GPU where
+    Transformer Engine's FP8 works, which `te` jobs ask for. Labels: what the instructor page shows.
+    """
+    device = report.get("device") or {}
+    cuda = device.get("type") == "cuda"
+    gpus = int(device.get("count") or 0) if cuda else 0
+    cpus = max(MIN_CPU_SLOTS, int(device.get("cpu_count") or os.cpu_count() or 1))
+    recipes = [name for name, r in (report.get("fp8_recipes") or {}).items() if r.get("supported")]
+    te = bool((report.get("transformer_engine") or {}).get("available")) and bool(recipes) and gpus > 0
+    labels = {
+        "te": "yes" if te else "no",
+        "cc": str(device.get("compute_capability") or "none"),
+        "fp8": ".".join(recipes) or "none",
+        "gpus": str(gpus),
+        "torch": str((report.get("versions") or {}).get("torch") or "none").replace("+", "_"),
+    }
+    flags = [f"--num-cpus={cpus}", f"--num-gpus={gpus}"]
+    if te:
+        flags.append("--resources=" + json.dumps({TE_RESOURCE: gpus}, separators=(",", ":")))
+    flags.append("--labels=" + ",".join(f"{LABEL_PREFIX}{k}={v}" for k, v in labels.items()))
+    return flags
+
+
+def node_flags_main(settings: Settings) -> int:
+    out = subprocess.run([settings.python, "-m", "labs", "probe"], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        print(f"`python -m labs probe` failed: {out.stderr.strip()[-2000:]}", file=sys.stderr)
+        return 1
+    # no spaces or quotes in any flag, so `ray start ... $(python -m app ray-node-flags)` splits them right
+    print(" ".join(node_flags(json.loads(out.stdout))))
+    return 0
+
+
+ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"  # touched every tick: the health check reads it
+ALIVE_S = 30.0
+
+
+def dispatcher_health_main() -> int:
+    """`python -m app dispatcher-health`: 0 if this container's dispatcher ticked in the last ALIVE_S seconds."""
+    try:
+        age = time.time() - ALIVE_FILE.stat().st_mtime
+    except OSError:
+        print("the dispatcher has not ticked yet", file=sys.stderr)
+        return 1
+    if age > ALIVE_S:
+        print(f"the dispatcher last ticked {age:.0f} s ago", file=sys.stderr)
+        return 1
+    return 0
+
+
+def node_health_main() -> int:
+    """`python -m app ray-node-health`: 0 if a raylet runs in this container and the head (RAY_ADDRESS) answers."""
+    raylet = False
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"raylet" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                raylet = True
+                break
+        except OSError:
+            continue
+    if not raylet:
+        print("no raylet runs here", file=sys.stderr)
+        return 1
+    host, _, port = os.environ.get("RAY_ADDRESS", "127.0.0.1:6379").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except (OSError, ValueError) as exc:
+        print(f"the Ray head at {host}:{port} does not answer: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------- the dispatcher
+
+
+@dataclass
+class Need:
+    cpus: float
+    gpus: int
+    te_gpus: int
+    memory_bytes: int
+
+    def fits(self, free: Mapping[str, float]) -> bool:
+        return (
+            free.get("CPU", 0) >= self.cpus
+            and free.get("GPU", 0) >= self.gpus
+            and free.get(TE_RESOURCE, 0) >= self.te_gpus
+            and free.get("memory", 0) >= self.memory_bytes
+        )
+
+    def take(self, free: dict[str, float]) -> None:
+        free["CPU"] = free.get("CPU", 0) - self.cpus
+        free["GPU"] = free.get("GPU", 0) - self.gpus
+        free[TE_RESOURCE] = free.get(TE_RESOURCE, 0) - self.te_gpus
+        free["memory"] = free.get("memory", 0) - self.memory_bytes
+
+
+def need_for(lab: str, params: dict, backend: str, memory_budget: int) -> Need:
+    spec = catalog.get(lab)
+    res = spec.resources(spec.params.model_validate(params), backend)
+    gpu = backend in catalog.GPU_BACKENDS
+    return Need(
+        cpus=float(res.cpus if gpu else res.ranks),
+        gpus=res.gpus if gpu else 0,
+        te_gpus=res.gpus if backend == "te" else 0,
+        # Ray's logical memory: what the catalog estimates, within the budget the node enforces
+        memory_bytes=min(res.memory_bytes, memory_budget),
+    )
+
+
+@dataclass
+class InFlight:
+    job_id: int
+    attempt: int
+    need: Need
+    gen: Any
+    node_id: str | None = None
+    deadline: float = 0.0
+    cancel_reason: str | None = None  # "cancelled" | "timed out", once the dispatcher asked Ray to stop it
+    cancel_sent_at: float | None = None
+    forced: bool = False
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+
+class Dispatcher:
+    def __init__(self, settings: Settings, dispatcher_id: str | None = None):
+        self.settings = settings
+        self.id = dispatcher_id or f"dispatcher:{socket.gethostname()}:{os.getpid()}"
+        self.engine = make_engine(settings.db_url)
+        self.sessions = make_sessionmaker(self.engine)
+        self.inflight: dict[int, InFlight] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.nodes: dict[str, dict] = {}  # node id -> totals, from ray.nodes()
+        self._snapshot_at = 0.0
+
+    # -- cluster
+
+    def connect(self) -> None:
+        import ray
+
+        ray.init(
+            address=self.settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto",
+            namespace="course",
+            log_to_driver=False,  # lab output comes back through the stream, not the driver's stdout
+            logging_level=logging.WARNING,
+        )
+        log.info("dispatcher %s connected to Ray %s", self.id, ray.__version__)
+
+    def refresh_nodes(self) -> list[Node]:
+        import ray
+
+        nodes = {}
+        for n in ray.nodes():
+            if not n.get("Alive"):
+                continue
+            nodes[n["NodeID"]] = {
+                "hostname": n.get("NodeManagerHostname", ""),
+                "resources": {k: v for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")},
+                "labels": {k: v for k, v in (n.get("Labels") or {}).items() if k.startswith(LABEL_PREFIX)},
+            }
+        self.nodes = nodes
+        if time.monotonic() - self._snapshot_at >= SNAPSHOT_S:
+            self._write_snapshot()
+        return [
+            cluster_service.node_from_row(
+                ClusterNode(node_id=k, hostname=v["hostname"], resources=v["resources"], labels=v["labels"])
+            )
+            for k, v in nodes.items()
+        ]
+
+    def _write_snapshot(self) -> None:
+        now = utcnow()
+        with self.sessions() as db:
+            known = {r.node_id: r for r in db.query(ClusterNode)}
+            for node_id, info in self.nodes.items():
+                row = known.pop(node_id, None) or ClusterNode(node_id=node_id)
+                row.hostname, row.resources, row.labels = info["hostname"], info["resources"], info["labels"]
+                row.alive, row.seen_at = True, now
+                db.add(row)
+            for row in known.values():
+                if row.alive:
+                    row.alive = False
+                if row.seen_at < now - timedelta(days=1):
+                    db.delete(row)  # a node gone for a day is not worth listing
+            db.commit()
+        self._snapshot_at = time.monotonic()
+
+    def free_resources(self) -> dict[str, dict[str, float]]:
+        """Per node: its totals less what this dispatcher's tasks hold (tasks not yet placed: first fit)."""
+        free = {k: dict(v["resources"]) for k, v in self.nodes.items()}
+        with self.lock:
+            flights = list(self.inflight.values())
+        unplaced = []
+        for f in flights:
+            if f.node_id in free:
+                f.need.take(free[f.node_id])
+            elif f.node_id is None:
+                unplaced.append(f)
+        for f in unplaced:
+            for res in free.values():
+                if f.need.fits(res):
+                    f.need.take(res)
+                    break
+        return free
+
+    # -- choosing and starting
+
+    def _resolve(self, job: Job, nodes: list[Node]) -> str | None:
+        """The backend this job runs on the nodes online now; None if no node could ever run it."""
+        spec = catalog.get(job.lab)
+        params = spec.params.model_validate(job.params)
+        if job.requested_backend == "auto":
+            choices = [spec.backend_for(b) for b in ("te", "torch-cuda", "cpu")]
+        else:
+            choices = [job.backend]
+        for backend in dict.fromkeys(choices):
+            need = need_for(job.lab, job.params, backend, self.settings.job_memory_bytes)
+            for n in nodes:
+                totals = {"CPU": n.cpus, "GPU": n.gpus, TE_RESOURCE: n.te_gpus, "memory": n.memory_bytes}
+                if need.fits(totals) and not spec.limits(params, backend):
+                    return backend
+        return None
+
+    def dispatch(self, nodes: list[Node]) -> int:
+        started = 0
+        free = self.free_resources()
+        gpu_blocked = False
+        with self.sessions() as db:
+            for job_id in queue_service.fair_order(db, limit=50):
+                job = db.get(Job, job_id)
+                if job is None or job.status != "queued":
+                    continue
+                backend = self._resolve(job, nodes)
+                if backend is None:
+                    self._maybe_unplaceable(db, job)
+                    continue
+                need = need_for(job.lab, job.params, backend, self.settings.job_memory_bytes)
+                if need.gpus and gpu_blocked:
+                    continue
+                target = next((res for res in free.values() if need.fits(res)), None)
+                if target is None:
+                    gpu_blocked = gpu_blocked or bool(need.gpus)
+                    continue
+                claimed = job_service.claim(db, job_id=job.id, worker_id=self.id, lease_s=self.settings.lease_s)
+                if claimed is None:
+                    continue  # another dispatcher got it
+                if backend != claimed.backend:
+                    job_service.set_backend(db, job=claimed, backend=backend)
+                need.take(target)
+                self._submit(claimed, backend, need)
+                started += 1
+        return started
+
+    def _maybe_unplaceable(self, db, job: Job) -> None:
+        waited = (utcnow() - (job.heartbeat_at or job.created_at)).total_seconds()
+        if waited < self.settings.unplaceable_s:
+            return
+        spec = catalog.get(job.lab)
+        need = spec.resources(spec.params.model_validate(job.params), job.backend)
+        what = f"{need.gpus} GPU(s) on one node" if need.gpus else f"{need.ranks} CPU rank slots"
+        res = db.execute(
+            update(Job)
+            .where(Job.id == job.id, Job.status == "queued")
+            .values(
+                status="failed",
+                finished_at=utcnow(),
+                message="failed: no node can run it",
+                error=f"No node of the course's cluster that can run backend {job.backend} with {what} has been "
+                f"online for {waited / 60:.0f} min. Run it with backend cpu (CPU emulation, labeled as such), or run "
+                f"`python -m labs run` on your own GPU and upload the bundle. Nothing is counted against you.",
+            )
+        )
+        db.commit()
+        if job_service._rowcount(res):
+            log.error("job %s failed: no node online can run %s with %s", job.id, job.backend, what)
+
+    def _submit(self, job: Job, backend: str, need: Need) -> None:
+        s = self.settings
+        opts: dict[str, Any] = {
+            "num_cpus": need.cpus,
+            "num_gpus": need.gpus,
+            "name": f"course-job-{job.id}-attempt-{job.attempts}",
+        }
+        if need.te_gpus:
+            opts["resources"] = {TE_RESOURCE: need.te_gpus}
+        if need.memory_bytes:
+            opts["memory"] = need.memory_bytes
+        spec = {
+            "job_id": job.id,
+            "attempt": job.attempts,
+            "lab": job.lab,
+            "params": job.params,
+            "backend": backend,
+            "time_limit_s": s.job_time_limit_s,
+            "memory_bytes": s.job_memory_bytes,
+        }
+        gen = remote_task().options(**opts).remote(spec)
+        flight = InFlight(
+            job_id=job.id,
+            attempt=job.attempts,
+            need=need,
+            gen=gen,
+            deadline=time.monotonic() + s.job_time_limit_s + DEADLINE_SLACK_S,
+        )
+        flight.thread = threading.Thread(target=self._follow, args=(flight,), name=f"job-{job.id}", daemon=True)
+        with self.lock:
+            self.inflight[job.id] = flight
+        log.info(
+            "job %s attempt %s submitted to Ray: lab %s, backend %s, %s CPU, %s GPU",
+            job.id,
+            job.attempts,
+            job.lab,
+            backend,
+            need.cpus,
+            need.gpus,
+        )
+        flight.thread.start()
+
+    # -- following a task
+
+    def _follow(self, flight: InFlight) -> None:
+        import ray
+
+        job_id = flight.job_id
+        placement: dict = {}
+        try:
+            for ref in flight.gen:
+                item = ray.get(ref)
+                kind = item.get("event")
+                if kind == "placed":
+                    flight.node_id = item["node_id"]
+                    placement = {k: v for k, v in item.items() if k != "event"}
+                    with self.sessions() as db:
+                        job_service.record_placement(
+                            db, job_id=job_id, worker_id=self.id, node=item["hostname"], placement=placement
+                        )
+                elif kind == "lab":
+                    placement["lab_pid"] = item["pid"]
+                    placement["lab_started"] = item["at"]
+                    with self.sessions() as db:
+                        job_service.record_placement(
+                            db, job_id=job_id, worker_id=self.id, node=placement["hostname"], placement=placement
+                        )
+                elif kind == "progress":
+                    with self.sessions() as db:
+                        lease = job_service.heartbeat(
+                            db,
+                            job_id=job_id,
+                            worker_id=self.id,
+                            lease_s=self.settings.lease_s,
+                            progress=job_service.Progress(item["fraction"], item["message"]),
+                        )
+                    if not lease:
+                        log.warning("job %s: lease lost by %s; cancelling its task", job_id, self.id)
+                        ray.cancel(flight.gen, force=True)
+                        return
+                elif kind == "end":
+                    placement["ended"] = item["at"]
+                    self._store(flight, item, placement)
+                    return
+            self._lost(flight, "the Ray task ended without a result")
+        except Exception as exc:  # a RayError from ray.get, or the stream itself failing
+            name = type(exc).__name__
+            if flight.cancel_reason is not None:
+                self._stopped(flight, placement)
+            elif name in INFRA_ERRORS or isinstance(exc, ray.exceptions.RayError):
+                self._lost(flight, f"the node or its Ray worker was lost ({name})")
+            else:
+                log.exception("job %s: following its task failed", job_id)
+                self._lost(flight, f"the dispatcher could not follow the task ({name})")
+        finally:
+            with self.lock:
+                self.inflight.pop(job_id, None)
+
+    def _store(self, flight: InFlight, item: dict, placement: dict) -> None:
+        s = self.settings
+        rel = Path("jobs") / str(flight.job_id) / f"attempt-{flight.attempt}"
+        ok, error, message, result = item["ok"], item["error"], item["message"], None
+        if flight.cancel_reason == "cancelled" and not ok:
+            message, error = "cancelled", None
+        if ok:
+            dest = s.data_dir / rel
+            shutil.rmtree(dest, ignore_errors=True)
+            try:
+                result = bundles.unpack(item["zip"], dest)
+            except bundles.BundleError as exc:
+                ok, error, message = False, f"The lab's output could not be stored: {exc}", "failed"
+                shutil.rmtree(dest, ignore_errors=True)
+        with self.sessions() as db:
+            job_service.record_placement(
+                db, job_id=flight.job_id, worker_id=self.id, node=placement.get("hostname", ""), placement=placement
+            )
+            job_service.finish(
+                db,
+                job_id=flight.job_id,
+                worker_id=self.id,
+                ok=ok,
+                result=result,
+                error=error,
+                bundle_dir=str(rel) if ok else None,
+                message=message,
+                status="cancelled" if message == "cancelled" else None,
+            )
+        log.info("job %s attempt %s ended on %s: %s", flight.job_id, flight.attempt, placement.get("hostname"), message)
+
+    def _stopped(self, flight: InFlight, placement: dict) -> None:
+        """The task ended because the dispatcher cancelled it: the learner's cancel, or the time limit."""
+        with self.sessions() as db:
+            if flight.cancel_reason == "timed out":
+                o = timed_out(self.settings.job_time_limit_s)
+                job_service.finish(
+                    db, job_id=flight.job_id, worker_id=self.id, ok=False, error=o.error, message=o.message
+                )
+            else:
+                job_service.finish(
+                    db, job_id=flight.job_id, worker_id=self.id, ok=False, message="cancelled", status="cancelled"
+                )
+
+    def _lost(self, flight: InFlight, reason: str) -> None:
+        with self.sessions() as db:
+            job_service.lost(db, job_id=flight.job_id, worker_id=self.id, reason=reason)
+
+    # -- the timer
+
+    def cancel(self, job_id: int, reason: str) -> None:
+        import ray
+
+        with self.lock:
+            flight = self.inflight.get(job_id)
+        if flight is None:
+            return
+        now = time.monotonic()
+        if flight.cancel_sent_at is None:
+            flight.cancel_reason, flight.cancel_sent_at = reason, now
+            log.info("job %s: cancelling its Ray task (%s)", job_id, reason)
+            ray.cancel(flight.gen, force=False)
+        elif not flight.forced and now - flight.cancel_sent_at > FORCE_CANCEL_AFTER_S:
+            flight.forced = True
+            log.warning("job %s: its task ignored the cancel; killing its worker", job_id)
+            ray.cancel(flight.gen, force=True)
+
+    def tick(self) -> None:
+        ALIVE_FILE.touch()
+        nodes = self.refresh_nodes()
+        with self.sessions() as db:
+            job_service.reap_expired(db)
+            cancel_ids = job_service.renew_all(db, worker_id=self.id, lease_s=self.settings.lease_s)
+        now = time.monotonic()
+        with self.lock:
+            flights = list(self.inflight.values())
+        for f in flights:
+            if f.job_id in cancel_ids:
+                self.cancel(f.job_id, "cancelled")
+            elif now > f.deadline:
+                self.cancel(f.job_id, "timed out")
+        self.dispatch(nodes)
+
+    def run_forever(self) -> None:
+        def stop(*_args) -> None:
+            self.stopping.set()
+
+        self.connect()  # first: ray.init installs handlers of its own, which ours replace
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        log.info("dispatcher %s started", self.id)
+        while not self.stopping.is_set():
+            try:
+                self.tick()
+            except Exception:  # the database or the cluster may be restarting; leases protect the jobs
+                log.exception("dispatcher %s: a tick failed; trying again", self.id)
+            self.stopping.wait(TICK_S)
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        """Hand running jobs back to the queue (no attempt spent) and stop their tasks."""
+        import ray
+
+        with self.lock:
+            flights = list(self.inflight.values())
+        for f in flights:
+            f.cancel_reason = "shutdown"
+            with self.sessions() as db:
+                job_service.release(db, job_id=f.job_id, worker_id=self.id, reason="requeued: dispatcher shut down")
+            try:
+                ray.cancel(f.gen, force=True)
+            except Exception:
+                pass
+        log.info("dispatcher %s stopped (%d job(s) handed back)", self.id, len(flights))
+        ray.shutdown()
+        self.engine.dispose()
+
+
+def main(settings: Settings | None = None) -> int:
+    settings = settings or Settings.from_env()
+    logs.configure(settings.log_level)
+    Dispatcher(settings).run_forever()
+    return 0

@@ -1,0 +1,53 @@
+"""The instructor's cluster page: nodes, GPUs and capabilities, running and queued jobs, per-learner usage and
+limits (course default and per-learner overrides). Cancelling a job uses POST /jobs/{id}/cancel (app/routes/labs.py)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.deps import HostDep, InstructorUser, SessionDep, SettingsDep, csrf_protect
+from app.services import clusterview
+from app.services import limits as limit_service
+from app.services import users as user_service
+from app.services.errors import FieldError
+from app.web import render
+
+router = APIRouter(prefix="/instructor/cluster", dependencies=[Depends(csrf_protect)])
+
+
+def _page(request: Request, db, settings, host, errors: dict | None = None, values: dict | None = None, status=200):
+    ctx = clusterview.overview(db, settings=settings, host=host)
+    ctx.update(errors=errors or {}, values=values or {}, limit_fields=limit_service.FIELDS)
+    return render(request, "cluster/index.html", ctx, block="cluster", status_code=status)
+
+
+@router.get("")
+def cluster_page(
+    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep
+) -> Response:
+    return _page(request, db, settings, host)
+
+
+@router.post("/limits")
+async def set_limits(
+    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep
+) -> Response:
+    """The course default (no email) or one learner's override (email); `clear` removes a learner's override."""
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    email = form.get("email", "").strip()
+    target = None
+    try:
+        if email:
+            target = user_service.get_by_email(db, email=email)
+            if target is None:
+                raise FieldError("email", f"email: no user {email!r}; leave it blank to set the course default")
+        if target is not None and form.get("clear"):
+            limit_service.clear_override(db, user_id=target.id)
+        else:
+            limit_service.set_limits(
+                db, by=user, user_id=target.id if target else None, values=limit_service.parse(form)
+            )
+    except FieldError as exc:
+        return _page(request, db, settings, host, errors={exc.field: str(exc)}, values=form, status=422)
+    return RedirectResponse("/instructor/cluster", status_code=303)

@@ -1,0 +1,110 @@
+"""The Ray cluster as the web tier sees it: the dispatcher's snapshot in the `cluster_nodes` table.
+
+Web processes never connect to Ray (a Ray driver per web process would cost memory and start-up, and tie page
+loads to the cluster's health). The dispatcher (app/executors/ray.py) writes each node's resources and its
+capability labels every few seconds; pages and the submit check read them here. A node the dispatcher has not
+listed for FRESH_S is treated as gone, so a dead dispatcher shows as "no node online", not as stale capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import ClusterNode, utcnow
+from app.services.labhost import HostCapacity
+from labs.resources import MIN_CPU_SLOTS, Capacity
+
+FRESH_S = 30  # a snapshot older than this says nothing about the cluster now
+TE_RESOURCE = "course_te_gpu"  # custom resource a node declares per GPU where Transformer Engine FP8 works
+LABEL_PREFIX = "course/"
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: str
+    hostname: str
+    cpus: int
+    gpus: int
+    te_gpus: int
+    memory_bytes: int
+    labels: dict
+
+    @property
+    def backends(self) -> list[str]:
+        out = []
+        if self.te_gpus:
+            out.append("te")
+        if self.gpus:
+            out.append("torch-cuda")
+        if self.cpus:
+            out.append("cpu")
+        return out
+
+    def label(self, name: str, default: str = "") -> str:
+        return str(self.labels.get(LABEL_PREFIX + name, default))
+
+
+def node_from_row(row: ClusterNode) -> Node:
+    res = row.resources or {}
+    return Node(
+        node_id=row.node_id,
+        hostname=row.hostname,
+        cpus=int(res.get("CPU", 0)),
+        gpus=int(res.get("GPU", 0)),
+        te_gpus=int(res.get(TE_RESOURCE, 0)),
+        memory_bytes=int(res.get("memory", 0)),
+        labels=row.labels or {},
+    )
+
+
+def online_nodes(db: Session) -> list[Node]:
+    since = utcnow() - timedelta(seconds=FRESH_S)
+    rows = db.scalars(
+        select(ClusterNode)
+        .where(ClusterNode.alive.is_(True), ClusterNode.seen_at > since)
+        .order_by(ClusterNode.hostname)
+    )
+    return [node_from_row(r) for r in rows]
+
+
+def all_nodes(db: Session) -> list[tuple[Node, bool, object]]:
+    """Every node ever seen, with whether it is online now and when it was last seen (the instructor page)."""
+    since = utcnow() - timedelta(seconds=FRESH_S)
+    rows = db.scalars(select(ClusterNode).order_by(ClusterNode.alive.desc(), ClusterNode.hostname))
+    return [(node_from_row(r), bool(r.alive and r.seen_at > since), r.seen_at) for r in rows]
+
+
+def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
+    """What one job can get from the cluster: the best node for each kind of resource."""
+    gpus = max((n.gpus for n in nodes), default=0)
+    cpus = max((n.cpus for n in nodes), default=0)
+    backends = [b for b in ("te", "torch-cuda", "cpu") if any(b in n.backends for n in nodes)]
+    if "cpu" not in backends:
+        backends.append("cpu")  # CPU jobs queue until a node is online; the page says none is
+    if nodes:
+        gpu_why = (
+            f"the largest GPU node online has {gpus} GPU(s), one rank per GPU" if gpus else "no GPU node is online"
+        )
+        cpu_why = f"the largest node online offers {cpus} CPU rank slots"
+    else:
+        gpu_why = "no node of the course's Ray cluster is online"
+        cpu_why = "no node is online; CPU jobs wait in the queue"
+    return HostCapacity(
+        capacity=Capacity(
+            cpu_slots=cpus or MIN_CPU_SLOTS,
+            gpus=gpus,
+            memory_bytes=memory_bytes,
+            cpu_why=cpu_why,
+            gpu_why=gpu_why,
+        ),
+        backends=tuple(backends),
+        source="cluster",
+    )
+
+
+def host_capacity(db: Session, *, memory_bytes: int) -> HostCapacity:
+    return capacity(online_nodes(db), memory_bytes=memory_bytes)

@@ -1,0 +1,54 @@
+"""What the instructor's cluster page shows: nodes and their capabilities, running and queued jobs in fair order,
+and each learner's usage against their limits. Read-only; cancelling goes through jobs.cancel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.models import Job, User
+from app.services import cluster as cluster_service
+from app.services import limits as limit_service
+from app.services import queue as queue_service
+from app.services.labhost import HostCapacity
+
+
+@dataclass(frozen=True)
+class LearnerUsage:
+    user: User
+    usage: limit_service.Usage
+    limits: limit_service.Limits
+
+
+def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
+    running = list(db.scalars(select(Job).where(Job.status == "running").order_by(Job.started_at)))
+    order = queue_service.fair_order(db, limit=200)
+    queued_by_id = {j.id: j for j in db.scalars(select(Job).where(Job.id.in_(order)))} if order else {}
+    queued = [queued_by_id[i] for i in order if i in queued_by_id]
+    active_owner_ids = {j.owner_id for j in running} | {j.owner_id for j in queued}
+    recent_owner_ids = set(
+        db.scalars(select(Job.owner_id).where(Job.created_at > limit_service.utcnow() - limit_service.DAY))
+    )
+    overrides = limit_service.overrides(db)
+    wanted = active_owner_ids | recent_owner_ids | set(overrides)
+    owners = {u.id: u for u in db.scalars(select(User).where(User.id.in_(wanted)))}
+    usage = [
+        LearnerUsage(u, limit_service.usage(db, user_id=u.id), limit_service.for_user(db, user_id=u.id))
+        for u in sorted(owners.values(), key=lambda u: u.email)
+        if u.id in active_owner_ids | recent_owner_ids
+    ]
+    return {
+        "executor": settings.executor,
+        "nodes": cluster_service.all_nodes(db) if settings.executor == "ray" else [],
+        "host": host,
+        "running": running,
+        "queued": queued,
+        "owners": owners,
+        "usage": usage,
+        "default_limits": limit_service.course_default(db),
+        "overrides": overrides,
+        "embedded_workers": settings.embedded_workers,
+    }

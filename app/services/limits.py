@@ -1,0 +1,176 @@
+"""Per-learner job limits, set by instructors: jobs in flight, jobs per rolling hour, GPU-seconds per rolling day.
+
+The course default is the `queue_limits` row with no user; an instructor may give one learner an override
+row, which replaces the default for that learner (a blank limit there means "no limit"). `check` runs before
+a job is created: at a limit, LimitReached names the limit, the numbers, and when it frees, and nothing is
+stored. GPU-seconds count only what `jobs.finish` charged (runs the lab or the learner ended), never an
+attempt lost to infrastructure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.models import Job, QueueLimit, User, utcnow
+from app.services.errors import DomainError, FieldError
+
+# What a course starts with until an instructor changes it: enough for a learner to queue a few runs of each
+# lab, few enough that one learner cannot fill a class's queue; two GPU-hours a day of a shared host.
+DEFAULTS = {"max_in_flight": 10, "max_per_hour": 60, "max_gpu_seconds_per_day": 7200}
+FIELDS = {
+    "max_in_flight": ("jobs in flight", 1, 1000),
+    "max_per_hour": ("jobs per hour", 1, 10000),
+    "max_gpu_seconds_per_day": ("GPU-seconds per day", 0, 10**7),
+}
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+
+
+class LimitReached(DomainError):
+    """The learner is at `limit`; `frees_at` (None: when one of their jobs ends) says when they may submit again."""
+
+    def __init__(self, limit: str, message: str, frees_at: datetime | None):
+        super().__init__(message)
+        self.limit, self.frees_at = limit, frees_at
+
+    def retry_after_s(self, now: datetime | None = None) -> int | None:
+        if self.frees_at is None:
+            return None
+        return max(1, int((self.frees_at - (now or utcnow())).total_seconds()) + 1)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_in_flight: int | None
+    max_per_hour: int | None
+    max_gpu_seconds_per_day: int | None
+    override: bool = False  # this learner has their own row
+
+
+def course_default(db: Session) -> Limits:
+    row = db.scalar(select(QueueLimit).where(QueueLimit.user_id.is_(None)))
+    if row is None:
+        return Limits(DEFAULTS["max_in_flight"], DEFAULTS["max_per_hour"], DEFAULTS["max_gpu_seconds_per_day"])
+    return Limits(row.max_in_flight, row.max_per_hour, row.max_gpu_seconds_per_day)
+
+
+def for_user(db: Session, *, user_id: int) -> Limits:
+    row = db.scalar(select(QueueLimit).where(QueueLimit.user_id == user_id))
+    if row is None:
+        return course_default(db)
+    return Limits(row.max_in_flight, row.max_per_hour, row.max_gpu_seconds_per_day, override=True)
+
+
+@dataclass(frozen=True)
+class Usage:
+    in_flight: int
+    last_hour: int
+    gpu_seconds_day: float
+
+
+def usage(db: Session, *, user_id: int, now: datetime | None = None, ignoring: list[int] | None = None) -> Usage:
+    now = now or utcnow()
+    skip = ignoring or []
+    mine = (Job.owner_id == user_id, Job.id.not_in(skip)) if skip else (Job.owner_id == user_id,)
+    in_flight = db.scalar(select(func.count()).where(*mine, Job.status.in_(("queued", "running")))) or 0
+    last_hour = db.scalar(select(func.count()).where(*mine, Job.created_at > now - HOUR)) or 0
+    gpu = db.scalar(select(func.coalesce(func.sum(Job.gpu_seconds), 0.0)).where(*mine, Job.finished_at > now - DAY))
+    return Usage(int(in_flight), int(last_hour), float(gpu or 0.0))
+
+
+def check(db: Session, *, user: User, now: datetime | None = None, ignoring: list[int] | None = None) -> None:
+    """LimitReached when `user` may not create a job now (`ignoring`: jobs about to be replaced)."""
+    now = now or utcnow()
+    lim = for_user(db, user_id=user.id)
+    use = usage(db, user_id=user.id, now=now, ignoring=ignoring)
+    if lim.max_in_flight is not None and use.in_flight >= lim.max_in_flight:
+        raise LimitReached(
+            "jobs in flight",
+            f"You have {use.in_flight} jobs queued or running, your limit of jobs in flight "
+            f"({lim.max_in_flight}). It frees when one of them finishes, or when you cancel one.",
+            None,
+        )
+    if lim.max_per_hour is not None and use.last_hour >= lim.max_per_hour:
+        created = list(
+            db.scalars(
+                select(Job.created_at)
+                .where(Job.owner_id == user.id, Job.created_at > now - HOUR)
+                .order_by(Job.created_at)
+                .limit(use.last_hour - lim.max_per_hour + 1)
+            )
+        )
+        frees = (created[-1] or now) + HOUR
+        raise LimitReached(
+            "jobs per hour",
+            f"You started {use.last_hour} jobs in the last hour, your limit of jobs per hour "
+            f"({lim.max_per_hour}). It frees at {frees:%H:%M:%S} UTC.",
+            frees,
+        )
+    if lim.max_gpu_seconds_per_day is not None and use.gpu_seconds_day >= lim.max_gpu_seconds_per_day:
+        charged = db.execute(
+            select(Job.finished_at, Job.gpu_seconds)
+            .where(Job.owner_id == user.id, Job.finished_at > now - DAY, Job.gpu_seconds > 0)
+            .order_by(Job.finished_at)
+        ).all()
+        total, frees = use.gpu_seconds_day, now + DAY
+        for finished_at, seconds in charged:  # the oldest charges leave the rolling day first
+            total -= seconds
+            if total < lim.max_gpu_seconds_per_day:
+                frees = (finished_at or now) + DAY
+                break
+        raise LimitReached(
+            "GPU-seconds per day",
+            f"Your jobs used {use.gpu_seconds_day:.0f} GPU-seconds in the last 24 hours, your limit of GPU-seconds "
+            f"per day ({lim.max_gpu_seconds_per_day}). It frees at {frees:%Y-%m-%d %H:%M} UTC; CPU runs "
+            f"use no GPU-seconds.",
+            frees,
+        )
+
+
+def parse(form: dict) -> dict[str, int | None]:
+    """The three limits from a form; FieldError naming the field for anything but blank or a whole number in range."""
+    out: dict[str, int | None] = {}
+    for name, (words, lo, hi) in FIELDS.items():
+        raw = str(form.get(name, "")).strip()
+        if raw == "":
+            out[name] = None
+            continue
+        if not raw.isdigit() or not lo <= int(raw) <= hi:
+            raise FieldError(
+                name, f"{words}: got {raw!r}, expected a whole number from {lo} to {hi}, or blank for none"
+            )
+        out[name] = int(raw)
+    return out
+
+
+def set_limits(db: Session, *, by: User, user_id: int | None, values: dict[str, int | None]) -> None:
+    """Store the course default (user_id None) or one learner's override."""
+    cond = QueueLimit.user_id.is_(None) if user_id is None else QueueLimit.user_id == user_id
+    row = db.scalar(select(QueueLimit).where(cond))
+    if row is None:
+        row = QueueLimit(user_id=user_id)
+        db.add(row)
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.updated_by_id, row.updated_at = by.id, utcnow()
+    db.commit()
+
+
+def clear_override(db: Session, *, user_id: int) -> None:
+    row = db.scalar(select(QueueLimit).where(QueueLimit.user_id == user_id))
+    if row is not None:
+        db.delete(row)
+        db.commit()
+
+
+def overrides(db: Session) -> dict[int, Limits]:
+    rows = db.scalars(select(QueueLimit).where(QueueLimit.user_id.is_not(None)))
+    return {
+        r.user_id: Limits(r.max_in_flight, r.max_per_hour, r.max_gpu_seconds_per_day, override=True)
+        for r in rows
+        if r.user_id is not None
+    }

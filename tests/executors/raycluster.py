@@ -1,0 +1,182 @@
+"""A local Ray cluster for the tests: a head and a second node declaring four logical GPUs, on loopback.
+
+Started with `ray start` the way a deployment starts it (the node's flags come from `python -m app
+ray-node-flags`, plus `--num-gpus 4`), in a temp dir of its own, and stopped by killing exactly the processes
+that carry that temp dir on their command line (never `ray stop`, which stops every Ray on the machine).
+The head offers no CPUs or GPUs, so every task runs on the node, and killing the node's raylet is a lost host.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.conftest import ROOT, free_port
+
+RAY = str(Path(os.sys.executable).parent / "ray")
+LOGICAL_GPUS = 4
+
+
+def _pids_with(text: str) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            out.append(int(entry.name))
+    return out
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@dataclass
+class RayCluster:
+    base: Path
+    port: int
+    node_flags: list[str]
+    env: dict
+    node_ports: dict = field(default_factory=dict)
+    # worker port ranges below the kernel's ephemeral range (32768+), so free_port() never hands one out
+    worker_ports: int = field(default_factory=lambda: 20000 + (os.getpid() % 100) * 120)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def node_data(self) -> Path:
+        return self.base / "node-data"
+
+    def _run(self, args: list[str], env: dict) -> None:
+        out = subprocess.run([RAY, "start", *args], env=env, capture_output=True, text=True, timeout=180)
+        if out.returncode != 0:
+            raise RuntimeError(f"ray start {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+
+    def start_head(self) -> None:
+        self._run(
+            [
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={self.port}",
+                "--num-cpus=0",
+                "--num-gpus=0",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+                f"--temp-dir={self.base / 'ray'}",
+                "--object-store-memory=100000000",
+                f"--ray-client-server-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                f"--dashboard-agent-grpc-port={free_port()}",
+                f"--runtime-env-agent-port={free_port()}",
+                f"--metrics-export-port={free_port()}",
+                f"--min-worker-port={self.worker_ports}",
+                f"--max-worker-port={self.worker_ports + 40}",
+            ],
+            self.env,
+        )
+
+    def start_node(self) -> None:
+        """The 'GPU host': its own data dir, four logical GPUs, CPU slots from its probe."""
+        self.node_ports = {"node_manager": free_port()}
+        lo = self.worker_ports + 50
+        env = dict(self.env, COURSE_NODE_DATA_DIR=str(self.node_data))
+        self._run(
+            [
+                f"--address={self.address}",
+                "--node-ip-address=127.0.0.1",
+                *self.node_flags,
+                f"--num-gpus={LOGICAL_GPUS}",
+                "--disable-usage-stats",
+                "--object-store-memory=100000000",
+                f"--node-manager-port={self.node_ports['node_manager']}",
+                f"--object-manager-port={free_port()}",
+                f"--metrics-export-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                f"--dashboard-agent-grpc-port={free_port()}",
+                f"--runtime-env-agent-port={free_port()}",
+                f"--min-worker-port={lo}",
+                f"--max-worker-port={lo + 60}",
+            ],
+            env,
+        )
+
+    def node_raylet_pids(self) -> list[int]:
+        return [
+            p
+            for p in _pids_with(f"--node_manager_port={self.node_ports['node_manager']}")
+            if "raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        ]
+
+    def kill_node(self) -> None:
+        """SIGKILL of the node's raylet: the host is gone, its workers and labs with it."""
+        _kill(self.node_raylet_pids())
+
+    def wait_nodes(self, gpus: int, timeout: float = 120) -> None:
+        """Until the cluster reports `gpus` GPUs alive (a killed node drops out after Ray's health checks)."""
+        deadline = time.monotonic() + timeout
+        code = (
+            "import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False);"
+            "print(sum(n['Resources'].get('GPU',0) for n in ray.nodes() if n['Alive']))"
+        )
+        while time.monotonic() < deadline:
+            out = subprocess.run(
+                [os.sys.executable, "-c", code, self.address], env=self.env, capture_output=True, text=True, timeout=120
+            )
+            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(float(gpus))]:
+                return
+            time.sleep(1)
+        raise AssertionError(f"the Ray cluster did not reach {gpus} GPUs alive in {timeout} s")
+
+    def stop(self) -> None:
+        for _ in range(3):
+            _kill(_pids_with(str(self.base)))
+            time.sleep(0.5)
+
+
+def start_cluster() -> RayCluster:
+    base = Path(tempfile.mkdtemp(prefix="cr-", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    env = dict(
+        os.environ,
+        RAY_USAGE_STATS_ENABLED="0",
+        PYTHONPATH=str(ROOT),
+        # a lost node is noticed in ~3 s instead of Ray's default ~15 s (GCS health checks; ray_config_def.h)
+        RAY_health_check_period_ms="1000",
+        RAY_health_check_failure_threshold="3",
+        RAY_health_check_initial_delay_ms="1000",
+    )
+    env.pop("RAY_ADDRESS", None)
+    flags = subprocess.run(
+        [os.sys.executable, "-m", "app", "ray-node-flags"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if flags.returncode != 0:
+        raise RuntimeError(f"python -m app ray-node-flags failed: {flags.stderr}")
+    # the flags are printed for a shell; here each one is one argv item
+    node_flags = [f.strip("'") for f in flags.stdout.split()]
+    cluster = RayCluster(base=base, port=free_port(), node_flags=node_flags, env=env)
+    try:
+        cluster.start_head()
+        cluster.start_node()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
