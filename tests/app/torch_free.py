@@ -23,7 +23,7 @@ from app.main import PAGE_ROUTERS, create_app
 from app.models import Bundle, LabReport
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
-from app.services import users
+from app.services import resets, users
 from app.services.tools import TOOLS
 from labs import catalog
 from tests.conftest import Browserless
@@ -70,6 +70,10 @@ def main(data_dir: str, bundle_dir: str) -> dict:
         assert "Submitted as version 1" in r.text, r.text[:2000]
         with app.state.sessions() as db:
             report = db.scalars(select(LabReport)).one()
+            # a reset link an instructor issued for someone else, so /reset/{token} renders its form
+            other = users.create_user(db, email="bob@example.org", password="correct horse", roles=["learner"])
+            staff_user = users.get_by_email(db, email="prof@example.org")
+            _, reset_token = resets.issue(db, user=other, issued_by=staff_user, lifetime_s=3600)
 
         values = {
             "lesson_id": [LESSON],
@@ -82,6 +86,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "slot_id": [slot.id],
             "name": ["result.json"],
             "tool": list(TOOLS),
+            "token": [reset_token],
         }
 
         rendered: list[str] = []
