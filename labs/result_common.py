@@ -66,6 +66,9 @@ class LabResults(BaseModel):
 
     model_config = STRICT
 
+    # The answer to the lab's question (labs.catalog LabSpec.question) in one sentence of the learner's
+    # terms, from this run's numbers; the page leads with it. Optional: results written before it existed.
+    answer: str | None = Field(None, description="the lab's question answered in one sentence from this run")
     summary: list[SummaryItem]
     tables: list[Table]
 
@@ -119,7 +122,9 @@ class Environment(TypedDict):
     fp8_recipes: dict[RecipeName, RecipeSupport]
     backend: Backend  # the backend that ran
     label: Annotated[str, Field(min_length=10)]  # the honesty label shown with every number
-    emulated: bool
+    emulated: bool  # a CPU emulation (timings are CPU timings)
+    # How FP8 arithmetic was done: Transformer Engine's kernels (te), or emulated in software (cpu, torch-cuda).
+    fp8_numerics: NotRequired[Literal["transformer_engine", "emulated"]]
 
 
 @with_config(STRICT)

@@ -33,6 +33,8 @@ SAFETY = 1.5
 RecipeKind = Literal["delayed", "current", "block", "mxfp8"]
 Fp8FormatChoice = Literal["hybrid", "e4m3"]  # hybrid: E4M3 forward, E5M2 gradients
 AmaxAlgo = Literal["max", "most_recent"]
+DelayedUpdate = Literal["fused", "unfused"]
+Accumulation = Literal["fp32", "fast-model"]
 
 
 class Fp8StepParams(LabParams):
@@ -67,6 +69,16 @@ class Fp8StepParams(LabParams):
     amax_compute_algo: AmaxAlgo = Field(
         "max", description="Delayed scaling: largest amax in the window, or only the last step's"
     )
+    delayed_update: DelayedUpdate = Field(
+        "fused",
+        description="Delayed scaling's history update: fused is TE's default kernel (a step whose amax is 0 neither "
+        "rolls nor rescales, NaN ignored); unfused is TE's Python path (NVTE_UNFUSED_FP8_UPDATE=1)",
+    )
+    fprop_accumulation: Accumulation = Field(
+        "fp32",
+        description="Emulation only: forward GEMM products summed exactly in FP32, or through the MODEL of Hopper's "
+        "fast FP8 accumulator (~14 bits, no promotion) that TE uses for the delayed and current recipes",
+    )
     outlier_step: int | None = Field(
         None, ge=0, le=4999, description="Step at which one token's activation spikes (null: no spike)"
     )
@@ -96,6 +108,11 @@ class Fp8StepParams(LabParams):
 
 
 Params = Fp8StepParams  # every lab's parameters are `Params` to its own code
+
+
+def te_recipe_name(p: Params, backend: str) -> str | None:
+    """The recipe handed to Transformer Engine on the te backend (checked against the GPU before running)."""
+    return p.recipe if backend == "te" else None
 
 
 def param_count(p: Params) -> int:
