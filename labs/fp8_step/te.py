@@ -124,9 +124,12 @@ class TeScaleRecorder:
             self.error = f"could not read TE fp8_meta: {type(exc).__name__}: {exc}"
 
     @contextlib.contextmanager
-    def attached(self) -> Iterator[TeScaleRecorder]:
-        """Wrap FP8GlobalStateManager.reduce_and_update_fp8_tensors for the duration of the FP8 run."""
-        manager = state_manager()
+    def attached(self, manager: Any = None) -> Iterator[TeScaleRecorder]:
+        """Wrap FP8GlobalStateManager.reduce_and_update_fp8_tensors for the duration of the FP8 run.
+
+        `manager` defaults to TE's own class (tests pass a TE-shaped stand-in on machines without TE).
+        """
+        manager = manager if manager is not None else state_manager()
         original = manager.__dict__.get("reduce_and_update_fp8_tensors")
         if not isinstance(original, classmethod):
             self.error = (
