@@ -169,10 +169,11 @@ def _specs() -> dict[str, LabSpec]:
             question="As the TP degree grows, when does collective time overtake the GEMM time it saves?",
             params=tp_sweep.Params,
             result=TpSweepResults,
-            backends=("torch-cuda", "cpu"),
+            backends=("te", "torch-cuda", "cpu"),  # te: the te.Linear block beside the Megatron one
             runner="labs.tp_sweep.run:run",
             needs=tp_sweep.resources,
             limits=tp_sweep.limits,
+            fp8_recipe=tp_sweep.te_recipe_name,
         ),
         LabSpec(
             name="overlap-trace",

@@ -143,6 +143,32 @@ class TimelineArtifacts(TypedDict):
     trace: ArtifactPath
 
 
+@with_config(STRICT)
+class ProfilerRank(TypedDict):
+    rank: NonNegInt
+    lab_kernel_overlap_ratio: float | None  # the lab's count over the trace's GPU kernels
+    hta_overlap_ratio: float | None  # Holistic Trace Analysis over the same trace
+    lab_span_overlap_ratio: float | None  # the lab's own CUDA-event spans, where it has them
+    difference: NonNegFloat | None  # |HTA - lab kernel count|
+    communication_kernel_ms: NonNegFloat
+    compute_kernel_ms: NonNegFloat
+    kernels: NonNegInt
+
+
+@with_config(STRICT)
+class ProfilerCheck(TypedDict):
+    """Overlap from a CUDA profiler trace's kernels: the lab's count and HTA's, flagged beyond `tolerance`
+    (labs.trace.kernels). On CPU `applies` is false and the note says why HTA does not apply."""
+
+    applies: bool
+    tolerance: NonNegFloat
+    hta_available: bool
+    hta_reason: str | None
+    ranks: list[ProfilerRank]
+    disagree_ranks: list[NonNegInt]
+    note: str
+
+
 # ---- the envelope ------------------------------------------------------------------------------
 
 

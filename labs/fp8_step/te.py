@@ -47,11 +47,14 @@ def te_recipe_for(p: Params) -> Any:
     return te_recipe.MXFP8BlockScaling(fp8_format=fmt)
 
 
-def te_fp8_autocast(te: Any, recipe: Any, enabled: bool = True) -> Any:
-    """te.autocast(recipe=...) on current TE; te.fp8_autocast(fp8_recipe=...) before it existed."""
+def te_fp8_autocast(te: Any, recipe: Any, enabled: bool = True, group: Any = None) -> Any:
+    """te.autocast(recipe=..., amax_reduction_group=...) from TE 2.9 (a function in 2.9, a class on main);
+    te.fp8_autocast(fp8_recipe=..., fp8_group=...) before (transformer_engine/pytorch/quantization.py @ v2.9,
+    main; fp8.py @ v2.0-v2.8). `group`: the ranks whose amaxes delayed scaling reduces; None means the whole
+    world, which would wait for ranks that are not running this block."""
     if hasattr(te, "autocast"):
-        return te.autocast(enabled=enabled, recipe=recipe)
-    return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe)
+        return te.autocast(enabled=enabled, recipe=recipe, amax_reduction_group=group)
+    return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe, fp8_group=group)
 
 
 def fp8_context(recipe: Any, bf16: Callable[[], Any]) -> Callable[[], Any]:
