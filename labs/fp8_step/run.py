@@ -1,6 +1,6 @@
 """fp8-step: one seeded GPT trained twice, BF16 reference vs an FP8 recipe, with the evidence.
 
-    python -m labs run fp8-step --params '{}' --out /tmp/fp8-step                          # CPU, 10-20 s
+    python -m labs run fp8-step --params '{}' --out /tmp/fp8-step                          # CPU, ~40 s idle
     python -m labs run fp8-step --params '{"outlier_step": 60}' --out /tmp/fp8-spike       # scale lag
     python -m labs run fp8-step --params '{"recipe": "current", "outlier_step": 60}' --out /tmp/fp8-cur
     python -m labs run fp8-step --backend te --params '{"d_model": 768, "n_heads": 12, "ffn": 3072,
