@@ -352,6 +352,9 @@ def results(
             "mode": (
                 "emulated (labs.numerics.fp8, per-shard current scaling)"
                 if cpu
+                else f"Megatron block emulated (labs.numerics.fp8) on GPU; te.Linear block on Transformer Engine's "
+                f"{params.recipe} recipe"
+                if ctx.backend == "te"
                 else "emulated (labs.numerics.fp8) on GPU"
             )
             if params.fp8

@@ -117,6 +117,8 @@ __all__ = ["build", "collective_plan", "forward_backward", "recipe_for", "ring_b
 def run_degree(w1, w2, x, dy, group, degree: int, rank: int, params: Any, profile_path: Any) -> dict:
     """Warm up and time the TE block at one degree on this rank (CUDA events), profile the timed steps, and
     return what the launcher compares with the Megatron block and TP=1."""
+    import torch.distributed as dist
+
     from labs.trace.profile import nvtx_range, profiled
 
     fc1, fc2 = build(w1, w2, group, degree, rank, params.sequence_parallel)
@@ -135,7 +137,7 @@ def run_degree(w1, w2, x, dy, group, degree: int, rank: int, params: Any, profil
     with profiled(profile_path, enabled=profile_path is not None) as prof:
         for s in range(params.steps):
             fc1.weight.grad = fc2.weight.grad = None
-            torch.distributed.barrier(group=group)
+            dist.barrier(group=group)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             with nvtx_range(f"te TP={degree} step {s}", "step"):
                 start.record()

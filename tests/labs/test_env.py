@@ -76,7 +76,7 @@ def test_an_unsupported_recipe_is_refused_naming_the_recipe_the_gpu_and_why():
     capacity = cli.local_capacity(report)
     assert capacity.fp8_unsupported == {"mxfp8": HOPPER_MX} and capacity.gpu_name == "NVIDIA H100 80GB HBM3"
     spec = catalog.get("fp8-step")
-    params = spec.params.model_validate({"recipe": "mxfp8", "steps": 4})
+    params = spec.params.model_validate({"recipe": "mxfp8", "steps": 4, "seq": 32})
     (problem,) = spec.problems(params, "te", capacity)
     assert problem.field == "recipe"
     msg = problem.message
@@ -105,3 +105,28 @@ def test_labels_say_what_ran():
     e = env.environment_for("torch-cuda", env.probe())
     assert e["emulated"] is False and e["fp8_numerics"] == "emulated"
     assert env.environment_for("cpu", env.probe())["emulated"] is True
+
+
+def test_env_check_answers_in_one_sentence_for_a_gpu_host():
+    from labs.env_check.run import answer
+
+    env = {
+        "device": {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"},
+        "versions": {
+            "torch": "2.11.0",
+            "transformer_engine": "2.9.0",
+            "nccl": "2.27.3",
+            "python": "3.12",
+            "cuda": "13.0",
+        },
+        "fp8_recipes": {
+            "delayed": {"supported": True, "reason": None},
+            "current": {"supported": True, "reason": None},
+            "block": {"supported": True, "reason": None},
+            "mxfp8": {"supported": False, "reason": HOPPER_MX},
+        },
+    }
+    assert answer("te", env, True) == (
+        "Labs run on te on NVIDIA H100 80GB HBM3 (compute capability 9.0), with torch 2.11.0, Transformer Engine "
+        "2.9.0, NCCL 2.27.3; Transformer Engine runs delayed, current, block FP8; mxfp8 not: " + HOPPER_MX + "."
+    )
