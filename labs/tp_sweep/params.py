@@ -20,6 +20,10 @@ TOLERANCES = {
         "max_rel_diff": 0.125,
         "reason": "each rank scales its own shard to FP8, so values land on a different E4M3 grid (2**-3 relative step) than at TP=1",
     },
+}
+# The te.Linear block's parity (te backend): kept apart because the grader's copy (app/services/checks/tp_sweep.py
+# TP_PARITY) judges the Megatron block, whose tolerance is one of the two above.
+TE_TOLERANCES = {
     "TE_BF16": {
         "max_rel_diff": 0.02,
         "reason": "te.Linear under BF16 autocast rounds GEMM inputs to 8 significant bits (2**-8 relative) and sums in another order than the FP32 TP=1 block",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labs.tp_sweep.params import TOLERANCES, Params
+from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import Series, line_chart, svg_timeline
 from labs.trace.timeline import Span
@@ -345,7 +345,7 @@ def results(
         "crossover": cross,
         "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": timing_note},
         "rank_slots": {"available": slots, "explanation": slots_why},
-        "tolerances": TOLERANCES,
+        "tolerances": TOLERANCES | TE_TOLERANCES if ctx.backend == "te" else TOLERANCES,
         "tolerance_used": tol_name,
         "fp8": {
             "enabled": params.fp8,

@@ -29,7 +29,7 @@ from pathlib import Path
 from labs.parallel import costmodel
 from labs.parallel import dist as labdist
 from labs.tp_sweep import report
-from labs.tp_sweep.params import TOLERANCES, Params, device_for
+from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params, device_for
 from labs.trace import timeline as tl
 
 # ---- model ------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def _parity(per_rank: list[dict], degree: int, ref: dict, tol_name: str, part=la
         "grad_fc1_weight": _diff(dw1, ref["dw1"]),
         "grad_fc2_weight": _diff(dw2, ref["dw2"]),
     }
-    limit = TOLERANCES[tol_name]["max_rel_diff"]
+    limit = (TOLERANCES | TE_TOLERANCES)[tol_name]["max_rel_diff"]
     worst = max(v["max_rel_diff"] for v in out.values())
     return {**out, "tolerance": tol_name, "max_rel_diff": worst, "within_tolerance": worst <= limit}
 
