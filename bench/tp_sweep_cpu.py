@@ -56,6 +56,12 @@ def main() -> int:
     print(
         f"predicted ({pred['node']}, {pred['precision']}): over-sharding from TP={pred['oversharding_from']}, best TP={pred['best_degree']}"
     )
+    cross = sweep["crossover"]
+    print(
+        f"crossover (collective > local GEMM): measured from TP={cross['measured_from']}, predicted from "
+        f"TP={cross['predicted_from']} ({'agree' if cross['agree'] else 'disagree: ' + cross['explanation']})"
+    )
+    print(f"answer: {sweep['answer']}")
     for ranks in (2, 4):
         res, wall = run_lab("overlap-trace", {"ranks": ranks}, root / f"overlap{ranks}")
         w, i = res["schedules"]["windowed"], res["schedules"]["immediate"]

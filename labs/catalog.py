@@ -33,6 +33,7 @@ from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabula
     Problem,
     Resources,
     fmt_bytes,
+    no_fp8_recipe,
     no_limits,
 )
 from labs.result_common import LabResults
@@ -49,6 +50,10 @@ class LabSpec:
     runner: str  # "module:function", imported only where the lab runs
     needs: Callable[[Any, str], Resources]  # resources(params, backend)
     limits: Callable[[Any, str], list[Problem]] = field(default=no_limits)  # lab rules beyond the Params bounds
+    # The FP8 recipe a run hands to Transformer Engine on `backend` (None: it runs no TE FP8), and the
+    # parameter that chooses it: a recipe this GPU cannot run is refused up front, naming GPU and reason.
+    fp8_recipe: Callable[[Any, str], str | None] = field(default=no_fp8_recipe)
+    fp8_recipe_field: str = "recipe"
 
     def resources(self, params: LabParams, backend: str) -> Resources:
         return self.needs(params, backend)
@@ -94,6 +99,18 @@ class LabSpec:
                     rf,
                     f"{rf}: {need.ranks} ranks need {need.ranks} CPU slots but this machine has "
                     f"{capacity.cpu_why or capacity.cpu_slots}; use {rf} <= {capacity.cpu_slots}",
+                )
+            )
+        recipe = self.fp8_recipe(params, backend) if backend == "te" else None
+        if recipe is not None and recipe in capacity.fp8_unsupported:
+            f = self.fp8_recipe_field
+            runs = [r for r in ("delayed", "current", "block", "mxfp8") if r not in capacity.fp8_unsupported]
+            out.append(
+                Problem(
+                    f,
+                    f"{f}: {recipe} cannot run on this GPU ({capacity.gpu_name or 'unnamed'}) with Transformer "
+                    f"Engine: {capacity.fp8_unsupported[recipe].rstrip('.')}; it runs "
+                    f"{', '.join(runs) if runs else 'no FP8 recipe'} there (backend torch-cuda emulates any recipe)",
                 )
             )
         if need.memory_bytes > capacity.memory_bytes:
@@ -144,6 +161,7 @@ def _specs() -> dict[str, LabSpec]:
             runner="labs.fp8_step.run:run",
             needs=fp8_step.resources,
             limits=fp8_step.limits,
+            fp8_recipe=fp8_step.te_recipe_name,
         ),
         LabSpec(
             name="tp-sweep",
@@ -151,10 +169,11 @@ def _specs() -> dict[str, LabSpec]:
             question="As the TP degree grows, when does collective time overtake the GEMM time it saves?",
             params=tp_sweep.Params,
             result=TpSweepResults,
-            backends=("torch-cuda", "cpu"),
+            backends=("te", "torch-cuda", "cpu"),  # te: the te.Linear block beside the Megatron one
             runner="labs.tp_sweep.run:run",
             needs=tp_sweep.resources,
             limits=tp_sweep.limits,
+            fp8_recipe=tp_sweep.te_recipe_name,
         ),
         LabSpec(
             name="overlap-trace",

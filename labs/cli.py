@@ -39,8 +39,13 @@ def _read_params(raw: str) -> dict:
 
 
 def local_capacity(report: dict) -> catalog.Capacity:
-    gpus = report["device"].get("count", 0) if report["device"]["type"] == "cuda" else 0
-    return catalog.Capacity.local(gpus=gpus)
+    cuda = report["device"]["type"] == "cuda"
+    gpus = report["device"].get("count", 0) if cuda else 0
+    return catalog.Capacity.local(
+        gpus=gpus,
+        gpu_name=report["device"].get("name", "") if cuda else "",
+        fp8_unsupported=env.unsupported_recipes(report),
+    )
 
 
 def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
@@ -63,10 +68,11 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
         raise BadParams("; ".join(p.message for p in problems))
     run = spec.load_runner()
     out.mkdir(parents=True, exist_ok=True)
+    ranks = spec.resources(params, backend).ranks
     ctx = LabContext(
         out_dir=out,
         backend=backend,
-        environment=env.environment_for(backend, report),
+        environment=env.environment_for(backend, report, collectives=ranks > 1),
         available_backends=env.available_backends(report),
     )
     started = now_iso()

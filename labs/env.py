@@ -7,20 +7,44 @@ use together with its honesty label.
 
 from __future__ import annotations
 
+import os
 import platform
 from functools import lru_cache
 from typing import Any
 
 from labs.resources import BACKENDS  # noqa: E402,F401  (best first)
 
-# Minimum compute capability per recipe, as Transformer Engine documents them:
-# per-tensor FP8 needs Ada/Hopper (8.9+), MXFP8 needs Blackwell (10.0+), and the
-# 1x128/128x128 block recipe is a Hopper-generation recipe (9.0+).
+# Without Transformer Engine nothing can run FP8 kernels; the table only words the reason. It follows TE's
+# own checks (transformer_engine/pytorch/quantization.py @ v2.9 and main): per-tensor FP8 needs Ada/Hopper
+# (8.9+), the 1x128/128x128 block recipe 9.0+ with CUDA >= 12.9, MXFP8 Blackwell (10.0+; not 12.x yet).
 RECIPE_MIN_CC = {
     "delayed": (8, 9),
     "current": (8, 9),
     "block": (9, 0),
     "mxfp8": (10, 0),
+}
+RECIPE_MIN_CUDA = {"block": (12, 9)}
+
+# Where Transformer Engine answers "can this GPU run recipe X, and if not why", per recipe:
+# (TE >= 2.9 name, exported by transformer_engine.pytorch; TE 2.0-2.8 name in transformer_engine.pytorch.fp8).
+# Checked against: transformer_engine/pytorch/quantization.py @ v2.9 and main (is_fp8_available,
+# is_mxfp8_available, is_fp8_block_scaling_available, each with return_reason=True -> (bool, str)), and
+# transformer_engine/pytorch/fp8.py @ v2.0, v2.3, v2.8 (check_fp8_support, check_mxfp8_support, and
+# check_fp8_block_scaling_support from v2.3 on, each returning (bool, str)). From v2.9 fp8.py is a deprecated
+# stub that transformer_engine.pytorch no longer imports, so the old names are looked up only as a fallback.
+TE_SUPPORT_CHECKS = {
+    "delayed": ("is_fp8_available", "check_fp8_support"),
+    "current": ("is_fp8_available", "check_fp8_support"),
+    "block": ("is_fp8_block_scaling_available", "check_fp8_block_scaling_support"),
+    "mxfp8": ("is_mxfp8_available", "check_mxfp8_support"),
+}
+# The recipe class each lab recipe builds (transformer_engine/common/recipe/__init__.py): DelayedScaling and
+# MXFP8BlockScaling exist from v2.0, Float8CurrentScaling from v2.2, Float8BlockScaling from v2.3.
+TE_RECIPE_CLASSES = {
+    "delayed": "DelayedScaling",
+    "current": "Float8CurrentScaling",
+    "block": "Float8BlockScaling",
+    "mxfp8": "MXFP8BlockScaling",
 }
 
 
@@ -42,9 +66,59 @@ def _te_version(te: Any) -> str | None:
         return getattr(te, "__version__", None)
 
 
-def _recipe_support(cc: tuple[int, int] | None, te: Any, te_reason: str | None) -> dict[str, dict]:
+def _te_recipe_module() -> Any | None:
+    try:
+        from transformer_engine.common import recipe
+
+        return recipe
+    except Exception:
+        return None
+
+
+def te_support(te: Any, recipe_module: Any | None, version: str | None) -> dict[str, dict]:
+    """Ask Transformer Engine itself whether each recipe runs on this GPU, and why not.
+
+    The new API (`te.is_*_available(return_reason=True)`) is preferred; the old `te.fp8.check_*` only
+    where the new one is missing. A recipe whose class this TE lacks is unsupported with that reason.
+    """
+    legacy = getattr(te, "fp8", None)
     out: dict[str, dict] = {}
+    for name, (new_fn, old_fn) in TE_SUPPORT_CHECKS.items():
+        cls = TE_RECIPE_CLASSES[name]
+        if recipe_module is not None and not hasattr(recipe_module, cls):
+            out[name] = {
+                "supported": False,
+                "reason": f"Transformer Engine {version or '(unknown version)'} has no {cls} recipe "
+                "(Float8CurrentScaling arrived in 2.2, Float8BlockScaling in 2.3)",
+            }
+            continue
+        fn = getattr(te, new_fn, None)
+        try:
+            if fn is not None:
+                ok, reason = fn(return_reason=True)
+            elif (fn := getattr(legacy, old_fn, None)) is not None:
+                ok, reason = fn()
+            else:
+                out[name] = {
+                    "supported": False,
+                    "reason": f"Transformer Engine {version or ''} offers neither {new_fn} nor fp8.{old_fn}",
+                }
+                continue
+        except Exception as exc:  # a TE that fails its own check: keep the reason readable
+            ok, reason = False, f"{new_fn} failed: {type(exc).__name__}: {exc}"
+        out[name] = {"supported": bool(ok), "reason": None if ok else (reason or "unsupported by Transformer Engine")}
+    return out
+
+
+def _recipe_support(
+    cc: tuple[int, int] | None, cuda: str | None, te: Any, te_reason: str | None, te_version: str | None = None
+) -> dict[str, dict]:
+    if te is not None and cc is not None:
+        return te_support(te, _te_recipe_module(), te_version)
+    out: dict[str, dict] = {}
+    cuda_v = tuple(int(x) for x in cuda.split(".")[:2]) if cuda else None
     for name, need in RECIPE_MIN_CC.items():
+        need_cuda = RECIPE_MIN_CUDA.get(name)
         if cc is None:
             out[name] = {"supported": False, "reason": "no CUDA GPU: FP8 is emulated on CPU instead"}
         elif cc < need:
@@ -52,40 +126,37 @@ def _recipe_support(cc: tuple[int, int] | None, te: Any, te_reason: str | None) 
                 "supported": False,
                 "reason": f"needs compute capability {need[0]}.{need[1]}+, this GPU is {cc[0]}.{cc[1]}",
             }
-        elif te is None:
-            out[name] = {"supported": False, "reason": te_reason or "Transformer Engine missing"}
+        elif need_cuda and cuda_v is not None and cuda_v < need_cuda:
+            out[name] = {
+                "supported": False,
+                "reason": f"needs CUDA {need_cuda[0]}.{need_cuda[1]}+, this PyTorch is built with CUDA {cuda}",
+            }
         else:
-            out[name] = {"supported": True, "reason": None}
-    if te is not None and cc is not None:
-        # Ask TE itself where it can answer; its verdict wins over our table.
-        checks = {
-            "delayed": "check_fp8_support",
-            "current": "check_fp8_support",
-            "block": "check_fp8_block_scaling_support",
-            "mxfp8": "check_mxfp8_support",
-        }
-        for name, fn_name in checks.items():
-            fn = getattr(getattr(te, "fp8", None), fn_name, None)
-            if fn is None:
-                continue
-            try:
-                ok, reason = fn()
-            except Exception as exc:  # older TE signatures
-                ok, reason = False, f"{fn_name} failed: {exc}"
-            out[name] = {"supported": bool(ok), "reason": None if ok else (reason or "unsupported")}
+            out[name] = {"supported": False, "reason": te_reason or "Transformer Engine missing"}
     return out
 
 
-def honesty_label(backend: str, device_name: str | None) -> str:
-    """The sentence every page and result.json shows about how numbers were produced."""
+def honesty_label(backend: str, device_name: str | None, *, collectives: bool = True) -> str:
+    """The sentence every page and result.json shows about how numbers were produced.
+
+    `collectives`: whether the run talks between ranks (gloo on CPU, NCCL on GPUs); a one-process lab
+    does not, and its label does not claim it.
+    """
     if backend == "cpu":
         return (
-            "CPU emulation: FP8 numerics are emulated in software with Transformer Engine's "
-            "semantics and collectives run on gloo; timings are CPU timings, not GPU measurements."
+            "CPU emulation: FP8 numerics are emulated in software with Transformer Engine's semantics"
+            + (" and collectives run on gloo" if collectives else "")
+            + "; timings are CPU timings, not GPU measurements."
         )
     if backend == "torch-cuda":
-        return f"Measured on GPU ({device_name}) with plain PyTorch: no Transformer Engine FP8 kernels."
-    return f"Measured on GPU ({device_name}) with Transformer Engine FP8 kernels and NCCL."
+        return (
+            f"Measured on GPU ({device_name}) with plain PyTorch"
+            + (" and NCCL" if collectives else "")
+            + ": FP8 numerics are emulated in software, not run on Transformer Engine's FP8 kernels."
+        )
+    return f"Measured on GPU ({device_name}) with Transformer Engine FP8 kernels" + (
+        " and NCCL." if collectives else "."
+    )
 
 
 @lru_cache(maxsize=1)
@@ -108,8 +179,6 @@ def probe() -> dict:
         )
     else:
         device.update(name=platform.processor() or platform.machine(), compute_capability=None)
-    import os
-
     device["cpu_count"] = os.cpu_count()
 
     te, te_reason = _guarded_te() if cuda else (None, "no CUDA GPU, so Transformer Engine is not used")
@@ -126,7 +195,7 @@ def probe() -> dict:
         "transformer_engine": _te_version(te) if te is not None else None,
         "nccl": nccl,
     }
-    recipes = _recipe_support(cc, te, te_reason)
+    recipes = _recipe_support(cc, torch.version.cuda, te, te_reason, versions["transformer_engine"])
     if te is not None and recipes["delayed"]["supported"]:
         backend = "te"
     elif cuda:
@@ -171,10 +240,26 @@ def resolve_backend(requested: str, report: dict | None = None) -> str:
     return requested
 
 
-def environment_for(backend: str, report: dict | None = None) -> dict:
-    """The `environment` block of result.json for a run on `backend`."""
+def environment_for(backend: str, report: dict | None = None, *, collectives: bool = True) -> dict:
+    """The `environment` block of result.json for a run on `backend`.
+
+    `emulated` keeps its meaning for the app: the run is a CPU emulation. `fp8_numerics` says how FP8
+    arithmetic was done: by Transformer Engine's kernels, or emulated in software (cpu and torch-cuda).
+    """
     report = dict(report or probe())
     report["backend"] = backend
-    report["label"] = honesty_label(backend, report["device"].get("name"))
+    report["label"] = honesty_label(backend, report["device"].get("name"), collectives=collectives)
     report["emulated"] = backend == "cpu"
+    report["fp8_numerics"] = "transformer_engine" if backend == "te" else "emulated"
     return report
+
+
+def unsupported_recipes(report: dict) -> dict[str, str]:
+    """{recipe: why} for the FP8 recipes this GPU cannot run with Transformer Engine (empty without a GPU)."""
+    if report["device"]["type"] != "cuda":
+        return {}
+    return {
+        name: v["reason"] or "unsupported"
+        for name, v in report.get("fp8_recipes", {}).items()
+        if not v.get("supported")
+    }

@@ -7,7 +7,7 @@ catalog imports every `params.py`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 # Best first: `auto` picks the first one a host can run. The Literal types the result models.
@@ -64,9 +64,20 @@ class Capacity:
     memory_bytes: int  # the per-job memory budget the worker enforces
     cpu_why: str = ""  # the sentence behind cpu_slots, shown when a run asks for more
     gpu_why: str = ""
+    gpu_name: str = ""  # e.g. "NVIDIA H100 80GB HBM3", named when a recipe cannot run on it
+    # FP8 recipes Transformer Engine says this GPU cannot run, with TE's reason (labs.env probe: fp8_recipes).
+    # Empty when unknown or when every recipe runs; only the `te` backend consults it.
+    fp8_unsupported: dict[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def local(cls, *, gpus: int = 0, memory_bytes: int | None = None) -> Capacity:
+    def local(
+        cls,
+        *,
+        gpus: int = 0,
+        memory_bytes: int | None = None,
+        gpu_name: str = "",
+        fp8_unsupported: dict[str, str] | None = None,
+    ) -> Capacity:
         """This machine: CPU slots from os.cpu_count(); GPUs as the caller found them (torch-free here)."""
         n = os.cpu_count() or 1
         return cls(
@@ -75,6 +86,8 @@ class Capacity:
             memory_bytes=memory_bytes if memory_bytes is not None else default_job_memory_bytes(),
             cpu_why=f"{max(MIN_CPU_SLOTS, n)} CPU rank slots = max({MIN_CPU_SLOTS}, os.cpu_count()={n}); ranks share cores",
             gpu_why=f"{gpus} CUDA GPU(s) visible, one rank per GPU",
+            gpu_name=gpu_name,
+            fp8_unsupported=dict(fp8_unsupported or {}),
         )
 
 
@@ -101,3 +114,7 @@ class Problem:
 
 def no_limits(params: Any, backend: str) -> list[Problem]:
     return []
+
+
+def no_fp8_recipe(params: Any, backend: str) -> str | None:
+    return None

@@ -66,6 +66,9 @@ class LabResults(BaseModel):
 
     model_config = STRICT
 
+    # The answer to the lab's question (labs.catalog LabSpec.question) in one sentence of the learner's
+    # terms, from this run's numbers; the page leads with it. Optional: results written before it existed.
+    answer: str | None = Field(None, description="the lab's question answered in one sentence from this run")
     summary: list[SummaryItem]
     tables: list[Table]
 
@@ -119,7 +122,9 @@ class Environment(TypedDict):
     fp8_recipes: dict[RecipeName, RecipeSupport]
     backend: Backend  # the backend that ran
     label: Annotated[str, Field(min_length=10)]  # the honesty label shown with every number
-    emulated: bool
+    emulated: bool  # a CPU emulation (timings are CPU timings)
+    # How FP8 arithmetic was done: Transformer Engine's kernels (te), or emulated in software (cpu, torch-cuda).
+    fp8_numerics: NotRequired[Literal["transformer_engine", "emulated"]]
 
 
 @with_config(STRICT)
@@ -136,6 +141,32 @@ class TimelineArtifacts(TypedDict):
 
     timeline: ArtifactPath
     trace: ArtifactPath
+
+
+@with_config(STRICT)
+class ProfilerRank(TypedDict):
+    rank: NonNegInt
+    lab_kernel_overlap_ratio: float | None  # the lab's count over the trace's GPU kernels
+    hta_overlap_ratio: float | None  # Holistic Trace Analysis over the same trace
+    lab_span_overlap_ratio: float | None  # the lab's own CUDA-event spans, where it has them
+    difference: NonNegFloat | None  # |HTA - lab kernel count|
+    communication_kernel_ms: NonNegFloat
+    compute_kernel_ms: NonNegFloat
+    kernels: NonNegInt
+
+
+@with_config(STRICT)
+class ProfilerCheck(TypedDict):
+    """Overlap from a CUDA profiler trace's kernels: the lab's count and HTA's, flagged beyond `tolerance`
+    (labs.trace.kernels). On CPU `applies` is false and the note says why HTA does not apply."""
+
+    applies: bool
+    tolerance: NonNegFloat
+    hta_available: bool
+    hta_reason: str | None
+    ranks: list[ProfilerRank]
+    disagree_ranks: list[NonNegInt]
+    note: str
 
 
 # ---- the envelope ------------------------------------------------------------------------------

@@ -124,3 +124,59 @@ def focus_quantizer(p: Params, quantizers: list[dict], target: str) -> dict | No
                 return q
     worst = max(quantizers, key=lambda q: q["total_clipped"] or 0)
     return worst if (worst["total_clipped"] or 0) > 0 else quantizers[0]
+
+
+def accumulation_evidence(model: Any, x: Any, fprop: str, autocast: Any) -> dict:
+    """Each FP8 layer's forward GEMM on one fresh batch, exact FP32 vs the MODEL of fast accumulation.
+
+    The model runs frozen (current scales, nothing recorded); a hook takes each Fp8Linear's input, and the
+    GEMM is summed from the same FP8-rounded operands three ways: exactly in FP32, with the modelled fast
+    accumulator (TE's forward GEMM for delayed and current scaling on Hopper), and with promotion to FP32
+    every 128 elements of K. The unrounded FP32 GEMM beside them shows the size of FP8 rounding itself.
+    """
+    import torch
+
+    from labs.numerics.accumulate import AccumulatorModel, demo, matmul_limited, rel_error
+    from labs.numerics.fp8_linear import fp8_frozen, fp8_modules
+
+    fast, promoted = AccumulatorModel(), AccumulatorModel(promote_every=128)
+    inputs: dict[str, Any] = {}
+    handles = [
+        mod.register_forward_pre_hook(lambda m, args, name=name: inputs.setdefault(name, args[0].detach()))
+        for name, mod in fp8_modules(model)
+    ]
+    try:
+        with torch.no_grad(), fp8_frozen(model), autocast():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    layers = []
+    with torch.no_grad():
+        for name, mod in fp8_modules(model):
+            x2 = inputs[name].reshape(-1, mod.in_features).float()  # (M, K)
+            w = mod.weight.detach().float()  # (N, K)
+            xq = mod.input_quantizer.quantize(x2, record=False)
+            wq = mod.weight_quantizer.quantize(w, record=False)
+            exact = xq @ wq.t()  # (M, N)
+            layers.append(
+                {
+                    "layer": name,
+                    "k": mod.in_features,
+                    "fast_model_rel_error": rel_error(matmul_limited(xq, wq.t(), fast), exact),
+                    "promote_128_rel_error": rel_error(matmul_limited(xq, wq.t(), promoted), exact),
+                    "fp8_inputs_rel_error": rel_error(exact, x2 @ w.t()),
+                }
+            )
+    return {
+        "label": "model",
+        "fprop": fprop,
+        "model": fast.describe(),
+        "layers": layers,
+        "demo": demo(),
+        "note": (
+            "A MODEL of Hopper's fast FP8 accumulation (labs.numerics.accumulate), not a GPU measurement. "
+            "Each layer's error is against the exact FP32 sum of the same FP8 operands; the demo shows "
+            "positive E4M3 values summed over growing K, where an accumulator without promotion drifts."
+        ),
+    }

@@ -44,12 +44,14 @@ def torch_linear(in_features: int, out_features: int, bias: bool, name: str) -> 
     return nn.Linear(in_features, out_features, bias=bias)
 
 
-def fp8_linear_factory(recipe, collect: bool = True) -> LinearFactory:
-    """Emulated FP8 Linear layers sharing one recipe; each keeps its own quantizer state."""
+def fp8_linear_factory(recipe, collect: bool = True, accumulator=None) -> LinearFactory:
+    """Emulated FP8 Linear layers sharing one recipe (and accumulator model); each keeps its own quantizer state."""
     from labs.numerics.fp8_linear import Fp8Linear
 
     def make(in_features: int, out_features: int, bias: bool, name: str) -> nn.Module:
-        return Fp8Linear(in_features, out_features, bias=bias, recipe=recipe, name=name, collect=collect)
+        return Fp8Linear(
+            in_features, out_features, bias=bias, recipe=recipe, name=name, collect=collect, accumulator=accumulator
+        )
 
     return make
 

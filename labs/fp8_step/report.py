@@ -12,6 +12,95 @@ from labs.fp8_step.params import Params
 from labs.trace import svgplot
 
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
+# A healthy recipe keeps the FP8 loss within this fraction of BF16's at every step; the grader's loss-tracks
+# check (app/services/checks/fp8_step.py LOSS_TRACK_REL) uses the same 5%, and the answer words it the same way.
+LOSS_TRACK_REL = 0.05
+
+
+def loss_gap(ref: list[float | None], f8: list[float | None]) -> tuple[float | None, int | None, int | None]:
+    """(worst |FP8 - BF16| / |BF16| over the steps, its step, the first step FP8 was not finite)."""
+    bad = next((i for i, v in enumerate(f8) if v is None), None)
+    gaps = [
+        (abs(f - b) / max(abs(b), 1e-12), i) for i, (b, f) in enumerate(zip(ref, f8)) if b is not None and f is not None
+    ]
+    if not gaps:
+        return None, None, bad
+    worst, step = max(gaps)
+    return worst, step, bad
+
+
+def answer(
+    p: Params,
+    backend: str,
+    runs: dict,
+    outlier: dict | None,
+    total_clipped: int | None,
+    clip_steps: list[int],
+    quantizers: list[dict],
+) -> str:
+    """The lab's question ("Does an FP8 recipe train like BF16, and what do its scales do when an
+    activation spikes?") answered in one sentence from this run's numbers."""
+    how = "Transformer Engine" if backend == "te" else "emulated"
+    who = f"FP8 ({p.recipe}, {how})"
+    ref, f8 = runs["reference"], runs["fp8"]
+    worst, step, bad = loss_gap(ref["loss"], f8["loss"])
+    if bad is not None:
+        return f"{who} did not train like BF16: its loss stopped being a finite number at step {bad}."
+    final = f"final loss {f8['final_loss']:.3f} vs {ref['final_loss']:.3f}"
+    if worst is not None and worst <= LOSS_TRACK_REL:
+        first = f"{who} trained like BF16: its loss stayed within {worst:.1%} of BF16's at every step ({final})"
+    else:
+        first = (
+            f"{who} drifted from BF16: its loss was up to {worst or 0:.1%} off at step {step}, beyond the "
+            f"{LOSS_TRACK_REL:.0%} a healthy recipe keeps ({final})"
+        )
+    return first + "; " + _scale_clause(p, backend, outlier, total_clipped, clip_steps, quantizers) + "."
+
+
+def _scale_clause(
+    p: Params, backend: str, outlier: dict | None, total_clipped: int | None, clip_steps: list[int], quantizers: list
+) -> str:
+    """What the scales did: at the spike if there was one, else over the run."""
+    if outlier is None or "scale_at_spike" not in outlier:
+        if total_clipped is None:
+            return "Transformer Engine counts no clipped values (run the cpu backend for counts)"
+        if total_clipped == 0:
+            return "no value clipped at any step"
+        if p.recipe == "delayed":
+            return (
+                f"delayed scaling clipped {total_clipped} values over {len(clip_steps)} steps, each time a "
+                "tensor's amax outgrew the scale set from earlier steps"
+            )
+        return f"{total_clipped} values clipped over {len(clip_steps)} steps"
+    k = outlier["step"]
+    if p.recipe != "delayed":
+        clipped = outlier.get("clipped_at_spike")
+        how = (
+            "the scale comes from the tensor being quantized"
+            if p.recipe == "current"
+            else "each block takes its scale from its own values"
+        )
+        return (
+            f"the {outlier['scale_factor']:g}x spike at step {k} clipped {clipped if clipped is not None else 'nothing'}"
+            + (f" ({how})" if not clipped else "")
+        )
+    if outlier.get("clipped_at_spike") is not None:
+        return (
+            f"the {outlier['scale_factor']:g}x spike at step {k} clipped {outlier['clipped_at_spike']} values with the "
+            f"scale set before it, and the scale caught up at step {k + 1} ({outlier['clipped_after']} clipped)"
+        )
+    # te: no clip counts, but amax x scale against the format's max says whether the spike saturated.
+    amax, scale = outlier.get("amax_at_spike"), outlier.get("scale_at_spike")
+    fmax = next((q["fp8_max"] for q in quantizers if q["name"] == outlier["target"]), None)
+    if amax is None or scale is None or not fmax:
+        return f"the spike at step {k} was not recorded on this backend"
+    ratio = amax * scale / fmax
+    after = outlier.get("scale_after")
+    caught = f"; the scale dropped to {after:.4g} at step {k + 1}" if after is not None else ""
+    return (
+        f"the spike at step {k} pushed amax x scale to {ratio:.2f}x the FP8 maximum "
+        f"({'it saturated' if ratio > 1 else 'within range'}; TE counts no clipped values){caught}"
+    )
 
 
 def timing_note(backend: str) -> str:
@@ -150,7 +239,14 @@ def summary(
     return out
 
 
-def tables(p: Params, runs: dict, grad_err: list[dict], quantizers: list[dict], timing_kind: str) -> list[dict]:
+def tables(
+    p: Params,
+    runs: dict,
+    grad_err: list[dict],
+    quantizers: list[dict],
+    timing_kind: str,
+    accumulation: dict | None = None,
+) -> list[dict]:
     """Loss per step, step-0 gradient error, every FP8 tensor, step time and memory, generation samples."""
     every = max(1, p.steps // 20)
     idx = sorted(set(range(0, p.steps, every)) | {p.steps - 1})
@@ -209,4 +305,32 @@ def tables(p: Params, runs: dict, grad_err: list[dict], quantizers: list[dict], 
             ],
         },
     ]
+    if accumulation is not None:
+        tables.append(
+            {
+                "title": "Forward GEMM accumulation, MODEL: error vs exact FP32 of the same FP8 operands "
+                f"({accumulation['model']})",
+                "columns": ["layer", "K", "fast (no promotion)", "promoted every 128", "FP8 rounding itself"],
+                "rows": [
+                    [
+                        a["layer"],
+                        a["k"],
+                        f"{a['fast_model_rel_error']:.1e}",
+                        f"{a['promote_128_rel_error']:.1e}",
+                        f"{a['fp8_inputs_rel_error']:.1e}",
+                    ]
+                    for a in accumulation["layers"]
+                ]
+                + [
+                    [
+                        f"demo: positive E4M3 values, K={d['k']}",
+                        d["k"],
+                        f"{d['fast']:.1e}",
+                        f"{d['promote_128']:.1e}",
+                        "",
+                    ]
+                    for d in accumulation["demo"]
+                ],
+            }
+        )
     return tables

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, NotRequired
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from labs.fp8_step.params import AmaxAlgo, Fp8FormatChoice, RecipeKind
+from labs.fp8_step.params import Accumulation, AmaxAlgo, DelayedUpdate, Fp8FormatChoice, RecipeKind
 from labs.resources import Backend
 from labs.result_common import STRICT, LabResults, Ms, NonNegFloat, NonNegInt, PosInt
 
@@ -35,6 +35,8 @@ class RecipeInfo(TypedDict):
     amax_compute_algo: AmaxAlgo
     formats: RoleFormats
     te_recipe: str | None  # repr of the Transformer Engine recipe object (te backend only)
+    delayed_update: NotRequired[DelayedUpdate]  # fused (TE's kernel_bulk, default) or unfused (Python path)
+    fprop_accumulation: NotRequired[Accumulation]  # what the emulated forward GEMMs summed with
 
 
 @with_config(STRICT)
@@ -169,6 +171,37 @@ class TeMetadata(TypedDict):
     layers: dict[str, TeLayer]
 
 
+@with_config(STRICT)
+class AccumulationLayer(TypedDict):
+    """One FP8 layer's forward GEMM on the same FP8 inputs, summed three ways (errors vs exact FP32)."""
+
+    layer: str
+    k: PosInt  # the reduction length
+    fast_model_rel_error: NonNegFloat  # MODEL of fast accumulation (no promotion)
+    promote_128_rel_error: NonNegFloat  # MODEL with promotion to FP32 every 128 of K
+    fp8_inputs_rel_error: NonNegFloat  # for scale: FP8-rounded inputs vs the unrounded FP32 GEMM
+
+
+@with_config(STRICT)
+class AccumulationDemo(TypedDict):
+    k: PosInt
+    fp32: NonNegFloat
+    fast: NonNegFloat
+    promote_128: NonNegFloat
+
+
+@with_config(STRICT)
+class AccumulationEvidence(TypedDict):
+    """Exact FP32 vs modelled limited-precision accumulation (labs.numerics.accumulate); all of it a MODEL."""
+
+    label: Literal["model"]
+    fprop: Accumulation  # what this run's FP8 forward GEMMs used
+    model: str  # the model's settings in words
+    layers: list[AccumulationLayer]  # this model's own GEMMs, on a fresh batch after training
+    demo: list[AccumulationDemo]  # positive E4M3 values at growing K: where the accumulator starts to matter
+    note: str
+
+
 class Fp8StepResults(LabResults):
     backend: Backend
     emulated: bool = Field(description="true when FP8 was emulated in software (cpu, torch-cuda)")
@@ -183,3 +216,4 @@ class Fp8StepResults(LabResults):
     timing: Fp8Timing
     memory: Memory
     te_metadata: TeMetadata | None  # the te backend only
+    accumulation: AccumulationEvidence | None = None  # emulated backends; null on te (the real accumulator ran)

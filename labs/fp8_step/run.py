@@ -1,6 +1,6 @@
 """fp8-step: one seeded GPT trained twice, BF16 reference vs an FP8 recipe, with the evidence.
 
-    python -m labs run fp8-step --params '{}' --out /tmp/fp8-step                          # CPU, 10-20 s
+    python -m labs run fp8-step --params '{}' --out /tmp/fp8-step                          # CPU, ~40 s idle
     python -m labs run fp8-step --params '{"outlier_step": 60}' --out /tmp/fp8-spike       # scale lag
     python -m labs run fp8-step --params '{"recipe": "current", "outlier_step": 60}' --out /tmp/fp8-cur
     python -m labs run fp8-step --backend te --params '{"d_model": 768, "n_heads": 12, "ffn": 3072,
@@ -22,7 +22,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from labs.fp8_step import evidence, report
 from labs.fp8_step.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, torch_linear
 from labs.fp8_step.params import Params, te_alignment
+from labs.numerics.accumulate import AccumulatorModel
 from labs.numerics.fp8 import Fp8Recipe
 from labs.numerics.fp8_linear import fp8_end_step, fp8_frozen
 
@@ -51,7 +52,13 @@ def fp8_recipe(p: Params) -> Fp8Recipe:
         margin=p.margin,
         amax_history_len=p.amax_history_len,
         amax_compute_algo=p.amax_compute_algo,
+        delayed_update=p.delayed_update,
     )
+
+
+def accumulator(p: Params) -> AccumulatorModel | None:
+    """The modelled forward accumulator of the emulated run, or None for exact FP32 products."""
+    return AccumulatorModel() if p.fprop_accumulation == "fast-model" else None
 
 
 # --------------------------------------------------------------------------- precisions
@@ -65,7 +72,8 @@ class Precision:
     label: str  # shown on the page
     autocast: Callable[[], Any]  # context manager entered around every forward
     end_step: Callable[[torch.nn.Module], None] = lambda m: None  # after optimizer.step()
-    after_step: Callable[[torch.nn.Module, int], None] = lambda m, s: None  # evidence from TE
+    before_step: Callable[[int | None], None] = lambda s: None  # evidence from TE: which step TE's updates belong to
+    session: Callable[[], Any] = contextlib.nullcontext  # entered around the whole training run
     pad_to: int = 1  # generation pads windows to this multiple (TE's FP8 GEMM shape rules)
 
 
@@ -81,7 +89,7 @@ class Built:
     fp8_precision: Precision
     device: str
     te_recipe: Any = None
-    te_trace: dict = field(default_factory=dict)  # {layer: [(step, {...}), ...]} read from TE
+    te_recorder: Any = None  # labs.fp8_step.te.TeScaleRecorder (te backend, delayed scaling)
 
 
 def build(p: Params, backend: str, collect: bool = True) -> Built:
@@ -98,7 +106,6 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
         fp8 = GPT(cfg, make).to(device)
         _copy_weights(reference, fp8)
         rec = te.te_recipe_for(p)
-        trace: dict = {}
         built = Built(
             reference,
             fp8,
@@ -106,17 +113,17 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
             Precision("fp8", f"FP8 {p.recipe} (Transformer Engine)", te.fp8_context(rec, bf16), pad_to=te_alignment(p)),
             device,
             te_recipe=rec,
-            te_trace=trace,
         )
         if p.recipe == "delayed":
             # Only delayed scaling keeps an amax history/scale per module in fp8_meta; the other
             # recipes compute scales inside TE's quantizers, per tensor or per block.
-            built.fp8_precision.after_step = lambda m, s: te.read_te_meta(m, s, trace)
-        else:
-            trace["__error__"] = f"TE keeps no per-step amax history for the {p.recipe} recipe"
+            recorder = te.TeScaleRecorder(fp8.gemm_layers())
+            built.te_recorder = recorder
+            built.fp8_precision.before_step = lambda s: setattr(recorder, "step", s)
+            built.fp8_precision.session = lambda: te.delayed_session(recorder, p.delayed_update)
         return built
     reference = GPT(cfg, torch_linear).to(device)
-    fp8 = GPT(cfg, fp8_linear_factory(fp8_recipe(p), collect=collect)).to(device)
+    fp8 = GPT(cfg, fp8_linear_factory(fp8_recipe(p), collect=collect, accumulator=accumulator(p))).to(device)
     _copy_weights(reference, fp8)
     where = "CPU" if device == "cpu" else "GPU, no FP8 kernels"
     return Built(
@@ -186,40 +193,50 @@ def train(
         torch.cuda.synchronize()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
-    losses, step_ms, grads0 = [], [], {}
+    losses: list[float] = []
+    step_ms: list[float] = []
+    grads0: dict[str, torch.Tensor] = {}
     report_every = max(1, p.steps // 20)
     model.train()
-    for step in range(p.steps):
-        x, y = stride_batch(gen, p.batch, p.seq, p.vocab)  # (B, T) each
-        x, y = x.to(device), y.to(device)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, p)
-        handle = None
-        if p.outlier_step == step:
-            handle = target.register_forward_pre_hook(_outlier_hook(p.outlier_scale))
-        t0 = time.perf_counter()
-        with prec.autocast():
-            logits = model(x)  # (B, T, vocab)
-        loss = F.cross_entropy(logits.float().view(-1, p.vocab), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if step == 0 and collect:
-            grads0 = _weight_grads(model)
-        opt.step()
-        prec.end_step(model)
-        loss_value = loss.item()  # a host sync on GPU, so the timer below sees finished work
-        if cuda:
-            torch.cuda.synchronize()
-        step_ms.append((time.perf_counter() - t0) * 1000)
-        if handle is not None:
-            handle.remove()
-        if collect:
-            prec.after_step(model, step)
-        losses.append(loss_value)
-        if step % report_every == 0:
-            progress((step + 1) / p.steps, f"{prec.label}: step {step + 1}/{p.steps}, loss {loss_value:.3f}")
+    with prec.session():
+        for step in range(p.steps):
+            prec.before_step(step)
+            loss_value = _one_step(model, prec, p, step, opt, gen, target, device, step_ms)
+            if step == 0 and collect:
+                grads0 = _weight_grads(model)
+            losses.append(loss_value)
+            if step % report_every == 0:
+                progress((step + 1) / p.steps, f"{prec.label}: step {step + 1}/{p.steps}, loss {loss_value:.3f}")
+        prec.before_step(None)  # nothing after the last step belongs to training
     peak = int(torch.cuda.max_memory_allocated()) - base if cuda else None
     return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device))
+
+
+def _one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str, step_ms: list) -> float:
+    """Forward, backward, optimizer step and FP8 scale update; returns the loss (a host sync on GPU)."""
+    cuda = device == "cuda"
+    x, y = stride_batch(gen, p.batch, p.seq, p.vocab)  # (B, T) each
+    x, y = x.to(device), y.to(device)
+    for group in opt.param_groups:
+        group["lr"] = lr_at(step, p)
+    handle = None
+    if p.outlier_step == step:
+        handle = target.register_forward_pre_hook(_outlier_hook(p.outlier_scale))
+    t0 = time.perf_counter()
+    with prec.autocast():
+        logits = model(x)  # (B, T, vocab)
+    loss = F.cross_entropy(logits.float().view(-1, p.vocab), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()  # AdamW leaves .grad as it is: the caller copies step 0's gradients afterwards
+    prec.end_step(model)
+    loss_value = loss.item()  # a host sync on GPU, so the timer below sees finished work
+    if cuda:
+        torch.cuda.synchronize()
+    step_ms.append((time.perf_counter() - t0) * 1000)
+    if handle is not None:
+        handle.remove()
+    return loss_value
 
 
 def _weight_grads(model: GPT) -> dict[str, torch.Tensor]:
@@ -283,10 +300,17 @@ def run(params: Params, ctx) -> dict:
     if backend == "te":
         from labs.fp8_step import te
 
-        quantizers = te.te_quantizers(built.te_trace, rec)
-        te_meta = te.te_metadata_summary(built.fp8, built.te_trace)
+        layers = [n for n, _ in built.fp8.gemm_layers()]
+        quantizers = te.te_quantizers(built.te_recorder, rec, layers) if built.te_recorder is not None else []
+        te_meta = te.te_metadata_summary(built.fp8, built.te_recorder, p.recipe)
     else:
         quantizers = evidence.emulated_quantizers(built.fp8, p)
+    accumulation = None
+    if backend != "te":  # on te the hardware's own accumulator ran; the model is for the emulation
+        x, _ = stride_batch(torch.Generator().manual_seed(p.seed + 11), p.batch, p.seq, p.vocab)  # (B, T)
+        accumulation = evidence.accumulation_evidence(
+            built.fp8, x.to(built.device), p.fprop_accumulation, built.fp8_precision.autocast
+        )
     clipped_per_step = evidence.per_step_totals(quantizers, p.steps, "clipped")
     underflow_per_step = evidence.per_step_totals(quantizers, p.steps, "underflow")
     focus = evidence.focus_quantizer(p, quantizers, OUTLIER_TARGET)
@@ -314,10 +338,11 @@ def run(params: Params, ctx) -> dict:
     timing_note = report.timing_note(backend)
 
     return {
+        "answer": report.answer(p, backend, runs, outlier, total_clipped, clip_steps, quantizers),
         "summary": report.summary(
             p, runs, ratio, timing_note, total_clipped, total_underflow, clip_steps, outlier, mem_note
         ),
-        "tables": report.tables(p, runs, grad_err, quantizers, timing_kind),
+        "tables": report.tables(p, runs, grad_err, quantizers, timing_kind, accumulation),
         "backend": backend,
         "emulated": backend != "te",
         "recipe": {
@@ -328,6 +353,8 @@ def run(params: Params, ctx) -> dict:
             "amax_compute_algo": rec.amax_compute_algo,
             "formats": {r: rec.format_for(r) for r in ("input", "weight", "grad_output")},
             "te_recipe": repr(built.te_recipe) if built.te_recipe is not None else None,
+            "delayed_update": p.delayed_update,
+            "fprop_accumulation": p.fprop_accumulation,
         },
         "model": {
             "vocab": p.vocab,
@@ -362,4 +389,5 @@ def run(params: Params, ctx) -> dict:
         },
         "memory": {"unit": "bytes", "measured": not cpu, "note": mem_note},
         "te_metadata": te_meta,
+        "accumulation": accumulation,
     }

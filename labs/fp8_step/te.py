@@ -9,6 +9,7 @@ labs.numerics.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,11 +47,14 @@ def te_recipe_for(p: Params) -> Any:
     return te_recipe.MXFP8BlockScaling(fp8_format=fmt)
 
 
-def te_fp8_autocast(te: Any, recipe: Any, enabled: bool = True) -> Any:
-    """te.autocast(recipe=...) on current TE; te.fp8_autocast(fp8_recipe=...) before it existed."""
+def te_fp8_autocast(te: Any, recipe: Any, enabled: bool = True, group: Any = None) -> Any:
+    """te.autocast(recipe=..., amax_reduction_group=...) from TE 2.9 (a function in 2.9, a class on main);
+    te.fp8_autocast(fp8_recipe=..., fp8_group=...) before (transformer_engine/pytorch/quantization.py @ v2.9,
+    main; fp8.py @ v2.0-v2.8). `group`: the ranks whose amaxes delayed scaling reduces; None means the whole
+    world, which would wait for ranks that are not running this block."""
     if hasattr(te, "autocast"):
-        return te.autocast(enabled=enabled, recipe=recipe)
-    return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe)
+        return te.autocast(enabled=enabled, recipe=recipe, amax_reduction_group=group)
+    return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe, fp8_group=group)
 
 
 def fp8_context(recipe: Any, bf16: Callable[[], Any]) -> Callable[[], Any]:
@@ -65,60 +69,140 @@ def fp8_context(recipe: Any, bf16: Callable[[], Any]) -> Callable[[], Any]:
     return ctx
 
 
-def read_te_meta(model: Any, step: int, trace: dict) -> None:
-    """Copy each te.Linear's delayed-scaling state after the step (TE's own numbers).
+# ---- reading TE's delayed-scaling state at the moment it is updated -------------------------------
+#
+# TE updates delayed scaling twice per training step, both before the step returns to the lab:
+#   forward:  at the outermost te.autocast's exit (FP8GlobalStateManager.autocast_exit ->
+#             reduce_and_update_fp8_tensors(forward=True));
+#   backward: at the end of the backward of the first FP8 module of the forward (linear.py:
+#             `if ctx.reduce_and_update_bwd_fp8_tensors: reduce_and_update_fp8_tensors(forward=False)`).
+# Read after the step, `scale` is already the next step's scale (amax x scale can then never exceed the
+# format's max, so a spike's clipping could never show), and the step's amax has left row 0: it sits in
+# the last row after a roll, is absent after a zero step, and with amax_history_len=1 the fused kernel
+# zeroes the only row. So the recorder wraps reduce_and_update_fp8_tensors and reads every module's row 0
+# (this step's amax, written by the cast kernels) and `scale` (the scale this step used) just before TE
+# updates them: one read location for every history length.
+# Checked against FP8GlobalStateManager.reduce_and_update_fp8_tensors(cls, forward=True) and autocast_exit
+# in transformer_engine/pytorch/quantization.py @ v2.9 and main, transformer_engine/pytorch/fp8.py @ v2.0,
+# v2.3 and v2.8; module/linear.py @ v2.9 and main (the backward call); DelayedScalingRecipeState (scale:
+# ones(n), amax_history: zeros(L, n)) and the tensor indices in pytorch/csrc/common.h (forward: GEMM1_INPUT
+# = 0, GEMM1_WEIGHT = 1; backward: GRAD_OUTPUT1 = 0) @ v2.9.
+FWD_INDEX = {"input": 0, "weight": 1}
+BWD_INDEX = {"grad_output": 0}
 
-    TE rolls the history when it updates the scale: the step's amax then sits in the last row and
-    row 0 is zeroed. A version that defers the update to the next forward still has it in row 0.
-    Any surprise in TE's internals is kept as a reason instead of failing the run.
-    """
-    if "__error__" in trace:
-        return
+
+def state_manager() -> Any:
+    """TE's FP8GlobalStateManager: in quantization.py from v2.9, in fp8.py before."""
     try:
-        _read_te_meta_unguarded(model, step, trace)
-    except Exception as exc:  # TE internals differ between versions
-        trace["__error__"] = f"could not read TE fp8_meta: {type(exc).__name__}: {exc}"
+        from transformer_engine.pytorch.quantization import FP8GlobalStateManager
+    except ImportError:
+        from transformer_engine.pytorch.fp8 import FP8GlobalStateManager
+    return FP8GlobalStateManager
 
 
-def _read_te_meta_unguarded(model: Any, step: int, trace: dict) -> None:
-    for name, mod in model.gemm_layers():
-        meta = getattr(mod, "fp8_meta", None)
-        if not meta or "scaling_fwd" not in meta:
-            continue
-        entry = {}
-        for direction, roles in (("scaling_fwd", ("input", "weight")), ("scaling_bwd", ("grad_output",))):
-            s = meta.get(direction)
-            if s is None:
-                continue
-            hist = s.amax_history  # (history_len, n)
-            newest = hist[0] if (hist.shape[0] == 1 or bool((hist[0] != 0).any())) else hist[-1]
-            for i, role in enumerate(roles):
-                entry[role] = (float(newest[i]), float(s.scale[i]))
-        trace.setdefault(name, []).append((step, entry))
+class TeScaleRecorder:
+    """Per layer and role, (step, amax of the step, scale in force during the step), read from fp8_meta."""
+
+    def __init__(self, layers: list[tuple[str, Any]]):
+        self.layers = layers
+        self.step: int | None = None  # set by the training loop; None outside training (nothing recorded)
+        self.rows: dict[tuple[str, str], list[tuple[int, Any, Any]]] = {}
+        self.error: str | None = None
+
+    def before_update(self, forward: bool) -> None:
+        """Called by TE (through the wrapper) right before it updates amax histories and scales."""
+        if self.step is None or self.error is not None:
+            return
+        key, index = ("scaling_fwd", FWD_INDEX) if forward else ("scaling_bwd", BWD_INDEX)
+        try:
+            for name, mod in self.layers:
+                state = (getattr(mod, "fp8_meta", None) or {}).get(key)
+                if state is None:
+                    continue
+                row0, scale = state.amax_history[0], state.scale  # (n,) each, on the GPU
+                for role, i in index.items():
+                    # Clones, no host sync: all steps are read back at once at the end.
+                    self.rows.setdefault((name, role), []).append((self.step, row0[i].clone(), scale[i].clone()))
+        except Exception as exc:  # TE internals differ between versions: keep the reason, not a crash
+            self.error = f"could not read TE fp8_meta: {type(exc).__name__}: {exc}"
+
+    @contextlib.contextmanager
+    def attached(self, manager: Any = None) -> Iterator[TeScaleRecorder]:
+        """Wrap FP8GlobalStateManager.reduce_and_update_fp8_tensors for the duration of the FP8 run.
+
+        `manager` defaults to TE's own class (tests pass a TE-shaped stand-in on machines without TE).
+        """
+        manager = manager if manager is not None else state_manager()
+        original = manager.__dict__.get("reduce_and_update_fp8_tensors")
+        if not isinstance(original, classmethod):
+            self.error = (
+                "this Transformer Engine has no FP8GlobalStateManager.reduce_and_update_fp8_tensors classmethod"
+            )
+            yield self
+            return
+        recorder = self
+
+        def wrapped(cls: Any, forward: bool = True, *args: Any, **kwargs: Any) -> Any:
+            recorder.before_update(forward)
+            return original.__func__(cls, forward, *args, **kwargs)
+
+        manager.reduce_and_update_fp8_tensors = classmethod(wrapped)
+        try:
+            yield self
+        finally:
+            manager.reduce_and_update_fp8_tensors = original
+
+    def history(self) -> dict[tuple[str, str], list[tuple[int, float, float]]]:
+        """{(layer, role): [(step, amax, scale in force), ...]} as floats (one host sync)."""
+        out = {}
+        for key, rows in self.rows.items():
+            values = torch.stack([torch.stack([a.float(), s.float()]) for _, a, s in rows]).cpu().tolist()
+            out[key] = [(step, a, s) for (step, _, _), (a, s) in zip(rows, values)]
+        return out
 
 
-def te_quantizers(trace: dict, rec: Fp8Recipe) -> list[dict]:
-    """Per-tensor amax/scale histories as read from TE (no clip counts: TE's kernels keep none)."""
+@contextlib.contextmanager
+def delayed_session(recorder: TeScaleRecorder, update: str) -> Iterator[None]:
+    """The FP8 training run: the recorder attached, and TE's unfused update when the lab asks for it.
+
+    TE reads NVTE_UNFUSED_FP8_UPDATE with os.getenv at every update (reduce_and_update_fp8_tensors,
+    quantization.py @ v2.9/main, fp8.py @ v2.0-v2.8), so setting it for the run's duration is enough.
+    """
+    before = os.environ.get("NVTE_UNFUSED_FP8_UPDATE")
+    if update == "unfused":
+        os.environ["NVTE_UNFUSED_FP8_UPDATE"] = "1"
+    try:
+        with recorder.attached():
+            yield
+    finally:
+        if before is None:
+            os.environ.pop("NVTE_UNFUSED_FP8_UPDATE", None)
+        else:
+            os.environ["NVTE_UNFUSED_FP8_UPDATE"] = before
+
+
+def te_quantizers(recorder: TeScaleRecorder, rec: Fp8Recipe, layers: list[str]) -> list[dict]:
+    """Per-tensor amax/scale histories as TE held them during each step (TE counts no clipped values)."""
+    hist = recorder.history()
     out = []
-    for layer, points in trace.items():
-        if layer.startswith("__"):
-            continue
+    for layer in layers:
         for role in ("input", "weight", "grad_output"):
-            pts = [(s, e[role]) for s, e in points if role in e]
+            pts = hist.get((layer, role))
             if not pts:
                 continue
             keep = keep_indices(len(pts), set())
+            fmt = rec.format_for(role)
             out.append(
                 {
                     "name": f"{layer}.{role}",
                     "layer": layer,
                     "role": role,
-                    "format": rec.format_for(role),
-                    "fp8_max": FP8_MAX[rec.format_for(role)],
+                    "format": fmt,
+                    "fp8_max": FP8_MAX[fmt],
                     "source": "transformer_engine",
                     "steps": [pts[i][0] for i in keep],
-                    "amax": finite([pts[i][1][0] for i in keep]),
-                    "scale": finite([pts[i][1][1] for i in keep]),
+                    "amax": finite([pts[i][1] for i in keep]),
+                    "scale": finite([pts[i][2] for i in keep]),
                     "clipped": None,  # TE's kernels do not count saturated values
                     "underflow": None,
                     "numel": None,
@@ -129,10 +213,17 @@ def te_quantizers(trace: dict, rec: Fp8Recipe) -> list[dict]:
     return out
 
 
-def te_metadata_summary(fp8_model: Any, trace: dict) -> dict:
-    """Final FP8 state of each te.Linear, as TE holds it (scales and amax history rows)."""
-    layers, reason = {}, trace.get("__error__")
-    if "__error__" in trace:
+def te_metadata_summary(fp8_model: Any, recorder: TeScaleRecorder | None, recipe: str) -> dict:
+    """Final FP8 state of each te.Linear after TE's last update (the scale a next step would use)."""
+    if recorder is None:
+        return {
+            "available": False,
+            "reason": f"TE keeps no per-step amax history for the {recipe} recipe (scales are computed per tensor or block)",
+            "layers": {},
+        }
+    layers: dict = {}
+    reason = recorder.error
+    if reason is not None:
         return {"available": False, "reason": reason, "layers": {}}
     for name, mod in fp8_model.gemm_layers():
         meta = getattr(mod, "fp8_meta", None)
@@ -146,6 +237,7 @@ def te_metadata_summary(fp8_model: Any, trace: dict) -> dict:
                 if s is not None:
                     entry[direction] = {
                         "scale": [float(v) for v in s.scale.flatten()[:4]],
+                        # After a roll the last step's amax sits in the last row (history_len > 1).
                         "amax_history_newest": [float(v) for v in s.amax_history[-1].flatten()[:4]],
                         "amax_history_len": int(s.amax_history.shape[0]),
                     }

@@ -6,12 +6,14 @@ with the same rules TE applies on an H100:
 - formats: E4M3 (max 448) and E5M2 (max 57344); HYBRID = E4M3 forward, E5M2 for gradients;
 - quantize = multiply by the scale, clamp to +-max *explicitly*, then cast. The clamp is ours
   because the cast's overflow behaviour differs between libraries (saturate, NaN or inf);
-- delayed scaling: the amax of step t goes into row 0 of a history, the scale for step t+1 is
-  computed after the step from that history, then the history rolls;
+- the amax of a tensor ignores NaN (TE's cast kernels reduce with fmaxf) and keeps inf;
+- delayed scaling's scale rule (`compute_scale`); the per-tensor state and TE's fused and unfused
+  history updates live in labs.numerics.delayed;
 - current scaling, 1x128 / 128x128 block scaling with power-of-two scales, and MXFP8 with an
   E8M0 shared scale per 32 values that is rounded up so nothing clips;
 - narrow accumulation (a running sum rounded to FP8, optionally promoted to FP32 every N terms)
-  and symmetric absmax integer quantization, for the lesson's worked numbers;
+  and symmetric absmax integer quantization, for the lesson's worked numbers (the model of a GEMM's
+  limited-precision accumulator is labs.numerics.accumulate);
 - `Fp8Recipe`, the settings one FP8 run uses (TE's DelayedScaling defaults).
 
 The emulated FP8 linear layer and its per-tensor quantizers live in labs.numerics.fp8_linear.
@@ -106,6 +108,19 @@ class QuantResult:
         return int(self.flushed_t) if self.flushed_t is not None else 0
 
 
+def absmax(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """max |x| with NaN ignored and inf kept, as TE's cast and amax kernels reduce (fmaxf from 0).
+
+    transformer_engine/common/util/cast_kernels.cuh and recipe/current_scaling.cu `amax_kernel` (v2.9,
+    main): `fmaxf(fabsf(val), max)`; fmaxf returns the other operand when one is NaN. An all-NaN or
+    empty tensor therefore has amax 0.
+    """
+    a = torch.where(torch.isnan(x), torch.zeros_like(x), x.abs())
+    if a.numel() == 0:
+        return torch.zeros((), dtype=a.dtype, device=a.device)
+    return a.amax() if dim is None else a.amax(dim=dim, keepdim=keepdim)
+
+
 def round_to_format(x: torch.Tensor, fmt: str) -> torch.Tensor:
     """Nearest FP8 value (ties to even), saturating at +-max; returned as float32."""
     spec = _format(fmt)
@@ -132,7 +147,7 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
         # inf saturates and NaN stays NaN, so only finite nonzero inputs can come back as 0.
         flushed = ((dequant == 0) & (xf != 0)).sum()
     if amax is None:
-        amax = xf.abs().amax() if xf.numel() else torch.zeros((), device=xf.device)
+        amax = absmax(xf)
     return QuantResult(dequant, data, scale_t, amax, clipped, flushed)
 
 
@@ -140,16 +155,18 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
 
 
 def compute_scale(amax, fmt: str, margin: int = 0, prev_scale=1.0):
-    """Delayed-scaling scale: (fp8_max / amax) / 2**margin, in FP32.
+    """Delayed-scaling scale as TE's fused update computes it: (fp8_max * 2**-margin) / amax, in FP32.
 
-    amax 0, inf or NaN keeps `prev_scale`; a scale that overflows FP32 becomes FLT_MAX.
-    Returns a float for float input and a tensor for tensor input.
+    amax 0, inf or NaN keeps `prev_scale`; a scale that overflows FP32 becomes FLT_MAX
+    (`kernel_bulk` in transformer_engine/common/recipe/delayed_scaling.cu, v2.0 to main; the unfused
+    Python path divides first, (fp8_max / amax) / 2**margin, which differs only when fp8_max / amax
+    itself overflows). Returns a float for float input and a tensor for tensor input.
     """
     as_tensor = torch.is_tensor(amax)
     a = torch.as_tensor(amax, dtype=torch.float32)
     prev = torch.as_tensor(prev_scale, dtype=torch.float32, device=a.device)
-    fp8_max = torch.tensor(_format(fmt).max, dtype=torch.float32, device=a.device)
-    sf = (fp8_max / a) / (2.0**margin)
+    scaled_max = torch.tensor(_format(fmt).max * 2.0**-margin, dtype=torch.float32, device=a.device)
+    sf = scaled_max / a
     sf = torch.where(a > 0.0, sf, prev)
     sf = torch.where(torch.isfinite(a), sf, prev)
     sf = torch.where(torch.isinf(sf), torch.full_like(sf, FLT_MAX), sf)
@@ -157,16 +174,18 @@ def compute_scale(amax, fmt: str, margin: int = 0, prev_scale=1.0):
 
 
 def current_scale(amax, fmt: str, eps: float = 0.0):
-    """Current-scaling scale from the tensor being quantized: fp8_max / max(amax, eps).
+    """Current-scaling scale from the tensor being quantized, TE's `compute_scale_from_amax`.
 
-    1 when amax is 0, inf or NaN; FLT_MAX when the quotient overflows FP32.
+    transformer_engine/common/recipe/recipe_common.cuh (v2.9, main): the epsilon floor comes first
+    (amax < eps -> eps, so with eps > 0 an all-zero tensor gets fp8_max / eps), then amax 0, inf or
+    NaN gives 1, else fp8_max / amax, and a quotient that overflows FP32 becomes FLT_MAX.
     """
     as_tensor = torch.is_tensor(amax)
     a = torch.as_tensor(amax, dtype=torch.float32)
     fp8_max = torch.tensor(_format(fmt).max, dtype=torch.float32, device=a.device)
-    sf = fp8_max / torch.clamp(a, min=eps)
+    a = torch.where(a < eps, torch.full_like(a, eps), a)  # NaN < eps is false: NaN stays NaN
     bad = (a == 0) | ~torch.isfinite(a)
-    sf = torch.where(bad, torch.ones_like(sf), sf)
+    sf = torch.where(bad, torch.ones_like(a), fp8_max / torch.where(bad, torch.ones_like(a), a))
     sf = torch.where(torch.isinf(sf), torch.full_like(sf, FLT_MAX), sf)
     return sf if as_tensor else float(sf)
 
@@ -181,44 +200,6 @@ def _pow2_ceil_exponent(x: torch.Tensor) -> torch.Tensor:
     """ceil(log2(x)) for x > 0, exact for powers of two."""
     m, e = torch.frexp(x)
     return torch.where(m == 0.5, e - 1, e)
-
-
-class DelayedScaling:
-    """Per-tensor delayed scaling state, TE's rules (one tensor, so the history is 1-D).
-
-    Per step: `record(amax)` any number of times (max goes into row 0), then `update()` once
-    after the step. The scale in `self.scale` during step t therefore comes from amaxes of
-    steps <= t-1; step 0 runs with scale 1, as TE's does.
-    """
-
-    def __init__(self, fmt: str = "e4m3", history_len: int = 1024, algo: str = "max", margin: int = 0, device=None):
-        if history_len < 1:
-            raise ValueError(f"history_len: got {history_len}, expected >= 1")
-        if algo not in ("max", "most_recent"):
-            raise ValueError(f"algo: got {algo!r}, expected 'max' or 'most_recent'")
-        _format(fmt)
-        self.fmt, self.history_len, self.algo, self.margin = fmt, history_len, algo, margin
-        self.amax_history = torch.zeros(history_len, dtype=torch.float32, device=device)
-        self.scale = torch.ones((), dtype=torch.float32, device=device)
-
-    def record(self, amax) -> None:
-        a = torch.as_tensor(amax, dtype=torch.float32, device=self.amax_history.device)
-        # torch.maximum propagates NaN, so a NaN step keeps the previous scale at update().
-        self.amax_history[0] = torch.maximum(self.amax_history[0], a)
-
-    def update(self) -> torch.Tensor:
-        """End of step: amax by algo -> new scale -> roll the history. Returns that amax."""
-        if self.algo == "max":
-            amax = self.amax_history.max()
-        else:
-            amax = self.amax_history[0].clone()
-        self.scale = compute_scale(amax, self.fmt, self.margin, self.scale)
-        # Roll so the newest value sits in the last row and the oldest drops out; row 0 is
-        # zeroed to collect the next step's amax (TE's _update_amax_history).
-        if self.history_len > 1:
-            self.amax_history = torch.roll(self.amax_history, -1, 0)
-        self.amax_history[0] = 0.0
-        return amax
 
 
 # --------------------------------------------------------------------------- block formats
@@ -238,7 +219,7 @@ def _quantize_blocks(x: torch.Tensor, fmt: str, block: tuple[int, int], scale_fr
     # Zero padding cannot raise a tile's amax and is never counted as clipped or flushed.
     xp = F.pad(x2, (0, pk, 0, pm))  # (M', K')
     tiles = xp.reshape((m + pm) // bm, bm, (k + pk) // bk, bk)  # (Mb, bm, Kb, bk)
-    amax = tiles.abs().amax(dim=(1, 3), keepdim=True)  # (Mb, 1, Kb, 1)
+    amax = absmax(tiles, dim=(1, 3), keepdim=True)  # (Mb, 1, Kb, 1), NaN ignored as in TE
     scale = scale_from_amax(amax)
     res = quantize(tiles, fmt, scale, count=count)
     deq = res.dequant.reshape(m + pm, k + pk)[:m, :k].reshape(shape)
@@ -355,6 +336,9 @@ class Fp8Recipe:
     amax_history_len: int = 1024  # delayed only: steps of amax kept
     amax_compute_algo: Literal["max", "most_recent"] = "max"  # delayed only
     amax_epsilon: float = 0.0  # current only: floor on amax before dividing
+    delayed_update: Literal["fused", "unfused"] = (
+        "fused"  # delayed only: TE's kernel_bulk, or NVTE_UNFUSED_FP8_UPDATE=1
+    )
 
     def __post_init__(self):
         if self.kind not in ("delayed", "current", "block", "mxfp8"):
@@ -365,6 +349,8 @@ class Fp8Recipe:
             raise ValueError(f"amax_history_len: got {self.amax_history_len}, expected >= 1")
         if self.amax_compute_algo not in ("max", "most_recent"):
             raise ValueError(f"amax_compute_algo: got {self.amax_compute_algo!r}, expected max or most_recent")
+        if self.delayed_update not in ("fused", "unfused"):
+            raise ValueError(f"delayed_update: got {self.delayed_update!r}, expected fused or unfused")
 
     def format_for(self, role: str) -> str:
         return "e5m2" if (role == "grad_output" and self.fp8_format == "hybrid") else "e4m3"
@@ -380,11 +366,11 @@ __all__ = [
     "FLT_MAX",
     "FORMATS",
     "FP8_MAX",
-    "DelayedScaling",
     "Fp8Format",
     "Fp8Recipe",
     "IntQuant",
     "QuantResult",
+    "absmax",
     "absmax_quantize",
     "accumulate",
     "compute_scale",

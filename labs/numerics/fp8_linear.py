@@ -3,7 +3,9 @@
 - `TensorQuantizer`: one tensor role's scaling state (e.g. layer 3's weight) plus the per-step
   evidence the fp8-step lab reports: amax, scale, values clipped and flushed to zero;
 - `Fp8Linear`: a drop-in nn.Linear whose GEMM inputs are rounded onto the FP8 grid, products
-  accumulated in FP32, master weights kept in their own (higher) precision;
+  accumulated in FP32 (or, as an option, the forward GEMM of the delayed and current recipes through
+  labs.numerics.accumulate's MODEL of Hopper's fast accumulation, as TE runs it), master weights kept
+  in their own (higher) precision;
 - helpers over a whole model: close the step, read every quantizer, freeze them for evaluation.
 """
 
@@ -18,15 +20,21 @@ from typing import Any
 import torch
 from torch import nn
 
+from labs.numerics.accumulate import AccumulatorModel, matmul_limited
+from labs.numerics.delayed import DelayedScaling
 from labs.numerics.fp8 import (
-    DelayedScaling,
     Fp8Recipe,
     QuantResult,
+    absmax,
     current_scale,
     quantize,
     quantize_blockwise,
     quantize_mx,
 )
+
+# The recipes whose forward GEMM TE runs with fast (limited-precision) accumulation:
+# use_split_accumulator=False for fprop (module/base.py _2X_ACC_FPROP, recipe Float8CurrentScaling).
+FAST_FPROP_RECIPES = ("delayed", "current")
 
 
 @dataclass
@@ -55,7 +63,14 @@ class TensorQuantizer:
         self.frozen = False
         self.step = 0
         self.delayed = (
-            DelayedScaling(self.fmt, recipe.amax_history_len, recipe.amax_compute_algo, recipe.margin, device)
+            DelayedScaling(
+                self.fmt,
+                recipe.amax_history_len,
+                recipe.amax_compute_algo,
+                recipe.margin,
+                device,
+                update=recipe.delayed_update,
+            )
             if recipe.kind == "delayed"
             else None
         )
@@ -73,7 +88,7 @@ class TensorQuantizer:
             if record and not self.frozen:
                 self.delayed.record(res.amax)
         elif kind == "current":
-            amax = x.detach().float().abs().amax()
+            amax = absmax(x.detach().float())
             res = quantize(x, self.fmt, current_scale(amax, self.fmt, self.recipe.amax_epsilon), count=count, amax=amax)
         elif kind == "block":
             res = quantize_blockwise(x, self.fmt, self.recipe.block_for(self.role), count=count)
@@ -159,7 +174,10 @@ class _Fp8LinearFn(torch.autograd.Function):
             w = weight.float()  # (N, K)
             xq = mod.input_quantizer.quantize(x2)  # (M, K) FP8 values held in FP32
             wq = mod.weight_quantizer.quantize(w)  # (N, K)
-            y = xq @ wq.t()  # (M, N), FP32 accumulation
+            if mod.accumulator is not None and mod.recipe.kind in FAST_FPROP_RECIPES:
+                y = matmul_limited(xq, wq.t(), mod.accumulator)  # (M, N), MODELLED fast accumulation
+            else:
+                y = xq @ wq.t()  # (M, N), FP32 accumulation
             if bias is not None:
                 y = y + bias.float()
         ctx.mod = mod
@@ -222,11 +240,13 @@ class Fp8Linear(nn.Module):
         collect: bool = True,
         device=None,
         dtype=None,
+        accumulator: AccumulatorModel | None = None,
     ):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.recipe = recipe or Fp8Recipe()
         self.name = name
+        self.accumulator = accumulator  # None: exact FP32 products; else the modelled forward accumulator
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.empty(out_features, device=device, dtype=dtype)) if bias else None
         self.reset_parameters()
@@ -243,7 +263,12 @@ class Fp8Linear(nn.Module):
 
     @classmethod
     def from_linear(
-        cls, linear: nn.Linear, recipe: Fp8Recipe | None = None, name: str = "linear", collect: bool = True
+        cls,
+        linear: nn.Linear,
+        recipe: Fp8Recipe | None = None,
+        name: str = "linear",
+        collect: bool = True,
+        accumulator: AccumulatorModel | None = None,
     ):
         """Wrap an existing nn.Linear's parameters (shared, not copied)."""
         mod = cls.__new__(cls)
@@ -251,6 +276,7 @@ class Fp8Linear(nn.Module):
         mod.in_features, mod.out_features = linear.in_features, linear.out_features
         mod.recipe = recipe or Fp8Recipe()
         mod.name = name
+        mod.accumulator = accumulator
         mod.weight = linear.weight
         mod.bias = linear.bias
         dev = linear.weight.device

@@ -73,6 +73,35 @@ def safety(schedule: str, ranks: list[dict], device: str) -> dict:
     }
 
 
+def answer(schedules: dict, device: str) -> str:
+    """The lab's question ("How much of an all-gather can independent work hide, and what must wait for it?")
+    answered in one sentence from this run's numbers."""
+    where = "on this CPU" if device == "cpu" else "on these GPUs"
+    parts = []
+    w, i = schedules.get("windowed"), schedules.get("immediate")
+    if w is not None and w["overlap_ratio"] is not None:
+        hid = f"Independent work in the window hid {w['overlap_ratio']:.0%} of the all-gather {where} (mean over ranks)"
+        if i is not None:
+            hid += (
+                f", leaving {w['exposed_comm_ms']:.3g} ms exposed against {i['exposed_comm_ms']:.3g} ms when wait() "
+                "comes at once"
+            )
+        parts.append(hid)
+    elif i is not None:
+        parts.append(
+            f"Waiting at once hid nothing: all {i['exposed_comm_ms']:.3g} ms of the all-gather stayed exposed {where}"
+        )
+    d = schedules.get("dependent")
+    if d is not None:
+        unwritten = [r.get("unwritten_at_read") for r in d["ranks"] if r.get("unwritten_at_read") is not None]
+        seen = (
+            f" (up to {max(unwritten)} of its elements were still unwritten when it wanted them)" if unwritten else ""
+        )
+        parts.append(f"a linear that reads the gathered tensor must wait for it{seen}, so it hides nothing")
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."
+
+
 def results(
     params: Params, ctx: Any, schedules: dict, comparison: dict | None, gathered_bytes: int, device: str
 ) -> dict:
@@ -163,7 +192,16 @@ def results(
             ],
         },
     ]
+    first = next(iter(schedules.values()))
+    summary.append(
+        {
+            "label": "Holistic Trace Analysis cross-check",
+            "value": "yes" if first["profiler"]["applies"] else "does not apply",
+            "note": first["profiler"]["note"],
+        }
+    )
     return {
+        "answer": answer(schedules, device),
         "summary": summary,
         "tables": tables,
         "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": note},

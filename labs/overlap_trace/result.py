@@ -8,7 +8,7 @@ from typing import Annotated, Literal, NotRequired
 from pydantic import ConfigDict, Field, field_validator, with_config
 from typing_extensions import TypedDict
 
-from labs.result_common import STRICT, LabResults, Ms, NonNegInt, TimelineArtifacts
+from labs.result_common import STRICT, LabResults, Ms, NonNegInt, ProfilerCheck, TimelineArtifacts
 
 # A ratio of two sums of float intervals can land an ulp above 1.
 OverlapRatio = Annotated[float, Field(ge=0, le=1.000001)]
@@ -50,6 +50,7 @@ class Schedule(TypedDict):
     must_wait: bool
     explanation: str
     artifacts: TimelineArtifacts
+    profiler: NotRequired[ProfilerCheck]  # HTA vs the lab's kernel count and spans on CUDA; why not on CPU
 
 
 @with_config(STRICT)
@@ -64,6 +65,7 @@ class DependentSchedule(TypedDict):
     must_wait: Literal[True]
     explanation: str
     artifacts: TimelineArtifacts
+    profiler: NotRequired[ProfilerCheck]
 
 
 @with_config(STRICT | ConfigDict(json_schema_extra={"minProperties": 1}))

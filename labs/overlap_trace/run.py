@@ -34,11 +34,13 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
+from pathlib import Path
 
 from labs.overlap_trace import report
 from labs.overlap_trace.params import Params, device_for
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
+from labs.trace.profile import nvtx_range, profiled
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
 
@@ -50,7 +52,7 @@ class _CpuClock:
     def ms(self, mark) -> float:
         return mark * 1e3
 
-    def nvtx(self, name):
+    def nvtx(self, name, lane="compute"):
         return contextlib.nullcontext()
 
     def sync(self):
@@ -75,11 +77,9 @@ class _CudaClock:
     def ms(self, mark) -> float:
         return self.origin_wall_ms + self.origin.elapsed_time(mark)
 
-    def nvtx(self, name):
-        try:  # NVTX ranges show the phases in Nsight Systems; optional
-            return self.torch.cuda.nvtx.range(name)
-        except Exception:
-            return contextlib.nullcontext()
+    def nvtx(self, name, lane="compute"):
+        # NVTX ranges (the nvtx package: domain course-labs, one colour per lane) show the phases in Nsight Systems.
+        return nvtx_range(name, lane)
 
     def sync(self):
         self.torch.cuda.synchronize()
@@ -148,7 +148,7 @@ def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, 
     out = torch.full((world * y_parallel.shape[0], y_parallel.shape[1]), float("nan"), device=x.device)
     # The collective is issued from a side stream so events on that stream bracket its kernel.
     comm_stream.wait_stream(main)
-    with torch.cuda.stream(comm_stream), clock.nvtx("all-gather (async)"):
+    with torch.cuda.stream(comm_stream), clock.nvtx("all-gather (async)", "communication"):
         launch = clock.now()
         handle = all_gather_into(out, y_parallel, group, async_op=True)
         handle.wait()  # on CUDA this makes comm_stream (not the CPU) wait for NCCL
@@ -160,7 +160,7 @@ def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, 
             z = x2 @ w_ind.t()
             marks.append(("compute", "independent linear (in the window)", c0, clock.now()))
     w0 = clock.now()
-    with clock.nvtx("wait"):
+    with clock.nvtx("wait", "wait"):
         main.wait_stream(comm_stream)  # the stream stalls here until the all-gather is done
     w1 = clock.now()
     marks.append(("wait", "wait()", w0, w1))
@@ -179,7 +179,7 @@ def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, 
     return marks, (t_start, t_end), unwritten, out.numel()
 
 
-def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> dict:
+def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_dir: str) -> dict:
     import torch
     import torch.distributed as dist
 
@@ -211,18 +211,29 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
         for _ in range(params.warmup):
             step(_CpuClock() if device_kind == "cpu" else _CudaClock(torch))
         spans, steps, unwritten = [], [], []
-        for s in range(params.steps):
-            dist.barrier()  # every rank starts the measured step together
-            clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
-            marks, (a, b), n_unwritten, numel = step(clock)
-            clock.sync()
-            spans += [
-                tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
-                for lane, name, s0, s1 in marks
-            ]
-            steps.append((clock.ms(a), clock.ms(b)))
-            unwritten.append(n_unwritten)
-        out[schedule] = {"spans": spans, "steps": steps, "unwritten": unwritten, "gathered_numel": numel}
+        # On CUDA the timed steps are recorded by torch.profiler too: its kernels feed HTA's overlap.
+        profile = Path(out_dir) / f"profile_{schedule}_rank{rank}.json" if device_kind == "cuda" else None
+        with profiled(profile, enabled=profile is not None) as prof:
+            for s in range(params.steps):
+                dist.barrier()  # every rank starts the measured step together
+                clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
+                marks, (a, b), n_unwritten, numel = step(clock)
+                clock.sync()
+                spans += [
+                    tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
+                    for lane, name, s0, s1 in marks
+                ]
+                steps.append((clock.ms(a), clock.ms(b)))
+                unwritten.append(n_unwritten)
+                if prof is not None:
+                    prof.step()
+        out[schedule] = {
+            "spans": spans,
+            "steps": steps,
+            "unwritten": unwritten,
+            "gathered_numel": numel,
+            "profile": str(profile) if profile is not None else None,
+        }
     return out
 
 
@@ -240,7 +251,7 @@ def run(params: Params, ctx) -> dict:
     per_rank = labdist.launch(
         _rank_main,
         params.ranks,
-        args=(params.model_dump(), device),
+        args=(params.model_dump(), device, str(ctx.out_dir)),
         device=device,
         timeout_s=params.rank_timeout_s,
         on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"),
@@ -275,6 +286,7 @@ def run(params: Params, ctx) -> dict:
         mean_ratio = _mean([r["overlap_ratio"] for r in ranks])
         arts = report.schedule_artifacts(ctx, params, schedule, all_spans, drawn, mean_ratio, device)
         schedules[schedule] = {
+            "profiler": _profiler(ctx, per_rank, schedule, ranks, device),
             "ranks": ranks,
             "overlap_ratio": mean_ratio,
             "exposed_comm_ms": _mean([r["exposed_communication_ms"] for r in ranks]),
@@ -294,6 +306,21 @@ def run(params: Params, ctx) -> dict:
         }
     ctx.progress(0.95, "writing tables")
     return report.results(params, ctx, schedules, comparison, numel * 4, device)
+
+
+def _profiler(ctx, per_rank: list[dict], schedule: str, ranks: list[dict], device: str) -> dict:
+    """HTA's overlap per rank beside the lab's kernel count and its CUDA-event spans (CUDA); why not (CPU)."""
+    from labs.trace import kernels
+
+    if device != "cuda":
+        return kernels.not_applicable(ctx.backend)
+    files = {r: Path(per_rank[r][schedule]["profile"]) for r in range(len(per_rank))}
+    check = kernels.cross_check(files, {row["rank"]: row["overlap_ratio"] for row in ranks})
+    for r, f in files.items():
+        ctx.add_artifact(
+            f"profile_{schedule}_rank{r}", f.name, "application/json", f"Profiler trace: {schedule}, rank {r}"
+        )
+    return check
 
 
 def _mean(xs):

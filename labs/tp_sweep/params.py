@@ -21,6 +21,18 @@ TOLERANCES = {
         "reason": "each rank scales its own shard to FP8, so values land on a different E4M3 grid (2**-3 relative step) than at TP=1",
     },
 }
+# The te.Linear block's parity (te backend): kept apart because the grader's copy (app/services/checks/tp_sweep.py
+# TP_PARITY) judges the Megatron block, whose tolerance is one of the two above.
+TE_TOLERANCES = {
+    "TE_BF16": {
+        "max_rel_diff": 0.02,
+        "reason": "te.Linear under BF16 autocast rounds GEMM inputs to 8 significant bits (2**-8 relative) and sums in another order than the FP32 TP=1 block",
+    },
+    "TE_FP8": {
+        "max_rel_diff": 0.25,
+        "reason": "Transformer Engine's FP8 GEMMs: E4M3 inputs (2**-3 relative step) forward and E5M2 gradients (2**-2) backward (HYBRID)",
+    },
+}
 
 
 class TpSweepParams(LabParams):
@@ -38,7 +50,17 @@ class TpSweepParams(LabParams):
     steps: int = Field(5, ge=1, le=50, description="timed forward+backward steps per degree (the median is reported)")
     warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so allocation and first-call costs stay out")
     fp8: bool = Field(
-        False, description="emulate FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients, per-shard current scaling)"
+        False,
+        description="FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients): emulated per shard on cpu and torch-cuda, "
+        "Transformer Engine's kernels with `recipe` on te",
+    )
+    recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
+        "delayed", description="te backend with fp8: the Transformer Engine FP8 recipe of the te.Linear block"
+    )
+    sequence_parallel: bool = Field(
+        False,
+        description="te backend: te.Linear's sequence parallelism (all-gather + reduce-scatter along tokens instead "
+        "of all-reduce)",
     )
     predict_node: Literal["H200", "H100-SXM"] = Field("H200", description="GPU node the cost model predicts for")
     predict_precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision of the prediction")
@@ -70,13 +92,37 @@ def device_for(backend: str) -> str:
 
 
 def limits(params: Params, backend: str) -> list[Problem]:
-    """Every degree must split ffn evenly (fc1 by rows, fc2 by columns)."""
+    """Every degree must split ffn evenly (fc1 by rows, fc2 by columns); te adds TE's shape rules."""
     out = []
     for d in params.degrees:
         errs = TPDims(degree=d, hidden=params.hidden, ffn=params.ffn).problems()
         if errs:
             out.append(Problem("degrees", "degrees: " + "; ".join(errs)))
+    if backend == "te":
+        # TE's FP8 GEMMs want dims that are multiples of 16 (32 for MXFP8 blocks, 128 for 1x128 tiles); with
+        # sequence parallelism every rank holds tokens / degree rows.
+        align = {"block": 128, "mxfp8": 32}.get(params.recipe, 16) if params.fp8 else 1
+        for d in params.degrees:
+            rows = params.tokens // d if params.sequence_parallel else params.tokens
+            if params.sequence_parallel and params.tokens % d:
+                out.append(
+                    Problem("tokens", f"tokens: {params.tokens} % degree {d} != 0; sequence parallelism splits tokens")
+                )
+            for name, v in (("tokens", rows), ("hidden", params.hidden), ("ffn", params.ffn // d)):
+                if v % align:
+                    what = f"{name}({v})" if name != "ffn" else f"ffn / degree {d} ({v})"
+                    out.append(
+                        Problem(
+                            name, f"{name}: {what} is not a multiple of {align}, as TE's {params.recipe} FP8 GEMMs need"
+                        )
+                    )
+                    break
     return out
+
+
+def te_recipe_name(params: Params, backend: str) -> str | None:
+    """The recipe handed to Transformer Engine (checked against the GPU before running): te with fp8 only."""
+    return params.recipe if backend == "te" and params.fp8 else None
 
 
 # Host memory of a run, calibrated against the summed RSS measured by bench/lab_memory.py (torch 2.13 CPU).

@@ -3,12 +3,21 @@ TP=1, and beside them a cost-model prediction labelled 'predicted' (labs.paralle
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
 from pydantic import Field, with_config
 from typing_extensions import TypedDict
 
-from labs.result_common import STRICT, LabResults, Ms, NonNegFloat, NonNegInt, PosInt, TimelineArtifacts
+from labs.result_common import (
+    STRICT,
+    LabResults,
+    Ms,
+    NonNegFloat,
+    NonNegInt,
+    PosInt,
+    ProfilerCheck,
+    TimelineArtifacts,
+)
 
 # ---- the prediction (labs.parallel.costmodel.predict_sweep) -------------------------------------
 
@@ -129,9 +138,31 @@ class GemmShape(TypedDict):
 @with_config(STRICT)
 class Collective(TypedDict):
     name: str
-    kind: Literal["all-reduce", "all-gather"]
+    kind: Literal["all-reduce", "all-gather", "reduce-scatter"]
     bytes: NonNegInt
     ms: Ms
+
+
+@with_config(STRICT)
+class PlannedCollective(TypedDict):
+    name: str
+    kind: Literal["all-reduce", "all-gather", "reduce-scatter"]
+    bytes: NonNegInt  # the full tensor the collective reduces or gathers (BF16 activations)
+
+
+@with_config(STRICT)
+class TeDegree(TypedDict):
+    """The te.Linear block (te backend) at one degree, beside the plain-PyTorch Megatron block."""
+
+    recipe: str | None  # the TE FP8 recipe; null when the block ran in BF16
+    sequence_parallel: bool
+    step_ms: Ms  # slowest rank's median step, CUDA events
+    step_vs_megatron: float | None
+    parity: Parity
+    collectives: list[PlannedCollective]
+    ring_bytes_per_rank: NonNegFloat  # what each rank sends in a ring for those collectives
+    megatron_ring_bytes_per_rank: NonNegFloat
+    profiler: ProfilerCheck
 
 
 @with_config(STRICT)
@@ -168,6 +199,20 @@ class DegreeRow(TypedDict):
     ranks: Annotated[list[TpRankRow], Field(min_length=1)]
     predicted: PredictedDegree | None
     artifacts: TimelineArtifacts
+    profiler: NotRequired[ProfilerCheck]  # HTA vs the lab's kernel count on CUDA; "does not apply" on CPU
+    te: NotRequired[TeDegree]  # te backend only
+
+
+@with_config(STRICT)
+class Crossover(TypedDict):
+    """Where collective time overtakes local GEMM time: measured here, and predicted for the named node."""
+
+    measured_from: PosInt | None  # first measured degree with collective > local GEMM (the grader's rule)
+    measured_best_degree: PosInt
+    predicted_from: PosInt | None  # the same rule on the prediction, over the measured degrees
+    predicted_best_degree: PosInt
+    agree: bool
+    explanation: str | None  # why they differ, with this run's ratios; null when they agree
 
 
 class TpSweepResults(LabResults):
@@ -178,3 +223,4 @@ class TpSweepResults(LabResults):
     fp8: Fp8Mode
     degrees: Annotated[list[DegreeRow], Field(min_length=1)]
     predicted: Prediction
+    crossover: Crossover | None = None  # optional: results written before it existed lack it

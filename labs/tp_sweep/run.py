@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import statistics
+from pathlib import Path
 
 from labs.parallel import costmodel
 from labs.parallel import dist as labdist
 from labs.tp_sweep import report
-from labs.tp_sweep.params import TOLERANCES, Params, device_for
+from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params, device_for
 from labs.trace import timeline as tl
 
 # ---- model ------------------------------------------------------------------------------------
@@ -71,14 +72,16 @@ def forward_backward(fc1, fc2, x, dy):
 # ---- run: one process per rank ----------------------------------------------------------------
 
 
-def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> dict:
+def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_dir: str, with_te: bool) -> dict:
     import torch
     import torch.distributed as dist
 
     from labs.parallel.tp import Tracer, tracing
+    from labs.trace.profile import nvtx_range, profiled
 
     params = Params.model_validate(params_dict)
     device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
+    cuda = device_kind == "cuda"
     w1, w2, x, dy = build_block(params, str(device))
     out = {}
     for degree in params.degrees:
@@ -91,20 +94,25 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
             for _ in range(params.warmup):
                 forward_backward(fc1, fc2, x, dy)
             spans, steps = [], []
-            for s in range(params.steps):
-                for p in (fc1.weight_parallel, fc2.weight_parallel):
-                    p.grad = None
-                dist.barrier(group=group)  # start every rank's step together
-                with tracing(tracer):
-                    tracer.start()
-                    t0 = tracer.now()
-                    y, dx = forward_backward(fc1, fc2, x, dy)
-                    t1 = tracer.now()
-                    tracer.add("compute", "__step__", t0, t1)
-                    step_spans = tracer.spans()
-                marker = next(sp for sp in step_spans if sp.name == "__step__")
-                steps.append((marker.start_ms, marker.end_ms))
-                spans += [sp.to_dict() | {"step": s} for sp in step_spans if sp.name != "__step__"]
+            # On CUDA the timed steps are also recorded by torch.profiler (kernels for HTA) with NVTX ranges.
+            profile = Path(out_dir) / f"profile_tp{degree}_rank{rank}.json" if cuda else None
+            with profiled(profile, enabled=cuda) as prof:
+                for s in range(params.steps):
+                    for p in (fc1.weight_parallel, fc2.weight_parallel):
+                        p.grad = None
+                    dist.barrier(group=group)  # start every rank's step together
+                    with tracing(tracer), nvtx_range(f"megatron TP={degree} step {s}", "step", enabled=cuda):
+                        tracer.start()
+                        t0 = tracer.now()
+                        y, dx = forward_backward(fc1, fc2, x, dy)
+                        t1 = tracer.now()
+                        tracer.add("compute", "__step__", t0, t1)
+                        step_spans = tracer.spans()
+                    marker = next(sp for sp in step_spans if sp.name == "__step__")
+                    steps.append((marker.start_ms, marker.end_ms))
+                    spans += [sp.to_dict() | {"step": s} for sp in step_spans if sp.name != "__step__"]
+                    if prof is not None:
+                        prof.step()
             out[degree] = {
                 "spans": spans,
                 "steps": steps,
@@ -115,7 +123,13 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
                 "dw2": fc2.weight_parallel.grad.cpu(),
                 "rows": fc1.row_range,
                 "cols": fc2.col_range,
+                "profile": str(profile) if profile is not None else None,
             }
+            if with_te:
+                from labs.tp_sweep import te
+
+                te_profile = Path(out_dir) / f"profile_te_tp{degree}_rank{rank}.json"
+                out[degree]["te"] = te.run_degree(w1, w2, x, dy, group, degree, rank, params, te_profile)
         dist.barrier()  # the next degree starts only when this one is done everywhere
     return out
 
@@ -134,18 +148,20 @@ def _diff(a, b) -> dict:
     return {"max_abs_diff": d, "max_rel_diff": d / scale}
 
 
-def _parity(per_rank: list[dict], degree: int, ref: dict, tol_name: str) -> dict:
+def _parity(per_rank: list[dict], degree: int, ref: dict, tol_name: str, part=lambda rec: rec) -> dict:
+    """The sharded block (`part` picks the Megatron record or its `te` one) against TP=1."""
     import torch
 
-    dw1 = torch.cat([per_rank[r][degree]["dw1"] for r in range(degree)], dim=0)  # rows back in order
-    dw2 = torch.cat([per_rank[r][degree]["dw2"] for r in range(degree)], dim=1)  # cols back in order
+    recs = [part(per_rank[r][degree]) for r in range(degree)]
+    dw1 = torch.cat([rec["dw1"] for rec in recs], dim=0)  # rows back in order
+    dw2 = torch.cat([rec["dw2"] for rec in recs], dim=1)  # cols back in order
     out = {
-        "output": _diff(per_rank[0][degree]["y"], ref["y"]),
-        "grad_input": _diff(per_rank[0][degree]["dx"], ref["dx"]),
+        "output": _diff(recs[0]["y"], ref["y"]),
+        "grad_input": _diff(recs[0]["dx"], ref["dx"]),
         "grad_fc1_weight": _diff(dw1, ref["dw1"]),
         "grad_fc2_weight": _diff(dw2, ref["dw2"]),
     }
-    limit = TOLERANCES[tol_name]["max_rel_diff"]
+    limit = (TOLERANCES | TE_TOLERANCES)[tol_name]["max_rel_diff"]
     worst = max(v["max_rel_diff"] for v in out.values())
     return {**out, "tolerance": tol_name, "max_rel_diff": worst, "within_tolerance": worst <= limit}
 
@@ -230,6 +246,43 @@ def _analyse_degree(per_rank: list[dict], degree: int, params: Params) -> dict:
     return {"ranks": ranks, "spans": spans}
 
 
+def _profiler_check(ctx, per_rank: list[dict], degree: int, ranks: list[dict] | None, key: str, name: str) -> dict:
+    """HTA beside the lab's own kernel count (and its CUDA-event spans) for one degree's profiler traces."""
+    from labs.trace import kernels
+
+    files = {r: Path(_pick(per_rank[r][degree], key)) for r in range(degree)}
+    lab = {k["rank"]: k["overlap_ratio"] for k in ranks} if ranks else None
+    check = kernels.cross_check(files, lab)
+    for r, f in files.items():
+        ctx.add_artifact(f"{name}_rank{r}", f.name, "application/json", f"Profiler trace ({name}, rank {r})")
+    return check
+
+
+def _pick(rec: dict, key: str):
+    return rec["te"]["profile"] if key == "te.profile" else rec[key]
+
+
+def _te_row(ctx, params: Params, per_rank: list[dict], degree: int, ref: dict, megatron: dict) -> dict:
+    """The te.Linear block at this degree beside the Megatron one: parity, time and bytes moved."""
+    from labs.tp_sweep import te
+
+    tol = "TE_FP8" if params.fp8 else "TE_BF16"
+    step = max(per_rank[r][degree]["te"]["step_ms"] for r in range(degree))
+    plan = te.collective_plan(params.tokens, params.hidden, degree, params.sequence_parallel, elem_bytes=2)
+    megatron_plan = [{"kind": c["kind"], "bytes": c["bytes"]} for c in megatron["ranks"][0]["collectives"]]
+    return {
+        "recipe": params.recipe if params.fp8 else None,
+        "sequence_parallel": params.sequence_parallel and degree > 1,
+        "step_ms": step,
+        "step_vs_megatron": step / megatron["step_ms"] if megatron["step_ms"] else None,
+        "parity": _parity(per_rank, degree, ref, tol, part=lambda rec: rec["te"]),
+        "collectives": plan,
+        "ring_bytes_per_rank": te.ring_bytes_per_rank(plan, degree),
+        "megatron_ring_bytes_per_rank": te.ring_bytes_per_rank(megatron_plan, degree),
+        "profiler": _profiler_check(ctx, per_rank, degree, None, "te.profile", f"profile_te_tp{degree}"),
+    }
+
+
 def _rebase(spans: list[tl.Span]) -> list[tl.Span]:
     t0 = min((s.start_ms for s in spans), default=0.0)
     return [tl.Span(s.rank, s.lane, s.name, s.start_ms - t0, s.end_ms - t0, s.args) for s in spans]
@@ -242,10 +295,11 @@ def run(params: Params, ctx) -> dict:
     world = max(params.degrees)
     slots, slots_why = labdist.slots_explained(device)
     ctx.progress(0.05, f"starting {world} rank process(es) on {device}")
+    with_te = ctx.backend == "te"
     per_rank = labdist.launch(
         _rank_main,
         world,
-        args=(params.model_dump(), device),
+        args=(params.model_dump(), device, str(ctx.out_dir), with_te),
         device=device,
         timeout_s=params.rank_timeout_s,
         on_rank_done=lambda r: ctx.progress(0.6, f"rank {r} finished"),
@@ -286,6 +340,10 @@ def run(params: Params, ctx) -> dict:
             "predicted": pred_by_degree.get(degree),
         }
         row["artifacts"] = report.degree_artifacts(ctx, params, degree, spans)
+        if device == "cuda":
+            row["profiler"] = _profiler_check(ctx, per_rank, degree, ranks, "profile", f"profile_tp{degree}")
+        if with_te:
+            row["te"] = _te_row(ctx, params, per_rank, degree, ref, row)
         degrees_out.append(row)
 
     base = degrees_out[0]["step_ms"] if degrees_out[0]["degree"] == 1 else None
@@ -293,6 +351,11 @@ def run(params: Params, ctx) -> dict:
         row["step_vs_tp1"] = (row["step_ms"] / base) if base else None
 
     ctx.write_text("sweep.svg", report.sweep_svg(degrees_out, predicted, ctx))
+    if device != "cuda":
+        from labs.trace.kernels import not_applicable
+
+        for row in degrees_out:
+            row["profiler"] = not_applicable(ctx.backend)
     ctx.add_artifact("sweep_plot", "sweep.svg", "image/svg+xml", "Sweep: measured vs predicted, relative to TP=1")
     ctx.progress(0.95, "writing tables")
     return report.results(params, ctx, degrees_out, predicted, slots, slots_why, tol_name)

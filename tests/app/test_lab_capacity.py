@@ -79,7 +79,7 @@ def test_auto_resolves_to_what_runs_and_the_job_records_it(small_client, db):
     job = db.query(Job).one()
     assert (job.backend, job.queue) == ("cpu", "cpu")
     labs = {lab["name"]: lab for lab in small_client.get("/api/v1/labs").json()}
-    assert labs["tp-sweep"]["auto_backend"] == "cpu" and labs["tp-sweep"]["backends"] == ["torch-cuda", "cpu"]
+    assert labs["tp-sweep"]["auto_backend"] == "cpu" and labs["tp-sweep"]["backends"] == ["te", "torch-cuda", "cpu"]
 
 
 def test_a_gpu_host_resolves_auto_per_lab_and_refuses_te_without_transformer_engine():
@@ -87,8 +87,9 @@ def test_a_gpu_host_resolves_auto_per_lab_and_refuses_te_without_transformer_eng
 
     host = HostCapacity.from_probe(TWO_GPUS_NO_TE)
     assert host.backends == ("torch-cuda", "cpu") and host.capacity.gpus == 2
-    fp8, tp = catalog.get("fp8-step"), catalog.get("tp-sweep")
-    assert host.resolve(fp8, "auto") == "torch-cuda" and host.resolve(tp, "te") == "torch-cuda"
+    fp8, tp, ov = catalog.get("fp8-step"), catalog.get("tp-sweep"), catalog.get("overlap-trace")
+    # overlap-trace has no te path: asked for te it runs plain PyTorch on the GPU
+    assert host.resolve(fp8, "auto") == "torch-cuda" and host.resolve(ov, "te") == "torch-cuda"
     problems = host.problems(fp8, fp8.params(), "te")
     assert [p.field for p in problems] == ["backend"] and "Transformer Engine" in problems[0].message
     too_wide = tp.params.model_validate({"degrees": [1, 4]})

@@ -58,7 +58,8 @@ def _memory_problem(lab: str, params: dict, backend: str):
 
 @pytest.mark.parametrize("backend", ["cpu", "torch-cuda"])
 def test_the_issues_fp8_step_example_is_refused_with_the_arithmetic(backend):
-    p = _memory_problem("fp8-step", {"d_model": 8192, "ffn": 65536, "vocab": 65536}, backend)
+    # seq 32: the context the issue's example had (the lab's default is now 16)
+    p = _memory_problem("fp8-step", {"d_model": 8192, "ffn": 65536, "vocab": 65536, "seq": 32}, backend)
     assert p.field == "d_model"
     assert p.message.startswith("d_model: this run needs about ") and "over the per-job budget of 4.0 GiB" in p.message
     assert "3,758,358,528 params x" in p.message  # the parameter count the estimate starts from

@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
+from labs.numerics.delayed import DelayedScaling
 from labs.numerics.fp8 import (
     FLT_MAX,
     FORMATS,
     FP8_MAX,
-    DelayedScaling,
     Fp8Recipe,
     absmax_quantize,
     accumulate,
@@ -165,6 +165,15 @@ def test_current_scale_values():
     assert current_scale(240.0, "e4m3") == pytest.approx(448 / 240)
     assert current_scale(1e-3, "e4m3", eps=1e-2) == pytest.approx(44800.0)
     assert current_scale(1e-39, "e4m3") == FLT_MAX
+
+
+def test_current_scale_applies_eps_before_the_zero_rule():
+    # TE's compute_scale_from_amax (recipe_common.cuh): `if (amax < epsilon) amax = epsilon;` comes first, so
+    # an all-zero tensor with eps > 0 is scaled by fp8_max / eps, not left at 1.
+    assert current_scale(0.0, "e4m3", eps=1e-2) == pytest.approx(44800.0)
+    assert current_scale(0.0, "e4m3", eps=0.0) == 1.0
+    assert current_scale(math.nan, "e4m3", eps=1e-2) == 1.0  # NaN < eps is false: NaN keeps scale 1
+    assert current_scale(math.inf, "e4m3", eps=1e-2) == 1.0
 
 
 def test_delayed_history_roll_max():

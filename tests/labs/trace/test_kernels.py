@@ -1,0 +1,103 @@
+"""Overlap from a profiler trace's GPU kernels: the lab's own count, and Holistic Trace Analysis on the same file.
+
+The traces are written here in the layout torch.profiler's Kineto export uses (a ProfilerStep cpu_op, runtime
+launches with a correlation id, `kernel` events carrying device, stream and correlation), with kernel names
+as CUDA and NCCL name them, so the HTA test runs HTA's real parser and analysis on them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from labs.trace.kernels import AGREEMENT_TOLERANCE, cross_check, kernel_intervals, kernel_overlap, not_applicable
+
+HAS_HTA = importlib.util.find_spec("hta") is not None
+
+
+def kineto_trace(rank: int, kernels: list[tuple[str, float, float]]) -> dict:
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#0", "pid": 10, "tid": 10, "ts": 0.0, "dur": 5000.0}]
+    for corr, (name, ts, dur) in enumerate(kernels, start=1):
+        stream = 20 if name.startswith("nccl") else 7
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 10,
+                "tid": 10,
+                "ts": ts - 40,
+                "dur": 5.0,
+                "args": {"correlation": corr},
+            }
+        )
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": ts,
+                "dur": dur,
+                "args": {"device": 0, "stream": stream, "correlation": corr},
+            }
+        )
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank}, "traceEvents": ev}
+
+
+# Rank 0: a GEMM covers half of the all-gather. Rank 1: the all-gather runs alone, then a Memcpy (not compute).
+RANKS = {
+    0: [("sm90_xmma_gemm_bf16bf16_bf16f32", 100.0, 400.0), ("ncclDevKernel_AllGather_RING_LL", 300.0, 400.0)],
+    1: [
+        ("ncclDevKernel_AllGather_RING_LL", 100.0, 400.0),
+        ("Memcpy DtoD (Device -> Device)", 200.0, 300.0),
+        ("elementwise_kernel", 600.0, 100.0),
+    ],
+}
+
+
+@pytest.fixture
+def traces(tmp_path):
+    files = {}
+    for rank, ks in RANKS.items():
+        files[rank] = tmp_path / f"profile_rank{rank}.json"
+        files[rank].write_text(json.dumps(kineto_trace(rank, ks)))
+    return files
+
+
+def test_kernels_are_classified_as_hta_does_and_overlap_follows_the_definition(traces):
+    k = kernel_intervals(json.loads(traces[1].read_text()))
+    assert k["communication"] == [(0.1, 0.5)] and k["memory"] == [(0.2, 0.5)] and k["compute"] == [(0.6, 0.7)]
+    r0, r1 = kernel_overlap(traces[0]), kernel_overlap(traces[1])
+    assert r0["overlap_ratio"] == pytest.approx(0.5) and r0["communication_kernel_ms"] == pytest.approx(0.4)
+    assert r1["overlap_ratio"] == 0.0  # a copy beside the collective is not computation
+
+
+@pytest.mark.hta
+@pytest.mark.skipif(
+    not HAS_HTA, reason="Holistic Trace Analysis is not installed (the `hta` extra; gpu-check installs it)"
+)
+def test_hta_agrees_with_the_lab_on_the_same_traces(traces):
+    check = cross_check(traces, {0: 0.45, 1: 0.0})
+    assert check["hta_available"] and check["hta_reason"] is None
+    by_rank = {r["rank"]: r for r in check["ranks"]}
+    assert by_rank[0]["hta_overlap_ratio"] == pytest.approx(0.5, abs=1e-4)
+    assert by_rank[1]["hta_overlap_ratio"] == pytest.approx(0.0, abs=1e-4)
+    assert by_rank[0]["lab_span_overlap_ratio"] == 0.45
+    assert check["disagree_ranks"] == [] and all(r["difference"] <= AGREEMENT_TOLERANCE for r in check["ranks"])
+
+
+@pytest.mark.skipif(HAS_HTA, reason="checks the result without HTA installed")
+def test_without_hta_the_lab_count_stands_alone_and_says_why(traces):
+    check = cross_check(traces)
+    assert check["hta_available"] is False and "not importable" in check["hta_reason"]
+    assert [r["lab_kernel_overlap_ratio"] for r in check["ranks"]] == pytest.approx([0.5, 0.0])
+    assert "HTA did not run" in check["note"]
+
+
+def test_on_cpu_hta_does_not_apply_and_the_result_says_so():
+    na = not_applicable("cpu")
+    assert na["applies"] is False and "does not apply on the cpu backend" in na["note"] and na["ranks"] == []
