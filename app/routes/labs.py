@@ -1,5 +1,13 @@
 """Lab pages: parameter forms built from the lab catalog, job submission, job status (polled by htmx).
 
+    GET  /labs/{lab}                      the form, the latest run in full, earlier runs in a compact list,
+                                          and two runs side by side (?a=ID&b=ID, default: the last two that
+                                          succeeded)
+    GET  /labs/{lab}/runs                 the earlier-runs list (htmx refreshes it after a submission)
+    GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
+    POST /labs/{lab}/jobs                 submit; every invalid field comes back next to its input at once
+    GET  /jobs, /jobs/{id}                the learner's jobs; one job's card (it polls itself until done)
+
 Artifacts of jobs are served by app/routes/artifacts.py.
 """
 
@@ -8,8 +16,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import CurrentUser, HostDep, SessionDep, ViewerJob, csrf_protect
-from app.models import User
+from app import notice_session, result_view
+from app.deps import CurrentUser, DbInt, HostDep, SessionDep, ViewerJob, csrf_protect
+from app.models import Job, User
 from app.services import jobs as job_service
 from app.services import labforms
 from app.services import lessons as lesson_service
@@ -26,15 +35,52 @@ def _spec(lab: str) -> catalog.LabSpec:
     return catalog.get(lab)
 
 
-def _lab_context(db: SessionDep, user: User, host: HostDep, spec: catalog.LabSpec) -> dict:
+RUNS_SHOWN = 20  # earlier runs listed on a lab page; /jobs lists more
+
+
+def _comparison(jobs: list[Job], a: int | None, b: int | None) -> dict:
+    """The two runs to set side by side (A older, B newer by default) and their comparison, or a reason."""
+    done = [j for j in jobs if j.status == "succeeded" and j.result]
+    by_id = {j.id: j for j in done}
+    if a is None and b is None:
+        if len(done) < 2:
+            return {"choices": done, "a": None, "b": None, "comparison": None, "compare_error": ""}
+        a, b = done[1].id, done[0].id
+    ja, jb = by_id.get(a or -1), by_id.get(b or -1)
+    if ja is None or jb is None:
+        missing = a if ja is None else b
+        return {
+            "choices": done,
+            "a": ja,
+            "b": jb,
+            "comparison": None,
+            "compare_error": f"Run {missing} is not one of your finished runs of this lab; pick two from the lists.",
+        }
+    assert ja.result is not None and jb.result is not None  # `done` holds only runs with a result
+    return {
+        "choices": done,
+        "a": ja,
+        "b": jb,
+        "comparison": result_view.compare(ja.result, jb.result),
+        "compare_error": "",
+    }
+
+
+def _lab_context(
+    db: SessionDep, user: User, host: HostDep, spec: catalog.LabSpec, a: int | None = None, b: int | None = None
+) -> dict:
+    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN + 1)
     return {
         "lab": spec.name,
         "module": spec,
         "fields": [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)],
         "values": {},
         "errors": {},
-        "jobs": job_service.list_jobs(db, owner=user, lab=spec.name, limit=10),
+        "latest": jobs[0] if jobs else None,
+        "earlier": jobs[1 : RUNS_SHOWN + 1],
+        "more_runs": len(jobs) > RUNS_SHOWN,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
+        **_comparison(jobs, a, b),
     }
 
 
@@ -45,8 +91,34 @@ def labs_index(request: Request, user: CurrentUser) -> Response:
 
 
 @router.get("/labs/{lab}")
-def lab_page(request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep) -> Response:
-    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab)))
+def lab_page(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), a, b))
+
+
+@router.get("/labs/{lab}/runs")
+def lab_runs(request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab)), block="earlier_runs")
+
+
+@router.get("/labs/{lab}/compare")
+def lab_compare(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), a, b), block="compare")
 
 
 @router.post("/labs/{lab}/jobs")
@@ -65,6 +137,8 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
         except job_service.JobInputError as exc:
             for e in exc.errors:  # the first message per field sits next to it
                 errors.setdefault(e["field"].split(".")[0], e["message"])
+    if job is not None:
+        notice_session.watch(request.session, job.id)  # whatever page the learner is on hears when it is done
     if job is None:
         ctx = {**_lab_context(db, user, host, spec), "values": form, "errors": errors}
         response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
@@ -73,7 +147,9 @@ async def submit_job(request: Request, lab: str, user: CurrentUser, db: SessionD
             response.headers["HX-Reswap"] = "innerHTML"
         return response
     if is_htmx(request):  # the caller's hx-target decides where the new job card goes
-        return render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
+        response = render(request, "jobs/job.html", {"job": job}, block="job_card", status_code=201)
+        response.headers["HX-Trigger"] = "lab-runs-changed"  # the lab page refreshes its list of earlier runs
+        return response
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
 
@@ -84,4 +160,6 @@ def my_jobs(request: Request, user: CurrentUser, db: SessionDep) -> Response:
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job: ViewerJob) -> Response:
+    if job.finished:  # seen finishing (its page, or its card polling on a lab page): nothing left to announce
+        notice_session.forget(request.session, job.id)
     return render(request, "jobs/job.html", {"job": job}, block="job_card")
