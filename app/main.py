@@ -17,15 +17,17 @@ from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import logs, startup
 from app.config import ROOT, Settings
 from app.db import make_engine, make_sessionmaker
-from app.deps import LoginRequired
+from app.deps import LoginRequired, get_optional_user
 from app.routes import account, api, artifacts, auth, authoring, grading, labs, lessons, pages, reports, tools
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
@@ -43,13 +45,23 @@ API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools
 
 
 def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+    """Errors are JSON for the API and HTML pages in the site's look everywhere else."""
+    return request.url.path.startswith("/api/")
 
 
 def _error_response(request: Request, status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
-    return render(request, "error.html", {"status": status, "detail": detail}, status_code=status)
+    ctx = {"status": status, "detail": detail}
+    if hasattr(request.state, "user") or "session" not in request.scope:
+        return render(request, "error.html", ctx, status_code=status)
+    # No route ran (an unknown address): look the user up, so the page keeps their navigation.
+    with request.app.state.sessions() as db:
+        try:
+            get_optional_user(request, db)
+        except HTTPException:  # a bad API token on a page address: show the page without a user
+            request.state.user = None
+        return render(request, "error.html", ctx, status_code=status)
 
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # the largest legitimate body is a 20 MB bundle upload plus form fields
@@ -92,7 +104,7 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         title="GPU systems course",
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # FastAPI's default page loads Swagger UI from a CDN: blank offline; served below instead
         redoc_url=None,
     )
     app.state.settings = settings
@@ -117,6 +129,19 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
     for router in API_ROUTERS:
         app.include_router(router)
 
+    @app.get("/api/v1/docs", include_in_schema=False)
+    async def api_docs() -> HTMLResponse:
+        """Swagger UI from static/vendor/swagger-ui (VERSIONS.md), so the docs work with no network.
+        validatorUrl off: Swagger UI would otherwise send the spec to validator.swagger.io."""
+        return get_swagger_ui_html(
+            openapi_url="/api/v1/openapi.json",
+            title=f"{app.title} · API",
+            swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:
         if _wants_json(request):
@@ -126,9 +151,22 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
             return JSONResponse({"detail": "Log in first."}, status_code=401, headers={"HX-Redirect": "/login"})
         return RedirectResponse(f"/login?next={target}", status_code=303)
 
-    @app.exception_handler(HTTPException)
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's HTTPException and the router's own 404/405
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        return _error_response(request, exc.status_code, str(exc.detail), exc.headers)
+        detail = str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":  # no route matched: say which address
+            detail = f"There is no page at {request.url.path}."
+        return _error_response(request, exc.status_code, detail, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> Response:
+        """A bug: the page says so in plain words. Starlette re-raises the exception after this response, so
+        the server logs the traceback once; it never reaches the page."""
+        detail = "Something went wrong on our side. Nothing you saved was lost; try again, or come back later."
+        try:
+            return _error_response(request, 500, detail)
+        except Exception:  # the page itself failed to render: plain text, still not a traceback
+            return Response(detail, status_code=500, media_type="text/plain")
 
     @app.exception_handler(DomainError)
     async def domain_error(request: Request, exc: DomainError) -> Response:
