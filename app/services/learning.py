@@ -323,7 +323,9 @@ def lesson_state(db: Session, *, user: User, lesson_id: str) -> LessonState:
     page asks, and three ORM queries with their identity-map bookkeeping were a fifth of a page's time.
     Rows come ordered by id, so the latest answer per item wins."""
     state = LessonState({}, {}, {})
-    for kind, key, first, second, n, body, row_id in db.execute(_LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}):
+    for kind, key, first, second, n, body, row_id in db.execute(
+        _LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}
+    ):
         if kind == "p":
             state.progress[key] = ProgressView(key, first, second, n or 0)
         elif kind == "r":
