@@ -21,6 +21,7 @@ from labs.resources import fmt_bytes
 PREVIEW_ROWS = 5  # a table longer than FOLD_AFTER rows shows this many, the rest behind <details>
 FOLD_AFTER = 8
 MISSING = "—"
+FOOTNOTE_AT = 60  # characters: a note shared by several numbers and longer than this is said once, below
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -173,7 +174,8 @@ def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], list[str]]
     for parts in split:
         for p in set(parts):
             counts[p] = counts.get(p, 0) + 1
-    shared = [p for parts in split for p in parts if counts[p] > 1]
+    # Only a long clause is worth a footnote: a short one (a definition, "64 of 64 tokens") reads best in place.
+    shared = [p for parts in split for p in parts if counts[p] > 1 and len(p) > FOOTNOTE_AT]
     footnotes = list(dict.fromkeys(shared))
     return split, footnotes
 

@@ -62,6 +62,8 @@ def _fmt(v: float) -> str:
         return "0"
     if abs(v) >= 1e5 or abs(v) < 1e-3:
         return f"{v:.1e}"
+    if float(v).is_integer():
+        return f"{v:.0f}"  # 10000 as "10000", not .4g's "1e+04" (a log axis's round ticks)
     return f"{v:.4g}"  # 1500 stays "1500", 0.25 stays "0.25"
 
 

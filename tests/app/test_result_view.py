@@ -53,6 +53,9 @@ def _result(summary, label="CPU emulation: numbers are emulated; timings are CPU
     }
 
 
+SHARED = "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
+
+
 def test_the_honesty_label_is_dropped_from_notes_and_shared_notes_become_footnotes():
     label = "CPU emulation: numbers are emulated; timings are CPU timings."
     view = rv.present(
@@ -63,23 +66,26 @@ def test_the_honesty_label_is_dropped_from_notes_and_shared_notes_become_footnot
                     "label": "TP=1 step",
                     "value": 100.0,
                     "unit": "ms",
-                    "note": "CPU timings: ranks share cores; 1.00x TP=1",
+                    "note": f"{SHARED}; 1.00x TP=1",
                 },
                 {
                     "label": "TP=2 step",
                     "value": 60.0,
                     "unit": "ms",
-                    "note": "CPU timings: ranks share cores; 0.60x TP=1",
+                    "note": f"{SHARED}; 0.60x TP=1",
                 },
+                {"label": "ratio A", "value": 0.5, "note": "|a ∩ b| / |b|"},
+                {"label": "ratio B", "value": 0.7, "note": "|a ∩ b| / |b|"},
                 {"label": "Peak memory", "value": None, "note": "not measured on CPU"},
                 {"label": "Mystery", "value": None},
             ],
             label=label,
         )
     )
-    backend, tp1, tp2, peak, mystery = view.items
+    backend, tp1, tp2, ratio_a, _, peak, mystery = view.items
     assert backend.note == "" and backend.marks == []  # the label is shown once, above, not in a card
-    assert view.footnotes == ["CPU timings: ranks share cores"]
+    assert view.footnotes == [SHARED]
+    assert (ratio_a.note, ratio_a.marks) == ("|a ∩ b| / |b|", [])  # a short shared note stays in place
     assert (tp1.text, tp1.note, tp1.marks) == ("100 ms", "1.00x TP=1", [1])
     assert (tp2.note, tp2.marks) == ("0.60x TP=1", [1])
     assert (peak.text, peak.note) == ("—", "not measured on CPU")  # the dash comes with its reason

@@ -42,3 +42,10 @@ def test_a_long_subtitle_wraps_instead_of_being_cut():
     # the plot starts below the last subtitle line
     lane = next(r for r in root.iter(f"{SVG}rect") if r.get("fill") == "#f6f6f6")
     assert float(lane.get("y")) > 40 + 16 * (len(lines) - 1)
+
+
+def test_log_axis_ticks_are_plain_round_numbers():
+    series = [svgplot.Series("scale", [0, 1, 2], [1.0, 100.0, 10000.0])]
+    svg = svgplot.line_chart(series, title="t", xlabel="step", ylabel="value", log_y=True)
+    labels = [t.text for t in _texts(svg) if t.get("text-anchor") == "end"]
+    assert "10000" in labels and not [lab for lab in labels if "e+" in lab], labels
