@@ -56,6 +56,7 @@ def _job_notice(job) -> dict:
 @router.get("/notices")
 def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Response:
     session = request.session
+    before = notice_session.pending(session)
     for job in notices.finished_jobs(db, owner=user, ids=notice_session.watched(session)):
         notice_session.forget(session, job.id)
         notice_session.add(session, _job_notice(job))
@@ -77,6 +78,9 @@ def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Respons
                 },
             )
             session[notice_session.GRADES_SEEN] = max(int(session.get(notice_session.GRADES_SEEN) or 0), grade.id)
+    if notice_session.pending(session) == before:
+        # Nothing new: no swap (204), so the live region is not re-read to a screen reader every few seconds.
+        return Response(status_code=204)
     return render(request, "notices/_list.html", {})
 
 
