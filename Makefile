@@ -1,12 +1,17 @@
 # The two commands of the README.
-#   make run    set up and serve the course at http://127.0.0.1:8000 (SQLite + embedded worker)
+#   make run    set up and serve the course at http://127.0.0.1:8000 (SQLite + embedded worker);
+#               make run PORT=8123 HOST=0.0.0.0 serves elsewhere
+#               (HOST=0.0.0.0 exposes it to the network: set COURSE_SECRET_KEY there)
 #   make test   set up what the tests need, lint, and run the whole suite (browser tests included)
 #   make lint   ruff (lint + format check) and mypy over the tree
 .PHONY: run test lint bench
 
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
 run:
 	scripts/setup.sh
-	.venv/bin/python -m app serve --host 127.0.0.1 --port 8000
+	.venv/bin/python -m app serve --host $(HOST) --port $(PORT)
 
 test:
 	scripts/setup.sh --test

@@ -1,12 +1,12 @@
 """Jinja filters and globals of the templates: dates, numbers, authored Markdown, highlighted code, and the
-bounded excerpt of a lab result (app/result_view.py).
+lab results as a learner reads them (app/result_view.py).
 
 `install(env)` registers them; app/web.py calls it once for the app's template environment.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -16,8 +16,9 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 
+from app import notice_session, result_view
 from app.content import render_inline, render_markdown
-from app.result_view import excerpt
+from app.models import utcnow
 
 
 def when(dt: datetime | None) -> str:
@@ -73,10 +74,52 @@ def two(n: Any) -> str:
     return f"{int(n):02d}"
 
 
+def span(seconds: float | timedelta | None) -> str:
+    """A duration as people say it: '0.4 s', '17 s', '2 min 05 s', '1 h 03 min'."""
+    if seconds is None:
+        return ""
+    s = seconds.total_seconds() if isinstance(seconds, timedelta) else float(seconds)
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 60:
+        return f"{s:.0f} s"
+    m, sec = divmod(int(round(s)), 60)
+    if m < 60:
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min"
+
+
+def job_duration(job: Any) -> str:
+    """How long a job ran (started to finished), or has been running so far; '' before it starts."""
+    start, end = getattr(job, "started_at", None), getattr(job, "finished_at", None)
+    if start is None:
+        return ""
+    if end is None:
+        return span(utcnow() - start) + " so far"
+    return span(end - start)
+
+
 def install(env: Environment) -> None:
     from app.services.queue import fmt_duration  # the job card's ETA
 
     env.filters.update(
-        when=when, md=md, md_inline=md_inline, num=num, two=two, duration=fmt_duration, result_excerpt=excerpt
+        when=when,
+        md=md,
+        md_inline=md_inline,
+        num=num,
+        two=two,
+        human=result_view.human,
+        number=result_view.number,
+        span=span,
+        duration=job_duration,
+        eta=fmt_duration,
     )
-    env.globals.update(code_lines=code_lines, line_span=line_span)
+    env.globals.update(
+        code_lines=code_lines,
+        line_span=line_span,
+        present=result_view.present,
+        params_text=result_view.params_text,
+        notice_pending=notice_session.pending,
+        notice_poll=notice_session.poll_trigger,
+    )

@@ -17,7 +17,6 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -30,7 +29,7 @@ from app import bodies, logs, startup
 from app.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.config import ROOT, Settings
 from app.db import make_sessionmaker, web_engine
-from app.deps import LoginRequired
+from app.deps import LoginRequired, get_optional_user
 from app.routes import (
     account,
     api,
@@ -64,15 +63,28 @@ API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools
 
 
 def _wants_json(request: Request) -> bool:
-    return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+    """Errors are JSON for the API and HTML pages in the site's look everywhere else."""
+    return request.url.path.startswith("/api/")
+
+
+def _with_headers(response: Response, headers: Mapping[str, str] | None) -> Response:
+    response.headers.update(headers or {})
+    return response
 
 
 def _error_response(request: Request, status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
-    response = render(request, "error.html", {"status": status, "detail": detail}, status_code=status)
-    response.headers.update(headers or {})
-    return response
+    ctx = {"status": status, "detail": detail}
+    if hasattr(request.state, "user") or "session" not in request.scope:
+        return _with_headers(render(request, "error.html", ctx, status_code=status), headers)
+    # No route ran (an unknown address): look the user up, so the page keeps their navigation.
+    with request.app.state.sessions() as db:
+        try:
+            get_optional_user(request, db)
+        except HTTPException:  # a bad API token on a page address: show the page without a user
+            request.state.user = None
+        return _with_headers(render(request, "error.html", ctx, status_code=status), headers)
 
 
 # The posts that hash or check a password (argon2, app/security.py) wait in the admission gate's "passwords"
@@ -166,13 +178,24 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
             return JSONResponse({"detail": "Log in first."}, status_code=401, headers={"HX-Redirect": "/login"})
         return RedirectResponse(f"/login?next={target}", status_code=303)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's HTTPException and the router's own 404/405
+    async def http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 413:  # the body limit counted past this route's limit: say what the limit is
             return _error_response(request, 413, bodies.too_large_message(request.scope))
-        if not isinstance(exc, HTTPException):  # Starlette's own (unknown path, wrong method): FastAPI's answer
-            return await http_exception_handler(request, exc)
-        return _error_response(request, exc.status_code, str(exc.detail), exc.headers)
+        detail = str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":  # no route matched: say which address
+            detail = f"There is no page at {request.url.path}."
+        return _error_response(request, exc.status_code, detail, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> Response:
+        """A bug: the page says so in plain words. Starlette re-raises the exception after this response, so
+        the server logs the traceback once; it never reaches the page."""
+        detail = "Something went wrong on our side. Nothing you saved was lost; try again, or come back later."
+        try:
+            return _error_response(request, 500, detail)
+        except Exception:  # the page itself failed to render: plain text, still not a traceback
+            return Response(detail, status_code=500, media_type="text/plain")
 
     @app.exception_handler(sa_exc.TimeoutError)
     async def pool_exhausted(request: Request, exc: sa_exc.TimeoutError) -> Response:

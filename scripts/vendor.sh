@@ -18,3 +18,4 @@ mkdir -p "$v/swagger-ui"
 cp "swagger-ui-dist-$SWAGGER/package/swagger-ui-bundle.js" "swagger-ui-dist-$SWAGGER/package/swagger-ui.css" \
    "swagger-ui-dist-$SWAGGER/package/LICENSE" "swagger-ui-dist-$SWAGGER/package/NOTICE" "$v/swagger-ui/"
 echo "vendored htmx $HTMX, katex $KATEX, axe-core $AXE, swagger-ui-dist $SWAGGER"
+echo "the YAML editor (CodeMirror) is built, not copied: scripts/build-editor.sh"

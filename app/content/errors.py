@@ -29,10 +29,11 @@ class ContentError:
     expected: str
     found: str
     line: int | None = None  # 1-based line in the YAML, when known
+    hint: str = ""  # for a YAML mistake the parser words badly: what the author most likely did, and the fix
 
     @property
     def message(self) -> str:
-        return f"expected {self.expected}, found {self.found}"
+        return f"expected {self.expected}, found {self.found}" + (f". {self.hint}" if self.hint else "")
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -44,6 +45,46 @@ def yaml_problem(exc: yaml.YAMLError) -> tuple[str, int | None]:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     return problem, (mark.line + 1 if mark else None)
+
+
+def yaml_hint(exc: yaml.YAMLError, text: str) -> str:
+    """The usual cause of a YAML error, in an author's words, for the mistakes people make in prose files:
+    a colon inside a sentence, a tab, a value that starts with a character YAML reserves."""
+    problem = str(getattr(exc, "problem", "") or "")
+    context = str(getattr(exc, "context", "") or "")
+    mark = getattr(exc, "problem_mark", None)
+    lines = text.splitlines()
+    line = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
+    value = line.split(": ", 1)[1].strip() if ": " in line else line.strip().lstrip("- ").strip()
+    if "mapping values are not allowed" in problem:
+        return (
+            "This line's text has a second colon followed by a space, which YAML reads as the start of a new key. "
+            'Put the whole text in double quotes ("..."), or write `key: >` and the text on the indented lines below'
+        )
+    if "'\\t'" in problem or "\t" in problem:
+        return "Indent with spaces: YAML does not allow tab characters in indentation (this line has one)"
+    if "scanning an alias" in context or (value.startswith("*") and "'*'" in problem):
+        return (
+            f"A value that starts with * is read as a YAML alias (a reference to an anchor). Quote the text: "
+            f'"{value[:40]}"'
+        )
+    reserved = re.search(r"found character '([@`%|>!&])' that cannot start any token", problem)
+    if reserved:
+        return f'YAML reserves {reserved.group(1)} at the start of a value. Quote the text: "{value[:40]}"'
+    if "expected <block end>" in problem and value.startswith(("{", "[")):
+        return f"A value that starts with {value[0]} is read as a YAML {'mapping' if value[0] == '{' else 'list'}. Quote the text"
+    if "expected <block end>" in problem or "while parsing a block" in context:
+        return "This line is indented differently from the lines above it: keys of one mapping start in the same column"
+    if "end of stream" in problem and "quoted scalar" in context:
+        return "A quote opened on this line or above is never closed"
+    return ""
+
+
+def yaml_error(file: str, exc: yaml.YAMLError, text: str) -> ContentError:
+    """A file that is not valid YAML, with the parser's words, its line, and a hint when the cause is a usual one."""
+    problem, line = yaml_problem(exc)
+    found = problem[len("found ") :] if problem.startswith("found ") else problem  # "found found character"
+    return ContentError(file, "", "valid YAML", found, line, yaml_hint(exc, text))
 
 
 def describe_value(value: Any) -> str:

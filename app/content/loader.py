@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import calc, figures, practice
 from . import tools as tools_mod
-from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_problem
+from .errors import ContentError, describe_value, explain, line_of, loc_to_path, path_to_loc, yaml_error
 from .schema import (
     SLUG,
     Atlas,
@@ -149,8 +149,11 @@ class _LessonBuild:
         self.files = files
         self.errors: list[ContentError] = []
         self.trees: dict[str, Any] = {}  # rel path -> composed YAML node, for line numbers
+        self.header_broken = False  # lesson.yaml exists but did not parse or validate
 
     def err(self, rel: str, loc: tuple | str, expected: str, found: str) -> None:
+        if self.header_broken and "{{calc:" in found:
+            return  # a placeholder lesson.yaml would have filled: its own error is the news, not every use
         path = loc if isinstance(loc, str) else loc_to_path(loc)
         line = line_of(self.trees.get(rel), loc if isinstance(loc, tuple) else path_to_loc(loc))
         self.errors.append(ContentError(f"{self.id}/{rel}", path, expected, found, line))
@@ -181,6 +184,7 @@ class _LessonBuild:
             raw[rel] = self.substitute(rel, raw[rel], (), values, pending, raw.get(LESSON_FILE))
 
         header = self.validate(LESSON_FILE, LessonFile, raw[LESSON_FILE]) if LESSON_FILE in raw else None
+        self.header_broken = LESSON_FILE in self.files and header is None
         parts = []
         for rel in sorted(r for r in raw if r.startswith("parts/")):
             data = raw[rel]
@@ -224,7 +228,7 @@ class _LessonBuild:
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
         self.check_pauses(parts, header)
         drawn = self.draw_figures(parts)
-        self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in raw)
+        self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in self.files)
         if self.errors or header is None:
             return None, sorted(self.errors, key=lambda e: (e.file, e.line or 0))
         lesson = Lesson(
@@ -250,8 +254,7 @@ class _LessonBuild:
             self.trees[rel] = yaml.compose(text, Loader=yaml.SafeLoader)
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            problem, line = yaml_problem(exc)
-            self.errors.append(ContentError(f"{self.id}/{rel}", "", "valid YAML", problem, line))
+            self.errors.append(yaml_error(f"{self.id}/{rel}", exc, text))
             return None
         if not isinstance(data, dict):
             self.err(rel, "", "a mapping of fields (key: value lines)", describe_value(data))
@@ -323,7 +326,7 @@ class _LessonBuild:
 
         def sub(m: re.Match) -> str:
             name, fld, spec = m.group(1), m.group(2), m.group(3)
-            if name in failed:
+            if name in failed or not isinstance(header, dict):  # lesson.yaml's own error is the news
                 return m.group(0)
             if name not in values:
                 known = ", ".join(sorted(values)) or "none declared"
@@ -363,8 +366,10 @@ class _LessonBuild:
     def check_pauses(self, parts: list[tuple[str, Part]], header: LessonFile | None) -> None:
         """Interactive tools must exist; a pause's `check` must name one of the lesson's interactive tools,
         give inputs that tool accepts and predict one of its outputs (app/content/tools.py)."""
+        if header is None:
+            return  # lesson.yaml's own error is reported; its tools are unknown, not missing
         known = tools_mod.TOOLS
-        names = header.interactive if header else []
+        names = header.interactive
         for i, name in enumerate(names):
             if name not in known:
                 self.err(LESSON_FILE, ("interactive", i), f"a tool of /play ({', '.join(known)})", repr(name))
@@ -424,12 +429,16 @@ class _LessonBuild:
 
     def cross_check(self, parts, questions: dict, atlas: Atlas | None, raw: dict) -> None:
         numbers = sorted(p.number for _, p in parts)
+        # A part file that failed leaves a gap in the numbering: then only clashes are news, not the gap,
+        # or one broken file would put an error in every other part.
+        all_parts = len(parts) == sum(1 for r in self.files if r.startswith("parts/"))
         if parts and numbers != list(range(1, len(parts) + 1)):
             for rel, p in parts:
-                if numbers.count(p.number) > 1 or numbers != list(range(1, len(parts) + 1)):
+                if numbers.count(p.number) > 1 or (all_parts and numbers != list(range(1, len(parts) + 1))):
                     self.err(rel, ("number",), f"part numbers 1..{len(parts)}, each once", str(p.number))
         listed: set[str] = set()
         era_ids = {e.id for e in atlas.hardware_ecosystem} if atlas else set()
+        atlas_broken = atlas is None and "atlas.yaml" in self.files  # its own error is reported
         seen: dict[str, str] = {}
         for rel, part in parts:
             for i, block in enumerate(part.blocks):
@@ -451,7 +460,7 @@ class _LessonBuild:
                                     f"a line number of this block's code (1..{n})",
                                     str(ln),
                                 )
-                if isinstance(block, TimelineBlock):
+                if isinstance(block, TimelineBlock) and not atlas_broken:
                     for j, eid in enumerate(block.eras):
                         if eid not in era_ids:
                             self.err(

@@ -6,7 +6,7 @@ GET /bundles/{id}/artifacts/{name}                                   an upload, 
 GET /api/v1/bundles/{id}/artifacts/{name}                            the same, for scripts
 GET /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}    a report's evidence, for its owner and graders
 
-`name` is an artifact name from result.json, or `result.json` itself.
+`name` is an artifact's name or its `path` from result.json (a path may hold slashes), or `result.json`.
 """
 
 from __future__ import annotations
@@ -33,27 +33,27 @@ def _file(artifact: Artifact) -> FileResponse:
     return FileResponse(artifact.path, media_type=artifact.media_type, headers=HEADERS)
 
 
-@router.get("/jobs/{job_id}/artifacts/{name}")
+@router.get("/jobs/{job_id}/artifacts/{name:path}")
 def job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> FileResponse:
     return _file(artifacts.of_job(settings, job, name))
 
 
-@api.get("/jobs/{job_id}/artifacts/{name}")
+@api.get("/jobs/{job_id}/artifacts/{name:path}")
 def api_job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> FileResponse:
     return _file(artifacts.of_job(settings, job, name))
 
 
-@router.get("/bundles/{bundle_id}/artifacts/{name}")
+@router.get("/bundles/{bundle_id}/artifacts/{name:path}")
 def bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> FileResponse:
     return _file(artifacts.of_bundle(settings, bundle, name))
 
 
-@api.get("/bundles/{bundle_id}/artifacts/{name}")
+@api.get("/bundles/{bundle_id}/artifacts/{name:path}")
 def api_bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> FileResponse:
     return _file(artifacts.of_bundle(settings, bundle, name))
 
 
-@router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name}")
+@router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name:path}")
 def evidence_artifact(
     report: ViewerReport, number: DbInt, slot_id: str, name: str, db: SessionDep, settings: SettingsDep
 ) -> FileResponse:

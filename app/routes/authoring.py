@@ -1,5 +1,12 @@
 """Instructor authoring: edit a lesson's files in the browser with live validation and preview,
-then publish them as a new version (no restart; older versions stay readable)."""
+then publish them as a new version (no restart; older versions stay readable).
+
+    GET  /instructor/lessons/{id}/edit[?file=…]            the editor (CodeMirror over a textarea)
+    POST /instructor/lessons/{id}/preview                  htmx: validate and preview as the author types
+    POST /instructor/lessons/{id}/publish                  validate and publish a new version
+    GET  /instructor/lessons/{id}/versions/{n}/files.zip   a version's files, to unzip at the repository root
+    GET  /instructor/lessons/{id}/versions/{n}/changes.diff  what it changed since version n-1 (`git apply`)
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,14 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import Response
 
 from app.bodies import AUTHORING_LIMIT
 from app.content import make_variant, validate_lesson_texts
 from app.content.schema import Numeric
 from app.deps import DbInt, InstructorUser, SessionDep, csrf_protect
+from app.services import lesson_export, publishing
 from app.services import lessons as lesson_service
-from app.services import publishing
 from app.web import render
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
@@ -66,9 +74,28 @@ def edit_page(request: Request, lesson_id: str, user: InstructorUser, db: Sessio
         "text": row.files[file],
         "errors": [],
         "published": None,
+        "history": lesson_service.versions(db, lesson_id=lesson_id),
         **_preview_ctx(lesson, file),
     }
     return render(request, "instructor/edit.html", ctx)
+
+
+def _download(export: lesson_export.Export) -> Response:
+    return Response(
+        export.body,
+        media_type=export.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{export.filename}"'},
+    )
+
+
+@router.get("/lessons/{lesson_id}/versions/{version}/files.zip")
+def version_zip(lesson_id: str, version: DbInt, user: InstructorUser, db: SessionDep) -> Response:
+    return _download(lesson_export.version_zip(db, lesson_id=lesson_id, version=version))
+
+
+@router.get("/lessons/{lesson_id}/versions/{version}/changes.diff")
+def version_diff(lesson_id: str, version: DbInt, user: InstructorUser, db: SessionDep) -> Response:
+    return _download(lesson_export.version_diff(db, lesson_id=lesson_id, version=version))
 
 
 def _validate(row, path: str, text: str):
@@ -135,4 +162,5 @@ def publish(
     new_row = lesson_service.latest_row(db, lesson_id=lesson_id)
     assert new_row is not None  # just published
     ctx.update(row=new_row, published=version, **_preview_ctx(lesson_service.build(new_row), path))
+    ctx["history"] = lesson_service.versions(db, lesson_id=lesson_id)
     return render(request, "instructor/edit.html", ctx)

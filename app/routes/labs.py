@@ -1,6 +1,14 @@
 """Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
 fair queue and an ETA (polled by htmx), and cancel.
 
+    GET  /labs/{lab}                      the form, the latest run in full, earlier runs in a compact list,
+                                          and two runs side by side (?a=ID&b=ID, default: the last two that
+                                          succeeded)
+    GET  /labs/{lab}/runs                 the earlier-runs list (htmx refreshes it after a submission)
+    GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
+    POST /labs/{lab}/jobs                 submit; every invalid field comes back next to its input at once
+    GET  /jobs, /jobs/{id}                the learner's jobs; one job's card (it polls itself until done)
+
 Artifacts of jobs are served by app/routes/artifacts.py.
 """
 
@@ -10,9 +18,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app import executors
+from app import executors, notice_session, result_view
 from app.config import Settings
-from app.deps import CurrentUser, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from app.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.models import Job, User
 from app.services import jobs as job_service
 from app.services import labforms
@@ -55,19 +63,61 @@ def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> boo
     )
 
 
-def _lab_context(db: Session, user: User, host: HostCapacity, spec: catalog.LabSpec, settings: Settings) -> dict:
-    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=10)
+RUNS_SHOWN = 20  # earlier runs listed on a lab page; /jobs lists more
+
+
+def _comparison(jobs: list[Job], a: int | None, b: int | None) -> dict:
+    """The two runs to set side by side (A older, B newer by default) and their comparison, or a reason."""
+    done = [j for j in jobs if j.status == "succeeded" and j.result]
+    by_id = {j.id: j for j in done}
+    if a is None and b is None:
+        if len(done) < 2:
+            return {"choices": done, "a": None, "b": None, "comparison": None, "compare_error": ""}
+        a, b = done[1].id, done[0].id
+    ja, jb = by_id.get(a or -1), by_id.get(b or -1)
+    if ja is None or jb is None:
+        missing = a if ja is None else b
+        return {
+            "choices": done,
+            "a": ja,
+            "b": jb,
+            "comparison": None,
+            "compare_error": f"Run {missing} is not one of your finished runs of this lab; pick two from the lists.",
+        }
+    assert ja.result is not None and jb.result is not None  # `done` holds only runs with a result
+    return {
+        "choices": done,
+        "a": ja,
+        "b": jb,
+        "comparison": result_view.compare(ja.result, jb.result),
+        "compare_error": "",
+    }
+
+
+def _lab_context(
+    db: Session,
+    user: User,
+    host: HostCapacity,
+    spec: catalog.LabSpec,
+    settings: Settings,
+    a: int | None = None,
+    b: int | None = None,
+) -> dict:
+    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN + 1)
     return {
         "lab": spec.name,
         "module": spec,
         "fields": [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)],
         "values": {},
         "errors": {},
-        "jobs": jobs,
-        "estimates": estimates(db, settings, jobs),
+        "latest": jobs[0] if jobs else None,
+        "earlier": jobs[1 : RUNS_SHOWN + 1],
+        "more_runs": len(jobs) > RUNS_SHOWN,
+        "estimates": estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
         "has_queued": any(j.status == "queued" for j in jobs),
         "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
+        **_comparison(jobs, a, b),
     }
 
 
@@ -79,9 +129,39 @@ def labs_index(request: Request, user: CurrentUser) -> Response:
 
 @router.get("/labs/{lab}")
 def lab_page(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings, a, b))
+
+
+@router.get("/labs/{lab}/runs")
+def lab_runs(
     request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
 ) -> Response:
-    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings))
+    ctx = _lab_context(db, user, host, _spec(lab), settings)
+    return render(request, "labs/lab.html", ctx, block="earlier_runs")
+
+
+@router.get("/labs/{lab}/compare")
+def lab_compare(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    ctx = _lab_context(db, user, host, _spec(lab), settings, a, b)
+    return render(request, "labs/lab.html", ctx, block="compare")
 
 
 @router.post("/labs/{lab}/jobs")
@@ -131,10 +211,12 @@ def submit_job(
             response.headers["HX-Retarget"] = "#lab-form-wrap"
             response.headers["HX-Reswap"] = "innerHTML"
         return response
+    notice_session.watch(request.session, job.id)  # whatever page the learner is on hears when it is done
     if is_htmx(request):  # the caller's hx-target decides where the new job card goes
         ctx = card_context(db, settings, job, user)
         response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)
-        response.headers["HX-Trigger"] = "job-submitted"  # replaced cards refresh themselves
+        # replaced cards refresh themselves; the lab page refreshes its list of earlier runs
+        response.headers["HX-Trigger"] = "job-submitted, lab-runs-changed"
         return response
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)
 
@@ -147,6 +229,8 @@ def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: Setti
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    if job.finished:  # seen finishing (its page, or its card polling on a lab page): nothing left to announce
+        notice_session.forget(request.session, job.id)
     return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
 
 

@@ -23,12 +23,18 @@ class Artifact:
 
 
 def resolve_artifact(bundle: Path, result: dict, name: str) -> tuple[Path, str] | str:
-    """(absolute path, media type) of artifact `name` (or `result.json`) inside `bundle`, or the reason it is absent."""
+    """(absolute path, media type) of artifact `name` (or `result.json`) inside `bundle`, or the reason it is absent.
+
+    `name` is an artifact's name or its `path` as result.json lists it (a script that read result.json
+    fetches what it lists); only listed files are served, whatever the path says."""
     bundle = bundle.resolve()
     if name == "result.json":
         rel, media_type = "result.json", "application/json"
     else:
-        match = next((a for a in result.get("artifacts", []) if isinstance(a, dict) and a.get("name") == name), None)
+        listed = [a for a in result.get("artifacts", []) if isinstance(a, dict)]
+        match = next((a for a in listed if a.get("name") == name), None) or next(
+            (a for a in listed if a.get("path") == name), None
+        )
         if match is None:
             return f"no artifact called {name!r}"
         rel, media_type = str(match.get("path", "")), str(match.get("media_type", ""))

@@ -2,15 +2,19 @@
 of bounds) and its backends.
 
 `form_fields(lab)` describes the parameter inputs and `backend_field(lab, host)` the backend choice;
-`parse_form(lab, form)` turns submitted strings into typed values that `Params` then validates, and the
-job service checks the run against this host with the catalog's rules, so the form, the API and the CLI
-share one rulebook.
+`parse_form(lab, form)` turns submitted strings into typed values and checks them against `Params`,
+reporting every invalid field in one pass, each in the learner's terms ("steps: at least 2, got 1");
+the job service then checks the run against this host with the catalog's rules, so the form, the API and
+the CLI share one rulebook (the API and the CLI word errors with labs.params.describe_error).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
 
 from app.services.labhost import HostCapacity
 from labs import catalog
@@ -118,13 +122,15 @@ def backend_field(lab: str, host: HostCapacity) -> FormField:
 
 
 def parse_form(lab: str, form: Any) -> tuple[dict, dict[str, str]]:
-    """Return (params, errors-by-field) from submitted strings; Params validation comes after.
+    """Return (params, errors-by-field): every field that does not parse or that `Params` refuses, at once.
 
-    `form` is Starlette's FormData (or a dict); multi-choice fields read every submitted value.
+    `form` is Starlette's FormData (or a dict); multi-choice fields read every submitted value. The lab's
+    rules across fields and the host's limits come after, in the job service, once every field is valid.
     """
+    fields = {f.name: f for f in form_fields(lab)}
     params: dict = {}
     errors: dict[str, str] = {}
-    for f in form_fields(lab):
+    for f in fields.values():
         if f.kind == "multi_choice":
             if hasattr(form, "getlist") and f"{f.name}__present" in form:
                 params[f.name] = [v for v in form.getlist(f.name) if isinstance(v, str)]
@@ -141,14 +147,90 @@ def parse_form(lab: str, form: Any) -> tuple[dict, dict[str, str]]:
                 params[f.name] = None
             continue
         try:
-            if f.kind == "int":
-                params[f.name] = int(raw)
-            elif f.kind == "float":
-                params[f.name] = float(raw)
-            elif f.kind == "int_list":
-                params[f.name] = [int(p) for p in raw.replace(" ", "").split(",") if p]
-            else:
-                params[f.name] = raw
+            params[f.name] = _parse(f, raw)
         except ValueError:
-            errors[f.name] = f"{f.name}: got {raw!r}, expected {f.range_text or 'a ' + f.kind}"
+            errors[f.name] = f"{f.name}: {_expected(f)}, got {raw!r}"
+    try:
+        catalog.get(lab).params.model_validate(params)
+    except ValidationError as exc:
+        for name, message in field_errors(exc, fields).items():
+            errors.setdefault(name, message)  # a field that did not parse keeps that message
     return params, errors
+
+
+def _parse(f: FormField, raw: str) -> Any:
+    if f.kind == "int":
+        return int(raw.replace(",", "").replace("_", "")) if _thousands(raw) else int(raw)
+    if f.kind == "float":
+        return float(raw)
+    if f.kind == "int_list":
+        # "1, 2, 4", "1 2 4" and "1;2;4" all mean three degrees; an empty item ("1,,2") is a typo, not a value
+        if re.search(r"[,;]\s*[,;]", raw):
+            raise ValueError(raw)
+        return [int(p) for p in re.split(r"[,;\s]+", raw) if p]
+    return raw
+
+
+def _thousands(raw: str) -> bool:
+    """'16,384' and '16_384' are one number to a learner typing a size."""
+    digits = raw.lstrip("+-")
+    groups = digits.replace("_", ",").split(",")
+    return len(groups) > 1 and 1 <= len(groups[0]) <= 3 and all(len(g) == 3 and g.isdigit() for g in groups[1:])
+
+
+def _expected(f: FormField) -> str:
+    what = {
+        "int": "a whole number",
+        "float": "a number",
+        "int_list": "whole numbers separated by commas, e.g. 1, 2, 4",
+        "choice": "one of " + ", ".join(map(str, f.choices)),
+    }.get(f.kind, "a value")
+    limits = f.range_text if f.kind in ("int", "float") and f.range_text else ""
+    return f"{what}{' from ' + limits if limits and ' to ' in limits else (', ' + limits if limits else '')}"
+
+
+def _bound(ctx: dict) -> str:
+    for key, words in (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt", "less than")):
+        if key in ctx:
+            return f"{words} {_num(ctx[key])}"
+    return ""
+
+
+def field_errors(exc: ValidationError, fields: dict[str, FormField] | None = None) -> dict[str, str]:
+    """pydantic's errors as one message per form field, in the learner's terms:
+    'steps: at least 2, got 1', 'degrees: each at most 8, got 9', 'recipe: one of delayed, current, got x'."""
+    out: dict[str, str] = {}
+    for err in exc.errors():
+        loc = err.get("loc", ())
+        name = str(loc[0]) if loc else "params"
+        if name in out:
+            continue
+        value, kind, ctx = err.get("input"), err["type"], err.get("ctx") or {}
+        item = len(loc) > 1 and isinstance(loc[1], int)  # one value of a list, e.g. a TP degree
+        f = (fields or {}).get(name)
+        if kind == "extra_forbidden":
+            message = f"{name}: not a parameter of this lab"
+        elif kind == "missing":
+            message = f"{name}: required"
+        elif _bound(ctx):
+            message = f"{name}: {'each ' if item else ''}{_bound(ctx)}, got {_shown(value)}"
+        elif kind in ("too_short", "too_long"):
+            n = ctx.get("min_length" if kind == "too_short" else "max_length")
+            words = "at least" if kind == "too_short" else "at most"
+            message = f"{name}: {words} {n} value{'s' if n != 1 else ''}, got {ctx.get('actual_length', '?')}"
+        elif kind in ("literal_error", "enum"):
+            message = f"{name}: one of {ctx.get('expected', '')}, got {_shown(value)}".replace("'", "")
+        elif f is not None:
+            message = f"{name}: {_expected(f)}, got {_shown(value)}"
+        else:
+            message = f"{name}: {err['msg']}"
+        out[name] = message
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)

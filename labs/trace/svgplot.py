@@ -7,6 +7,7 @@ a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -61,6 +62,8 @@ def _fmt(v: float) -> str:
         return "0"
     if abs(v) >= 1e5 or abs(v) < 1e-3:
         return f"{v:.1e}"
+    if float(v).is_integer():
+        return f"{v:.0f}"  # 10000 as "10000", not .4g's "1e+04" (a log axis's round ticks)
     return f"{v:.4g}"  # 1500 stays "1500", 0.25 stays "0.25"
 
 
@@ -194,7 +197,9 @@ def svg_timeline(
     else:
         lo, hi = window
     hi = hi if hi > lo else lo + 1.0
-    left, right, top = 170, 20, 58 if subtitle else 44
+    # The subtitle wraps onto as many lines as it needs (~6.5 px a character at this size) instead of being cut.
+    sub_lines = textwrap.wrap(subtitle, max(20, int((width - 24) / 6.5))) if subtitle else []
+    left, right, top = 170, 20, 44 + 16 * len(sub_lines)
     lane_h, lane_gap, group_gap = 18, 4, 14
     group_h = len(LANES) * (lane_h + lane_gap)
     plot_h = len(ranks) * (group_h + group_gap)
@@ -206,16 +211,14 @@ def svg_timeline(
 
     out = svg_open(width, height, title, description or (f"{title}. {subtitle}" if subtitle else ""))
     out.append(f'<text x="12" y="22" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
-    if subtitle:
-        # Keep the line inside the picture (~6.5 px a character at this size); the full text stays in <desc>.
-        room = max(20, int((width - 24) / 6.5))
-        shown = subtitle if len(subtitle) <= room else subtitle[: room - 1] + "…"
-        out.append(f'<text x="12" y="40" fill="#444">{escape(shown)}</text>')
+    for i, line in enumerate(sub_lines):
+        out.append(f'<text x="12" y="{40 + 16 * i}" fill="#444">{escape(line)}</text>')
     axis_y = top + plot_h
-    for t in _ticks(lo, hi):
-        x = px(t)
+    # The axis reads time since the window's start, so the ticks are round in that time, not in the clock's.
+    for t in _ticks(0.0, hi - lo):
+        x = px(lo + t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{axis_y}" stroke="#e4e4e4"/>')
-        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t - lo)}</text>')
+        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t)}</text>')
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
     out.append(
         f'<text x="{left + pw / 2:.1f}" y="{axis_y + 36}" text-anchor="middle" fill="#111">'

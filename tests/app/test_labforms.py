@@ -1,5 +1,7 @@
 """Every lab's parameter form, submitted as rendered, creates a job with the lab's defaults."""
 
+import re
+
 import pytest
 
 from app.models import Job
@@ -42,11 +44,62 @@ def test_bad_value_is_shown_next_to_its_field(client, db):
     data.update(steps="1", csrf_token=client.csrf("/labs/fp8-step"))
     r = client.post("/labs/fp8-step/jobs", data=data, headers={"HX-Request": "true"})
     assert r.status_code == 422 and r.headers["HX-Retarget"] == "#lab-form-wrap"
-    assert 'data-field="steps"' in r.text and "steps: got 1" in r.text
+    assert 'data-field="steps"' in r.text and "steps: at least 2, got 1" in r.text
     data.update(steps="two")
     r = client.post("/labs/fp8-step/jobs", data=data)
-    assert r.status_code == 422 and "steps: got &#39;two&#39;" in r.text
+    assert r.status_code == 422 and "steps: a whole number from 2 to 5000, got &#39;two&#39;" in r.text
     assert db.query(Job).count() == 0
+
+
+def test_every_invalid_field_is_reported_at_once_in_the_learners_terms(client, db):
+    client.register("ann@example.org")
+    data = dict(_as_browser_would("tp-sweep"))
+    data.update(steps="abc", warmup="99", tokens="1", degrees="1, 2, 9", csrf_token=client.csrf("/labs/tp-sweep"))
+    r = client.post("/labs/tp-sweep/jobs", data=data, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    shown = dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', r.text))
+    assert shown == {
+        "steps": "steps: a whole number from 1 to 50, got &#39;abc&#39;",
+        "warmup": "warmup: at most 10, got 99",
+        "tokens": "tokens: at least 8, got 1",
+        "degrees": "degrees: each at most 8, got 9",
+    }
+    assert "4 fields below" in r.text and "expected" not in r.text  # no validator wording
+    assert db.query(Job).count() == 0
+
+
+def test_degrees_that_do_not_split_ffn_are_refused_at_submit_with_the_reason(client, db):
+    client.register("ann@example.org")
+    data = dict(_as_browser_would("tp-sweep"))
+    data.update(degrees="1,3", csrf_token=client.csrf("/labs/tp-sweep"))
+    r = client.post("/labs/tp-sweep/jobs", data=data, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    message = re.search(r'data-field="degrees">([^<]*)<', r.text).group(1)
+    assert "ffn(2048) % degree(3) = 2" in message  # the arithmetic that rules it out
+    assert db.query(Job).count() == 0  # refused before anything is queued, not by the job seconds later
+
+
+@pytest.mark.parametrize(
+    "typed, parsed",
+    [("1, 2, 4", [1, 2, 4]), ("1 2 4", [1, 2, 4]), ("1;2;4", [1, 2, 4]), ("4", [4])],
+)
+def test_degrees_are_read_as_people_type_them(typed, parsed):
+    params, errors = labforms.parse_form("tp-sweep", {"degrees": typed})
+    assert errors == {} and params["degrees"] == parsed
+
+
+@pytest.mark.parametrize(
+    "form, field, message",
+    [
+        ({"degrees": "1,,2"}, "degrees", "degrees: whole numbers separated by commas, e.g. 1, 2, 4, got '1,,2'"),
+        ({"degrees": "1,2,3,4,8"}, "degrees", "degrees: at most 4 values, got 5"),
+        ({"tokens": "16,384"}, "tokens", "tokens: at most 8192, got 16384"),  # a thousands separator is read
+        ({"predict_node": "B200"}, "predict_node", "predict_node: one of H200 or H100-SXM, got B200"),
+    ],
+)
+def test_field_messages(form, field, message):
+    _, errors = labforms.parse_form("tp-sweep", form)
+    assert errors[field] == message
 
 
 def test_lab_page_links_back_to_its_lesson(client):

@@ -70,7 +70,7 @@ def test_staff_created_from_the_command_line(page, live_server):
     expect(page.get_by_role("link", name="Instructor")).to_be_visible()
     page.get_by_role("link", name="Instructor").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Instructor")
-    expect(page.get_by_role("table")).to_contain_text("Transformer Scaling")
+    expect(page.get_by_role("heading", name="Transformer Scaling")).to_be_visible()
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Grading").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Grading")
 

@@ -1,10 +1,16 @@
 """Reading a learner's numeric answer: the number (thousands separators, decimal commas, exponents) and
 its unit, converted to the question's unit. Errors are ValueErrors whose message is shown to the learner.
+
+A plain calculation of numbers is read too ("448/400", "2 × 8 GiB", "(70e9 * 2) / 8"), because that is how
+people write a ratio they worked out: it is parsed with Python's `ast` into numbers and + − × ÷ and small
+powers only, and evaluated by walking that tree (never `eval`).
 """
 
 from __future__ import annotations
 
+import ast
 import math
+import operator
 import re
 
 from .generators import fmt_number
@@ -45,18 +51,89 @@ _NUMBER = re.compile(r"^([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)\s*(.*)$
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 
 
+# ---------------------------------------------------------------- a plain calculation of numbers
+
+_OPERATOR = re.compile(r"[\d.)]\s*(?:\*\*|[-+*/×÷^])\s*[-+\d.(]|^\s*\(")  # an operator between two numbers
+_EXPR_UNIT = re.compile(r"^(.*?[\d.)])\s*([A-Za-zµμ%]+)$")  # a unit after the calculation: "448/400 ms"
+_EXPR_CHARS = re.compile(r"^[\d\s.,eE+\-*/()]+$")
+_NUMBER_TOKEN = re.compile(r"\d[\d,]*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?")
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+MAX_EXPRESSION = 80  # characters: a worked ratio, not a program
+MAX_POWER = 64  # 2**30 and 10**-3 are units of thought; 9**9**9 is not an answer
+
+
+def _plain_number(token: str) -> str:
+    """One number of a calculation: '16,384' is sixteen thousand, '0,5' a decimal comma."""
+    if _THOUSANDS.match(token.split("e")[0].split("E")[0]):
+        return token.replace(",", "")
+    return token.replace(",", ".")
+
+
+def _walk(node: ast.AST) -> float:
+    if isinstance(node, ast.Expression):
+        return _walk(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _walk(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _walk(node.left), _walk(node.right)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise ZeroDivisionError
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        base, exponent = _walk(node.left), _walk(node.right)
+        if abs(exponent) > MAX_POWER or abs(base) > 1e6:
+            raise OverflowError
+        return base**exponent
+    raise TypeError(type(node).__name__)
+
+
+def evaluate(expression: str) -> float:
+    """The value of a plain calculation of numbers (+ - * / ^ and parentheses); ValueError otherwise."""
+    text = expression.replace("×", "*").replace("÷", "/").replace("^", "**")
+    shown = expression.strip()
+    if len(text) > MAX_EXPRESSION or not _EXPR_CHARS.match(text.replace("**", "*")):
+        raise ValueError(
+            f"“{shown}” is not a number or a plain calculation. Write digits, e.g. 14 or 1.87, "
+            "or numbers with + − × ÷, e.g. 448/400."
+        )
+    text = _NUMBER_TOKEN.sub(lambda m: _plain_number(m.group(0)), text)
+    try:
+        value = _walk(ast.parse(text, mode="eval"))
+    except ZeroDivisionError:
+        raise ValueError(f"“{shown}” divides by zero.") from None
+    except (OverflowError, ValueError):
+        raise ValueError(f"“{shown}” is too large to be an answer.") from None
+    except (SyntaxError, TypeError):
+        raise ValueError(
+            f"“{shown}” is not a calculation I can read: use numbers, + − × ÷ and parentheses, e.g. (70 × 2) / 8."
+        ) from None
+    if not math.isfinite(value):
+        raise ValueError(f"“{shown}” is too large to be an answer.")
+    return value
+
+
 def parse_number(raw: str) -> tuple[float, str]:
-    """'1,234.5 ms' -> (1234.5, 'ms'). ValueError with a learner-facing message when it is not a number."""
+    """'1,234.5 ms' -> (1234.5, 'ms'); '448/400' -> (1.12, ''). ValueError with a learner-facing message when
+    it is neither a number nor a plain calculation of numbers."""
     text = (raw or "").strip().replace("−", "-").replace("\u00a0", " ").replace("_", "")
     text = re.sub(r"(?<=\d) (?=\d{3}\b)", "", text)  # "16 384" -> "16384"
     if not text:
         raise ValueError("Type a number first.")
+    if _OPERATOR.search(text):
+        m = _EXPR_UNIT.match(text)
+        expression, unit = (m.group(1), m.group(2)) if m and not re.search(r"[eE]$", m.group(1)) else (text, "")
+        return evaluate(expression), unit
     head = re.match(r"^[+-]?[\d.,]+(?:e[+-]?\d+)?", text, re.IGNORECASE)
     if head and _THOUSANDS.match(head.group(0).split("e")[0].split("E")[0]):
         text = text.replace(",", "", head.group(0).count(","))
     m = _NUMBER.match(text)
     if not m:
-        raise ValueError(f"“{raw.strip()}” is not a number. Write digits, e.g. 14 or 1.87 or 2.5e3.")
+        raise ValueError(
+            f"“{raw.strip()}” is not a number. Write digits, e.g. 14 or 1.87 or 2.5e3, or a calculation such as 448/400."
+        )
     number = m.group(1).replace(",", ".")
     try:
         value = float(number)

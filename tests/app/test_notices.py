@@ -1,0 +1,97 @@
+"""Notices: a finished job and a new grade are announced on whatever page the learner is on, once, with a
+link, and only to their owner; the poll runs only while there is something to wait for."""
+
+from __future__ import annotations
+
+import re
+
+from app.models import Grade, Job, LabReport
+from app.services import jobs
+from tests.app import labruns
+from tests.app.reporting import LESSON, grade_form, submit_report
+
+HX = {"HX-Request": "true"}
+
+
+def _submit(client, lab: str = "env-check") -> int:
+    r = client.post(f"/labs/{lab}/jobs", data={}, headers=HX)
+    assert r.status_code == 201 and r.headers["HX-Trigger"] == "lab-runs-changed"
+    return int(re.search(r'id="job-(\d+)"', r.text).group(1))
+
+
+def _finish(db, settings, job_id: int, ok: bool = True) -> None:
+    claimed = jobs.claim_next(db, worker_id="test-helper", lease_s=60)
+    assert claimed.id == job_id
+    if ok:
+        rel = f"jobs/{job_id}/attempt-1"
+        labruns.copy_to("env-check", settings.data_dir / rel)
+        jobs.finish(
+            db, job_id=job_id, worker_id="test-helper", ok=True, result=labruns.result("env-check"), bundle_dir=rel
+        )
+    else:
+        jobs.finish(
+            db, job_id=job_id, worker_id="test-helper", ok=False, error="The lab process was killed by signal 9."
+        )
+
+
+def test_a_finished_job_is_announced_on_any_page_until_dismissed(client, db, settings):
+    client.register("ann@example.org")
+    assert 'hx-get="/notices" hx-trigger="load"' in client.get("/").text  # a new session checks for grades once
+    client.get("/notices", headers=HX)
+    assert 'hx-get="/notices"' not in client.get("/lessons/transformer-scaling/orient").text  # then no poll at all
+    job_id = _submit(client)
+    page = client.get("/lessons/transformer-scaling/orient").text
+    assert 'hx-get="/notices" hx-trigger="every 3s"' in page  # polls while the job is in flight
+    assert "data-notice" not in client.get("/notices", headers=HX).text  # still queued: nothing to say
+    _finish(db, settings, job_id)
+    poll = client.get("/notices", headers=HX).text
+    assert f"Your env-check run (job {job_id}) finished." in poll and f'href="/jobs/{job_id}"' in poll
+    assert 'hx-trigger="every 3s"' not in poll  # nothing left to wait for: the poll stops
+    # the notice stays on the next pages (from the session, no query) until dismissed
+    page = client.get("/labs").text
+    assert f"Your env-check run (job {job_id}) finished." in page and 'hx-get="/notices"' not in page
+    r = client.post("/notices/dismiss", data={"key": f"job-{job_id}"}, headers=HX)
+    assert r.status_code == 200 and "data-notice" not in r.text
+    assert "finished." not in client.get("/labs").text
+
+
+def test_a_failed_job_says_so_and_a_job_seen_finishing_is_not_announced(client, db, settings):
+    client.register("ann@example.org")
+    failed, seen = _submit(client), _submit(client)
+    _finish(db, settings, failed, ok=False)
+    _finish(db, settings, seen)
+    client.get(f"/jobs/{seen}", headers=HX)  # its card, polling on the lab page, showed it finish
+    poll = client.get("/notices", headers=HX).text
+    assert f"Your env-check run (job {failed}) failed." in poll and "See why" in poll
+    assert f"(job {seen})" not in poll
+
+
+def test_a_new_grade_is_announced_to_its_learner_only_and_links_to_it(client, make_user, make_client, db, settings):
+    submit_report(client, db, settings)
+    report = db.query(LabReport).one()
+    make_user("gus@example.org", roles=("grader", "instructor"))
+    grader = make_client()
+    grader.login("gus@example.org")
+    assert grader.post(f"/grader/reports/{report.id}/claim").status_code == 200
+    assert grader.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    grade = db.query(Grade).one()
+    # the grade check runs at most every few minutes per session; a new login checks at once
+    client.post("/logout")
+    client.login("ann@example.org")
+    page = client.get("/").text
+    assert 'hx-trigger="load"' in page
+    poll = client.get("/notices", headers=HX).text
+    assert "Your lab report for Transformer Scaling (version 1) was graded: 16 / 20." in poll
+    assert f'href="/notices/grades/{grade.id}"' in poll
+    assert 'hx-get="/notices"' not in poll  # checked: no further poll for a while
+    r = client.get(f"/notices/grades/{grade.id}", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/lessons/{LESSON}/report#version-1"
+    assert "was graded" not in client.get("/").text  # seen
+    # someone else's grade is not theirs to open
+    assert grader.get(f"/notices/grades/{grade.id}", follow_redirects=False).status_code == 404
+
+
+def test_notices_need_a_login(client, db):
+    assert client.get("/notices", headers=HX).status_code == 401
+    assert 'id="notices"' not in client.get("/").text  # the welcome page has no notices area
+    assert db.query(Job).count() == 0

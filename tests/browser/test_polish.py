@@ -1,0 +1,421 @@
+"""What a learner, an instructor and a grader meet in their first minutes, in real Chromium at laptop width
+and at phone widths (360 and 390 px): pages that fit, results that read as answers, lab pages that stay
+short, feedback in colour, errors next to their fields, notices, the editor, dark mode, offline docs.
+
+Every test writes screenshots under test-artifacts/screenshots/polish-*.png: look at them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.app import labruns
+from tests.browser.conftest import login, screenshot
+from tests.browser.seed import Seeder
+from tests.browser.test_lesson_quality import serious_violations
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
+
+WIDTHS = [(1280, 900, "laptop"), (390, 844, "phone390"), (360, 740, "phone360")]
+LESSON = "transformer-scaling"
+LEARNER, STAFF = "polly@example.org", "stella@example.org"
+CURRENT = {**labruns.TINY["fp8-step"], "recipe": "current"}
+
+# Overflowing boxes must scroll by keyboard and say what they hold (axe: scrollable-region-focusable).
+SCROLL_BOXES = """() => [...document.querySelectorAll('main *')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+  .filter(e => !e.closest('.cm-editor') && e.tagName !== 'PRE' && !e.matches('.pacing ol, .pacing ul'))
+  .filter(e => !(e.tabIndex >= 0 && (e.getAttribute('aria-label') || e.getAttribute('aria-labelledby'))))
+  .map(e => e.className || e.tagName)"""
+
+
+@pytest.fixture(scope="module")
+def seeded(live_server):
+    s = Seeder(live_server.data)
+    learner = s.user(LEARNER, name="Polly")
+    staff = s.user(STAFF, roles=("learner", "instructor", "grader"), name="Stella")
+    ids = {lab: s.job(learner, lab) for lab in ("env-check", "tp-sweep", "overlap-trace")}
+    ids["fp8-delayed"] = s.job(learner, "fp8-step")
+    ids["fp8-current"] = s.job(learner, "fp8-step", CURRENT, seconds=95)
+    ids["failed"] = s.failed_job(learner, "tp-sweep", "The lab process was killed by signal 9.")
+    report = s.graded_report(learner, staff)
+    yield {"jobs": ids, "report": report}
+    s.close()
+
+
+def _context(browser, width, height, **kw):
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **kw)
+    ctx.set_default_timeout(15_000)
+    return ctx
+
+
+def _overflow(page) -> int:
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+# ---- phones: every page fits ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS)
+def test_every_page_fits_the_screen(browser, live_server, seeded, width, height, name):
+    base, jobs = live_server.url, seeded["jobs"]
+    pages = {
+        LEARNER: [
+            "/",
+            "/labs",
+            "/labs/fp8-step",
+            "/labs/tp-sweep",
+            "/jobs",
+            *[f"/jobs/{jobs[k]}" for k in ("env-check", "fp8-delayed", "tp-sweep", "overlap-trace", "failed")],
+            f"/lessons/{LESSON}/report",
+            "/reports",
+            "/no/such/page",
+        ],
+        STAFF: [
+            "/grader",
+            f"/grader/reports/{seeded['report']}",
+            "/instructor",
+            f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
+        ],
+    }
+    problems = []
+    for email, paths in pages.items():
+        ctx = _context(browser, width, height)
+        page = ctx.new_page()
+        login(page, base, email)
+        for path in paths:
+            page.goto(base + path)
+            page.wait_for_load_state("networkidle")
+            slug = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "home"
+            screenshot(page, f"polish-{slug}-{name}")
+            if (over := _overflow(page)) > 1:
+                problems.append(f"{path} at {width}px: the page scrolls sideways by {over}px")
+            header = page.locator("header.site").evaluate("e => e.getBoundingClientRect().width")
+            if header < width - 1:
+                problems.append(f"{path} at {width}px: the header is {header:.0f}px wide")
+            if bad := page.evaluate(SCROLL_BOXES):
+                problems.append(f"{path} at {width}px: scrolling boxes without keyboard focus or a name: {bad}")
+        ctx.close()
+    assert problems == []
+
+
+# ---- result pages ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS[:2])
+def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
+    browser, live_server, seeded, width, height, name
+):
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    login(page, live_server.url, LEARNER)
+    page.goto(f"{live_server.url}/jobs/{seeded['jobs']['fp8-delayed']}")
+    result = page.get_by_test_id("result")
+    answer = result.get_by_test_id("result-answer")
+    expect(answer).to_be_visible()
+    expect(page.get_by_test_id("honesty-label")).to_have_count(1)  # once, prominently
+    assert "CPU emulation" not in result.locator("dl.summary").inner_text()  # not again in the cards
+    order = result.evaluate(
+        """r => ['[data-testid=result-answer]', 'figure.plot', '.table-block']
+              .map(s => r.querySelector(s).getBoundingClientRect().top)"""
+    )
+    assert order == sorted(order), order
+    text = result.inner_text()
+    for raw in ("None", "True", "False"):
+        assert not re.search(rf"\b{raw}\b", text), raw
+    assert "% of tokens" in text
+    folded = result.locator(".table-block details")
+    assert folded.count() >= 1  # the 24-row FP8 tensor table shows five rows, the rest behind a summary
+    expect(folded.first.locator("summary")).to_contain_text("Show all")
+    screenshot(page, f"polish-result-fp8-{name}")
+    folded.first.locator("summary").click()
+    screenshot(page, f"polish-result-fp8-unfolded-{name}")
+    # timelines keep their drawn size and scroll in their box on a phone, instead of shrinking
+    page.goto(f"{live_server.url}/jobs/{seeded['jobs']['overlap-trace']}")
+    timeline = page.locator("figure.plot.wide").first
+    assert timeline.locator("img").evaluate("e => e.getBoundingClientRect().width") >= 899
+    box = timeline.locator(".scroll-box")
+    if name != "laptop":
+        assert box.evaluate("e => e.scrollWidth > e.clientWidth")
+        box.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert box.evaluate("e => e.scrollLeft") > 0
+    screenshot(page, f"polish-result-overlap-{name}")
+    ctx.close()
+
+
+# ---- lab pages ------------------------------------------------------------------------------------
+
+
+def test_a_lab_page_stays_short_and_compares_two_runs(browser, live_server, seeded):
+    s = Seeder(live_server.data)
+    uid = s.user("runner@example.org", name="Rune")
+    for _ in range(2):
+        s.job(uid, "fp8-step")
+        s.job(uid, "fp8-step", CURRENT, seconds=95)
+    ctx = _context(browser, 1280, 900)
+    page = ctx.new_page()
+    login(page, live_server.url, "runner@example.org")
+    page.goto(f"{live_server.url}/labs/fp8-step")
+    height4 = page.evaluate("document.documentElement.scrollHeight")
+    expect(page.locator("#job-list article.job")).to_have_count(1)  # only the latest run in full
+    expect(page.locator("#earlier-runs tbody tr")).to_have_count(3)  # the others one line each
+    expect(page.locator("#earlier-runs tbody tr").first).to_contain_text("steps=4")
+    expect(page.locator("#earlier-runs")).to_contain_text("1 min 35 s")  # how long each run took
+    table = page.get_by_test_id("comparison")
+    expect(table).to_contain_text("recipe")
+    row = table.locator("tr", has_text="recipe")
+    expect(row.locator("td").nth(0)).to_have_text("delayed")
+    expect(row.locator("td").nth(1)).to_have_text("current")
+    screenshot(page, "polish-lab-fp8-compare-laptop")
+    for _ in range(4):  # four more runs: one more line each in the list, nothing more
+        s.job(uid, "fp8-step")
+    page.reload()
+    height8 = page.evaluate("document.documentElement.scrollHeight")
+    assert (height8 - height4) / 4 < 100, (height4, height8)
+    for _ in range(20):  # past the twenty lines a lab page lists, the page stops growing
+        s.job(uid, "fp8-step")
+    page.reload()
+    height28 = page.evaluate("document.documentElement.scrollHeight")
+    for _ in range(5):
+        s.job(uid, "fp8-step")
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollHeight") == height28 < 9000
+    expect(page.get_by_role("link", name="All your jobs")).to_be_visible()
+    # pick two other runs: the comparison is swapped in without a reload
+    ids = page.locator("#cmp-a option").evaluate_all("os => os.map(o => o.value)")
+    page.locator("#cmp-a").select_option(ids[-1])
+    expect(page.get_by_test_id("comparison")).to_contain_text(f"#{ids[-1]}")
+    s.close()
+    ctx.close()
+
+
+# ---- feedback, errors ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS[:2])
+def test_answer_feedback_is_compact_and_coloured_by_outcome(browser, live_server, width, height, name):
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    Seeder(live_server.data).user(f"fb-{name}@example.org")
+    login(page, live_server.url, f"fb-{name}@example.org")
+    page.goto(f"{live_server.url}/lessons/{LESSON}/practice")
+    q = page.locator(".question").first
+    q.get_by_label("B.", exact=False).check()
+    q.get_by_role("button", name="Check").click()
+    wrong = page.locator(".question").first.locator(".feedback")
+    expect(wrong).to_contain_text("Not yet")
+    style = wrong.evaluate("e => [getComputedStyle(e).whiteSpace, getComputedStyle(e).backgroundColor]")
+    assert style[0] == "normal"  # the template's own line breaks do not become gaps
+    assert _reddish(style[1]), style
+    screenshot(page, f"polish-feedback-wrong-{name}")
+    page.locator(".question").first.get_by_label("A.", exact=False).check()
+    page.locator(".question").first.get_by_role("button", name="Check").click()
+    right = page.locator(".question").first.locator(".feedback")
+    expect(right).to_contain_text("Correct")
+    assert _greenish(right.evaluate("e => getComputedStyle(e).backgroundColor"))
+    # no gap taller than a line between the box's paragraphs
+    gaps = right.evaluate(
+        """e => [...e.children].slice(1).map((c, i) =>
+             c.getBoundingClientRect().top - e.children[i].getBoundingClientRect().bottom)"""
+    )
+    assert max(gaps or [0]) < 30, gaps
+    screenshot(page, f"polish-feedback-right-{name}")
+    # a numeric answer may be a calculation
+    numeric = page.locator(".question", has=page.locator("input[inputmode=decimal]")).first
+    numeric.locator("input[name=answer]").fill("448/400")
+    numeric.get_by_role("button", name="Check").click()
+    expect(
+        page.locator(".question", has=page.locator("input[inputmode=decimal]")).first.locator(".feedback")
+    ).to_be_visible()
+    ctx.close()
+
+
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", css)[:3])
+
+
+def _reddish(css: str) -> bool:
+    r, g, b = _rgb(css)
+    return r > g + 10 and r > b + 10
+
+
+def _greenish(css: str) -> bool:
+    r, g, b = _rgb(css)
+    return g > r + 10 and g > b
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS[:2])
+def test_lab_form_shows_every_error_next_to_its_field(browser, live_server, width, height, name):
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    Seeder(live_server.data).user(f"form-{name}@example.org")
+    login(page, live_server.url, f"form-{name}@example.org")
+    page.goto(f"{live_server.url}/labs/tp-sweep")
+    page.locator("#p-degrees").fill("1, 2, 9")
+    page.locator("#p-tokens").fill("1")
+    page.locator("#p-steps").fill("many")
+    page.get_by_role("button", name="Run tp-sweep").click()
+    expect(page.locator("#lab-form-wrap [role=alert]").first).to_contain_text("3 fields below")
+    expect(page.locator("#e-degrees")).to_have_text("degrees: each at most 8, got 9")
+    expect(page.locator("#e-tokens")).to_have_text("tokens: at least 8, got 1")
+    expect(page.locator("#e-steps")).to_have_text("steps: a whole number from 1 to 50, got 'many'")
+    expect(page.locator("#p-tokens")).to_have_attribute("aria-invalid", "true")
+    screenshot(page, f"polish-lab-form-errors-{name}")
+    page.locator("#p-degrees").fill("1,3")
+    page.locator("#p-tokens").fill("16")
+    page.locator("#p-steps").fill("1")
+    page.get_by_role("button", name="Run tp-sweep").click()
+    expect(page.locator("#e-degrees")).to_contain_text("ffn(2048) % degree(3) = 2")  # at submit, not by the job
+    expect(page.locator("#job-list article.job")).to_have_count(0)
+    ctx.close()
+
+
+# ---- notices ------------------------------------------------------------------------------------
+
+
+def test_a_finished_job_is_announced_on_another_page(browser, live_server):
+    ctx = _context(browser, 390, 844)
+    page = ctx.new_page()
+    Seeder(live_server.data).user("waiter@example.org")
+    login(page, live_server.url, "waiter@example.org")
+    page.goto(f"{live_server.url}/labs/env-check")
+    page.get_by_role("button", name="Run env-check").click()
+    expect(page.locator("#job-list article.job")).to_have_count(1)
+    page.goto(f"{live_server.url}/lessons/{LESSON}/orient")  # the learner reads on while it runs
+    notice = page.locator("#notices .notice")
+    expect(notice).to_contain_text("Your env-check run", timeout=120_000)
+    expect(notice).to_contain_text("finished")
+    screenshot(page, "polish-notice-job-phone390")
+    notice.get_by_role("link", name="See the result").click()
+    expect(page.get_by_test_id("result-answer")).to_be_visible()
+    expect(page.locator("#notices .notice")).to_have_count(0)  # seen: not announced again
+    ctx.close()
+
+
+def test_a_new_grade_is_announced_and_links_to_it(browser, live_server, seeded):
+    ctx = _context(browser, 1280, 900)
+    page = ctx.new_page()
+    login(page, live_server.url, LEARNER)  # a fresh session asks once whether a grade arrived
+    notice = page.locator("#notices .notice-grade")
+    expect(notice).to_contain_text("was graded: 16 / 20")
+    screenshot(page, "polish-notice-grade-laptop")
+    notice.get_by_role("link").click()
+    expect(page).to_have_url(re.compile(f"/lessons/{LESSON}/report#version-1$"))
+    expect(page.locator("#version-1").get_by_test_id("grade")).to_contain_text("16 / 20")
+    feedback = page.locator("#version-1 .grade-feedback")
+    assert feedback.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"  # the grader's line breaks
+    ctx.close()
+
+
+# ---- authoring ----------------------------------------------------------------------------------
+
+
+def test_the_editor_highlights_yaml_numbers_lines_and_marks_the_broken_one(browser, live_server, seeded):
+    ctx = _context(browser, 1280, 900)
+    page = ctx.new_page()
+    login(page, live_server.url, STAFF)
+    page.goto(f"{live_server.url}/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml")
+    editor = page.locator(".cm-editor")
+    expect(editor).to_be_visible()
+    expect(page.locator("#text")).to_be_hidden()  # the textarea stays the form field, under the editor
+    expect(editor.locator(".cm-lineNumbers .cm-gutterElement", has_text="12")).to_have_count(1)
+    assert editor.locator(".cm-content span[class]").count() > 10  # highlighted tokens
+    line2 = editor.locator(".cm-line").nth(1)
+    line2.click()
+    page.keyboard.press("End")
+    page.keyboard.type(": broken")
+    preview = page.locator("#preview")
+    expect(preview).to_contain_text("Put the whole text in double quotes", timeout=10_000)
+    expect(preview).to_contain_text("1 problem")
+    expect(editor.locator(".cm-error-line")).to_have_count(1)
+    assert "broken" in page.locator("#text").input_value()  # what is typed reaches the form
+    screenshot(page, "polish-editor-error-laptop")
+    ctx.close()
+    # without JavaScript the page is a plain textarea form
+    ctx = _context(browser, 1280, 900, java_script_enabled=False)
+    page = ctx.new_page()
+    login(page, live_server.url, STAFF)
+    page.goto(f"{live_server.url}/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml")
+    expect(page.locator("textarea#text")).to_be_visible()
+    expect(page.locator(".cm-editor")).to_have_count(0)
+    ctx.close()
+
+
+# ---- dark mode, accessibility -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_pages_pass_axe_in_both_colour_schemes(browser, live_server, seeded, scheme):
+    jobs = seeded["jobs"]
+    found = {}
+    for email, paths in {
+        LEARNER: [
+            "/",
+            f"/lessons/{LESSON}/orient",
+            f"/lessons/{LESSON}/practice",
+            "/labs/fp8-step",
+            f"/jobs/{jobs['tp-sweep']}",
+            f"/jobs/{jobs['overlap-trace']}",
+            "/jobs",
+            f"/lessons/{LESSON}/report",
+            "/no/such/page",
+        ],
+        STAFF: ["/grader", f"/grader/reports/{seeded['report']}", "/instructor"],
+    }.items():
+        ctx = _context(browser, 1280, 900, color_scheme=scheme)
+        page = ctx.new_page()
+        login(page, live_server.url, email)
+        for path in paths:
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("networkidle")
+            if v := serious_violations(page):
+                found[path] = v
+            if scheme == "dark" and path in (
+                "/",
+                f"/lessons/{LESSON}/practice",
+                f"/jobs/{jobs['tp-sweep']}",
+                "/grader",
+            ):
+                slug = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "home"
+                screenshot(page, f"polish-dark-{slug}-laptop")
+        if scheme == "dark":
+            bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+            assert sum(_rgb(bg)) < 3 * 60, bg  # the dark scheme is in effect
+        ctx.close()
+    assert found == {}, json.dumps(found, indent=1)
+
+
+# ---- offline ------------------------------------------------------------------------------------
+
+
+def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, live_server, seeded):
+    ctx = _context(browser, 1280, 900)
+    outside = []
+
+    def guard(route):
+        url = route.request.url
+        if url.startswith(live_server.url) or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    ctx.route("**/*", guard)
+    page = ctx.new_page()
+    login(page, live_server.url, STAFF)
+    for path in ["/", f"/lessons/{LESSON}/deep-dives", "/labs/tp-sweep", f"/jobs/{seeded['jobs']['tp-sweep']}"]:
+        page.goto(live_server.url + path)
+        page.wait_for_load_state("networkidle")
+    page.goto(f"{live_server.url}/api/v1/docs")
+    ops = page.locator(".opblock-summary-path")
+    expect(ops.first).to_be_visible()
+    paths = ops.all_inner_texts()
+    assert any("/api/v1/jobs" in p for p in paths) and len(paths) >= 8
+    screenshot(page, "polish-api-docs-laptop")
+    assert outside == []
+    ctx.close()

@@ -1,0 +1,51 @@
+"""Timeline pictures read well: ticks on round numbers of the axis they label, subtitles shown whole."""
+
+import xml.etree.ElementTree as ET
+
+from labs.trace import svgplot
+from labs.trace.timeline import Span
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg: str) -> list[ET.Element]:
+    return list(ET.fromstring(svg).iter(f"{SVG}text"))
+
+
+def test_timeline_ticks_are_round_in_time_since_the_window_start():
+    # A window that starts at an arbitrary clock time: the axis labels time since that start.
+    spans = [Span(0, "compute", "fc1", 1234.567, 1500.0), Span(0, "communication", "all-reduce", 1500.0, 2100.9)]
+    svg = svgplot.svg_timeline(spans, title="t")
+    axis = [t for t in _texts(svg) if t.get("text-anchor") == "middle" and t.text and t.text[0].isdigit()]
+    labels = [float(t.text) for t in axis]
+    assert labels[0] == 0 and len(labels) >= 4
+    steps = {round(b - a, 6) for a, b in zip(labels, labels[1:])}
+    assert len(steps) == 1, labels  # evenly spaced
+    (step,) = steps
+    assert step in (100, 200, 250, 500), labels  # a round step, so every label is a round number
+    # and each tick sits where its time is: 0 at the plot's left edge
+    assert abs(float(axis[0].get("x")) - 170) < 0.6
+
+
+def test_a_long_subtitle_wraps_instead_of_being_cut():
+    subtitle = (
+        "CPU emulation: FP8 numerics are emulated in software with Transformer Engine's semantics and "
+        "collectives run on gloo; timings are CPU timings, not GPU measurements."
+    )
+    svg = svgplot.svg_timeline([Span(0, "compute", "x", 0, 1)], title="t", subtitle=subtitle, width=600)
+    root = ET.fromstring(svg)
+    lines = [t.text for t in root.iter(f"{SVG}text") if t.get("fill") == "#444"]
+    assert len(lines) >= 2
+    assert " ".join(lines) == subtitle  # every word is there; nothing ends in an ellipsis
+    width = float(root.get("viewBox").split()[2])
+    assert all(len(line) * 6.5 + 12 <= width for line in lines)  # each line fits the picture
+    # the plot starts below the last subtitle line
+    lane = next(r for r in root.iter(f"{SVG}rect") if r.get("fill") == "#f6f6f6")
+    assert float(lane.get("y")) > 40 + 16 * (len(lines) - 1)
+
+
+def test_log_axis_ticks_are_plain_round_numbers():
+    series = [svgplot.Series("scale", [0, 1, 2], [1.0, 100.0, 10000.0])]
+    svg = svgplot.line_chart(series, title="t", xlabel="step", ylabel="value", log_y=True)
+    labels = [t.text for t in _texts(svg) if t.get("text-anchor") == "end"]
+    assert "10000" in labels and not [lab for lab in labels if "e+" in lab], labels
