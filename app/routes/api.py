@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.deps import CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.models import Job
-from app.routes.labs import estimates, may_cancel
 from app.security import csrf_token_for
 from app.services import jobs as job_service
 from app.services import limits as limit_service
@@ -150,29 +149,29 @@ def submit(
             status_code=429,
             headers={"Retry-After": str(retry)} if retry else None,
         )
-    return job_out(job, estimates(db, settings, [job]).get(job.id))
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
 @api.get("/jobs", response_model=list[JobOut])
 def jobs(user: CurrentUser, db: SessionDep, settings: SettingsDep) -> list[JobOut]:
     mine = job_service.list_jobs(db, owner=user, limit=100)
-    est = estimates(db, settings, mine)
+    est = queue_service.estimates(db, settings, mine)
     return [job_out(j, est.get(j.id)) for j in mine]
 
 
 @api.get("/jobs/{job_id}", response_model=JobOut)
 def job_status(job: ViewerJob, db: SessionDep, settings: SettingsDep) -> JobOut:
-    return job_out(job, estimates(db, settings, [job]).get(job.id))
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
 @api.delete("/jobs/{job_id}", response_model=JobOut)
 def cancel_job(job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> JobOut | JSONResponse:
     """Cancel a queued job (at once) or a running one (its worker stops it within a heartbeat: poll until it
     reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel."""
-    if not may_cancel(job, user):
+    if not job_service.may_cancel(job, user):
         return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
     job = job_service.cancel(db, job=job, by=user)
-    return job_out(job, estimates(db, settings, [job]).get(job.id))
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
 @api.get("/jobs/{job_id}/result")

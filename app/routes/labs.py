@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app import executors, notice_session, result_view
+from app import notice_session, result_view
 from app.config import Settings
 from app.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.models import Job, User
@@ -41,17 +41,8 @@ def _spec(lab: str) -> catalog.LabSpec:
     return catalog.get(lab)
 
 
-def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, queue_service.Estimate]:
-    """Place in the queue and ETA of each unfinished job (the job card shows them)."""
-    active = [j for j in jobs if not j.finished]
-    if not active:
-        return {}
-    slots = executors.slots(settings, db)
-    return {j.id: queue_service.estimate(db, job=j, slots=slots) for j in active}
-
-
 def card_context(db: Session, settings: Settings, job: Job, user: User) -> dict:
-    return {"job": job, "estimates": estimates(db, settings, [job]), "user": user}
+    return {"job": job, "estimates": queue_service.estimates(db, settings, [job]), "user": user}
 
 
 def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> bool:
@@ -113,7 +104,7 @@ def _lab_context(
         "latest": jobs[0] if jobs else None,
         "earlier": jobs[1 : RUNS_SHOWN + 1],
         "more_runs": len(jobs) > RUNS_SHOWN,
-        "estimates": estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
+        "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
         "has_queued": any(j.status == "queued" for j in jobs),
         "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
@@ -224,7 +215,7 @@ def submit_job(
 @router.get("/jobs")
 def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
     jobs = job_service.list_jobs(db, owner=user, limit=100)
-    return render(request, "jobs/list.html", {"jobs": jobs, "estimates": estimates(db, settings, jobs)})
+    return render(request, "jobs/list.html", {"jobs": jobs, "estimates": queue_service.estimates(db, settings, jobs)})
 
 
 @router.get("/jobs/{job_id}")
@@ -234,14 +225,9 @@ def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep
     return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
 
 
-def may_cancel(job: Job, user: User) -> bool:
-    """The owner may cancel their job, an instructor any job; a grader may look but not stop it."""
-    return job.owner_id == user.id or user.has_role("instructor")
-
-
 @router.post("/jobs/{job_id}/cancel")
 def cancel_job(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
-    if not may_cancel(job, user):
+    if not job_service.may_cancel(job, user):
         raise HTTPException(403, "Only the job's owner or an instructor can cancel it.")
     job = job_service.cancel(db, job=job, by=user)
     if is_htmx(request):

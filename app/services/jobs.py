@@ -419,3 +419,8 @@ def latest_succeeded(db: Session, *, owner: User, labs: Collection[str]) -> dict
         .group_by(Job.lab)
     )
     return {job.lab: job for job in db.scalars(select(Job).where(Job.id.in_(newest)))}
+
+
+def may_cancel(job: Job, user: User) -> bool:
+    """The owner may cancel their job, an instructor any job; a grader may look but not stop it."""
+    return job.owner_id == user.id or user.has_role("instructor")

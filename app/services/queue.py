@@ -21,6 +21,8 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from app import executors
+from app.config import Settings
 from app.models import Job, utcnow
 
 ACTIVE = ("queued", "running")
@@ -132,3 +134,12 @@ def fmt_duration(seconds: float | None) -> str:
     if minutes < 60:
         return f"about {minutes} min"
     return f"about {minutes // 60} h {minutes % 60} min"
+
+
+def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Estimate]:
+    """Place in the queue and ETA of each unfinished job (the job card shows them)."""
+    active = [j for j in jobs if not j.finished]
+    if not active:
+        return {}
+    slots = executors.slots(settings, db)
+    return {j.id: estimate(db, job=j, slots=slots) for j in active}

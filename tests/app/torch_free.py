@@ -20,12 +20,13 @@ from sqlalchemy import select
 
 from app.config import Settings
 from app.main import PAGE_ROUTERS, create_app
-from app.models import Bundle, LabReport
+from app.models import Bundle, Grade, LabReport
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services import resets, users
 from app.services.tools import TOOLS
 from labs import catalog
+from tests.app.reporting import grade_form
 from tests.conftest import Browserless
 
 LESSON = "transformer-scaling"
@@ -74,6 +75,11 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             other = users.create_user(db, email="bob@example.org", password="correct horse", roles=["learner"])
             staff_user = users.get_by_email(db, email="prof@example.org")
             _, reset_token = resets.issue(db, user=other, issued_by=staff_user, lifetime_s=3600)
+        # graded, so the grade's notice link has a grade to open
+        assert staff.post(f"/grader/reports/{report.id}/claim").status_code == 200
+        assert staff.post(f"/grader/reports/{report.id}/grade", grade_form()).status_code == 200
+        with app.state.sessions() as db:
+            grade = db.scalars(select(Grade)).one()
 
         values = {
             "lesson_id": [LESSON],
@@ -87,6 +93,8 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "name": ["result.json"],
             "tool": list(TOOLS),
             "token": [reset_token],
+            "grade_id": [grade.id],
+            "version": [1],
         }
 
         rendered: list[str] = []
@@ -110,6 +118,8 @@ def main(data_dir: str, bundle_dir: str) -> dict:
                     if r.status_code == 200:
                         kind = "page" if r.headers["content-type"].startswith("text/html") else "file"
                         served.append(f"{kind} {who} {path}")
+                    elif r.status_code == 204 and who != "anonymous":  # /notices: nothing new to swap in
+                        served.append(f"empty {who} {path}")
                     elif r.status_code == 303 and who != "anonymous":  # e.g. /lessons/{id} resumes at a part
                         served.append(f"redirect {who} {path}")
                 assert served, f"{path}: no role got a page ({r.status_code}: {r.text[:300]})"
