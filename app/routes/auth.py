@@ -83,9 +83,7 @@ def register(
     except throttle.Throttled as exc:
         return _too_many(request, "auth/register.html", {"errors": {}, "values": values}, exc.wait_s)
     except user_service.UserError as exc:
-        return render(
-            request, "auth/register.html", {"errors": {exc.field: exc.message}, "values": values}, status_code=400
-        )
+        return render(request, "auth/register.html", {"errors": exc.errors, "values": values}, status_code=400)
     start_session(request, db, user)
     return RedirectResponse("/", status_code=303)
 

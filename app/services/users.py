@@ -22,7 +22,12 @@ MAX_PASSWORD = 256
 
 
 class UserError(FieldError):
-    pass
+    """Bad input: `field` and `message` name the first problem, `errors` every field's (a form shows them all
+    at once, next to each field)."""
+
+    def __init__(self, field: str, message: str, errors: dict[str, str] | None = None):
+        super().__init__(field, message)
+        self.errors = errors or {field: message}
 
 
 def normalise_email(email: str) -> str:
@@ -40,13 +45,21 @@ def check_display_name(display_name: str) -> None:
 
 
 def check_new_user(*, email: str, password: str, display_name: str, roles: list[str]) -> None:
+    """Every problem of a new account at once (UserError.errors), not only the first."""
+    problems: dict[str, str] = {}
     if not EMAIL_RE.match(email) or len(email) > 254:
-        raise UserError("email", "enter an address like name@example.org")
-    check_password(password)
-    check_display_name(display_name)
+        problems["email"] = "enter an address like name@example.org"
+    for check in (lambda: check_password(password), lambda: check_display_name(display_name)):
+        try:
+            check()
+        except UserError as exc:
+            problems[exc.field] = exc.message
     bad = [r for r in roles if r not in ROLES]
     if bad or not roles:
-        raise UserError("roles", f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}")
+        problems["roles"] = f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}"
+    if problems:
+        field, message = next(iter(problems.items()))
+        raise UserError(field, message, problems)
 
 
 # Built once: every request with a session runs it, and constructing the statement costs more than running it.

@@ -1,4 +1,7 @@
 import pytest
+from sqlalchemy import func, select
+
+from app.models import User
 
 
 def test_register_login_logout(client):
@@ -32,6 +35,23 @@ def test_bad_registration_names_the_field(client, email, password, field):
     r = client.register(email, password=password)
     assert r.status_code == 400
     assert f'id="{field}-error"' in r.text
+
+
+def test_registration_names_every_bad_field_at_once_and_creates_nothing(client, db):
+    r = client.client.post(
+        "/register",
+        data={"csrf_token": client.csrf("/register"), "email": "nope", "display_name": " ", "password": "short"},
+    )
+    assert r.status_code == 400
+    for field, words in (
+        ("email", "enter an address like name@example.org"),
+        ("display_name", "use 1 to 80 characters (you gave 0)"),
+        ("password", "(you gave 5)"),
+    ):
+        assert f'id="{field}-error"' in r.text and words in r.text, field
+        assert f'aria-describedby="{field}-error"' in r.text
+    assert 'value="nope"' in r.text  # what the learner typed stays (except the password)
+    assert db.scalar(select(func.count(User.id))) == 0
 
 
 def test_wrong_password(client):
