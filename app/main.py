@@ -76,15 +76,19 @@ def _error_response(request: Request, status: int, detail: str, headers: Mapping
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
     ctx = {"status": status, "detail": detail}
-    if hasattr(request.state, "user") or "session" not in request.scope:
+
+    def page() -> Response:
         return _with_headers(render(request, "error.html", ctx, status_code=status), headers)
+
+    if hasattr(request.state, "user") or "session" not in request.scope or status >= 500:
+        return page()  # a 5xx may be the database itself failing (overload): never ask it again here
     # No route ran (an unknown address): look the user up, so the page keeps their navigation.
     with request.app.state.sessions() as db:
         try:
             get_optional_user(request, db)
-        except HTTPException:  # a bad API token on a page address: show the page without a user
+        except (HTTPException, sa_exc.SQLAlchemyError):  # a bad API token, or a database that cannot answer now
             request.state.user = None
-        return _with_headers(render(request, "error.html", ctx, status_code=status), headers)
+        return page()
 
 
 # The posts that hash or check a password (argon2, app/security.py) wait in the admission gate's "passwords"

@@ -64,21 +64,31 @@ def csrf_matches(session: dict, presented: str | None) -> bool:
 # that set their width inline. A <style> element or an inline script is refused: htmx's own indicator
 # <style> is switched off in base.html's htmx-config, and allowEval is false there, so htmx never needs
 # 'unsafe-eval'. No site may frame a page.
-CSP = "; ".join(
-    (
-        "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "style-src-attr 'unsafe-inline'",
-        "img-src 'self' data:",
-        "font-src 'self'",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'none'",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
+CSP_NONCE_KEY = "csp_nonce"  # request.state.csp_nonce: the nonce of this response's CSP (templates pass it on)
+
+
+def csp(nonce: str) -> str:
+    """The policy of one HTML response. The nonce admits the <style> elements our own scripts insert with it:
+    CodeMirror (the instructor's editor) styles itself through <style> tags and sets their nonce from its
+    `EditorView.cspNonce` facet (@codemirror/view 6, style-mod 4.1: a document root gets a <style> element,
+    only a shadow root gets constructed sheets). No inline script is admitted, nonce or not."""
+    return "; ".join(
+        (
+            "default-src 'self'",
+            "script-src 'self'",
+            f"style-src 'self' 'nonce-{nonce}'",
+            "style-src-attr 'unsafe-inline'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        )
     )
-)
+
+
 HSTS_S = 180 * 24 * 3600  # sent only with secure cookies, i.e. behind HTTPS
 
 
@@ -98,7 +108,6 @@ class SecurityHeaders:
             common.append((b"strict-transport-security", f"max-age={HSTS_S}".encode()))
         self.common = common
         self.html = [
-            (b"content-security-policy", CSP.encode()),
             (b"x-frame-options", b"DENY"),
             (b"cross-origin-opener-policy", b"same-origin"),
         ]
@@ -108,6 +117,9 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        nonce = secrets.token_urlsafe(16)
+        scope.setdefault("state", {})[CSP_NONCE_KEY] = nonce
+
         async def send_with_headers(message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", ()))
@@ -115,6 +127,8 @@ class SecurityHeaders:
                 extra = [h for h in self.common if h[0] not in names]
                 if names.get(b"content-type", b"").startswith(b"text/html"):
                     extra += [h for h in self.html if h[0] not in names]
+                    if b"content-security-policy" not in names:
+                        extra.append((b"content-security-policy", csp(nonce).encode()))
                 message["headers"] = headers + extra
             await send(message)
 

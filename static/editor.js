@@ -13,7 +13,11 @@
     var textarea = document.querySelector("textarea[data-yaml-editor]");
     if (!textarea || !window.CourseEditor) return;
     var label = document.querySelector('label[for="' + textarea.id + '"]');
-    editor = window.CourseEditor.mount(textarea, { label: label ? label.textContent : "YAML" });
+    // The page's CSP admits <style> elements only with this response's nonce; CodeMirror sets it on its own.
+    editor = window.CourseEditor.mount(textarea, {
+      label: label ? label.textContent : "YAML",
+      nonce: textarea.dataset.cspNonce || "",
+    });
     document.body.classList.add("has-code-editor");
     markErrors();
   });

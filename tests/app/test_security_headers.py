@@ -11,7 +11,17 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from app.security import CSP
+import re
+
+from app.security import csp
+
+
+def _policy(response) -> str:
+    """The response's CSP, which must be ours with a fresh nonce (returned with the nonce blanked)."""
+    policy = response.headers["content-security-policy"]
+    nonce = re.search(r"'nonce-([A-Za-z0-9_-]{20,})'", policy)
+    assert nonce and policy == csp(nonce.group(1)), policy
+    return policy.replace(nonce.group(1), "N")
 
 
 def _cookie(response) -> str:
@@ -22,8 +32,9 @@ def _cookie(response) -> str:
 def test_html_pages_send_the_policy(client, path):
     r = client.get(path)
     assert r.headers["content-type"].startswith("text/html")
-    assert r.headers["content-security-policy"] == CSP
-    assert "frame-ancestors 'none'" in CSP and "script-src 'self'" in CSP and "'unsafe-eval'" not in CSP
+    policy = _policy(r)
+    assert "frame-ancestors 'none'" in policy and "script-src 'self';" in policy and "'unsafe-eval'" not in policy
+    assert "style-src 'self' 'nonce-N';" in policy and "'unsafe-inline'" not in policy.replace("style-src-attr 'unsafe-inline'", "")
     assert r.headers["x-frame-options"] == "DENY"
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["referrer-policy"] == "same-origin"
@@ -34,7 +45,18 @@ def test_logged_in_pages_and_error_pages_send_it_too(client):
     client.register("ann@example.org")
     for path, status in (("/account", 200), ("/", 200), ("/jobs/999999", 404), ("/instructor", 403)):
         r = client.get(path)
-        assert r.status_code == status and r.headers["content-security-policy"] == CSP, path
+        assert r.status_code == status and _policy(r), path
+
+
+def test_each_page_gets_its_own_nonce_and_the_editor_is_given_it(client, make_user, make_client):
+    a, b = client.get("/login"), client.get("/login")
+    assert _policy(a) == _policy(b) and a.headers["content-security-policy"] != b.headers["content-security-policy"]
+    make_user("prof@example.org", roles=("instructor",))
+    prof = make_client()
+    prof.login("prof@example.org")
+    r = prof.get("/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml")
+    nonce = re.search(r"'nonce-([^']+)'", r.headers["content-security-policy"]).group(1)
+    assert f'data-csp-nonce="{nonce}"' in r.text  # static/editor.js hands it to CodeMirror's cspNonce facet
 
 
 def test_json_and_static_responses_are_nosniff_without_a_page_policy(client):

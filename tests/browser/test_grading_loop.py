@@ -70,7 +70,7 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     page.locator("#answer-overlap").fill("Immediate: zero. Windowed: a little on rank 1.")
     page.locator("#answer-sharding").fill("From TP=2 the all-reduce outweighs the tiny GEMMs.")
     page.get_by_role("button", name="Submit report").click()
-    expect(page.get_by_role("status")).to_contain_text("Submitted as version 1")
+    expect(page.locator("main").get_by_role("status")).to_contain_text("Submitted as version 1")
     expect(page.locator("#version-1")).to_contain_text("Not graded yet")
     expect(page.locator("#version-1 #ev-timeline .check").first).to_be_visible()
     screenshot(page, "report-submitted")
@@ -97,11 +97,11 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     expect(p2.get_by_test_id("upload-error")).to_contain_text("does not match the result schema")
     # a good one goes into the item of its lab
     _upload(p2, "env.zip", _zip_folder(labruns.bundle("env-check")))
-    expect(p2.get_by_role("status")).to_contain_text("attached it to “Environment capability”")
+    expect(p2.locator("main").get_by_role("status")).to_contain_text("attached it to “Environment capability”")
     expect(p2.get_by_test_id("state-env-capability")).to_have_text("Present only as CPU emulation")
     p2.locator("#answer-numbers").fill("I only had my laptop, so here is the environment.")
     p2.get_by_role("button", name="Submit report").click()
-    expect(p2.get_by_role("status")).to_contain_text("Submitted as version 1")
+    expect(p2.locator("main").get_by_role("status")).to_contain_text("Submitted as version 1")
 
     # ---- a grader, made and assigned from the command line
     live_server.cli("users", "create", "--email", "gus@example.org", "--password", "correct horse", "--role", "grader")

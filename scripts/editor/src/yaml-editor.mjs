@@ -41,6 +41,8 @@ export function mount(textarea, options = {}) {
     state: EditorState.create({
       doc: textarea.value,
       extensions: [
+        // First, so CodeMirror's <style> elements carry the page's CSP nonce (app/security.py) from the start.
+        options.nonce ? EditorView.cspNonce.of(options.nonce) : [],
         basicSetup,
         yaml(),
         indentUnit.of("  "), // YAML forbids tabs: indentation is two spaces
