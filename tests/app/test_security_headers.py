@@ -5,14 +5,13 @@ tests/browser/test_csp.py checks in Chromium that the policy breaks nothing."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-import re
-
 from app.security import csp
 
 
@@ -34,7 +33,9 @@ def test_html_pages_send_the_policy(client, path):
     assert r.headers["content-type"].startswith("text/html")
     policy = _policy(r)
     assert "frame-ancestors 'none'" in policy and "script-src 'self';" in policy and "'unsafe-eval'" not in policy
-    assert "style-src 'self' 'nonce-N';" in policy and "'unsafe-inline'" not in policy.replace("style-src-attr 'unsafe-inline'", "")
+    assert "style-src 'self' 'nonce-N';" in policy and "'unsafe-inline'" not in policy.replace(
+        "style-src-attr 'unsafe-inline'", ""
+    )
     assert r.headers["x-frame-options"] == "DENY"
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["referrer-policy"] == "same-origin"
