@@ -21,7 +21,7 @@ MAX_TABLE_COLUMNS = 16
 MAX_PLOTS = 12
 MAX_DOWNLOADS = 40
 MAX_TEXT = 200  # characters of one cell, value, title or note
-MAX_LABEL = 600  # the honesty label is one or two sentences
+MAX_LABEL = 600  # the honesty label, a table title, a number's note: a few sentences, never cut mid-thought
 MAX_NAME = 255  # an artifact's name, which its link carries
 
 
@@ -84,7 +84,7 @@ def _table(table: Any) -> TableExcerpt:
     columns, rows = _list(table.get("columns")), _list(table.get("rows"))
     width = min(len(columns) or MAX_TABLE_COLUMNS, MAX_TABLE_COLUMNS)
     return TableExcerpt(
-        title=cut(str(table.get("title", ""))),
+        title=cut(str(table.get("title", "")), MAX_LABEL),
         columns=[cut(c) for c in columns[:width]],
         rows=[[cut(v) for v in _list(r)[:width]] for r in rows[:MAX_TABLE_ROWS]],
         rows_total=len(rows),
@@ -109,7 +109,7 @@ def excerpt(result: dict) -> ResultExcerpt:
                 "label": cut(r.get("label")),
                 "value": cut(r.get("value")),
                 "unit": cut(r.get("unit")),
-                "note": cut(r.get("note")),
+                "note": cut(r.get("note"), MAX_LABEL),  # a lab's caveat is read in full
             }
             for r in summary[:MAX_SUMMARY_ROWS]
         ],

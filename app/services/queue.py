@@ -96,10 +96,10 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     """
     now = now or utcnow()
     own = _durations(db, Job.lab == job.lab, Job.backend == job.backend, Job.ranks == job.ranks)
-    basis_own = f"the last {len(own)} run(s) of {job.lab} on {job.backend} at {job.ranks} rank(s)"
+    basis_own = f"the last {_count(len(own), 'run')} of {job.lab} on {job.backend} at {_count(job.ranks, 'rank')}"
     if not own:
         own = _durations(db, Job.lab == job.lab)
-        basis_own = f"the last {len(own)} run(s) of {job.lab} at any size"
+        basis_own = f"the last {_count(len(own), 'run')} of {job.lab} at any size"
     if job.status == "running":
         elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
         if job.progress >= 0.05:  # the lab's own progress is a better guide than history once it moves
@@ -122,6 +122,10 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     start = rounds * statistics.median(others)
     own_typical = statistics.median(own)
     return Estimate(pos, start, start + own_typical, basis_own)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def fmt_duration(seconds: float | None) -> str:
