@@ -18,7 +18,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.content.schema import Lesson, Part, SectionBlock
+from app.content.schema import Lesson, Part, PauseCheck, SectionBlock
+from app.content.tools import CheckLink
 
 _SLOT = re.compile(r"<!--slot:(pause|question|run|foot)(?::([^ >]+))?-->")
 _MAX_BODIES = 512  # parts x versions kept per process; a lesson has ~6 parts, so ~80 versions of it
@@ -45,6 +46,26 @@ def _pieces(env: Environment, key: tuple, lesson: Lesson, part: Part, version: i
     result = tuple(pieces)
     _bodies[(key, part.id, version == current_version)] = result
     return result
+
+
+# A pause's "predict, then check" link is a pure function of the version's check and the learner's text, and
+# building it (validating the tool's inputs, encoding the query) was a quarter of a pause slot's time.
+_LINKS_KEPT = 4096
+_LINK_ANSWER_CHARS = 500  # longer answers are rare: their links are built each time rather than kept
+_links: dict[tuple[int, str | None], tuple[PauseCheck, CheckLink]] = {}
+
+
+def check_link(check: PauseCheck, answer: str | None) -> CheckLink:
+    """`check.link(answer)`, kept per (check, answer): what templates/lessons/_pause.html calls."""
+    if answer is not None and len(answer) > _LINK_ANSWER_CHARS:
+        return check.link(answer)
+    key = (id(check), answer)  # safe: the entry holds `check`, so no other object can take its id meanwhile
+    kept = _links.get(key)
+    if kept is None:
+        if len(_links) >= _LINKS_KEPT:
+            _links.clear()
+        kept = _links[key] = (check, check.link(answer))
+    return kept[1]
 
 
 def labs_shown(part: Part | None) -> list[str]:

@@ -13,7 +13,7 @@ from fastapi import Request
 from jinja2_fragments.fastapi import Jinja2Blocks
 from starlette.responses import Response
 
-from app import filters
+from app import filters, lesson_pages
 from app.config import ROOT
 from app.db import release
 from app.security import csrf_token_for
@@ -26,6 +26,7 @@ templates = Jinja2Blocks(
     )
 )
 filters.install(templates.env)
+templates.env.globals["check_link"] = lesson_pages.check_link  # a pause's link, kept per answer
 
 
 def is_htmx(request: Request) -> bool:

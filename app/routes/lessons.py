@@ -75,21 +75,24 @@ def _part_context(
     part_id: str,
     state: learning.LessonState | None = None,
 ) -> dict:
-    state = state or learning.lesson_state(db, user=user, lesson_id=lesson.id)
+    part = lesson.part(part_id)
+    shown = labs_shown(part)
+    state = state or learning.lesson_state(db, user=user, lesson_id=lesson.id, runs=bool(shown))
     return {
         "lesson": lesson,
         "version": version,
         "current_version": current_version,
         "part_id": part_id,
-        "part": lesson.part(part_id),
+        "part": part,
         "section": REFERENCE_SECTIONS.get(part_id),
         "progress": state.progress,
         "responses": state.responses,
         "attempts": state.attempts,
-        "variants": _variants(lesson, user, lesson.part(part_id)),
+        "variants": _variants(lesson, user, part),
         "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
-        # the learner's own lab runs, only for parts whose sections show one (one query, else none)
-        "runs": own_runs.notes(db, user=user, labs=labs_shown(lesson.part(part_id))),
+        # the learner's own lab runs, only for parts whose sections show one: their ids came with the state,
+        # so the jobs are read only when the learner has run one of those labs
+        "runs": own_runs.notes(db, user=user, labs=shown, newest=state.runs),
         "feedback": {},
     }
 
@@ -109,7 +112,7 @@ def lesson_part(
     (lesson, version, key), current_version = _lesson(db, lesson_id, v)
     if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
-    state = learning.lesson_state(db, user=user, lesson_id=lesson_id)
+    state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(lesson.part(part_id))))
     if lesson.part(part_id) is not None and version == current_version:
         # what the page shows of progress is the done ticks, which a visit does not change
         learning.visit(db, user=user, lesson_id=lesson_id, part_id=part_id, progress=state.progress)

@@ -10,10 +10,11 @@ a one-sentence `answer` has it shown first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import Job, User
@@ -166,9 +167,20 @@ def _nudge(lab: str) -> RunNote:
     return RunNote(lab, catalog.get(lab).title, None, None, (hint,) if hint else (), None, None)
 
 
-def notes(db: Session, *, user: User, labs: Collection[str]) -> dict[str, RunNote]:
-    """A note per lab in `labs`: the learner's latest succeeded run, or a nudge to run it. One query."""
+def notes(
+    db: Session, *, user: User, labs: Collection[str], newest: Mapping[str, int] | None = None
+) -> dict[str, RunNote]:
+    """A note per lab in `labs`: the learner's latest succeeded run, or a nudge to run it. One query.
+
+    `newest`: each lab's newest succeeded job id when the caller read them already (a lesson page reads them
+    with the learner's answers, learning.lesson_state); then only those jobs are read, and nothing when the
+    learner has run none of the labs."""
     if not labs:
         return {}
-    latest = job_service.latest_succeeded(db, owner=user, labs=labs)
+    if newest is None:
+        latest = job_service.latest_succeeded(db, owner=user, labs=labs)
+    else:
+        ids = sorted(newest[lab] for lab in labs if lab in newest)
+        rows = db.scalars(select(Job).where(Job.id.in_(ids), Job.owner_id == user.id)) if ids else ()
+        latest = {job.lab: job for job in rows}
     return {lab: note_for(latest[lab]) if lab in latest else _nudge(lab) for lab in labs}

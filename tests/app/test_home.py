@@ -24,3 +24,36 @@ def test_start_resume_then_completed(client):
     assert "Resume" not in card
     assert 'data-testid="lesson-complete"' in card and "Completed: every part is done" in card
     assert f'href="/lessons/{LESSON}/report"' in card  # what is left to do: the lab report
+
+
+def test_the_dashboard_counts_each_answered_question_once_and_only_the_learners(client, make_client, db):
+    """learning.dashboard reads part rows and answered questions in one statement (on both databases): a
+    question answered twice counts once, a wrong try or a multi-step problem's step does not count, and
+    another learner's answers never do."""
+    from sqlalchemy import select
+
+    from app.models import User
+    from app.services import learning
+
+    client.register("ann@example.org")
+    make_client().register("eve@example.org", name="Eve")
+    ann, eve = (db.scalar(select(User).where(User.email == e)) for e in ("ann@example.org", "eve@example.org"))
+    lesson = load_course(ROOT / "lessons").lesson(LESSON)
+    first, second, third = list(lesson.questions)[:3]
+
+    def attempt(user, qid, status):
+        learning.record_attempt(
+            db, user=user, lesson_id=LESSON, version=1, question_id=qid, seed=0, answer="x", status=status
+        )
+
+    attempt(ann, first, "correct")
+    attempt(ann, first, "correct")
+    attempt(ann, second, "answered")
+    attempt(ann, third, "incorrect")
+    attempt(ann, f"{third}:step-1", "correct")
+    for qid in lesson.questions:
+        attempt(eve, qid, "correct")
+    client.post(f"/lessons/{LESSON}/progress/{PARTS[0]}/done", headers={"HX-Request": "true"})
+    card = _card(client.get("/").text)
+    assert f"1 of {len(PARTS)} parts done" in card
+    assert f"2 of {len(lesson.questions)} questions answered" in card

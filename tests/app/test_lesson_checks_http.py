@@ -228,3 +228,30 @@ def test_the_runs_query_uses_the_owner_index(db, make_user):
     plan = " | ".join(row[-1] for row in db.connection().exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters))
     assert re.search(r"SEARCH jobs USING (COVERING )?INDEX ix_jobs_(status_)?owner_id", plan), plan
     assert "SCAN jobs" not in plan and "INTEGER PRIMARY KEY" in plan, plan
+
+
+def test_the_lesson_state_reads_runs_through_the_owner_index(db, make_user):
+    """A part that shows the learner's own runs asks for their newest job ids inside lesson_state's one
+    statement: SQLite's plan reaches the owner's jobs through an index, never a scan of the jobs table; a part
+    without runs sends the statement without the jobs branch."""
+    from app.services import learning
+
+    if db.bind.dialect.name != "sqlite":
+        pytest.skip("the plan check reads SQLite's EXPLAIN QUERY PLAN")
+    user = make_user("ann@example.org")
+    sent: list[tuple] = []
+
+    def record(conn, cursor, statement, parameters, *args):
+        sent.append((statement, parameters))
+
+    event.listen(db.bind, "before_cursor_execute", record)
+    try:
+        assert learning.lesson_state(db, user=user, lesson_id=LESSON, runs=True).runs == {}
+        assert learning.lesson_state(db, user=user, lesson_id=LESSON).runs == {}
+    finally:
+        event.remove(db.bind, "before_cursor_execute", record)
+    (with_runs, params), (without_runs, _) = sent
+    assert "FROM jobs" in with_runs and "FROM jobs" not in without_runs
+    plan = " | ".join(row[-1] for row in db.connection().exec_driver_sql(f"EXPLAIN QUERY PLAN {with_runs}", params))
+    assert re.search(r"SEARCH jobs USING (COVERING )?INDEX ix_jobs_(status_)?owner_id", plan), plan
+    assert "SCAN jobs" not in plan, plan
