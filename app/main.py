@@ -106,8 +106,6 @@ def _lane_of(scope: Scope) -> str:
 
 def _busy(request: Request, why: str) -> Response:
     detail = f"The course is busy ({why}); nothing was changed. Try again in {RETRY_AFTER_S} seconds."
-    if not hasattr(request.state, "user"):  # the user lookup itself waited in vain: do not wait for it again
-        request.state.user = None
     return _error_response(request, 503, detail, {"Retry-After": str(RETRY_AFTER_S)})
 
 
