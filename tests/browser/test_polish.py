@@ -275,6 +275,25 @@ def test_lab_form_shows_every_error_next_to_its_field(browser, live_server, widt
     ctx.close()
 
 
+@pytest.mark.parametrize("width,height,name", WIDTHS[:2])
+def test_registration_shows_every_error_at_once(browser, live_server, width, height, name):
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    page.goto(f"{live_server.url}/register")
+    page.locator("#email").fill("not an address")
+    page.locator("#display_name").fill("   ")
+    page.locator("#password").fill("short")
+    page.get_by_role("button", name="Register").click()
+    expect(page.locator("#email-error")).to_have_text("enter an address like name@example.org")
+    expect(page.locator("#display_name-error")).to_contain_text("use 1 to 80 characters")
+    expect(page.locator("#password-error")).to_contain_text("(you gave 5)")
+    expect(page.locator("#email")).to_have_value("not an address")  # what was typed stays
+    expect(page.locator("#password")).to_have_attribute("aria-invalid", "true")
+    assert _overflow(page) <= 0
+    screenshot(page, f"polish-register-errors-{name}")
+    ctx.close()
+
+
 # ---- notices ------------------------------------------------------------------------------------
 
 
@@ -357,7 +376,9 @@ def test_pages_pass_axe_in_both_colour_schemes(browser, live_server, seeded, sch
         LEARNER: [
             "/",
             f"/lessons/{LESSON}/orient",
+            f"/lessons/{LESSON}/deep-dives",
             f"/lessons/{LESSON}/practice",
+            "/play",
             "/labs/fp8-step",
             f"/jobs/{jobs['tp-sweep']}",
             f"/jobs/{jobs['overlap-trace']}",
@@ -378,6 +399,7 @@ def test_pages_pass_axe_in_both_colour_schemes(browser, live_server, seeded, sch
             if scheme == "dark" and path in (
                 "/",
                 f"/lessons/{LESSON}/practice",
+                "/play",
                 f"/jobs/{jobs['tp-sweep']}",
                 "/grader",
             ):
