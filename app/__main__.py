@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return dispatcher_main(settings)
     if args.cmd == "ray-node-flags":
-        from app.executors.ray import node_flags_main
+        from app.executors.ray_node import node_flags_main
 
         return node_flags_main(settings)
     if args.cmd == "dispatcher-health":
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return dispatcher_health_main()
     if args.cmd == "ray-node-health":
-        from app.executors.ray import node_health_main
+        from app.executors.ray_node import node_health_main
 
         return node_health_main()
     if args.cmd == "migrate":

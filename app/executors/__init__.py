@@ -2,7 +2,8 @@
 
     embedded (default)  app/executors/embedded.py   lab workers on this host claim jobs in fair order
     ray                 app/executors/ray.py        a dispatcher claims in fair order and submits one Ray task per
-                                                    job, placed by Ray on a node with the GPUs/CPUs it needs
+                                                    job, placed by Ray on a node with the GPUs/CPUs it needs;
+                        app/executors/ray_node.py   the task on the node, and the node's flags and health
 
 The small interface both share, for the server and the pages:
 

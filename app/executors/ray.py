@@ -1,7 +1,8 @@
-"""The Ray executor: a dispatcher that turns queued jobs into Ray tasks, and the task that runs a lab on a node.
+"""The Ray executor's dispatcher: it turns queued jobs into Ray tasks (the task itself, and what a node says about
+itself, are in app/executors/ray_node.py).
 
-    python -m app dispatcher        # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
-    python -m app ray-node-flags    # on a GPU host: the `ray start` flags that advertise what its labs can do
+    python -m app dispatcher          # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
+    python -m app dispatcher-health   # 0 if this host's dispatcher ticked lately (compose health check)
 
 Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
 extra), reading its source and docs:
@@ -30,7 +31,7 @@ How a job goes (the jobs table stays the source of truth):
    lease) only if it fits a node's free resources now, so the backlog and positions stay in the database and
    Ray only ever holds jobs that can start. A GPU job that waits for room holds back later GPU jobs (no
    backfilling past it, so large jobs are not starved by small ones); CPU jobs still go.
-3. `run_lab_task` runs on the node: it yields where it landed (node, CUDA_VISIBLE_DEVICES, GPU ids), then the lab's
+3. The task (ray_node.run_lab_on_node) runs on the node: it yields where it landed (node, CUDA_VISIBLE_DEVICES, GPU ids), then the lab's
    progress lines, then the outcome with the output folder zipped (at most the bundle-upload size); it runs
    `python -m labs run` through app/executors/labproc.py (process group, memory budget, time limit) and never
    opens a database connection.
@@ -42,20 +43,16 @@ How a job goes (the jobs table stays the source of truth):
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -66,7 +63,8 @@ from sqlalchemy import update
 from app import logs
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
+from app.executors.labproc import timed_out
+from app.executors.ray_node import remote_task
 from app.models import ClusterNode, Job, utcnow
 from app.services import bundles
 from app.services import cluster as cluster_service
@@ -74,11 +72,9 @@ from app.services import jobs as job_service
 from app.services import queue as queue_service
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node
 from labs import catalog
-from labs.resources import MIN_CPU_SLOTS
 
 log = logging.getLogger(__name__)
 
-NODE_DATA_ENV = "COURSE_NODE_DATA_DIR"  # where a node writes lab output before zipping it (default: a temp dir)
 TICK_S = 0.5  # the dispatcher's loop: claim, renew, cancel
 SNAPSHOT_S = 2.0  # how often the node list is written for the web tier
 FORCE_CANCEL_AFTER_S = 10.0  # a task that ignores a polite cancel is killed with its worker
@@ -95,134 +91,6 @@ INFRA_ERRORS = (
 )
 
 
-# ---------------------------------------------------------------- on the node
-
-
-def _zip_dir(folder: Path) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                zf.write(path, path.relative_to(folder).as_posix())
-    return buf.getvalue()
-
-
-def run_lab_on_node(spec: dict) -> Iterator[dict]:
-    """The body of the Ray task: placement, then progress events, then {"event": "end", ...} with the zip.
-
-    `spec`: job id, attempt, lab, params, backend, time limit, memory budget. Runs in a Ray worker process on the
-    node; the lab is its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
-    """
-    import ray
-
-    ctx = ray.get_runtime_context()
-    base = Path(os.environ.get(NODE_DATA_ENV) or tempfile.gettempdir()) / "course-node"
-    out = base / f"job-{spec['job_id']}-attempt-{spec['attempt']}"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    yield {
-        "event": "placed",
-        "node_id": ctx.get_node_id(),
-        "hostname": socket.gethostname(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
-        "worker_pid": os.getpid(),
-        "at": time.time(),
-    }
-    cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
-    cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", spec["memory_bytes"])
-    # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
-    # starve page loads there either; on a dedicated node it costs nothing
-    run = LabRun(cmd, cwd=out, memory_bytes=spec["memory_bytes"], nice=LAB_NICE, cgroup=cgroup)
-    yield {"event": "lab", "pid": run.proc.pid, "at": time.time()}
-    deadline = time.monotonic() + spec["time_limit_s"]
-    outcome: Outcome | None = None
-    last = None
-    try:
-        while run.proc.poll() is None:
-            time.sleep(0.2)
-            if run.progress is not last and run.progress is not None:
-                last = run.progress
-                yield {"event": "progress", "fraction": last.fraction, "message": last.message}
-            if time.monotonic() > deadline:
-                run.kill()
-                outcome = timed_out(spec["time_limit_s"])
-        run.join_readers()
-        outcome = outcome or run.outcome(out)
-        data = _zip_dir(out) if outcome.ok else None
-        if data is not None and len(data) > bundles.MAX_UPLOAD_BYTES:
-            mb = bundles.MAX_UPLOAD_BYTES // 2**20
-            outcome = Outcome(
-                False, f"The lab's output is {len(data) / 2**20:.1f} MB zipped; at most {mb} MB.", "failed"
-            )
-            data = None
-        yield {
-            "event": "end",
-            "ok": outcome.ok,
-            "error": outcome.error,
-            "message": outcome.message,
-            "zip": data,
-            "at": time.time(),
-        }
-    finally:
-        if run.proc.poll() is None:  # cancelled (KeyboardInterrupt) or the consumer went away: no orphan lab
-            run.kill()
-        shutil.rmtree(out, ignore_errors=True)
-
-
-_remote: Any = None
-
-
-def remote_task() -> Any:
-    """The Ray remote function, made once per process (importing this module must not need Ray)."""
-    global _remote
-    if _remote is None:
-        import ray
-
-        _remote = ray.remote(num_returns="streaming", max_retries=0)(run_lab_on_node)
-    return _remote
-
-
-# ---------------------------------------------------------------- node capabilities
-
-
-def node_flags(report: dict) -> list[str]:
-    """`ray start` flags for a node, from its `python -m labs probe` report (labs/env.py `probe()`).
-
-    CPUs: as many rank slots as the catalog allows a CPU job (max(4, cores): ranks share cores), so a CPU job Ray
-    accepts is one the labs accept. GPUs: the CUDA devices the probe counted. `course_te_gpu`: one per GPU where
-    Transformer Engine's FP8 works, which `te` jobs ask for. Labels: what the instructor page shows.
-    """
-    device = report.get("device") or {}
-    cuda = device.get("type") == "cuda"
-    gpus = int(device.get("count") or 0) if cuda else 0
-    cpus = max(MIN_CPU_SLOTS, int(device.get("cpu_count") or os.cpu_count() or 1))
-    recipes = [name for name, r in (report.get("fp8_recipes") or {}).items() if r.get("supported")]
-    te = bool((report.get("transformer_engine") or {}).get("available")) and bool(recipes) and gpus > 0
-    labels = {
-        "te": "yes" if te else "no",
-        "cc": str(device.get("compute_capability") or "none"),
-        "fp8": ".".join(recipes) or "none",
-        "gpus": str(gpus),
-        "torch": str((report.get("versions") or {}).get("torch") or "none").replace("+", "_"),
-    }
-    flags = [f"--num-cpus={cpus}", f"--num-gpus={gpus}"]
-    if te:
-        flags.append("--resources=" + json.dumps({TE_RESOURCE: gpus}, separators=(",", ":")))
-    flags.append("--labels=" + ",".join(f"{LABEL_PREFIX}{k}={v}" for k, v in labels.items()))
-    return flags
-
-
-def node_flags_main(settings: Settings) -> int:
-    out = subprocess.run([settings.python, "-m", "labs", "probe"], capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        print(f"`python -m labs probe` failed: {out.stderr.strip()[-2000:]}", file=sys.stderr)
-        return 1
-    # no spaces or quotes in any flag, so `ray start ... $(python -m app ray-node-flags)` splits them right
-    print(" ".join(node_flags(json.loads(out.stdout))))
-    return 0
-
-
 ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"  # touched every tick: the health check reads it
 ALIVE_S = 30.0
 
@@ -236,28 +104,6 @@ def dispatcher_health_main() -> int:
         return 1
     if age > ALIVE_S:
         print(f"the dispatcher last ticked {age:.0f} s ago", file=sys.stderr)
-        return 1
-    return 0
-
-
-def node_health_main() -> int:
-    """`python -m app ray-node-health`: 0 if a raylet runs in this container and the head (RAY_ADDRESS) answers."""
-    raylet = False
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and b"raylet" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
-                raylet = True
-                break
-        except OSError:
-            continue
-    if not raylet:
-        print("no raylet runs here", file=sys.stderr)
-        return 1
-    host, _, port = os.environ.get("RAY_ADDRESS", "127.0.0.1:6379").rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except (OSError, ValueError) as exc:
-        print(f"the Ray head at {host}:{port} does not answer: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -311,6 +157,7 @@ class InFlight:
     cancel_reason: str | None = None  # "cancelled" | "timed out", once the dispatcher asked Ray to stop it
     cancel_sent_at: float | None = None
     forced: bool = False
+    abandoned: bool = False  # its node left the cluster: the job was given back; the stream's late news is ignored
     thread: threading.Thread | None = field(default=None, repr=False)
 
 
@@ -519,6 +366,8 @@ class Dispatcher:
         try:
             for ref in flight.gen:
                 item = ray.get(ref)
+                if flight.abandoned:
+                    return
                 kind = item.get("event")
                 if kind == "placed":
                     flight.node_id = item["node_id"]
@@ -554,6 +403,8 @@ class Dispatcher:
             self._lost(flight, "the Ray task ended without a result")
         except Exception as exc:  # a RayError from ray.get, or the stream itself failing
             name = type(exc).__name__
+            if flight.abandoned:
+                return
             if flight.cancel_reason is not None:
                 self._stopped(flight, placement)
             elif name in INFRA_ERRORS or isinstance(exc, ray.exceptions.RayError):
@@ -563,7 +414,8 @@ class Dispatcher:
                 self._lost(flight, f"the dispatcher could not follow the task ({name})")
         finally:
             with self.lock:
-                self.inflight.pop(job_id, None)
+                if self.inflight.get(job_id) is flight:  # a later attempt of the same job may be in flight now
+                    self.inflight.pop(job_id)
 
     def _store(self, flight: InFlight, item: dict, placement: dict) -> None:
         s = self.settings
@@ -632,9 +484,31 @@ class Dispatcher:
             log.warning("job %s: its task ignored the cancel; killing its worker", job_id)
             ray.cancel(flight.gen, force=True)
 
+    def abandon_lost_nodes(self) -> None:
+        """A task whose node Ray no longer lists as alive is lost now, though its stream may not have raised yet:
+        Ray tells a task's owner about a dead node's tasks only when it next asks for their objects, which a busy
+        host can stretch to minutes. The job goes back to the queue at once (not charged), the task is cancelled,
+        and whatever its stream says later is ignored."""
+        import ray
+
+        with self.lock:
+            gone = [f for f in self.inflight.values() if f.node_id and f.node_id not in self.nodes and not f.abandoned]
+        for f in gone:
+            f.abandoned = True
+            log.warning("job %s: its node %s left the cluster; giving the job back", f.job_id, f.node_id)
+            self._lost(f, "its node left the cluster")
+            try:
+                ray.cancel(f.gen, force=True)
+            except Exception:  # the node is gone: there may be nothing left to cancel
+                log.debug("job %s: cancel after node loss failed", f.job_id, exc_info=True)
+            with self.lock:
+                if self.inflight.get(f.job_id) is f:
+                    self.inflight.pop(f.job_id)
+
     def tick(self) -> None:
         ALIVE_FILE.touch()
         nodes = self.refresh_nodes()
+        self.abandon_lost_nodes()
         with self.sessions() as db:
             job_service.reap_expired(db)
             cancel_ids = job_service.renew_all(db, worker_id=self.id, lease_s=self.settings.lease_s)

@@ -143,7 +143,8 @@ def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
         box.focus()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
-        assert box.evaluate("e => e.scrollLeft") > 0
+        # the browser scrolls smoothly: wait for the box to move rather than reading it at once
+        page.wait_for_function("e => e.scrollLeft > 0", arg=box.element_handle(), timeout=5_000)
     screenshot(page, f"polish-result-overlap-{name}")
     ctx.close()
 

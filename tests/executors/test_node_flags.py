@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.executors.ray import node_flags
+from app.executors.ray_node import node_flags
 
 # `python -m labs probe` on an 8-GPU H200 host with Transformer Engine (labs/env.py's report shape)
 H200_TE = {
