@@ -97,7 +97,7 @@ def test_eta_comes_from_recent_runs_of_that_lab_and_size(db, learners):
     first, second = _submit(db, b, 2)
     est = queue.estimate(db, job=first, slots=1)
     assert est.position == 0 and est.start_in_s == 0 and est.done_in_s == pytest.approx(20.0, abs=0.5)
-    assert "last 3 run(s) of env-check on cpu at 1 rank(s)" in est.basis
+    assert "last 3 runs of env-check on cpu at 1 rank" in est.basis
     est2 = queue.estimate(db, job=second, slots=1)
     assert est2.position == 1 and est2.start_in_s == pytest.approx(20.0, abs=0.5)
     assert est2.done_in_s == pytest.approx(40.0, abs=0.5)
