@@ -31,7 +31,8 @@ RECIPE_MIN_CUDA = {"block": (12, 9)}
 # is_mxfp8_available, is_fp8_block_scaling_available, each with return_reason=True -> (bool, str)), and
 # transformer_engine/pytorch/fp8.py @ v2.0, v2.3, v2.8 (check_fp8_support, check_mxfp8_support, and
 # check_fp8_block_scaling_support from v2.3 on, each returning (bool, str)). From v2.9 fp8.py is a deprecated
-# stub that transformer_engine.pytorch no longer imports, so the old names are looked up only as a fallback.
+# leftover module that transformer_engine.pytorch no longer imports, so the old names are looked up only as a
+# fallback.
 TE_SUPPORT_CHECKS = {
     "delayed": ("is_fp8_available", "check_fp8_support"),
     "current": ("is_fp8_available", "check_fp8_support"),
