@@ -24,6 +24,7 @@ from typing import Annotated
 import annotated_types as at
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.config import Settings
@@ -97,6 +98,51 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
 
 
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+
+
+class Viewer:
+    """The login of one of the most-read pages (lesson parts, the dashboard), for `async def` handlers that
+    do their reads on the event loop: `await viewer.required()` / `await viewer.optional()`.
+
+    Why: under load a lesson page spent more time handing work between the event loop and worker threads
+    (two thread hops per request, each a wake-up and a GIL hand-over) than rendering; with its reads on the
+    loop a page serves about twice the requests (bench/lesson_throughput.py). Only reads run there: in WAL
+    mode SQLite readers never wait on a lock, PostgreSQL readers never wait on row locks, and the admission
+    gate keeps a pool connection free for every admitted request (app/db.py), so a read waits for nothing
+    but the database itself. Anything that may wait on a lock (the session's touch or expiry, an API token's
+    last-use stamp) goes to a worker thread through `get_optional_user`, with the same rules as every other
+    route's CurrentUser / OptionalUser."""
+
+    def __init__(self, request: Request, db: Session):
+        self.request, self.db = request, db
+
+    async def optional(self) -> User | None:
+        request, db = self.request, self.db
+        sid = request.session.get(SESSION_KEY)
+        if bearer_token(request) is None:
+            if not isinstance(sid, str):
+                request.state.user = None
+                return None
+            settings: Settings = request.app.state.settings
+            active = sessions.peek(db, token=sid, idle_s=settings.session_idle_s, max_s=settings.session_max_s)
+            if active is not None:
+                request.state.session_id = active.session.id
+                request.state.user = active.user
+                return active.user
+        return await run_in_threadpool(get_optional_user, request, db)  # a write to do, or a token, or no row
+
+    async def required(self) -> User:
+        user = await self.optional()
+        if user is None:
+            raise LoginRequired()
+        return user
+
+
+async def get_viewer(request: Request, db: SessionDep) -> Viewer:  # no I/O here
+    return Viewer(request, db)
+
+
+ViewerDep = Annotated[Viewer, Depends(get_viewer)]
 
 
 async def get_current_user(user: OptionalUser) -> User:  # no I/O: async skips a thread-pool hop

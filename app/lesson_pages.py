@@ -8,6 +8,12 @@ are the learner's own. The shared body is
 rendered once with those pieces left as `<!--slot:…-->` markers (templates/lessons/_part.html with
 `slots`), split at the markers, and kept per (lesson id, version, content hash, part). Each request then
 renders only the slots, with the same templates the fragments use, and joins the pieces.
+
+A learner's pause and question slots are kept too, per (version's content, browser session, learner, the
+newest answer and attempt ids): answers and attempts are append-only rows, so any new one changes the key,
+and nothing else those slots show can change under the same key. Re-reading a part the learner has not
+answered anything on since (the usual case: moving between parts, reloading) renders no slot again. Run
+slots (jobs change state) and the footer (the done toggle) are rendered every time.
 """
 
 from __future__ import annotations
@@ -68,6 +74,29 @@ def check_link(check: PauseCheck, answer: str | None) -> CheckLink:
     return kept[1]
 
 
+_PACINGS_KEPT = 4096
+_pacings: dict[tuple, tuple[Lesson, Markup]] = {}
+
+
+def pacing(
+    env: Environment, lesson: Lesson, version: int, current_version: int, part_id: str, progress: dict
+) -> Markup:
+    """The lesson's parts with the learner's done ticks (templates/lessons/_pacing.html), kept per (lesson,
+    version, part shown, parts done): every part page and the done toggle show it, and it has more links to
+    escape than the rest of the page around the part."""
+    done = frozenset(pid for pid, pr in progress.items() if pr.done_at)
+    key = (id(lesson), version, current_version, part_id, done)
+    kept = _pacings.get(key)
+    if kept is None or kept[0] is not lesson:  # the entry holds its lesson: an id is reused only after it is gone
+        html = env.get_template("lessons/_pacing.html").render(
+            lesson=lesson, version=version, current_version=current_version, part_id=part_id, done=done
+        )
+        if len(_pacings) >= _PACINGS_KEPT:
+            _pacings.clear()
+        kept = _pacings[key] = (lesson, Markup(html))
+    return kept[1]
+
+
 def labs_shown(part: Part | None) -> list[str]:
     """Labs whose learner runs this part shows (sections' `your_run:`): the route reads them only when
     this is not empty, so parts without one cost no query."""
@@ -76,26 +105,58 @@ def labs_shown(part: Part | None) -> list[str]:
     return sorted({b.your_run for b in part.blocks if isinstance(b, SectionBlock) and b.your_run})
 
 
+_SLOTS_KEPT = 8192  # ~2-4 KB each: a class of a few hundred learners' recent parts, bounded per process
+_slots: dict[tuple, str] = {}
+
+
+def _learner_key(key: tuple, ctx: dict[str, Any]) -> tuple:
+    """What a pause or question slot of this learner depends on besides the slot itself: the version's content
+    and whether it is current (answers close on old versions), the session's CSRF token and the learner (their
+    variants), and the newest answer and attempt (rows are only ever added, so a new one changes this)."""
+    user = ctx.get("user")
+    return (
+        key,
+        ctx["version"],
+        ctx["version"] == ctx["current_version"],
+        ctx["csrf_token"],
+        user.id if user is not None else None,
+        max((r.id for r in ctx["responses"].values()), default=0),
+        max((a.id for a in ctx["attempts"].values()), default=0),
+    )
+
+
 def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
     """The part `ctx["part"]` of `ctx["lesson"]` for this learner: shared body plus the learner's slots.
 
-    `key` names the lesson version's content (lessons.Current.key); `ctx` is what _part.html reads.
+    `key` names the lesson version's content (lessons.Current.key); `ctx` is what _part.html reads (with
+    `user` and `csrf_token`).
     """
     lesson, part = ctx["lesson"], ctx["part"]
     pieces = _pieces(env, key, lesson, part, ctx["version"], ctx["current_version"])
-    pauses = {p.id: p for p in lesson.pauses}
+    learner = _learner_key(key, ctx)
     out: list[str] = []
     for piece in pieces:
         if isinstance(piece, str):
             out.append(piece)
-        elif piece[0] == "pause":
-            out.append(
-                env.get_template("lessons/_pause.html").render(ctx, pause=pauses[piece[1]], error=None, draft="")
-            )
+        elif piece[0] in ("pause", "question"):
+            slot_key = (learner, piece)
+            html = _slots.get(slot_key)
+            if html is None:
+                html = _render_slot(env, ctx, piece)
+                if len(_slots) >= _SLOTS_KEPT:
+                    _slots.clear()
+                _slots[slot_key] = html
+            out.append(html)
         elif piece[0] == "run":
             out.append(env.get_template("lessons/_your_run.html").render(ctx, lab=piece[1]))
-        elif piece[0] == "question":
-            out.append(env.get_template("lessons/_question_slot.html").render(ctx, qid=piece[1]))
         else:
             out.append(env.get_template("lessons/_part_foot.html").render(ctx))
     return Markup("".join(out))
+
+
+def _render_slot(env: Environment, ctx: dict[str, Any], piece: tuple[str, str]) -> str:
+    kind, slot_id = piece
+    if kind == "pause":
+        pause = next(p for p in ctx["lesson"].pauses if p.id == slot_id)
+        return env.get_template("lessons/_pause.html").render(ctx, pause=pause, error=None, draft="")
+    return env.get_template("lessons/_question_slot.html").render(ctx, qid=slot_id)

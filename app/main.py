@@ -109,9 +109,13 @@ def _busy(request: Request, why: str) -> Response:
     return _error_response(request, 503, detail, {"Retry-After": str(RETRY_AFTER_S)})
 
 
-def create_app(settings: Settings | None = None, *, host: HostCapacity | None = None, prepare: bool = True) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, host: HostCapacity | None = None, prepare: bool = True, settle: bool = False
+) -> FastAPI:
     """The web app. `host`: what the lab workers can run (default: CPU only, from os.cpu_count()).
-    `prepare`: migrate and publish lessons in the lifespan (False when the serving parent already did)."""
+    `prepare`: migrate and publish lessons in the lifespan (False when the serving parent already did).
+    `settle`: a serving process (not tests, which build many apps in one process) builds the lessons and
+    freezes its start-up objects out of the garbage collector's full passes (startup.settle)."""
     settings = settings or Settings.from_env()
 
     @asynccontextmanager
@@ -122,6 +126,8 @@ def create_app(settings: Settings | None = None, *, host: HostCapacity | None = 
         if prepare:
             startup.prepare(settings)
         app.state.content_errors = startup.content_errors(settings)
+        if settle:
+            startup.settle(app.state.sessions)
         try:
             yield
         finally:
@@ -249,4 +255,4 @@ def web_process() -> FastAPI:
     die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
     settings = Settings.from_env()
     logs.configure(settings.log_level)
-    return create_app(settings, host=labhost.from_environment(), prepare=False)
+    return create_app(settings, host=labhost.from_environment(), prepare=False, settle=True)

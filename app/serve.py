@@ -73,7 +73,7 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
         if settings.web_processes == 1:
             from app.main import create_app
 
-            app: Any = create_app(settings, host=capacity, prepare=False)
+            app: Any = create_app(settings, host=capacity, prepare=False, settle=True)
         else:
             os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
             app = "app.main:web_process"  # uvicorn's process manager imports it in each web process

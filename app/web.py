@@ -6,6 +6,7 @@ page (extending base.html) is. All text is autoescaped. Filters live in app/filt
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jinja2
@@ -27,6 +28,7 @@ templates = Jinja2Blocks(
 )
 filters.install(templates.env)
 templates.env.globals["check_link"] = lesson_pages.check_link  # a pause's link, kept per answer
+templates.env.globals["pacing"] = functools.partial(lesson_pages.pacing, templates.env)  # kept per parts done
 
 
 def is_htmx(request: Request) -> bool:

@@ -10,11 +10,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.content import Variant, grade, make_variant
 from app.content.practice import grade_step
 from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
-from app.deps import CurrentUser, DbInt, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
 from app.lesson_pages import labs_shown, render_part
 from app.models import User
 from app.security import csrf_token_for
@@ -106,19 +107,25 @@ def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | N
 
 
 @router.get("/lessons/{lesson_id}/{part_id}")
-def lesson_part(
-    request: Request, lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None
+async def lesson_part(
+    request: Request, lesson_id: str, part_id: str, viewer: ViewerDep, db: SessionDep, v: DbInt | None = None
 ):
+    """The most-read page: its reads run on the event loop, its one possible write in a worker thread
+    (app/deps.py Viewer says why)."""
+    user = await viewer.required()
     (lesson, version, key), current_version = _lesson(db, lesson_id, v)
-    if lesson.part(part_id) is None and part_id not in REFERENCE_SECTIONS:
+    part = lesson.part(part_id)
+    if part is None and part_id not in REFERENCE_SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
-    state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(lesson.part(part_id))))
-    if lesson.part(part_id) is not None and version == current_version:
-        # what the page shows of progress is the done ticks, which a visit does not change
-        learning.visit(db, user=user, lesson_id=lesson_id, part_id=part_id, progress=state.progress)
+    state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(part)))
+    if part is not None and version == current_version and learning.visit_due(state.progress, part_id):
+        # where "resume" goes; what the page shows of progress is the done ticks, which a visit does not change
+        await run_in_threadpool(learning.visit, db, user=user, lesson_id=lesson_id, part_id=part_id)
     ctx = _part_context(db, user, lesson, version, current_version, part_id, state)
     if ctx["part"] is not None:  # the shared body is rendered once per version; only the learner's bits here
-        ctx["part_html"] = render_part(templates.env, key, {**ctx, "csrf_token": csrf_token_for(request.session)})
+        ctx["part_html"] = render_part(
+            templates.env, key, {**ctx, "user": user, "csrf_token": csrf_token_for(request.session)}
+        )
     return render(request, "lessons/lesson.html", ctx, block="part")
 
 

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app import notice_session
-from app.deps import CurrentUser, DbInt, InstructorUser, OptionalUser, SessionDep, csrf_protect
+from app.deps import CurrentUser, DbInt, InstructorUser, SessionDep, ViewerDep, csrf_protect
 from app.services import learning, notices
 from app.services import lessons as lesson_service
 from app.services.errors import NotFound
@@ -28,7 +28,9 @@ router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 
 @router.get("/")
-def home(request: Request, user: OptionalUser, db: SessionDep):
+async def home(request: Request, viewer: ViewerDep, db: SessionDep):
+    """Reads only, on the event loop (app/deps.py Viewer says why)."""
+    user = await viewer.optional()
     if user is None:
         return render(request, "home.html", {"progress": []})
     catalogue = lesson_service.catalogue(db)

@@ -71,19 +71,23 @@ def visit(
 ) -> None:
     """Record that the learner opened a part (where "resume" goes). `progress`: the learner's rows of the
     lesson when the caller has read them already; a repeat view of the latest-seen part writes nothing."""
-    now = utcnow()
-    if progress is not None:
-        row = progress.get(part_id)
-        latest = max((r.last_seen_at for r in progress.values()), default=None)
-        if (
-            row is not None
-            and row.last_seen_at == latest
-            and (now - row.last_seen_at).total_seconds() < VISIT_REFRESH_S
-        ):
-            return
+    if progress is not None and not visit_due(progress, part_id):
+        return
     row = _progress_row(db, user, lesson_id, part_id)
-    row.last_seen_at = now
+    row.last_seen_at = utcnow()
     db.commit()
+
+
+def visit_due(progress: dict[str, PartProgress] | dict[str, ProgressView], part_id: str) -> bool:
+    """Whether opening `part_id` needs `visit` to write: not when it is already the latest-seen part, seen
+    within VISIT_REFRESH_S (a page reads this first, so a plain re-read never waits on a write)."""
+    row = progress.get(part_id)
+    latest = max((r.last_seen_at for r in progress.values()), default=None)
+    return not (
+        row is not None
+        and row.last_seen_at == latest
+        and (utcnow() - row.last_seen_at).total_seconds() < VISIT_REFRESH_S
+    )
 
 
 def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: int) -> PartProgress:
@@ -298,6 +302,7 @@ class AttemptView(NamedTuple):
     question_id: str
     status: str
     created_at: datetime
+    id: int = 0  # rows are append-only: the newest id names the learner's latest state (app/lesson_pages.py)
 
 
 class LessonState(NamedTuple):
@@ -345,7 +350,9 @@ def lesson_state(db: Session, *, user: User, lesson_id: str, runs: bool = False)
     Rows come ordered by id, so the latest answer per item wins. `runs`: also the newest succeeded job id
     per lab (LessonState.runs), for parts that show the learner's own runs."""
     state = LessonState({}, {}, {}, {})
-    for kind, key, first, second, n, body, row_id in db.execute(
+    # Through the session's connection, not Session.execute: a plain statement needs none of the ORM's
+    # per-execution bookkeeping, which cost as much again as the query.
+    for kind, key, first, second, n, body, row_id in db.connection().execute(
         _LESSON_STATE_RUNS if runs else _LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}
     ):
         if kind == "p":
@@ -353,7 +360,7 @@ def lesson_state(db: Session, *, user: User, lesson_id: str, runs: bool = False)
         elif kind == "r":
             state.responses[key] = ResponseView(key, body, first, row_id)
         elif kind == "a":
-            state.attempts[key] = AttemptView(key, body, first)
+            state.attempts[key] = AttemptView(key, body, first, row_id)
         else:
             state.runs[key] = row_id
     return state

@@ -2,6 +2,7 @@
 
     start(db, user=…, user_agent=…, …)         -> token for the cookie (a fresh row; login, registration)
     lookup(db, token=…, idle_s=…, max_s=…)     -> Active(session, user) or None: every request with a cookie
+    peek(db, token=…, idle_s=…, max_s=…)       -> Active, or None when the lookup has a write to do (or none)
     end(db, token=…)                            logout of this browser
     end_all(db, user=…, keep_id=None)           "log out everywhere"; a password change keeps its own session
     list_for(db, user=…)                        the account page's list of sessions
@@ -63,9 +64,26 @@ def expired(row: UserSession, *, now: datetime, idle_s: int, max_s: int) -> bool
     return now - row.last_seen_at > timedelta(seconds=idle_s) or now - row.created_at > timedelta(seconds=max_s)
 
 
+def _find(db: Session, token: str) -> UserSession | None:
+    return db.scalars(_LOOKUP, {"token_hash": digest(token)}).unique().one_or_none()
+
+
+def peek(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None:
+    """`lookup` for the event loop: the one read, and the live session when that is all there is to do.
+    None when there is no such session, or when it expired (a delete) or is due a touch (an update): a
+    write may wait on a lock, so the caller then does the whole `lookup` in a worker thread."""
+    row = _find(db, token)
+    if row is None:
+        return None
+    now = utcnow()
+    if expired(row, now=now, idle_s=idle_s, max_s=max_s) or now - row.last_seen_at > timedelta(seconds=TOUCH_S):
+        return None
+    return Active(row, row.user)
+
+
 def lookup(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None:
     """The live session of `token` with its user (roles loaded), or None. An expired row is deleted."""
-    row = db.scalars(_LOOKUP, {"token_hash": digest(token)}).unique().one_or_none()
+    row = _find(db, token)
     if row is None:
         return None
     now = utcnow()
