@@ -12,10 +12,23 @@ pause-and-reason prompt of the deep-dives part, then points wrk, with the learne
     part       GET /lessons/transformer-scaling/deep-dives
     practice   GET /lessons/transformer-scaling/practice   (the learner's saved answers shown)
     home       GET /                                         (the learner's dashboard)
+    login      GET /login      (no login, a short form: the floor of any page of ours, for context)
 
-and prints req/s, p50 and p99 latency and each page's ratio to the baseline. Goal (issue 9): every page
->= 0.5 x the baseline's req/s with p99 < 50 ms at 16 connections. Nothing here asserts a time; it exits
-non-zero only if a page answered with anything but 200.
+and prints req/s, p50 and p99 latency and each page's ratio to the baseline. Goal (issue 9): every
+learner page >= 0.5 x the baseline's req/s with p99 < 50 ms at 16 connections. Nothing here asserts a
+time; it exits non-zero only if a page answered with anything but 200.
+
+Where a page's time went (py-spy --gil on the server, and sequential in-process calls), and what was done:
+- two thread hops per request (the login lookup, then the handler, each a worker-thread wake-up and a GIL
+  hand-over), which under load cost more than the page's own work: lesson parts and the dashboard now do
+  their reads on the event loop (app/deps.py Viewer), about 2x the requests per second;
+- a full garbage collection walking every lesson, template and library object every few thousand
+  requests, an 80 ms pause that was the p99: a serving process freezes its start-up objects (startup.settle);
+- each learner's pause and question slots and pacing list re-rendered on every view: kept per learner
+  state (app/lesson_pages.py); the current-version check re-read every lesson file's text every 2 s: now
+  its number and hash only.
+What is left is the framework itself (middleware, routing and dependency injection: the login row shows
+that floor), the ORM login lookup (~0.3 ms) and the render of a ~100 KB page.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSON = "transformer-scaling"
+LEARNER_PAGES = ("part", "practice", "home")  # the goal's pages; "login" is context (the floor of any page)
 UVICORN = dict(access_log=False, server_header=False, log_level="warning")  # what `python -m app serve` uses
 BARE_APP = f"""
 import uvicorn
@@ -216,6 +230,7 @@ def main() -> None:
             ("part", f"{base}/lessons/{LESSON}/deep-dives", cookie),
             ("practice", f"{base}/lessons/{LESSON}/practice", cookie),
             ("home", f"{base}/", cookie),
+            ("login", f"{base}/login", None),
         ]
         for _, url, c in targets:  # warm-up: templates compiled, caches filled, connections open
             wrk(url, c, argparse.Namespace(threads=1, connections=2, duration=1))
@@ -235,8 +250,8 @@ def main() -> None:
     paths = {name: url.split(":", 2)[2].split("/", 1)[1] for name, url, _ in targets}
     for name, r in results.items():
         print(f"{name:<10} {r['rps']:9.1f} {r['p50']:8.2f} {r['p99']:8.2f} {r['rps'] / bare_rps:7.3f}  /{paths[name]}")
-    goal = all(r["rps"] >= 0.5 * bare_rps and r["p99"] < 50 for n, r in results.items() if n != "bare")
-    print(f"goal (each page >= 0.5 x bare req/s and p99 < 50 ms): {'met' if goal else 'not met'}")
+    goal = all(r["rps"] >= 0.5 * bare_rps and r["p99"] < 50 for n, r in results.items() if n in LEARNER_PAGES)
+    print(f"goal (part, practice, home >= 0.5 x bare req/s and p99 < 50 ms): {'met' if goal else 'not met'}")
 
 
 if __name__ == "__main__":
