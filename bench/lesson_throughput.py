@@ -25,8 +25,7 @@ Where a page's time went (py-spy --gil on the server, and sequential in-process 
 - a full garbage collection walking every lesson, template and library object every few thousand
   requests, an 80 ms pause that was the p99: a serving process freezes its start-up objects (startup.settle);
 - each learner's pause and question slots and pacing list re-rendered on every view: kept per learner
-  state (app/lesson_pages.py); the current-version check re-read every lesson file's text every 2 s: now
-  its number and hash only.
+  state (app/lesson_pages.py).
 What is left is the framework itself (middleware, routing and dependency injection: the login row shows
 that floor), the ORM login lookup (~0.3 ms) and the render of a ~100 KB page.
 """

@@ -350,9 +350,7 @@ def lesson_state(db: Session, *, user: User, lesson_id: str, runs: bool = False)
     Rows come ordered by id, so the latest answer per item wins. `runs`: also the newest succeeded job id
     per lab (LessonState.runs), for parts that show the learner's own runs."""
     state = LessonState({}, {}, {}, {})
-    # Through the session's connection, not Session.execute: a plain statement needs none of the ORM's
-    # per-execution bookkeeping, which cost as much again as the query.
-    for kind, key, first, second, n, body, row_id in db.connection().execute(
+    for kind, key, first, second, n, body, row_id in db.execute(
         _LESSON_STATE_RUNS if runs else _LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}
     ):
         if kind == "p":

@@ -77,18 +77,9 @@ CURRENT_TTL_S = 2.0
 _current: dict[tuple[str, str], tuple[float, tuple[str, int, str]]] = {}
 
 
-_urls: dict[int, tuple[object, str]] = {}
-
-
 def _db_key(db: Session) -> str:
-    """Which database a session talks to (tests run many in one process; caches must not mix them).
-    Kept per engine: rendering the URL and resolving the session's bind on every page was most of what a
-    page's lesson lookup cost once the version itself was remembered."""
-    engine = db.bind if db.bind is not None else db.get_bind()
-    kept = _urls.get(id(engine))
-    if kept is None or kept[0] is not engine:  # an id is reused only after its engine is gone
-        kept = _urls[id(engine)] = (engine, str(engine.engine.url))
-    return kept[1]
+    """Which database a session talks to (tests run many in one process; caches must not mix them)."""
+    return str(db.get_bind().engine.url)
 
 
 def _forget_current(db: Session, lesson_id: str) -> None:
@@ -103,25 +94,13 @@ def current(db: Session, *, lesson_id: str) -> Current | None:
     if hit is not None and now - hit[0] < CURRENT_TTL_S and hit[1] in _built:
         lesson = _built[hit[1]]
         return Current(lesson, hit[1][1], hit[1]) if lesson else None
-    # Which version is current, by its number and hash: the row itself (every file's text) is read only when
-    # this process has not built that version yet, not every CURRENT_TTL_S.
-    latest = db.execute(
-        select(LessonVersion.version, LessonVersion.content_hash)
-        .where(LessonVersion.lesson_id == lesson_id)
-        .order_by(LessonVersion.version.desc())
-        .limit(1)
-    ).first()
-    if latest is None:
+    row = latest_row(db, lesson_id=lesson_id)
+    if row is None:
         return None
-    built = (lesson_id, latest.version, latest.content_hash)
-    lesson = _built[built] if built in _built else _build_version(db, lesson_id=lesson_id, version=latest.version)
+    lesson = build(row)
+    built = (row.lesson_id, row.version, row.content_hash)
     _current[key] = (now, built)
-    return Current(lesson, latest.version, built) if lesson else None
-
-
-def _build_version(db: Session, *, lesson_id: str, version: int) -> Lesson | None:
-    row = version_row(db, lesson_id=lesson_id, version=version)
-    return build(row) if row is not None else None
+    return Current(lesson, row.version, built) if lesson else None
 
 
 def at_version(db: Session, *, lesson_id: str, version: int) -> Current | None:
@@ -148,17 +127,13 @@ def catalogue(db: Session) -> list[tuple[Lesson, int]]:
             .group_by(LessonVersion.lesson_id)
             .subquery()
         )
-        keys = [
-            (r.lesson_id, r.version, r.content_hash)
-            for r in db.execute(
-                select(LessonVersion.lesson_id, LessonVersion.version, LessonVersion.content_hash).join(
-                    latest, (LessonVersion.lesson_id == latest.c.lesson_id) & (LessonVersion.version == latest.c.v)
-                )
+        rows = db.scalars(
+            select(LessonVersion).join(
+                latest, (LessonVersion.lesson_id == latest.c.lesson_id) & (LessonVersion.version == latest.c.v)
             )
-        ]
-        # the rows themselves (every file's text) only for versions this process has not built yet
-        lessons = [(_built[k] if k in _built else _build_version(db, lesson_id=k[0], version=k[1]), k[1]) for k in keys]
-        _catalogue[url] = (now, keys)
+        ).all()
+        lessons = [(build(r), r.version) for r in rows]
+        _catalogue[url] = (now, [(r.lesson_id, r.version, r.content_hash) for r in rows])
     built = [(les, v) for les, v in lessons if les]
     return sorted(built, key=lambda lv: (lv[0].number, lv[0].id))
 
