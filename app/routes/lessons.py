@@ -22,7 +22,7 @@ from app.security import csrf_token_for
 from app.services import jobs as job_service
 from app.services import learning, own_runs
 from app.services import lessons as lesson_service
-from app.web import render, templates
+from app.web import is_htmx, render, templates
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 REFERENCE_SECTIONS = {"atlas": "Knowledge atlas", "lab": "Hands-on lab", "references": "Go deeper"}
@@ -143,7 +143,9 @@ def toggle_done(
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
     learning.set_done(db, user=user, lesson_id=lesson_id, part_id=part_id, done=done == "1")
     ctx = _part_context(db, user, lesson, version, current_version, part_id)
-    return render(request, "lessons/lesson.html", ctx, block="pacing")
+    if is_htmx(request):  # the pacing list, and the toggle out of band so its label follows
+        return render(request, "lessons/_done_toggled.html", ctx)
+    return render(request, "lessons/lesson.html", ctx)
 
 
 @router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)

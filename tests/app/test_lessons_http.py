@@ -120,6 +120,26 @@ def test_progress_done_time_and_dashboard(learner, db):
     assert "1 of 6 parts done" in home and "Resume" in home
 
 
+def test_the_done_toggle_marks_and_unmarks_and_its_label_follows(learner, db):
+    """htmx swaps the pacing list; the toggle comes back out of band, so it says what a click would do next."""
+    hx = {"HX-Request": "true"}
+    assert "Mark this part as done" in learner.get(f"/lessons/{LESSON}/orient").text
+    r = learner.post(f"/lessons/{LESSON}/progress/orient/done", {"done": "1"}, headers=hx)
+    assert r.status_code == 200 and 'aria-label="done"' in r.text  # the pacing tick
+    toggle = r.text[r.text.index('<form id="done-form"') :]
+    assert 'hx-swap-oob="true"' in toggle and "Mark as not done" in toggle and 'name="done" value="0"' in toggle
+    page = learner.get(f"/lessons/{LESSON}/orient").text
+    assert "Mark as not done" in page and "Mark this part as done" not in page
+    assert db.query(PartProgress).filter_by(part_id="orient").one().done_at is not None
+    r = learner.post(f"/lessons/{LESSON}/progress/orient/done", {"done": "0"}, headers=hx)
+    assert 'aria-label="done"' not in r.text
+    toggle = r.text[r.text.index('<form id="done-form"') :]
+    assert "Mark this part as done" in toggle and 'name="done" value="1"' in toggle
+    db.expire_all()
+    assert db.query(PartProgress).filter_by(part_id="orient").one().done_at is None
+    assert "Mark this part as done" in learner.get(f"/lessons/{LESSON}/orient").text
+
+
 def test_answers_are_per_learner(learner, make_client, db):
     lesson, version, _ = lesson_service.current(db, lesson_id=LESSON)
     pause_id = lesson.pauses[0].id

@@ -80,3 +80,28 @@ def test_learner_is_refused_staff_pages(page, live_server):
     response = page.goto(live_server.url + "/instructor")
     assert response.status == 403
     expect(page.get_by_role("alert")).to_contain_text("This page is for instructors")
+
+
+def test_marking_a_part_done_ticks_it_and_the_toggle_follows(page, live_server):
+    """The done toggle at a part's end: the pacing list ticks the part and the toggle offers to undo, without
+    a reload; undoing clears both. Screenshots at laptop and phone width."""
+    base = live_server.url
+    register(page, base, "toggler@example.org", name="Tove")
+    page.goto(base + "/lessons/transformer-scaling/orient")
+    item = page.locator("#pacing li", has=page.locator('a[href="/lessons/transformer-scaling/orient"]'))
+    foot = page.locator("footer.part-foot")
+    expect(item.locator(".tick")).to_have_count(0)
+    foot.get_by_role("button", name="Mark this part as done").click()
+    expect(item.locator(".tick")).to_have_count(1)
+    expect(foot.get_by_role("button", name="Mark as not done")).to_be_visible()
+    expect(foot).to_contain_text("Done ✓")
+    foot.scroll_into_view_if_needed()
+    screenshot(page, "done-toggle-laptop")
+    page.set_viewport_size({"width": 390, "height": 844})
+    foot.scroll_into_view_if_needed()
+    screenshot(page, "done-toggle-phone")
+    foot.get_by_role("button", name="Mark as not done").click()
+    expect(item.locator(".tick")).to_have_count(0)
+    expect(foot.get_by_role("button", name="Mark this part as done")).to_be_visible()
+    page.reload()
+    expect(foot.get_by_role("button", name="Mark this part as done")).to_be_visible()
