@@ -17,10 +17,11 @@ from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event, select, update
+from sqlalchemy import event, select
 
 from app.models import UserSession, utcnow
 from app.services import lessons as lesson_service
+from tests.app.aging import age_sessions
 
 LESSON = "transformer-scaling"
 PART = f"/lessons/{LESSON}/deep-dives"
@@ -116,16 +117,6 @@ def test_marking_a_part_done_shows_in_the_pacing_list_at_once(learner):
     assert not ticked(learner.get(PART).text)
 
 
-def _age(db, *, last_seen_s: float, created_s: float = 0) -> None:
-    now = utcnow()
-    db.execute(
-        update(UserSession).values(
-            last_seen_at=now - timedelta(seconds=last_seen_s), created_at=now - timedelta(seconds=created_s)
-        )
-    )
-    db.commit()
-
-
 @pytest.mark.parametrize("page", [PART, "/"])
 def test_a_cookie_saved_before_logout_no_longer_opens_the_page(learner, make_client, page):
     saved = learner.client.cookies[COOKIE]
@@ -141,11 +132,11 @@ def test_a_cookie_saved_before_logout_no_longer_opens_the_page(learner, make_cli
 
 
 def test_lifetimes_and_the_touch_hold_on_the_lesson_page(learner, db, settings):
-    _age(db, last_seen_s=settings.session_idle_s - 120, created_s=settings.session_idle_s)
+    age_sessions(db, last_seen_s=settings.session_idle_s - 120, created_s=settings.session_idle_s)
     assert learner.get(PART).status_code == 200  # due a touch: the lookup went to a worker thread and wrote it
     db.expire_all()
     assert utcnow() - db.scalar(select(UserSession.last_seen_at)) < timedelta(seconds=60)
-    _age(db, last_seen_s=settings.session_idle_s + 1, created_s=settings.session_idle_s + 1)
+    age_sessions(db, last_seen_s=settings.session_idle_s + 1, created_s=settings.session_idle_s + 1)
     r = learner.get(PART, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
     assert db.scalar(select(UserSession.id)) is None  # deleted on sight, as on every route

@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import event, select
 
 from app.models import User, UserSession, utcnow
 from app.services import sessions
+from tests.app.aging import age_sessions
 
 COOKIE = "course_session"
 
@@ -77,30 +78,20 @@ def test_login_rotates_the_session_and_ends_the_one_it_replaces(client, make_cli
     assert len(db.scalars(select(UserSession)).all()) == 1
 
 
-def _age(db, *, last_seen_s: float = 0, created_s: float = 0) -> None:
-    now = utcnow()
-    db.execute(
-        update(UserSession).values(
-            last_seen_at=now - timedelta(seconds=last_seen_s), created_at=now - timedelta(seconds=created_s)
-        )
-    )
-    db.commit()
-
-
 def test_idle_lifetime_ends_a_session(client, db, settings):
     client.register("ann@example.org")
-    _age(db, last_seen_s=settings.session_idle_s - 120, created_s=settings.session_idle_s)
+    age_sessions(db, last_seen_s=settings.session_idle_s - 120, created_s=settings.session_idle_s)
     assert _me(client) == 200  # used within the idle lifetime: still in, and the use is recorded
     db.expire_all()
     assert utcnow() - db.scalar(select(UserSession.last_seen_at)) < timedelta(seconds=60)
-    _age(db, last_seen_s=settings.session_idle_s + 1, created_s=settings.session_idle_s + 1)
+    age_sessions(db, last_seen_s=settings.session_idle_s + 1, created_s=settings.session_idle_s + 1)
     assert _me(client) == 401
     assert db.scalar(select(UserSession.id)) is None  # the expired row is deleted on sight
 
 
 def test_absolute_lifetime_ends_an_active_session(client, db, settings):
     client.register("ann@example.org")
-    _age(db, last_seen_s=0, created_s=settings.session_max_s + 1)
+    age_sessions(db, last_seen_s=0, created_s=settings.session_max_s + 1)
     assert _me(client) == 401
 
 
