@@ -205,6 +205,11 @@ def launch(
                         continue
                     if status2 == "error":
                         errors[rank2] = value2
+                # A rank that died without a word while a peer reported an error (often the peer's "connection
+                # closed" as it still connected to the dead one) is the likelier cause: it competes too.
+                for r, p in enumerate(procs):
+                    if r not in errors and r not in values and p.exitcode not in (None, 0):
+                        errors[r] = f"process exited with code {p.exitcode} without reporting"
                 raise RankFailed(*_primary_error(errors))
             values[rank] = pickle.loads(value)
             if on_rank_done is not None:

@@ -41,6 +41,20 @@ def _rank0_dies(rank, world_size):
     time.sleep(3600)
 
 
+def _rank0_dies_and_rank1_reports_the_fallout(rank, world_size):
+    """Rank 0 dies without a word; rank 1 sees it gone and reports what a peer's death looks like (gloo's
+    "Connection closed by peer"), as a rank still connecting to a dead one does."""
+    import torch.distributed as dist
+
+    pids = [None] * world_size
+    dist.all_gather_object(pids, os.getpid())
+    if rank == 0:
+        os._exit(7)
+    while not _gone(pids[0]):
+        time.sleep(0.001)
+    raise RuntimeError("Gloo connectFullMesh failed: Connection closed by peer")
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -103,6 +117,15 @@ def test_a_rank_that_hangs_is_stopped_at_the_time_limit():
 def test_a_rank_that_dies_silently_is_reported_with_its_exit_code():
     with pytest.raises(labdist.RankFailed, match="rank 0 failed: process exited with code 7"):
         labdist.launch(_rank0_dies, 2, timeout_s=60)
+
+
+def test_a_silent_death_is_named_over_the_peer_error_it_caused():
+    """The peer's report reaches the launcher first; the dead rank is still the one named (CI saw the
+    launcher name rank 1's "connection closed" when rank 0 died during the rendezvous)."""
+    before = _children_of_this_process()
+    with pytest.raises(labdist.RankFailed, match="rank 0 failed: process exited with code 7"):
+        labdist.launch(_rank0_dies_and_rank1_reports_the_fallout, 2, timeout_s=60)
+    assert _children_of_this_process() - before == set()
 
 
 def test_world_size_beyond_slots_is_refused_with_the_arithmetic():
