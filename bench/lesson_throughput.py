@@ -28,11 +28,12 @@ Where a page's time went (py-spy --gil on the server, and sequential in-process 
   state (app/lesson_pages.py);
 - the routers matched in an order that put 26 routes before a part page's: the most-read pages come first.
 What is left, step by step in one process (bench/page_breakdown.py prints it): our middleware and the routing
-~0.13 ms, dependency injection ~0.14 ms, the ORM login lookup (session, user, roles) ~0.5 ms, then the page's
-own work: the dashboard ~0.6 ms, practice ~1.0 ms, a part ~1.2 ms (its state query, the learner's slots, the
-page around the kept body, the commit). Under wrk the HTTP server and the client's share of the 2 cores come
-on top (~0.4-0.5 ms a request). At 0.5x of the bare endpoint (2,200-2,700 req/s on the 2-core machine) a page
-would have 0.75-0.9 ms a request in all, ~0.3-0.45 ms of its own: less than the login lookup alone.
+~0.1 ms, dependency injection ~0.12 ms, the ORM login lookup (session, user, roles) ~0.4-0.5 ms, then the page's
+own work: the dashboard ~0.45-0.6 ms, practice ~0.8-1.0 ms, a part ~1.0-1.2 ms (its state query, the learner's
+slots, the page around the kept body, the commit). Under wrk the HTTP server and the client's share of the 2
+cores come on top (~0.5-0.7 ms a request). At 0.5x of the bare endpoint (2,200-2,700 req/s on the 2-core
+machine) a page would have 0.75-0.9 ms a request in all, at most ~0.4 ms of its own: about what the login
+lookup alone costs.
 """
 
 from __future__ import annotations

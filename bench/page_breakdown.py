@@ -16,6 +16,7 @@ route list as the lesson routes are, each one step more of what a part page does
 and prints the fastest round's milliseconds per request and each row's increment over the one above
 (`part` and `practice` over `login`). Under wrk (bench/lesson_throughput.py) each request also costs the
 HTTP server's parsing and socket writes, and the client shares the machine. Nothing here asserts a time.
+Needs only what `make run` installs: no HTTP client, the requests go straight into the app.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import os
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import MutableMapping
+from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
@@ -35,26 +38,69 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fastapi import Request  # noqa: E402
 from fastapi.responses import PlainTextResponse  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
 from lesson_throughput import LESSON, Learner, answer_everything  # noqa: E402
 
 from app.deps import DbInt, SessionDep, ViewerDep  # noqa: E402
 
 
-class InProcessLearner(Learner):
-    """bench/lesson_throughput.py's learner, over a TestClient instead of a socket."""
+async def asgi_call(app: Any, method: str, path: str, cookie: str, body: bytes = b"") -> tuple[int, list, bytes]:
+    """One request straight into the ASGI app: (status, headers, body)."""
+    headers = [(b"host", b"127.0.0.1"), (b"user-agent", b"bench"), (b"cookie", cookie.encode())]
+    if body:
+        headers += [(b"content-type", b"application/x-www-form-urlencoded"), (b"content-length", b"%d" % len(body))]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
+    answer: dict[str, Any] = {"status": 0, "headers": [], "body": b""}
 
-    def __init__(self, client: TestClient):
-        self.client = client
+    async def receive() -> MutableMapping[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"], answer["headers"] = message["status"], message.get("headers", [])
+        else:
+            answer["body"] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return answer["status"], answer["headers"], answer["body"]
+
+
+class InProcessLearner(Learner):
+    """bench/lesson_throughput.py's learner, calling the ASGI app directly: no socket, no HTTP client."""
+
+    def __init__(self, app: Any, loop: asyncio.AbstractEventLoop):
+        self.app, self.loop = app, loop
+        self.cookies: dict[str, str] = {}
+
+    def _request(self, method: str, path: str, body: bytes = b"") -> tuple[int, str]:
+        status, headers, content = self.loop.run_until_complete(asgi_call(self.app, method, path, self.cookie(), body))
+        for name, value in headers:
+            if name.lower() == b"set-cookie":
+                for key, morsel in SimpleCookie(value.decode()).items():
+                    self.cookies[key] = morsel.value
+        return status, content.decode()
 
     def get(self, path: str) -> str:
-        return self.client.get(path).text
+        return self._request("GET", path)[1]
 
     def post(self, path: str, data: dict) -> int:
-        return self.client.post(path, data=data, follow_redirects=False).status_code
+        return self._request("POST", path, urllib.parse.urlencode(data).encode())[0]
 
     def cookie(self) -> str:
-        return "; ".join(f"{name}={value}" for name, value in self.client.cookies.items())
+        return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
 
 
 async def _floor() -> PlainTextResponse:
@@ -101,43 +147,18 @@ def main() -> None:
     for _ in range(3):  # first in the route list, as the lesson routes are (app/main.py PAGE_ROUTERS)
         app.router.routes.insert(0, app.router.routes.pop())
 
-    with TestClient(app) as client:  # runs the lifespan: migrations, lessons published, start-up objects frozen
-        learner = InProcessLearner(client)
-        token = learner.csrf(learner.get("/register"))
-        form = {"email": "bench@example.org", "password": "bench password", "display_name": "Bench"}
-        learner.post("/register", {**form, "csrf_token": token})
-        saved = answer_everything(learner, "practice") + answer_everything(learner, "deep-dives")
-        cookie = learner.cookie().encode()
+    loop = asyncio.new_event_loop()
+    lifespan = app.router.lifespan_context(app)  # migrations, lessons published, start-up objects frozen
+    loop.run_until_complete(lifespan.__aenter__())
+    learner = InProcessLearner(app, loop)
+    token = learner.csrf(learner.get("/register"))
+    form = {"email": "bench@example.org", "password": "bench password", "display_name": "Bench"}
+    learner.post("/register", {**form, "csrf_token": token})
+    saved = answer_everything(learner, "practice") + answer_everything(learner, "deep-dives")
+    cookie = learner.cookie()
 
     async def call(path: str) -> int:
-        headers = [(b"host", b"127.0.0.1"), (b"user-agent", b"bench"), (b"cookie", cookie)]
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "headers": headers,
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-            "state": {},
-        }
-        status = 0
-
-        async def receive() -> MutableMapping[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-
-        await app(scope, receive, send)
-        return status
+        return (await asgi_call(app, "GET", path, cookie))[0]
 
     async def measure() -> dict[str, float]:
         best = {name: float("inf") for name, _, _ in ROWS}
@@ -154,7 +175,11 @@ def main() -> None:
                 best[name] = min(best[name], (time.perf_counter() - start) / args.calls * 1e3)
         return best
 
-    best = asyncio.run(measure())
+    try:
+        best = loop.run_until_complete(measure())
+    finally:
+        loop.run_until_complete(lifespan.__aexit__(None, None, None))
+        loop.close()
     print(
         f"in-process ASGI calls, one at a time; fastest of {args.rounds} rounds x {args.calls} calls; SQLite; "
         f"learner with {saved} saved answers"
