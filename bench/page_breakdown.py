@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -180,6 +181,7 @@ def main() -> None:
     finally:
         loop.run_until_complete(lifespan.__aexit__(None, None, None))
         loop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     print(
         f"in-process ASGI calls, one at a time; fastest of {args.rounds} rounds x {args.calls} calls; SQLite; "
         f"learner with {saved} saved answers"

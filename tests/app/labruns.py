@@ -6,6 +6,7 @@ two ranks, a few FP8 steps), so the four runs take about half a minute on two co
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ TINY = {
 def bundle(lab: str) -> Path:
     """A folder holding result.json and artifacts of a real CPU run of `lab` (do not modify it)."""
     out = Path(tempfile.mkdtemp(prefix=f"labrun-{lab}-")) / "out"
+    atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
     proc = subprocess.run(
         [
             sys.executable,

@@ -3,9 +3,11 @@ beside the worked examples (from real `python -m labs run` output), read in one 
 
 from __future__ import annotations
 
+import atexit
 import html
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ SPIKE = {**labruns.TINY["fp8-step"], "steps": 6, "outlier_step": 3, "outlier_sca
 @cache
 def spike_bundle() -> Path:
     out = Path(tempfile.mkdtemp(prefix="labrun-spike-")) / "out"
+    atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
     cmd = [sys.executable, "-m", "labs", "run", "fp8-step", "--params", json.dumps(SPIKE), "--out", str(out)]
     proc = subprocess.run([*cmd, "--backend", "cpu"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

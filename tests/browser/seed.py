@@ -7,6 +7,7 @@ claimed. The bundles are real runs of the labs with small parameters, made once 
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ def bundle(lab: str, params_json: str) -> Path:
     if json.loads(params_json) == labruns.TINY[lab]:
         return labruns.bundle(lab)
     out = Path(tempfile.mkdtemp(prefix=f"seed-{lab}-")) / "out"
+    atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
     proc = subprocess.run(
         [sys.executable, "-m", "labs", "run", lab, "--params", params_json, "--out", str(out), "--backend", "cpu"],
         cwd=ROOT,

@@ -9,6 +9,7 @@ The head offers no CPUs or GPUs, so every task runs on the node, and killing the
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -146,6 +147,7 @@ class RayCluster:
         for _ in range(3):
             _kill(_pids_with(str(self.base)))
             time.sleep(0.5)
+        shutil.rmtree(self.base, ignore_errors=True)  # Ray's session logs and sockets, ~1 MB a run
 
 
 def start_cluster() -> RayCluster:
