@@ -19,13 +19,29 @@ slots (jobs change state) and the footer (the done toggle) are rendered every ti
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Hashable
+from functools import partial
+from typing import Any, TypeVar
 
 from jinja2 import Environment
 from markupsafe import Markup
 
 from app.content.schema import Lesson, Part, PauseCheck, SectionBlock
 from app.content.tools import CheckLink
+
+T = TypeVar("T")
+
+
+def kept(store: dict[Any, T], limit: int, key: Hashable, build: Callable[[], T]) -> T:
+    """`store[key]`, built on first use. A store is per process and bounded: it is emptied when it holds
+    `limit` entries (what it keeps is cheap to build again, and the hot entries come back at once)."""
+    value = store.get(key)
+    if value is None:
+        if len(store) >= limit:
+            store.clear()
+        value = store[key] = build()
+    return value
+
 
 _SLOT = re.compile(r"<!--slot:(pause|question|run|foot)(?::([^ >]+))?-->")
 _MAX_BODIES = 512  # parts x versions kept per process; a lesson has ~6 parts, so ~80 versions of it
@@ -34,24 +50,20 @@ _bodies: dict[tuple, tuple[Piece, ...]] = {}
 
 
 def _pieces(env: Environment, key: tuple, lesson: Lesson, part: Part, version: int, current_version: int) -> tuple:
-    cached = _bodies.get((key, part.id, version == current_version))
-    if cached is not None:
-        return cached
-    html = env.get_template("lessons/_part.html").render(
-        lesson=lesson, part=part, version=version, current_version=current_version, slots=True
-    )
-    pieces: list[Piece] = []
-    at = 0
-    for m in _SLOT.finditer(html):
-        pieces.append(html[at : m.start()])
-        pieces.append((m.group(1), m.group(2) or ""))
-        at = m.end()
-    pieces.append(html[at:])
-    if len(_bodies) >= _MAX_BODIES:
-        _bodies.clear()
-    result = tuple(pieces)
-    _bodies[(key, part.id, version == current_version)] = result
-    return result
+    def build() -> tuple[Piece, ...]:
+        html = env.get_template("lessons/_part.html").render(
+            lesson=lesson, part=part, version=version, current_version=current_version, slots=True
+        )
+        pieces: list[Piece] = []
+        at = 0
+        for m in _SLOT.finditer(html):
+            pieces.append(html[at : m.start()])
+            pieces.append((m.group(1), m.group(2) or ""))
+            at = m.end()
+        pieces.append(html[at:])
+        return tuple(pieces)
+
+    return kept(_bodies, _MAX_BODIES, (key, part.id, version == current_version), build)
 
 
 # A pause's "predict, then check" link is a pure function of the version's check and the learner's text, and
@@ -66,12 +78,7 @@ def check_link(check: PauseCheck, answer: str | None) -> CheckLink:
     if answer is not None and len(answer) > _LINK_ANSWER_CHARS:
         return check.link(answer)
     key = (id(check), answer)  # safe: the entry holds `check`, so no other object can take its id meanwhile
-    kept = _links.get(key)
-    if kept is None:
-        if len(_links) >= _LINKS_KEPT:
-            _links.clear()
-        kept = _links[key] = (check, check.link(answer))
-    return kept[1]
+    return kept(_links, _LINKS_KEPT, key, lambda: (check, check.link(answer)))[1]
 
 
 _PACINGS_KEPT = 4096
@@ -85,16 +92,15 @@ def pacing(
     version, part shown, parts done): every part page and the done toggle show it, and it has more links to
     escape than the rest of the page around the part."""
     done = frozenset(pid for pid, pr in progress.items() if pr.done_at)
-    key = (id(lesson), version, current_version, part_id, done)
-    kept = _pacings.get(key)
-    if kept is None or kept[0] is not lesson:  # the entry holds its lesson: an id is reused only after it is gone
+    key = (id(lesson), version, current_version, part_id, done)  # safe: the entry holds `lesson` (see check_link)
+
+    def build() -> tuple[Lesson, Markup]:
         html = env.get_template("lessons/_pacing.html").render(
             lesson=lesson, version=version, current_version=current_version, part_id=part_id, done=done
         )
-        if len(_pacings) >= _PACINGS_KEPT:
-            _pacings.clear()
-        kept = _pacings[key] = (lesson, Markup(html))
-    return kept[1]
+        return lesson, Markup(html)
+
+    return kept(_pacings, _PACINGS_KEPT, key, build)[1]
 
 
 def labs_shown(part: Part | None) -> list[str]:
@@ -139,14 +145,7 @@ def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
         if isinstance(piece, str):
             out.append(piece)
         elif piece[0] in ("pause", "question"):
-            slot_key = (learner, piece)
-            html = _slots.get(slot_key)
-            if html is None:
-                html = _render_slot(env, ctx, piece)
-                if len(_slots) >= _SLOTS_KEPT:
-                    _slots.clear()
-                _slots[slot_key] = html
-            out.append(html)
+            out.append(kept(_slots, _SLOTS_KEPT, (learner, piece), partial(_render_slot, env, ctx, piece)))
         elif piece[0] == "run":
             out.append(env.get_template("lessons/_your_run.html").render(ctx, lab=piece[1]))
         else:

@@ -16,7 +16,7 @@ from app.content import Variant, grade, make_variant
 from app.content.practice import grade_step
 from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
-from app.lesson_pages import labs_shown, render_part
+from app.lesson_pages import kept, labs_shown, render_part
 from app.models import User
 from app.security import csrf_token_for
 from app.services import jobs as job_service
@@ -54,11 +54,7 @@ def _variant(lesson: Lesson, user: User, question_id: str) -> Variant | None:
         return None
     seed = learning.variant_seed(user.id, question_id)
     key = (id(q), question_id, seed)  # safe: the entry holds q, so no other object can take its id meanwhile
-    if key not in _variant_cache:
-        if len(_variant_cache) >= _VARIANTS_KEPT:
-            _variant_cache.clear()
-        _variant_cache[key] = (q, make_variant(q, seed))
-    return _variant_cache[key][1]
+    return kept(_variant_cache, _VARIANTS_KEPT, key, lambda: (q, make_variant(q, seed)))[1]
 
 
 def _variants(lesson: Lesson, user, part) -> dict:

@@ -61,18 +61,9 @@ def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> Part
     return row
 
 
-def visit(
-    db: Session,
-    *,
-    user: User,
-    lesson_id: str,
-    part_id: str,
-    progress: dict[str, PartProgress] | dict[str, ProgressView] | None = None,
-) -> None:
-    """Record that the learner opened a part (where "resume" goes). `progress`: the learner's rows of the
-    lesson when the caller has read them already; a repeat view of the latest-seen part writes nothing."""
-    if progress is not None and not visit_due(progress, part_id):
-        return
+def visit(db: Session, *, user: User, lesson_id: str, part_id: str) -> None:
+    """Record that the learner opened a part (where "resume" goes). A page asks `visit_due` first, so a
+    repeat view of the latest-seen part writes nothing."""
     row = _progress_row(db, user, lesson_id, part_id)
     row.last_seen_at = utcnow()
     db.commit()
