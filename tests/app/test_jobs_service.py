@@ -36,6 +36,20 @@ def test_a_job_is_claimed_once(db, learner):
     assert second is None
 
 
+def test_an_attempt_lost_to_infrastructure_is_given_back_uncounted_then_fails_with_the_reason(db, learner):
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
+    assert jobs.claim_next(db, worker_id="w1", lease_s=30).attempts == 1
+    assert jobs.lost(db, job_id=job.id, worker_id="w1", reason="the node was lost") == "queued"
+    db.refresh(job)
+    assert job.status == "queued" and job.worker_id is None and job.attempts == 1
+    assert job.message == "requeued: the node was lost (attempt 1 of 2; not counted against you)"
+    assert jobs.lost(db, job_id=job.id, worker_id="w1", reason="again") is None  # no longer that worker's
+    assert jobs.claim_next(db, worker_id="w2", lease_s=30).attempts == 2
+    assert jobs.lost(db, job_id=job.id, worker_id="w2", reason="the node was lost") == "failed"
+    db.refresh(job)
+    assert job.status == "failed" and "nothing is counted against you" in job.error
+
+
 def test_heartbeat_renews_and_detects_lost_lease(db, learner):
     jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     job = jobs.claim_next(db, worker_id="w1", lease_s=30)

@@ -81,8 +81,9 @@ class Dispatchers:
         self.procs.append(proc)
         return proc
 
-    def logs(self) -> str:
-        return "\n".join(p.read_text()[-4000:] for p in sorted(self.log_dir.glob("dispatcher-*.log")))
+    def logs(self, tail: int | None = 4000) -> str:
+        """The dispatchers' logs, the last `tail` characters of each (None: whole)."""
+        return "\n".join(p.read_text()[-tail if tail else 0 :] for p in sorted(self.log_dir.glob("dispatcher-*.log")))
 
     def stop_all(self) -> None:
         for p in self.procs:

@@ -168,22 +168,19 @@ def test_a_killed_node_is_infrastructure_no_gpu_is_offered_cpu_and_the_job_succe
     try:
         wait_for(lambda: not lab_alive(lab_pid), timeout=60)  # the lab died with the node's worker
 
-        def requeued():
-            ray_db.expire_all()
-            j = ray_db.get(Job, job_id)
-            return j if j.status == "queued" else None
-
-        # the dispatcher sees the node gone within seconds (raycluster.py's health-check settings) and gives the
-        # job back at once; the margin is for a 2-core machine busy with other work
+        # The dispatcher sees the node gone within seconds (raycluster.py's health-check settings) and gives the
+        # job back as an infrastructure loss (jobs.lost: never charged; tests/app/test_jobs_service.py checks
+        # what it writes). Its log says so; the job's row cannot: "queued" may last one tick, because the
+        # dispatcher submits it again while Ray still lists the dead node (seen once under the whole suite).
+        given_back = f"job {job_id} queued: the node or its Ray worker was lost"
         try:
-            job = wait_for(requeued, timeout=90)
-        except AssertionError:  # once, under the whole suite's load: say where the job ended up, and why
+            wait_for(lambda: given_back in dispatchers.logs(tail=None), timeout=90)  # margin: a busy 2-core machine
+        except AssertionError:
             ray_db.expire_all()
             j = ray_db.get(Job, job_id)
             raise AssertionError(
-                f"job {job_id} not back in the queue: {j.status!r} {j.message!r}\n{dispatchers.logs()}"
+                f"job {job_id} was not given back: {j.status!r} {j.message!r}\n{dispatchers.logs()}"
             ) from None
-        assert "not counted against you" in job.message and job.attempts == 1
         # with the only GPU node gone, a GPU run is refused at submit and the CPU backend is offered
         _nodes_online(ray_db, gpus=0, timeout=60)
         r = _api(c, "tp-sweep", params={"degrees": [1, 2]}, backend="torch-cuda")
