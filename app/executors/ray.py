@@ -21,7 +21,9 @@ extra), reading its source and docs:
   attempt must be visible in the jobs table, counted against the job's max_attempts, and go back through the
   fair queue; the dispatcher requeues an attempt lost to the node or worker (WorkerCrashedError,
   NodeDiedError, ...) itself. A driver that dies takes the tasks it owns with it, so a dead dispatcher's jobs are
-  requeued by their lease (the reaper in the web server, or the next dispatcher).
+  requeued by their lease (the reaper in the web server, or the next dispatcher). A stream's NodeDiedError can
+  come before the GCS marks the node dead in `ray.nodes()` (its health checks: `health_check_period_ms` ×
+  `health_check_failure_threshold` in src/ray/common/ray_config_def.h), so the dispatcher takes the stream's word.
 
 How a job goes (the jobs table stays the source of truth):
 1. The dispatcher lists the nodes (`ray.nodes()`), writes their resources and labels to `cluster_nodes` for the
@@ -78,6 +80,11 @@ log = logging.getLogger(__name__)
 TICK_S = 0.5  # the dispatcher's loop: claim, renew, cancel
 SNAPSHOT_S = 2.0  # how often the node list is written for the web tier
 FORCE_CANCEL_AFTER_S = 10.0  # a task that ignores a polite cancel is killed with its worker
+# A task's stream can report its node dead before `ray.nodes()` does (the GCS marks a node dead only after its
+# health checks fail: ~15 s by default). For this long the dispatcher believes the task: the node offers nothing,
+# so the job it gave back waits in the fair queue instead of being sent to a host that is gone.
+DEAD_NODE_S = 120.0
+NODE_DEATH_ERRORS = ("NodeDiedError", "LocalRayletDiedError")
 DEADLINE_SLACK_S = 30.0  # the node enforces the time limit; the dispatcher steps in only if the node cannot
 INFRA_ERRORS = (
     "WorkerCrashedError",
@@ -109,6 +116,27 @@ def dispatcher_health_main() -> int:
 
 
 # ---------------------------------------------------------------- the dispatcher
+
+
+def alive_nodes(listed: list[dict], dead: Mapping[str, float], now: float) -> tuple[dict[str, dict], dict[str, float]]:
+    """The nodes work may go to, from `ray.nodes()`: alive, and not reported dead by a task's stream in the last
+    DEAD_NODE_S seconds. Also the reports still worth keeping: a node Ray no longer lists alive needs none (its id
+    never comes back: a restarted host joins as a new node), and after DEAD_NODE_S Ray's own word wins again."""
+    nodes: dict[str, dict] = {}
+    still_dead: dict[str, float] = {}
+    for n in listed:
+        if not n.get("Alive"):
+            continue
+        node_id = n["NodeID"]
+        if node_id in dead and now - dead[node_id] < DEAD_NODE_S:
+            still_dead[node_id] = dead[node_id]
+            continue
+        nodes[node_id] = {
+            "hostname": n.get("NodeManagerHostname", ""),
+            "resources": {k: v for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")},
+            "labels": {k: v for k, v in (n.get("Labels") or {}).items() if k.startswith(LABEL_PREFIX)},
+        }
+    return nodes, still_dead
 
 
 @dataclass
@@ -171,6 +199,7 @@ class Dispatcher:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.nodes: dict[str, dict] = {}  # node id -> totals, from ray.nodes()
+        self.dead: dict[str, float] = {}  # node id -> when a task's stream said it died (see DEAD_NODE_S)
         self._snapshot_at = 0.0
 
     # -- cluster
@@ -189,15 +218,9 @@ class Dispatcher:
     def refresh_nodes(self) -> list[Node]:
         import ray
 
-        nodes = {}
-        for n in ray.nodes():
-            if not n.get("Alive"):
-                continue
-            nodes[n["NodeID"]] = {
-                "hostname": n.get("NodeManagerHostname", ""),
-                "resources": {k: v for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")},
-                "labels": {k: v for k, v in (n.get("Labels") or {}).items() if k.startswith(LABEL_PREFIX)},
-            }
+        listed = ray.nodes()
+        with self.lock:
+            nodes, self.dead = alive_nodes(listed, self.dead, time.monotonic())
         self.nodes = nodes
         if time.monotonic() - self._snapshot_at >= SNAPSHOT_S:
             self._write_snapshot()
@@ -227,9 +250,10 @@ class Dispatcher:
 
     def free_resources(self) -> dict[str, dict[str, float]]:
         """Per node: its totals less what this dispatcher's tasks hold (tasks not yet placed: first fit)."""
-        free = {k: dict(v["resources"]) for k, v in self.nodes.items()}
         with self.lock:
             flights = list(self.inflight.values())
+            # a node reported dead since this tick listed the nodes offers nothing either
+            free = {k: dict(v["resources"]) for k, v in self.nodes.items() if k not in self.dead}
         unplaced = []
         for f in flights:
             if f.node_id in free:
@@ -408,6 +432,8 @@ class Dispatcher:
             if flight.cancel_reason is not None:
                 self._stopped(flight, placement)
             elif name in INFRA_ERRORS or isinstance(exc, ray.exceptions.RayError):
+                if name in NODE_DEATH_ERRORS and flight.node_id:
+                    self._mark_dead(flight.node_id, name)  # before the job goes back: it must not go there again
                 self._lost(flight, f"the node or its Ray worker was lost ({name})")
             else:
                 log.exception("job %s: following its task failed", job_id)
@@ -461,6 +487,13 @@ class Dispatcher:
                     db, job_id=flight.job_id, worker_id=self.id, ok=False, message="cancelled", status="cancelled"
                 )
 
+    def _mark_dead(self, node_id: str, why: str) -> None:
+        with self.lock:
+            known = node_id in self.dead
+            self.dead[node_id] = time.monotonic()
+        if not known:
+            log.warning("node %s: a task on it failed with %s; it gets no work until Ray drops it", node_id, why)
+
     def _lost(self, flight: InFlight, reason: str) -> None:
         with self.sessions() as db:
             job_service.lost(db, job_id=flight.job_id, worker_id=self.id, reason=reason)
@@ -485,10 +518,10 @@ class Dispatcher:
             ray.cancel(flight.gen, force=True)
 
     def abandon_lost_nodes(self) -> None:
-        """A task whose node Ray no longer lists as alive is lost now, though its stream may not have raised yet:
-        Ray tells a task's owner about a dead node's tasks only when it next asks for their objects, which a busy
-        host can stretch to minutes. The job goes back to the queue at once (not charged), the task is cancelled,
-        and whatever its stream says later is ignored."""
+        """A task whose node Ray no longer lists as alive (or another task's stream reported dead) is lost now,
+        though its own stream may not have raised yet: Ray tells a task's owner about a dead node's tasks only when
+        it next asks for their objects, which a busy host can stretch to minutes. The job goes back to the queue at
+        once (not charged), the task is cancelled, and whatever its stream says later is ignored."""
         import ray
 
         with self.lock:
