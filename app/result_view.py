@@ -25,6 +25,9 @@ PREVIEW_ROWS = 5  # a table longer than FOLD_AFTER rows shows this many, the res
 FOLD_AFTER = 8
 MISSING = "—"
 FOOTNOTE_AT = 60  # characters: a note shared by several numbers and longer than this is said once, below
+CARD_NOTE_AT = 100  # characters: a number's own note longer than this goes below too (a card is a number and a
+# few words; one paragraph in one card made its whole row of cards tall and mostly empty), all but a short heading
+CARD_HEAD_AT = 40
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -165,8 +168,8 @@ class ResultView:
     cut_notes: list[str] = field(default_factory=list)  # what the excerpt left out ("1,900 more summary rows")
 
 
-def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], list[str]]:
-    """Each item's note split into its clauses; clauses said by two or more items become footnotes, and the
+def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], set[str]]:
+    """Each item's note split into its clauses, and the clauses said by two or more items (footnotes); the
     honesty label (already shown once, prominently) is dropped wherever a lab repeated it."""
     split = []
     for row in summary:
@@ -180,9 +183,16 @@ def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], list[str]]
         for p in set(parts):
             counts[p] = counts.get(p, 0) + 1
     # Only a long clause is worth a footnote: a short one (a definition, "64 of 64 tokens") reads best in place.
-    shared = [p for parts in split for p in parts if counts[p] > 1 and len(p) > FOOTNOTE_AT]
-    footnotes = list(dict.fromkeys(shared))
-    return split, footnotes
+    return split, {p for p in counts if counts[p] > 1 and len(p) > FOOTNOTE_AT}
+
+
+def _headed(note: str) -> tuple[str, str]:
+    """A long note split into what its card keeps and its footnote: "not measured on CPU: PyTorch keeps ..."
+    keeps its short heading in the card; a note without one goes below whole."""
+    head, sep, rest = note.partition(": ")
+    if sep and len(head) <= CARD_HEAD_AT and rest:
+        return head, rest[:1].upper() + rest[1:]
+    return "", note
 
 
 def _lower_first(text: str) -> str:
@@ -209,12 +219,22 @@ def present(result: dict) -> ResultView:
     ex = excerpt(result)  # bounded: the rest stays in result.json, one link away
     label = ex.label
     summary = ex.summary
-    split, footnotes = _notes(summary, label)
+    split, shared = _notes(summary, label)
+    footnotes: list[str] = []  # numbered in the order the cards first point to them
+
+    def mark(note: str) -> int:
+        if note not in footnotes:
+            footnotes.append(note)
+        return footnotes.index(note) + 1
+
     items = []
     for row, clauses in zip(summary, split):
         value = row.get("value")
-        marks = [footnotes.index(c) + 1 for c in clauses if c in footnotes]
-        own = "; ".join(c for c in clauses if c not in footnotes)
+        marks = [mark(c) for c in clauses if c in shared]
+        own = "; ".join(c for c in clauses if c not in shared)
+        if len(own) > CARD_NOTE_AT:
+            own, rest = _headed(own)
+            marks.append(mark(rest))
         text = human(value, row.get("unit"))
         if value is None and not own and not marks:
             own = "not reported by this run"

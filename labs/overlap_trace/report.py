@@ -48,17 +48,17 @@ def safety(schedule: str, ranks: list[dict], device: str) -> dict:
     if schedule == "dependent":
         seen = [r.get("unwritten_at_read") for r in ranks]
         evidence = (
-            f"at the moment the consumer wanted the gathered tensor, up to {max(v for v in seen if v is not None)} "
-            "of its elements were still unwritten (NaN)"
+            f"when it wanted it, up to {max(v for v in seen if v is not None)} of its elements were still unwritten: "
+            "NaN"
             if device == "cpu" and any(v is not None for v in seen)
-            else "the consumer's input is the all-gather's output buffer"
+            else "the all-gather's output buffer"
         )
+        # one table cell: at most app/result_excerpt.MAX_TEXT (200) characters, or the page cuts it
         return {
             "safe_to_overlap": False,
             "must_wait": True,
-            "explanation": "UNSAFE to overlap: this work reads the gathered tensor, so it has to come after wait(); "
-            f"running it in the window would read a buffer the collective is still writing ({evidence}). "
-            "Nothing is left to hide the communication behind.",
+            "explanation": f"UNSAFE: this work reads the gathered tensor ({evidence}), so it must come after wait() "
+            "and hides none of the all-gather.",
         }
     if schedule == "windowed":
         return {
@@ -137,7 +137,7 @@ def results(
             {
                 "label": "dependent: safe to overlap?",
                 "value": "no, it must wait",
-                "note": schedules["dependent"]["explanation"],
+                "note": "it reads the gathered tensor (see “Is the window safe?” below)",
             }
         )
     if comparison:

@@ -133,8 +133,8 @@ def not_applicable(backend: str) -> dict:
         "ranks": [],
         "disagree_ranks": [],
         "note": (
-            f"Holistic Trace Analysis does not apply on the {backend} backend: it computes overlap from GPU kernels "
-            "in a CUDA profiler trace, and a CPU run has none; the overlap here comes from gloo wall-clock spans."
+            f"not on the {backend} backend: it reads GPU kernels from a CUDA profiler trace; the overlap here comes "
+            "from gloo wall-clock spans"
         ),
     }
 

@@ -92,6 +92,31 @@ def test_the_honesty_label_is_dropped_from_notes_and_shared_notes_become_footnot
     assert (mystery.text, mystery.note) == ("—", "not reported by this run")
 
 
+def test_a_long_note_of_one_number_goes_below_its_card_numbered_in_card_order():
+    long_own = "on CPU this ratio says nothing about GPU speed, and other load on the machine moves it; " * 2
+    view = rv.present(
+        _result(
+            [
+                {"label": "Step A", "value": 1.0, "unit": "ms", "note": long_own.strip("; ")},
+                {"label": "TP=1 step", "value": 100.0, "unit": "ms", "note": f"{SHARED}; 1.00x TP=1"},
+                {"label": "TP=2 step", "value": 60.0, "unit": "ms", "note": f"{SHARED}; 0.60x TP=1"},
+                {"label": "Short", "value": 2.0, "note": "x" * rv.CARD_NOTE_AT},
+                {"label": "Peak", "value": None, "note": "not measured on CPU: " + "there is no counter " * 5},
+            ]
+        )
+    )
+    step, tp1, tp2, short, peak = view.items
+    assert view.footnotes == [
+        long_own.strip("; "),
+        SHARED,
+        ("There is no counter " + "there is no counter " * 4).strip(),
+    ]
+    assert (step.note, step.marks) == ("", [1])
+    assert (tp1.note, tp1.marks) == ("1.00x TP=1", [2]) and tp2.marks == [2]
+    assert (short.note, short.marks) == ("x" * rv.CARD_NOTE_AT, [])  # up to the bound, a note stays in its card
+    assert (peak.text, peak.note, peak.marks) == ("—", "not measured on CPU", [3])  # its heading stays
+
+
 def test_the_labs_answer_leads_and_a_sentence_is_built_when_there_is_none():
     summary = [
         {"label": "Backend", "value": "cpu", "note": "CPU emulation: numbers are emulated; timings are CPU timings."},
@@ -127,8 +152,10 @@ def test_real_results_present_without_raw_python_values(lab):
     texts = [i.text for i in view.items] + [c.text for t in view.tables for r in t.rows for c in r]
     for raw in ("None", "True", "False", "e-0", "e+0"):
         assert not [t for t in texts if raw in t], raw
+    assert not [t for t in texts if t.endswith("…")]  # what our own labs write fits the page's bounds uncut
     notes = [i.note for i in view.items]
     assert not [n for n in notes if view.label in n]  # the label is not repeated in a card
+    assert not [n for n in notes if len(n) > rv.CARD_NOTE_AT]
 
 
 def test_comparison_sets_key_numbers_side_by_side_with_the_difference():

@@ -138,7 +138,11 @@ def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
     timeline = page.locator("figure.plot.wide").first
     assert timeline.locator("img").evaluate("e => e.getBoundingClientRect().width") >= 899
     box = timeline.locator(".scroll-box")
-    if name != "laptop":
+    if name == "laptop":  # an 11-column table fits a laptop: its long headings wrap instead of pushing it out
+        wraps = page.locator(".result .table-wrap")
+        assert wraps.count() >= 2
+        assert wraps.evaluate_all("ws => ws.filter(w => w.scrollWidth > w.clientWidth).length") == 0
+    else:
         assert box.evaluate("e => e.scrollWidth > e.clientWidth")
         box.focus()
         page.keyboard.press("ArrowRight")

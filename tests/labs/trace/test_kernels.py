@@ -100,4 +100,4 @@ def test_without_hta_the_lab_count_stands_alone_and_says_why(traces):
 
 def test_on_cpu_hta_does_not_apply_and_the_result_says_so():
     na = not_applicable("cpu")
-    assert na["applies"] is False and "does not apply on the cpu backend" in na["note"] and na["ranks"] == []
+    assert na["applies"] is False and "not on the cpu backend" in na["note"] and na["ranks"] == []
