@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import (
     Annotated,
+    Any,
     Literal,
     NotRequired,  # pydantic needs typing_extensions' TypedDict on 3.11
 )
@@ -183,3 +184,12 @@ class Envelope(BaseModel):
     started_at: Timestamp
     finished_at: Timestamp
     artifacts: list[Artifact]
+
+
+def table_number(v: Any, nd: int = 3) -> float | None:
+    """A number for a result table: `nd` decimals, except that a nonzero value too small for them keeps three
+    significant figures (a predicted 2.5e-06 ms is not 0)."""
+    if v is None:
+        return None
+    x = round(float(v), nd)
+    return float(f"{float(v):.3g}") if x == 0 and v != 0 else x

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from labs.overlap_trace.params import Params
+from labs.result_common import table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
@@ -154,15 +155,15 @@ def results(
                 [
                     name,
                     r["rank"],
-                    _r(r["step_ms"]),
-                    _r(r["compute_ms"]),
-                    _r(r["communication_ms"]),
-                    _r(r["overlap_ms"]),
-                    _r(r["overlap_ratio"]),
-                    _r(r["exposed_communication_ms"]),
-                    _r(r["wait_ms"]),
-                    _r(r["identity_ms"]),
-                    _r(r["identity_residual_ms"]),
+                    table_number(r["step_ms"]),
+                    table_number(r["compute_ms"]),
+                    table_number(r["communication_ms"]),
+                    table_number(r["overlap_ms"]),
+                    table_number(r["overlap_ratio"]),
+                    table_number(r["exposed_communication_ms"]),
+                    table_number(r["wait_ms"]),
+                    table_number(r["identity_ms"]),
+                    table_number(r["identity_residual_ms"]),
                 ]
             )
     tables = [
@@ -210,7 +211,3 @@ def results(
         "schedules": schedules,
         "comparison": comparison,
     }
-
-
-def _r(v: Any, nd: int = 3) -> float | None:
-    return None if v is None else round(float(v), nd)

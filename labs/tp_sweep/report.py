@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labs.result_common import table_number
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import Series, line_chart, svg_timeline
@@ -229,7 +230,7 @@ def results(
         summary.append(
             {
                 "label": f"TP={r['degree']}: te.Linear block vs Megatron mappings (step)",
-                "value": _r(t["step_vs_megatron"]),
+                "value": table_number(t["step_vs_megatron"]),
                 "unit": "x",
                 "note": f"{t['step_ms']:.3f} ms with TE{' (' + t['recipe'] + ' FP8)' if t['recipe'] else ' (BF16)'}"
                 f"{', sequence parallel' if t['sequence_parallel'] else ''}; parity {t['parity']['max_rel_diff']:.2e} "
@@ -256,12 +257,12 @@ def results(
             "rows": [
                 [
                     r["degree"],
-                    _r(r["step_ms"]),
-                    _r(r["step_vs_tp1"]),
-                    _r(r["local_gemm_ms"]),
-                    _r(r["collective_ms"]),
-                    _r(r["wait_ms"]),
-                    _r(r["exposed_comm_ms"]),
+                    table_number(r["step_ms"]),
+                    table_number(r["step_vs_tp1"]),
+                    table_number(r["local_gemm_ms"]),
+                    table_number(r["collective_ms"]),
+                    table_number(r["wait_ms"]),
+                    table_number(r["exposed_comm_ms"]),
                     ", ".join(r["collective_kinds"]) or "none",
                     r["collective_bytes_per_step"],
                     f"{r['parity']['max_rel_diff']:.2e}",
@@ -305,11 +306,11 @@ def results(
                     r["degree"],
                     k["rank"],
                     "; ".join(f"{g['gemm']} {g['m']}x{g['n']}x{g['k']}" for g in k["local_gemm_shapes"][:2]),
-                    _r(k["local_gemm_ms"]),
+                    table_number(k["local_gemm_ms"]),
                     "; ".join(f"{c['kind']} {c['bytes']} B" for c in k["collectives"]) or "none",
-                    _r(k["collective_ms"]),
-                    _r(k["wait_ms"]),
-                    _r(k["step_ms"]),
+                    table_number(k["collective_ms"]),
+                    table_number(k["wait_ms"]),
+                    table_number(k["step_ms"]),
                 ]
                 for r in rows
                 for k in r["ranks"]
@@ -328,11 +329,11 @@ def results(
             "rows": [
                 [
                     p["degree"],
-                    _r(p["local_gemm_ms"], 5),
-                    _r(p["collective_ms"], 5),
-                    _r(p["exposed_comm_ms"], 5),
-                    _r(p["step_ms"], 5),
-                    _r(p["comm_fraction"]),
+                    table_number(p["local_gemm_ms"], 5),
+                    table_number(p["collective_ms"], 5),
+                    table_number(p["exposed_comm_ms"], 5),
+                    table_number(p["step_ms"], 5),
+                    table_number(p["comm_fraction"]),
                 ]
                 for p in predicted["per_degree"]
             ],
@@ -363,7 +364,3 @@ def results(
         "degrees": [{k: v for k, v in r.items()} for r in rows],
         "predicted": predicted,
     }
-
-
-def _r(v: Any, nd: int = 3) -> float | None:
-    return None if v is None else round(float(v), nd)
