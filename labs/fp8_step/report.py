@@ -29,6 +29,13 @@ def loss_gap(ref: list[float | None], f8: list[float | None]) -> tuple[float | N
     return worst, step, bad
 
 
+def percent(x: float) -> str:
+    """0.0123 -> "1.2%", 1.7e-05 -> "0.0017%" (not "0.0%"), 0 -> "0%"."""
+    if x == 0:
+        return "0%"
+    return f"{x:.1%}" if x >= 0.001 else f"{x * 100:.2g}%"
+
+
 def answer(
     p: Params,
     backend: str,
@@ -48,10 +55,10 @@ def answer(
         return f"{who} did not train like BF16: its loss stopped being a finite number at step {bad}."
     final = f"final loss {f8['final_loss']:.3f} vs {ref['final_loss']:.3f}"
     if worst is not None and worst <= LOSS_TRACK_REL:
-        first = f"{who} trained like BF16: its loss stayed within {worst:.1%} of BF16's at every step ({final})"
+        first = f"{who} trained like BF16: its loss stayed within {percent(worst)} of BF16's at every step ({final})"
     else:
         first = (
-            f"{who} drifted from BF16: its loss was up to {worst or 0:.1%} off at step {step}, beyond the "
+            f"{who} drifted from BF16: its loss was up to {percent(worst or 0)} off at step {step}, beyond the "
             f"{LOSS_TRACK_REL:.0%} a healthy recipe keeps ({final})"
         )
     return first + "; " + _scale_clause(p, backend, outlier, total_clipped, clip_steps, quantizers) + "."

@@ -176,6 +176,12 @@ def test_a_lab_page_stays_short_and_compares_two_runs(browser, live_server, seed
     row = table.locator("tr", has_text="recipe")
     expect(row.locator("td").nth(0)).to_have_text("delayed")
     expect(row.locator("td").nth(1)).to_have_text("current")
+    # the answers are sentences: side by side above the table, each at least half a lab column wide
+    answers = page.get_by_test_id("compare-answers").locator(":scope > div")
+    expect(answers.nth(0)).to_contain_text("FP8 (delayed, emulated)")
+    expect(answers.nth(1)).to_contain_text("FP8 (current, emulated)")
+    boxes = answers.evaluate_all("ds => ds.map(d => d.getBoundingClientRect()).map(r => [r.top, r.width])")
+    assert boxes[0][0] == boxes[1][0] and min(w for _, w in boxes) > 250, boxes
     screenshot(page, "polish-lab-fp8-compare-laptop")
     for _ in range(4):  # four more runs: one more line each in the list, nothing more
         s.job(uid, "fp8-step")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from labs.fp8_step import report
 from labs.fp8_step.params import Params
 from labs.fp8_step.run import OUTLIER_TARGET
 from labs.runtime import validate_result
@@ -134,6 +135,7 @@ def test_default_run_trains_like_bf16_within_the_graders_tolerance():
         or res["runs"]["reference"]["generation"]["accuracy"] > 0.9
     )
     assert res["answer"].startswith("FP8 (delayed, emulated) trained like BF16: its loss stayed within")
+    assert "within 0.0%" not in res["answer"]  # a tiny gap keeps its size: "within 0.0017%"
     assert result["environment"]["label"].startswith("CPU emulation") and "gloo" not in result["environment"]["label"]
     acc = res["accumulation"]
     assert acc["label"] == "model" and len(acc["layers"]) == 8 and acc["fprop"] == "fp32"
@@ -151,3 +153,10 @@ def test_gpu_run_measures_peak_memory(tmp_path):
     assert "NCCL" not in env["label"]  # one process: no collectives
     assert env["fp8_numerics"] == ("transformer_engine" if env["backend"] == "te" else "emulated")
     assert res["runs"]["reference"]["peak_memory_bytes"] > 0 and res["runs"]["fp8"]["peak_memory_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    "x, text", [(0.0123, "1.2%"), (0.05, "5.0%"), (0.001, "0.1%"), (1.7e-05, "0.0017%"), (0.0, "0%")]
+)
+def test_the_answer_says_a_small_loss_gap_with_its_size(x, text):
+    assert report.percent(x) == text
