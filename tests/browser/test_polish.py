@@ -52,6 +52,14 @@ def _context(browser, width, height, **kw):
     return ctx
 
 
+# a visible caption narrower than its table (a phone's display:block table once left "Run / #4 / (A) / and ..."
+# one word per line)
+SQUEEZED_CAPTIONS = """[...document.querySelectorAll('caption')]
+  .filter(c => !c.classList.contains('sr-only') && c.getClientRects().length)
+  .filter(c => c.getBoundingClientRect().width < 0.6 * c.closest('table').getBoundingClientRect().width)
+  .map(c => c.textContent.trim().slice(0, 40))"""
+
+
 def _overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
@@ -98,6 +106,8 @@ def test_every_page_fits_the_screen(browser, live_server, seeded, width, height,
                 problems.append(f"{path} at {width}px: the header is {header:.0f}px wide")
             if bad := page.evaluate(SCROLL_BOXES):
                 problems.append(f"{path} at {width}px: scrolling boxes without keyboard focus or a name: {bad}")
+            if squeezed := page.evaluate(SQUEEZED_CAPTIONS):
+                problems.append(f"{path} at {width}px: a caption squeezed to a word per line: {squeezed}")
         ctx.close()
     assert problems == []
 
