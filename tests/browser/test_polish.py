@@ -104,6 +104,9 @@ def test_every_page_fits_the_screen(browser, live_server, seeded, width, height,
             header = page.locator("header.site").evaluate("e => e.getBoundingClientRect().width")
             if header < width - 1:
                 problems.append(f"{path} at {width}px: the header is {header:.0f}px wide")
+            tall = page.locator("header.site").evaluate("e => e.getBoundingClientRect().height")
+            if width >= 1280 and tall > 60:  # one line of links (~45 px), not "Log out" alone on a second
+                problems.append(f"{path} at {width}px: the header wraps to {tall:.0f}px for {email}")
             if bad := page.evaluate(SCROLL_BOXES):
                 problems.append(f"{path} at {width}px: scrolling boxes without keyboard focus or a name: {bad}")
             if squeezed := page.evaluate(SQUEEZED_CAPTIONS):
