@@ -108,7 +108,7 @@ class Item:
     label: str
     text: str  # the value in words, unit included
     note: str = ""  # what is particular to this number
-    marks: list[int] = field(default_factory=list)  # footnotes (notes several numbers share)
+    marks: list[int] = field(default_factory=list)  # footnotes: notes several numbers share, or a long one of its own
     missing: bool = False
     restates_label: bool = False  # its note was the honesty label (e.g. a "Backend" item): no news in an answer
 

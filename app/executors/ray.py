@@ -492,7 +492,12 @@ class Dispatcher:
             known = node_id in self.dead
             self.dead[node_id] = time.monotonic()
         if not known:
-            log.warning("node %s: a task on it failed with %s; it gets no work until Ray drops it", node_id, why)
+            log.warning(
+                "node %s: a task on it failed with %s; no work goes there while Ray still lists it (at most %.0f s)",
+                node_id,
+                why,
+                DEAD_NODE_S,
+            )
 
     def _lost(self, flight: InFlight, reason: str) -> None:
         with self.sessions() as db:
