@@ -49,7 +49,7 @@ def safety(schedule: str, ranks: list[dict], device: str) -> dict:
     if schedule == "dependent":
         seen = [r.get("unwritten_at_read") for r in ranks]
         evidence = (
-            f"when it wanted it, up to {max(v for v in seen if v is not None)} of its elements were still unwritten: "
+            f"when it wanted it, up to {max(v for v in seen if v is not None):,} of its elements were still unwritten: "
             "NaN"
             if device == "cpu" and any(v is not None for v in seen)
             else "the all-gather's output buffer"
@@ -96,7 +96,7 @@ def answer(schedules: dict, device: str) -> str:
     if d is not None:
         unwritten = [r.get("unwritten_at_read") for r in d["ranks"] if r.get("unwritten_at_read") is not None]
         seen = (
-            f" (up to {max(unwritten)} of its elements were still unwritten when it wanted them)" if unwritten else ""
+            f" (up to {max(unwritten):,} of its elements were still unwritten when it wanted them)" if unwritten else ""
         )
         parts.append(f"a linear that reads the gathered tensor must wait for it{seen}, so it hides nothing")
     sentence = "; ".join(parts)

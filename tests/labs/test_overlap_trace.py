@@ -84,3 +84,13 @@ def test_overlap_trace_on_gpu(tmp_path):
     proc = run_cli({**SMALL, "ranks": 2}, tmp_path, backend="torch-cuda")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "result.json").read_text())["results"]["timing"]["kind"] == "cuda-events"
+
+
+def test_the_dependent_schedules_why_reads_its_count_and_fits_one_table_cell():
+    from app.result_excerpt import MAX_TEXT
+    from labs.overlap_trace.report import safety
+
+    biggest = 16384 * 65536  # tokens × ffn at their upper bounds: every element of the gathered tensor
+    why = safety("dependent", [{"unwritten_at_read": 1048576}, {"unwritten_at_read": biggest}], "cpu")["explanation"]
+    assert "up to 1,073,741,824 of its elements" in why
+    assert len(why) <= MAX_TEXT  # the page cuts a longer cell mid-sentence
