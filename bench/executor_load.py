@@ -230,7 +230,7 @@ def run_one(executor: str, pg: Postgres, learners: int, drain_s: float) -> bool:
     if executor == "ray":
         from tests.executors.raycluster import start_cluster
 
-        cluster = start_cluster()
+        cluster = start_cluster(isolated=False)  # the server it starts must reach Ray and be reached from here
         cluster.wait_nodes(gpus=4)
         env["RAY_ADDRESS"] = cluster.address
     port = free_port()

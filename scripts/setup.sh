@@ -35,6 +35,9 @@ if [ "$want_test" = 1 ]; then
   need=()
   [ -x /usr/bin/chromium ] || need+=(chromium)
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+  # the test Ray cluster's network namespace: unshare and nsenter (util-linux), ip and ss (iproute2)
+  { command -v ip && command -v ss; } >/dev/null 2>&1 || need+=(iproute2)
+  { command -v unshare && command -v nsenter; } >/dev/null 2>&1 || need+=(util-linux)
   [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 fi
 if [ "$want_bench" = 1 ] && ! command -v wrk >/dev/null 2>&1; then

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
 from app import migrate
 from app.config import Settings
@@ -52,6 +52,7 @@ def postgres_server():
         shutil.chown(sock, "postgres")
         run_as = ["runuser", "-u", "postgres", "--"]
     port = free_port()
+    PG_SOCKETS[port] = sock
     subprocess.run(
         [*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"],
         check=True,
@@ -83,6 +84,14 @@ def postgres_server():
 
 
 _db_counter = 0
+PG_SOCKETS: dict[int, Path] = {}  # a test server's port -> its Unix socket dir (for processes off the host network)
+
+
+def pg_url_by_socket(url: str) -> str:
+    """The same database reached through the test server's Unix socket instead of TCP on 127.0.0.1 (a process in
+    another network namespace, e.g. the Ray cluster's, has a loopback of its own)."""
+    u = make_url(url)
+    return u.set(host=None, query={**u.query, "host": str(PG_SOCKETS[u.port])}).render_as_string(hide_password=False)
 
 
 def _new_pg_database(base_url: str) -> str:

@@ -1,6 +1,7 @@
 """Fixtures for the Ray executor tests: one local Ray cluster per test session (a head and a node with four
-logical GPUs, tests/executors/raycluster.py), a PostgreSQL database per test, the web app in ray mode, and
-dispatcher processes started the way a deployment starts them (`python -m app dispatcher`)."""
+logical GPUs in a network namespace of their own, tests/executors/raycluster.py), a PostgreSQL database per test,
+the web app in ray mode, and dispatcher processes started the way a deployment starts them (`python -m app
+dispatcher`), inside the cluster's namespace."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fastapi.testclient import TestClient
 from app import migrate
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from tests.conftest import ROOT, Browserless, _new_pg_database
+from tests.conftest import ROOT, Browserless, _new_pg_database, pg_url_by_socket
 from tests.executors.raycluster import start_cluster
 
 
@@ -70,14 +71,17 @@ class Dispatchers:
             self.cluster.env,
             COURSE_ENV="test",
             COURSE_DATA_DIR=str(self.settings.data_dir),
-            DATABASE_URL=self.settings.db_url,
+            # in the cluster's network namespace 127.0.0.1 is not the host's: PostgreSQL through its socket
+            DATABASE_URL=pg_url_by_socket(self.settings.db_url) if self.cluster.enter else self.settings.db_url,
             COURSE_EXECUTOR="ray",
             RAY_ADDRESS=self.cluster.address,
             COURSE_LEASE_SECONDS=str(self.settings.lease_s),
             **env_extra,
         )
         log = open(self.log_dir / f"dispatcher-{len(self.procs)}.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", "app", "dispatcher"], cwd=ROOT, env=env, stdout=log, stderr=log)
+        proc = subprocess.Popen(
+            [*self.cluster.enter, sys.executable, "-m", "app", "dispatcher"], cwd=ROOT, env=env, stdout=log, stderr=log
+        )
         self.procs.append(proc)
         return proc
 

@@ -1,5 +1,12 @@
 """A local Ray cluster for the tests: a head and a second node declaring four logical GPUs, on loopback.
 
+On loopback of its own: `ray start` rewrites 127.0.0.1 to the host's address (Ray 2.60,
+ray/_private/services.py `resolve_ip_for_localhost`) and its GCS, raylets and agents bind every interface,
+so the cluster runs in a network namespace that has only `lo` (`unshare --net`), where the host's address
+does not exist and Ray falls back to 127.0.0.1. Everything that talks to it (`ray start`, the dispatchers,
+`wait_nodes`) enters that namespace with `nsenter`; the dispatchers reach PostgreSQL through its Unix socket.
+`isolated=False` (bench/executor_load.py, whose server must be reached from outside) skips the namespace.
+
 Started with `ray start` the way a deployment starts it (the node's flags come from `python -m app
 ray-node-flags`, plus `--num-gpus 4`), in a temp dir of its own, and stopped by killing exactly the processes
 that carry that temp dir on their command line (never `ray stop`, which stops every Ray on the machine).
@@ -45,12 +52,28 @@ def _kill(pids: list[int]) -> None:
             pass
 
 
+def _namespace() -> subprocess.Popen:
+    """A process holding a network namespace with only loopback, up; entered through /proc/PID/ns/net."""
+    if os.geteuid() != 0:
+        raise RuntimeError("the Ray tests run their cluster in a network namespace of its own: run them as root")
+    holder = subprocess.Popen(
+        ["unshare", "--net", "sh", "-c", "ip link set lo up && echo up && exec sleep 86400"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if holder.stdout is None or holder.stdout.readline().strip() != "up":
+        holder.kill()
+        raise RuntimeError("could not make a network namespace for the Ray cluster (unshare --net, ip link)")
+    return holder
+
+
 @dataclass
 class RayCluster:
     base: Path
     port: int
     node_flags: list[str]
     env: dict
+    holder: subprocess.Popen | None = None  # the network namespace's process; None: the host's network
     node_ports: dict = field(default_factory=dict)
     # worker port ranges below the kernel's ephemeral range (32768+), so free_port() never hands one out
     worker_ports: int = field(default_factory=lambda: 20000 + (os.getpid() % 100) * 120)
@@ -63,8 +86,13 @@ class RayCluster:
     def node_data(self) -> Path:
         return self.base / "node-data"
 
+    @property
+    def enter(self) -> list[str]:
+        """The command prefix that runs a command inside the cluster's network namespace."""
+        return ["nsenter", f"--net=/proc/{self.holder.pid}/ns/net", "--"] if self.holder else []
+
     def _run(self, args: list[str], env: dict) -> None:
-        out = subprocess.run([RAY, "start", *args], env=env, capture_output=True, text=True, timeout=180)
+        out = subprocess.run([*self.enter, RAY, "start", *args], env=env, capture_output=True, text=True, timeout=180)
         if out.returncode != 0:
             raise RuntimeError(f"ray start {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
 
@@ -136,7 +164,11 @@ class RayCluster:
         )
         while time.monotonic() < deadline:
             out = subprocess.run(
-                [os.sys.executable, "-c", code, self.address], env=self.env, capture_output=True, text=True, timeout=120
+                [*self.enter, os.sys.executable, "-c", code, self.address],
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=120,
             )
             if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(float(gpus))]:
                 return
@@ -147,10 +179,13 @@ class RayCluster:
         for _ in range(3):
             _kill(_pids_with(str(self.base)))
             time.sleep(0.5)
+        if self.holder is not None:
+            self.holder.kill()
+            self.holder.wait()
         shutil.rmtree(self.base, ignore_errors=True)  # Ray's session logs and sockets, ~1 MB a run
 
 
-def start_cluster() -> RayCluster:
+def start_cluster(isolated: bool = True) -> RayCluster:
     base = Path(tempfile.mkdtemp(prefix="cr-", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
     env = dict(
         os.environ,
@@ -176,6 +211,7 @@ def start_cluster() -> RayCluster:
     node_flags = [f.strip("'") for f in flags.stdout.split()]
     cluster = RayCluster(base=base, port=free_port(), node_flags=node_flags, env=env)
     try:
+        cluster.holder = _namespace() if isolated else None
         cluster.start_head()
         cluster.start_node()
     except BaseException:

@@ -11,7 +11,9 @@ on a real GPU host; the numbers of a GPU run are never faked.
 from __future__ import annotations
 
 import html
+import re
 import signal
+import subprocess
 import time
 
 import pytest
@@ -19,6 +21,7 @@ import pytest
 from app.models import ClusterNode, Job
 from tests.conftest import wait_for
 from tests.executors.conftest import lab_alive, lab_processes
+from tests.executors.raycluster import _pids_with
 
 pytestmark = [pytest.mark.ray, pytest.mark.postgres]
 
@@ -60,6 +63,25 @@ def _nodes_online(db, gpus: int, timeout=60):
         return sum(int(r.resources.get("GPU", 0)) for r in rows) == gpus
 
     wait_for(check, timeout=timeout, interval=0.3)
+
+
+def _listening_pids(enter: list[str]) -> dict[int, list[str]]:
+    """pid -> the TCP addresses it listens on, in the network namespace `enter` runs in ([]: the host's)."""
+    out = subprocess.run([*enter, "ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
+    pids: dict[int, list[str]] = {}
+    for line in out.splitlines():
+        for pid in re.findall(r"pid=(\d+)", line):
+            pids.setdefault(int(pid), []).append(line.split()[3].replace("[::ffff:", "").replace("]", ""))
+    return pids
+
+
+def test_the_cluster_listens_on_a_loopback_no_one_else_can_reach(ray_cluster):
+    ours = set(_pids_with(str(ray_cluster.base)))  # the GCS, raylets, agents and workers carry the temp dir
+    assert ours
+    inside = _listening_pids(ray_cluster.enter)
+    assert f"127.0.0.1:{ray_cluster.port}" in sum(inside.values(), [])  # the GCS, on the namespace's loopback
+    on_host = {pid: addrs for pid, addrs in _listening_pids([]).items() if pid in ours}
+    assert on_host == {}, f"Ray processes listening on the host's network: {on_host}"
 
 
 def test_a_job_runs_on_the_node_and_its_artifacts_reach_the_learners_page(
