@@ -52,7 +52,7 @@ class TpSweepParams(LabParams):
     fp8: bool = Field(
         False,
         description="FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients): emulated per shard on cpu and torch-cuda, "
-        "Transformer Engine's kernels with `recipe` on te",
+        "Transformer Engine's kernels with the recipe below on te",
     )
     recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
         "delayed", description="te backend with fp8: the Transformer Engine FP8 recipe of the te.Linear block"

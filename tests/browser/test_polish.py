@@ -280,6 +280,11 @@ def test_lab_form_shows_every_error_next_to_its_field(browser, live_server, widt
     Seeder(live_server.data).user(f"form-{name}@example.org")
     login(page, live_server.url, f"form-{name}@example.org")
     page.goto(f"{live_server.url}/labs/tp-sweep")
+    # a yes/no parameter: its box sits on its name's line and is described by its hint
+    box, name_label = page.locator("#p-fp8"), page.locator("label[for=p-fp8]")
+    b, lab = box.bounding_box(), name_label.bounding_box()
+    assert b and lab and lab["y"] <= b["y"] + b["height"] / 2 <= lab["y"] + lab["height"], (b, lab)
+    expect(box).to_have_attribute("aria-describedby", "h-fp8")
     page.locator("#p-degrees").fill("1, 2, 9")
     page.locator("#p-tokens").fill("1")
     page.locator("#p-steps").fill("many")
