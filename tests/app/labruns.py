@@ -26,24 +26,13 @@ TINY = {
 
 
 @cache
-def bundle(lab: str) -> Path:
-    """A folder holding result.json and artifacts of a real CPU run of `lab` (do not modify it)."""
+def run(lab: str, params_json: str) -> Path:
+    """A folder holding result.json and artifacts of a real CPU run of `lab` with these parameters (JSON text,
+    so runs are cached per lab and parameters; do not modify it)."""
     out = Path(tempfile.mkdtemp(prefix=f"labrun-{lab}-")) / "out"
     atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "labs",
-            "run",
-            lab,
-            "--params",
-            json.dumps(TINY[lab]),
-            "--out",
-            str(out),
-            "--backend",
-            "cpu",
-        ],
+        [sys.executable, "-m", "labs", "run", lab, "--params", params_json, "--out", str(out), "--backend", "cpu"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -51,6 +40,11 @@ def bundle(lab: str) -> Path:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out
+
+
+def bundle(lab: str) -> Path:
+    """The run of `lab` with its TINY parameters."""
+    return run(lab, json.dumps(TINY[lab]))
 
 
 def result(lab: str) -> dict:

@@ -3,15 +3,9 @@ beside the worked examples (from real `python -m labs run` output), read in one 
 
 from __future__ import annotations
 
-import atexit
 import html
 import json
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,7 +16,6 @@ from app.models import User
 from app.services import jobs, own_runs
 from tests.app import labruns
 from tests.app.reporting import LOCAL, failed_job, finished_job
-from tests.conftest import ROOT
 
 LESSON = "transformer-scaling"
 PART = f"/lessons/{LESSON}/deep-dives"
@@ -30,14 +23,8 @@ PART = f"/lessons/{LESSON}/deep-dives"
 SPIKE = {**labruns.TINY["fp8-step"], "steps": 6, "outlier_step": 3, "outlier_scale": 50.0}
 
 
-@cache
 def spike_bundle() -> Path:
-    out = Path(tempfile.mkdtemp(prefix="labrun-spike-")) / "out"
-    atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
-    cmd = [sys.executable, "-m", "labs", "run", "fp8-step", "--params", json.dumps(SPIKE), "--out", str(out)]
-    proc = subprocess.run([*cmd, "--backend", "cpu"], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
+    return labruns.run("fp8-step", json.dumps(SPIKE))
 
 
 def spike_job(db, owner):

@@ -7,14 +7,9 @@ claimed. The bundles are real runs of the labs with small parameters, made once 
 
 from __future__ import annotations
 
-import atexit
 import json
 import shutil
-import subprocess
-import sys
-import tempfile
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
 
 from app.config import Settings
@@ -22,25 +17,11 @@ from app.db import make_engine, make_sessionmaker
 from app.models import Job, User, utcnow
 from app.services import users
 from tests.app import labruns
-from tests.conftest import ROOT
 
 
-@cache
 def bundle(lab: str, params_json: str) -> Path:
-    """A folder with result.json and artifacts of a real CPU run (cached per lab and parameters)."""
-    if json.loads(params_json) == labruns.TINY[lab]:
-        return labruns.bundle(lab)
-    out = Path(tempfile.mkdtemp(prefix=f"seed-{lab}-")) / "out"
-    atexit.register(shutil.rmtree, out.parent, True)  # kept for the whole test run, then gone
-    proc = subprocess.run(
-        [sys.executable, "-m", "labs", "run", lab, "--params", params_json, "--out", str(out), "--backend", "cpu"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
+    """A folder with result.json and artifacts of a real CPU run (shared with tests/app's runs of the same)."""
+    return labruns.bundle(lab) if json.loads(params_json) == labruns.TINY[lab] else labruns.run(lab, params_json)
 
 
 class Seeder:

@@ -17,7 +17,7 @@ from app import migrate
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
 from tests.conftest import ROOT, Browserless, _new_pg_database, pg_url_by_socket
-from tests.executors.raycluster import start_cluster
+from tests.executors.raycluster import pids_with, start_cluster
 
 
 @pytest.fixture(scope="session")
@@ -119,17 +119,7 @@ def lab_alive(pid: int | None) -> bool:
 
 def lab_processes(job_id: int) -> list[int]:
     """`python -m labs run` processes writing this job's output on the node (none may outlive the job)."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "labs run" in cmd and f"job-{job_id}-attempt-" in cmd and lab_alive(int(entry.name)):
-            out.append(int(entry.name))
-    return out
+    return [pid for pid in pids_with("labs run", f"job-{job_id}-attempt-") if lab_alive(pid)]
 
 
 @pytest.fixture

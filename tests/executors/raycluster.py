@@ -30,7 +30,8 @@ RAY = str(Path(os.sys.executable).parent / "ray")
 LOGICAL_GPUS = 4
 
 
-def _pids_with(text: str) -> list[int]:
+def pids_with(*texts: str) -> list[int]:
+    """Processes (other than this one) whose command line holds every one of `texts`."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -39,7 +40,7 @@ def _pids_with(text: str) -> list[int]:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if text in cmd:
+        if all(t in cmd for t in texts):
             out.append(int(entry.name))
     return out
 
@@ -147,7 +148,7 @@ class RayCluster:
     def node_raylet_pids(self) -> list[int]:
         return [
             p
-            for p in _pids_with(f"--node_manager_port={self.node_ports['node_manager']}")
+            for p in pids_with(f"--node_manager_port={self.node_ports['node_manager']}")
             if "raylet" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
         ]
 
@@ -177,7 +178,7 @@ class RayCluster:
 
     def stop(self) -> None:
         for _ in range(3):
-            _kill(_pids_with(str(self.base)))
+            _kill(pids_with(str(self.base)))
             time.sleep(0.5)
         if self.holder is not None:
             self.holder.kill()

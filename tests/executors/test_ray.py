@@ -21,7 +21,7 @@ import pytest
 from app.models import ClusterNode, Job
 from tests.conftest import wait_for
 from tests.executors.conftest import lab_alive, lab_processes
-from tests.executors.raycluster import _pids_with
+from tests.executors.raycluster import pids_with
 
 pytestmark = [pytest.mark.ray, pytest.mark.postgres]
 
@@ -76,7 +76,7 @@ def _listening_pids(enter: list[str]) -> dict[int, list[str]]:
 
 
 def test_the_cluster_listens_on_a_loopback_no_one_else_can_reach(ray_cluster):
-    ours = set(_pids_with(str(ray_cluster.base)))  # the GCS, raylets, agents and workers carry the temp dir
+    ours = set(pids_with(str(ray_cluster.base)))  # the GCS, raylets, agents and workers carry the temp dir
     assert ours
     inside = _listening_pids(ray_cluster.enter)
     assert f"127.0.0.1:{ray_cluster.port}" in sum(inside.values(), [])  # the GCS, on the namespace's loopback
