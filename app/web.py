@@ -32,7 +32,11 @@ templates.env.globals["pacing"] = functools.partial(lesson_pages.pacing, templat
 
 
 def is_htmx(request: Request) -> bool:
-    return request.headers.get("hx-request") == "true"
+    """An htmx request that swaps a piece of the page. A history restore is not one: it puts the answer in
+    place of <body>, so it gets the whole page. htmx 4.0.1 (htmx.js #restoreHistory, on every back or forward)
+    sends HX-History-Restore-Request without HX-Request; htmx 2 sent both, on a history-cache miss."""
+    headers = request.headers
+    return headers.get("hx-request") == "true" and headers.get("hx-history-restore-request") != "true"
 
 
 def render(
@@ -51,4 +55,8 @@ def render(
     kwargs: dict[str, Any] = {"status_code": status_code}
     if block and is_htmx(request):
         kwargs["block_name"] = block
-    return templates.TemplateResponse(request, name, ctx, **kwargs)
+    response = templates.TemplateResponse(request, name, ctx, **kwargs)
+    # One URL answers with a page or, to htmx, a piece of it: a cache (the browser's, on back and forward
+    # between sites) must not hand one out for the other.
+    response.headers.append("Vary", "HX-Request")
+    return response

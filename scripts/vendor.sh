@@ -2,7 +2,7 @@
 # Development-time refresh of static/vendor from the npm registry (never run at serve time).
 # Update the versions here and in static/vendor/VERSIONS.md together.
 set -euo pipefail
-HTMX=2.0.11 KATEX=0.19.1 AXE=4.14.1 SWAGGER=5.35.0
+HTMX=4.0.1 KATEX=0.19.1 AXE=4.14.1 SWAGGER=5.35.0
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"

@@ -21,5 +21,5 @@
     document.body.classList.add("has-code-editor");
     markErrors();
   });
-  document.addEventListener("htmx:afterSettle", markErrors);
+  document.addEventListener("htmx:after:swap", markErrors);
 })();

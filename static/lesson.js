@@ -1,5 +1,5 @@
 // Lesson page behaviour: render math with the vendored KaTeX, and link code-trace steps to lines.
-// Runs on first load and on every htmx swap (htmx fires htmx:load for new content).
+// Runs on first load and on every htmx swap (htmx 4 fires htmx:after:process on each piece of new content).
 (function () {
   function renderMath(root) {
     if (!window.katex) return;
@@ -31,6 +31,6 @@
     });
   }
   function init(root) { renderMath(root); wireTraces(root); }
-  document.addEventListener("htmx:load", function (ev) { init(ev.detail.elt); });
+  document.addEventListener("htmx:after:process", function (ev) { init(ev.target); });
   document.addEventListener("DOMContentLoaded", function () { init(document); });
 })();

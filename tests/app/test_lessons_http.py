@@ -33,9 +33,18 @@ def test_lesson_resumes_where_left_off(learner):
 @pytest.mark.parametrize("htmx", [False, True])
 def test_part_page_and_fragment(learner, htmx):
     headers = {"HX-Request": "true"} if htmx else {}
+    r = learner.get(f"/lessons/{LESSON}/deep-dives", headers=headers)
+    assert ("<html" in r.text) is not htmx  # the fragment is the same template's block
+    assert "Pause and reason" in r.text and 'aria-current="page"' in r.text
+    assert "HX-Request" in r.headers["vary"]  # a cache keeps the page and the fragment apart
+
+
+def test_going_back_through_htmx_history_gets_the_whole_page(learner):
+    """A history restore (HX-History-Restore-Request; htmx 2 sent HX-Request with it) puts the answer in place
+    of <body>: a fragment there would leave the learner on a page without its header and pacing."""
+    headers = {"HX-Request": "true", "HX-History-Restore-Request": "true", "HX-Request-Type": "full"}
     html = learner.get(f"/lessons/{LESSON}/deep-dives", headers=headers).text
-    assert ("<html" in html) is not htmx  # the fragment is the same template's block
-    assert "Pause and reason" in html and 'aria-current="page"' in html
+    assert "<html" in html and 'id="pacing"' in html and "Pause and reason" in html
 
 
 def test_unknown_lesson_and_part_are_404(learner):

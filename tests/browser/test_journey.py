@@ -105,3 +105,53 @@ def test_marking_a_part_done_ticks_it_and_the_toggle_follows(page, live_server):
     expect(foot.get_by_role("button", name="Mark this part as done")).to_be_visible()
     page.reload()
     expect(foot.get_by_role("button", name="Mark this part as done")).to_be_visible()
+
+
+def test_back_and_forward_between_parts_bring_back_whole_pages(page, live_server):
+    """Parts open through htmx (no reload) and push their address; the browser's back and forward buttons then
+    bring back the whole page of that part (htmx 4 fetches it again and swaps the <body>: app/web.py is_htmx),
+    with its header, pacing list, rendered maths and working forms, and the answer saved meanwhile."""
+    base = live_server.url
+    register(page, base, "walker@example.org", name="Walt")
+    page.goto(base + "/lessons/transformer-scaling/orient")
+    page.evaluate("window.stillThisPage = true")  # gone if anything reloads the document
+    eyebrow = page.locator(".part .eyebrow").first
+    page.locator('#pacing a[href="/lessons/transformer-scaling/deep-dives"]').click()
+    expect(eyebrow).to_have_text("03 · 15 min")
+    page.locator("footer.part-foot a.next").click()
+    expect(page).to_have_url(re.compile("/code-trace$"))
+    expect(eyebrow).to_have_text("04 · 12 min")
+
+    page.go_back()
+    expect(page).to_have_url(re.compile("/deep-dives$"))
+    expect(eyebrow).to_have_text("03 · 15 min")
+    expect(page.locator("header.site")).to_have_count(1)
+    expect(page.locator("#pacing")).to_have_count(1)
+    expect(page.locator('#pacing a[aria-current="page"]')).to_contain_text("Deep dives")
+    expect(page.locator(".math-inline[data-rendered]").first).to_be_attached()  # lesson.js ran on the new body
+    # a form on the page brought back still sends the CSRF header (hx-headers:inherited on the new <body>)
+    pause = page.locator(".pause").first
+    pause.get_by_label("Your answer").fill("The scale goes stale when the distribution moves.")
+    pause.get_by_role("button", name="Save my answer and reveal the reference").click()
+    expect(pause).to_contain_text("Reference")
+
+    page.go_back()
+    expect(page).to_have_url(re.compile("/orient$"))
+    expect(eyebrow).to_have_text("01 · 5 min")
+    page.go_forward()
+    expect(page).to_have_url(re.compile("/deep-dives$"))
+    expect(page.locator(".pause").first).to_contain_text("The scale goes stale")  # the saved answer, from the server
+    assert page.evaluate("window.stillThisPage === true")  # all of it without a reload
+
+
+def test_reading_time_is_counted_with_the_pages_csrf_header(page, live_server):
+    """The reading-time beat (templates/lessons/_part_foot.html) is the one htmx POST with no form around it:
+    its CSRF token comes from hx-headers on <body>, which htmx 4 passes down only when it is marked :inherited."""
+    base = live_server.url
+    register(page, base, "reader@example.org", name="Rea")
+    page.clock.install()
+    page.goto(base + "/lessons/transformer-scaling/orient")
+    with page.expect_response(lambda r: r.url.endswith("/progress/orient/time")) as beat:
+        page.clock.run_for(21_000)
+    assert beat.value.status == 204
+    assert beat.value.request.headers.get("x-csrf-token")
