@@ -124,8 +124,10 @@ def login(page, base: str, email: str, password: str = "correct horse") -> None:
     page.wait_for_load_state()
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:
+    """The page under test-artifacts/screenshots/NAME.png: the whole page, or only what the screen shows (for
+    what is fixed to the screen)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path

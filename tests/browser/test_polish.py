@@ -470,3 +470,51 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
     screenshot(page, "polish-api-docs-laptop")
     assert outside == []
     ctx.close()
+
+
+@pytest.mark.parametrize(("width", "height", "name"), WIDTHS[:2])
+def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server, width, height, name):
+    """An htmx action whose answer does not come back into the page (a form token gone out of date, a server that
+    cannot be reached) says why in an alert at the foot of the screen (static/requests.js) instead of doing
+    nothing; what the learner typed stays where it was, and the alert goes with the next try or Dismiss."""
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    Seeder(live_server.data).user(f"fail-{name}@example.org")
+    login(page, live_server.url, f"fail-{name}@example.org")
+    page.clock.install()  # time runs as usual; run_for below brings the reading-time beat forward
+    page.goto(f"{live_server.url}/lessons/{LESSON}/deep-dives")
+    alert = page.locator("#request-error")
+    expect(alert).to_be_hidden()
+    pause = page.locator(".pause").first
+    save = pause.get_by_role("button", name="Save my answer and reveal the reference")
+    text = "A fixed scale either clips the outliers or leaves most of the range unused."
+    pause.get_by_label("Your answer").fill(text)
+    # the page's form token goes out of date (as after logging out and in again in another tab)
+    page.evaluate(
+        """() => {
+          document.body.setAttribute('hx-headers:inherited', '{"X-CSRF-Token": "stale"}');
+          document.querySelectorAll('input[name=csrf_token]').forEach(i => { i.value = 'stale'; });
+        }"""
+    )
+    save.click()
+    expect(alert).to_be_visible()
+    expect(alert).to_contain_text("security token is missing or out of date")  # the server's own sentence
+    expect(pause.get_by_label("Your answer")).to_have_value(text)
+    expect(pause).not_to_contain_text("Reference answer")
+    box = alert.bounding_box()
+    assert box and box["y"] + box["height"] <= height and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+    screenshot(page, f"polish-request-error-{name}", full_page=False)  # the alert is fixed to the screen
+    # no answer at all
+    page.route("**/pauses/**", lambda route: route.abort())
+    save.click()
+    expect(alert).to_contain_text("could not be reached")
+    expect(pause.get_by_label("Your answer")).to_have_value(text)
+    alert.get_by_role("button", name="Dismiss").click()
+    expect(alert).to_be_hidden()
+    # a background request that gets no answer (the reading-time beat) stays quiet: it tries again by itself
+    page.route("**/progress/**", lambda route: route.abort())
+    with page.expect_event("requestfailed", lambda r: r.url.endswith("/progress/deep-dives/time")):
+        page.clock.run_for(21_000)
+    page.wait_for_timeout(300)
+    expect(alert).to_be_hidden()
+    ctx.close()
