@@ -30,7 +30,7 @@ from starlette.datastructures import FormData
 from app.config import Settings
 from app.db import release
 from app.models import Bundle, Job, LabReport, User
-from app.security import CSRF_FORM_FIELD, CSRF_HEADER, SESSION_KEY, csrf_matches
+from app.security import CSRF_FORM_FIELD, CSRF_HEADER, SESSION_KEY, csrf_matches, csrf_token_for
 from app.services import bundles as bundle_service
 from app.services import cluster, grading, sessions, tokens
 from app.services import jobs as job_service
@@ -169,6 +169,12 @@ InstructorUser = Annotated[User, Depends(require_role("instructor"))]
 GraderUser = Annotated[User, Depends(require_role("grader", "instructor"))]
 
 
+CSRF_REFUSED = (
+    "The form's security token is missing or out of date (the login changed since this page was loaded), "
+    "so nothing was saved. Reload the page and send it again."
+)
+
+
 async def csrf_protect(request: Request) -> None:
     """Every state-changing request must present the session's CSRF token (form field or header).
 
@@ -184,7 +190,10 @@ async def csrf_protect(request: Request) -> None:
             form = await request.form()  # Starlette caches it, so the route still sees the body
             presented = form.get(CSRF_FORM_FIELD)
     if not csrf_matches(request.session, presented if isinstance(presented, str) else None):
-        raise HTTPException(403, "The form's security token is missing or out of date. Reload the page and try again.")
+        # The session's current token rides along, so a page whose token went stale (a login in another tab
+        # starts a new session) can take it and send again without a reload that would lose what was typed
+        # (static/requests.js). Another site's page cannot read a response header of ours.
+        raise HTTPException(403, CSRF_REFUSED, headers={CSRF_HEADER: csrf_token_for(request.session)})
 
 
 async def posted_form(request: Request) -> FormData:

@@ -45,7 +45,7 @@ from app.routes import (
     reports,
     tools,
 )
-from app.security import SecurityHeaders
+from app.security import CSRF_HEADER, SecurityHeaders
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
@@ -77,7 +77,8 @@ def _with_headers(response: Response, headers: Mapping[str, str] | None) -> Resp
 def _error_response(request: Request, status: int, detail: str, headers: Mapping[str, str] | None = None) -> Response:
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
-    ctx = {"status": status, "detail": detail}
+    # a refused form token is not a missing role: the page then says nothing about roles
+    ctx = {"status": status, "detail": detail, "stale_token": CSRF_HEADER in {k.lower() for k in headers or {}}}
 
     def page() -> Response:
         return _with_headers(render(request, "error.html", ctx, status_code=status), headers)

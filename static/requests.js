@@ -1,19 +1,37 @@
 // Every page: when something the learner did through htmx (a form, a link, a button) fails without its answer
-// coming back into the page, say so instead of doing nothing. A form's own errors (400, 409, 422) come back next
-// to its fields (the htmx-config in base.html swaps those); any other error status is shown here with the
-// server's own message, and so is a request that got no answer at all. Background polls (job cards, the cluster
-// page, the reading-time beat) stay quiet: they try again by themselves.
+// coming back into the page, say so instead of doing nothing, and never throw away what they typed. A form's own
+// errors (400, 409, 422) come back next to its fields (the htmx-config in base.html swaps those); any other
+// error status is shown here with the server's own sentence, and so is a request that got no answer at all.
+// - Logged out (401, e.g. "log out everywhere" on another device): the server asks htmx to go to the login page;
+//   instead the page stays, with a link that logs in again in a new tab.
+// - Form token out of date (403 with a fresh X-CSRF-Token, after a login in another tab): the page takes the
+//   fresh token and sends the form once more by itself (a refused token means nothing was done), no reload.
+// Background requests (job cards, the cluster page, the reading-time beat) stay quiet: they try again by
+// themselves. Checked against htmx 4.0.1 (static/vendor/htmx): htmx:before:response can stop a response's
+// handling (htmx.js #issueRequest); htmx:finally:request follows every request, ctx.swap "none" for a status the
+// config does not swap.
 (function () {
   var UNREACHABLE = "The course could not be reached, so nothing was sent or saved. " +
     "Check your connection and try again; what you typed is still on the page.";
+  var LOGGED_OUT = "You are logged out (your session ended or was ended on another device), so nothing was saved. " +
+    "What you typed is still here: ";
 
   function box() { return document.getElementById("request-error"); }
 
-  function show(message) {
+  function show(message, loginLink) {
     var b = box();
     if (!b) return;
     b.hidden = false;  // shown first, then filled: the alert is announced when its text arrives
-    b.querySelector("[data-message]").textContent = message;
+    var p = b.querySelector("[data-message]");
+    p.textContent = message;
+    if (loginLink) {
+      var a = document.createElement("a");
+      a.href = "/login";
+      a.target = "_blank";
+      a.rel = "noopener";
+      a.textContent = "log in again in a new tab";
+      p.append(a, ", then press the button again.");
+    }
   }
 
   function hide() {
@@ -23,6 +41,14 @@
 
   function byLearner(elt) {
     return !!(elt && elt.closest && elt.closest("form, a, button"));
+  }
+
+  function renewToken(token) {
+    var headers = {};
+    try { headers = JSON.parse(document.body.getAttribute("hx-headers:inherited") || "{}"); } catch (e) { /* rebuilt below */ }
+    headers["X-CSRF-Token"] = token;
+    document.body.setAttribute("hx-headers:inherited", JSON.stringify(headers));
+    document.querySelectorAll("input[name=csrf_token]").forEach(function (input) { input.value = token; });
   }
 
   // The server's sentence: {"detail": ...} from JSON answers, the marked paragraph of an error page.
@@ -47,9 +73,33 @@
     if (byLearner(ev.target)) hide();
   });
 
+  document.addEventListener("htmx:before:response", function (ev) {
+    var ctx = ev.detail.ctx;
+    var status = ctx.response.status;
+    if (status === 401) {  // no redirect: the page, and what was typed on it, stays
+      ev.preventDefault();
+      ctx.courseShown = true;
+      if (byLearner(ctx.sourceElement)) show(LOGGED_OUT, true);
+      return;
+    }
+    var fresh = ctx.response.headers.get("x-csrf-token");
+    if (status === 403 && fresh) {
+      renewToken(fresh);
+      var source = ctx.sourceElement;
+      if (source && source.tagName === "FORM" && !source.dataset.courseResent) ctx.courseResend = true;
+    }
+  });
+
   document.addEventListener("htmx:finally:request", function (ev) {
     var ctx = ev.detail.ctx;
-    if (!ctx.response || !byLearner(ctx.sourceElement)) return;
+    var source = ctx.sourceElement;
+    if (ctx.courseResend) {  // once: if the fresh token is refused too, the server's sentence is shown
+      source.dataset.courseResent = "1";
+      setTimeout(function () { source.requestSubmit(); }, 0);
+      return;
+    }
+    if (source && source.dataset) delete source.dataset.courseResent;
+    if (!ctx.response || ctx.courseShown || !byLearner(source)) return;
     if (ctx.response.status < 400 || ctx.swap !== "none" || (ctx.hx && ctx.hx.redirect)) return;
     show(serverMessage(ctx) || "The course answered with error " + ctx.response.status + "; nothing was changed.");
   });

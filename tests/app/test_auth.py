@@ -71,6 +71,25 @@ def test_post_without_csrf_is_refused(client):
     assert r.status_code == 403
 
 
+def test_a_refused_token_comes_back_with_the_sessions_current_one(client):
+    """A page whose token went stale (a login in another tab starts a new session) gets the current token with
+    the 403, so its script can send again without a reload that would lose what was typed (static/requests.js);
+    and the error page does not blame a missing role."""
+    client.register("ann@example.org")
+    current = client.api_token()
+    r = client.client.post(
+        "/lessons/transformer-scaling/progress/orient/time", data={"seconds": 20, "csrf_token": "stale"}
+    )
+    assert r.status_code == 403 and "login changed since this page was loaded" in r.text
+    assert r.headers["x-csrf-token"] == current
+    assert "does not hold the role" not in r.text
+    assert "does not hold the role" in client.get("/instructor").text  # which a page for staff does say
+    again = client.client.post(
+        "/lessons/transformer-scaling/progress/orient/time", data={"seconds": 20}, headers={"X-CSRF-Token": current}
+    )
+    assert again.status_code == 204
+
+
 def test_api_post_needs_csrf_header(client):
     client.register("ann@example.org")
     r = client.client.post("/api/v1/jobs", json={"lab": "env-check"})

@@ -474,47 +474,78 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
 
 @pytest.mark.parametrize(("width", "height", "name"), WIDTHS[:2])
 def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server, width, height, name):
-    """An htmx action whose answer does not come back into the page (a form token gone out of date, a server that
-    cannot be reached) says why in an alert at the foot of the screen (static/requests.js) instead of doing
-    nothing; what the learner typed stays where it was, and the alert goes with the next try or Dismiss."""
+    """An htmx action whose answer does not come back into the page says why in an alert at the foot of the screen
+    (static/requests.js) instead of doing nothing, and what the learner typed stays: a server that cannot be
+    reached; a form token gone out of date (a login in another tab), which the page renews so the next press
+    works without a reload; being logged out, which keeps the page (no redirect) and links to a login in a new
+    tab. Background requests stay quiet."""
     ctx = _context(browser, width, height)
     page = ctx.new_page()
-    Seeder(live_server.data).user(f"fail-{name}@example.org")
-    login(page, live_server.url, f"fail-{name}@example.org")
+    email = f"fail-{name}@example.org"
+    Seeder(live_server.data).user(email)
+    login(page, live_server.url, email)
     page.clock.install()  # time runs as usual; run_for below brings the reading-time beat forward
-    page.goto(f"{live_server.url}/lessons/{LESSON}/deep-dives")
+    url = f"{live_server.url}/lessons/{LESSON}/deep-dives"
+    page.goto(url)
     alert = page.locator("#request-error")
     expect(alert).to_be_hidden()
-    pause = page.locator(".pause").first
-    save = pause.get_by_role("button", name="Save my answer and reveal the reference")
+    first, second = page.locator(".pause").nth(0), page.locator(".pause").nth(1)
     text = "A fixed scale either clips the outliers or leaves most of the range unused."
-    pause.get_by_label("Your answer").fill(text)
-    # the page's form token goes out of date (as after logging out and in again in another tab)
-    page.evaluate(
-        """() => {
-          document.body.setAttribute('hx-headers:inherited', '{"X-CSRF-Token": "stale"}');
-          document.querySelectorAll('input[name=csrf_token]').forEach(i => { i.value = 'stale'; });
-        }"""
-    )
-    save.click()
-    expect(alert).to_be_visible()
-    expect(alert).to_contain_text("security token is missing or out of date")  # the server's own sentence
-    expect(pause.get_by_label("Your answer")).to_have_value(text)
-    expect(pause).not_to_contain_text("Reference answer")
-    box = alert.bounding_box()
-    assert box and box["y"] + box["height"] <= height and box["x"] >= 0 and box["x"] + box["width"] <= width, box
-    screenshot(page, f"polish-request-error-{name}", full_page=False)  # the alert is fixed to the screen
+    first.get_by_label("Your answer").fill(text)
+    save = first.get_by_role("button", name="Save my answer and reveal the reference")
+
     # no answer at all
     page.route("**/pauses/**", lambda route: route.abort())
     save.click()
     expect(alert).to_contain_text("could not be reached")
-    expect(pause.get_by_label("Your answer")).to_have_value(text)
+    expect(first.get_by_label("Your answer")).to_have_value(text)
     alert.get_by_role("button", name="Dismiss").click()
     expect(alert).to_be_hidden()
-    # a background request that gets no answer (the reading-time beat) stays quiet: it tries again by itself
+    page.unroute("**/pauses/**")
+
+    # logged out and in again in another tab: a new session, so this page's form token is out of date
+    other = ctx.new_page()
+    other.goto(live_server.url + "/")
+    other.get_by_role("button", name="Log out").click()
+    login(other, live_server.url, email)
+    with page.expect_response(lambda r: "/pauses/" in r.url and r.status == 403):
+        save.click()  # refused; the page takes the token the 403 brought and sends the form again by itself
+    expect(first).to_contain_text("Reference answer")
+    expect(first).to_contain_text(text)
+    expect(alert).to_be_hidden()
+
+    # logged out (everywhere, from another tab): the page stays, with what was typed, and offers a login
+    other.get_by_role("button", name="Log out").click()
+    second.get_by_label("Your answer").fill("Each axis splits a different dimension.")
+    second.get_by_role("button", name="Save my answer and reveal the reference").click()
+    expect(alert).to_contain_text("You are logged out")
+    expect(alert.get_by_role("link", name="log in again in a new tab")).to_have_attribute("target", "_blank")
+    expect(page).to_have_url(url)
+    expect(second.get_by_label("Your answer")).to_have_value("Each axis splits a different dimension.")
+    box = alert.bounding_box()
+    assert box and box["y"] + box["height"] <= height and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+    screenshot(page, f"polish-request-error-{name}", full_page=False)  # the alert is fixed to the screen
+    login(other, live_server.url, email)  # ...in the new tab; then the same button saves
+    second.get_by_role("button", name="Save my answer and reveal the reference").click()
+    expect(second).to_contain_text("Reference answer")
+    expect(alert).to_be_hidden()
+
+    # a background request that fails (the reading-time beat, logged out or unreachable) stays quiet
     page.route("**/progress/**", lambda route: route.abort())
     with page.expect_event("requestfailed", lambda r: r.url.endswith("/progress/deep-dives/time")):
         page.clock.run_for(21_000)
+    page.unroute("**/progress/**")
+    with page.expect_response(lambda r: r.url.endswith("/progress/deep-dives/time")) as beat:
+        page.clock.run_for(21_000)
+    assert beat.value.status == 204
+    other.get_by_role("button", name="Log out").click()
+    with page.expect_response(lambda r: r.url.endswith("/progress/deep-dives/time")) as beat:
+        page.clock.run_for(21_000)
+    assert beat.value.status == 403  # logged out: refused before the login check; quiet all the same
+    with page.expect_response(lambda r: r.url.endswith("/progress/deep-dives/time")) as beat:
+        page.clock.run_for(21_000)
+    assert beat.value.status == 401  # with the token the 403 brought: logged out, and no redirect
     page.wait_for_timeout(300)
     expect(alert).to_be_hidden()
+    expect(page).to_have_url(url)
     ctx.close()
