@@ -112,7 +112,8 @@ def fp8_range(p: Fp8RangeIn) -> dict:
 
 class AxisIn(Inputs):
     # Defaults: Llama-3-8B's MLP (H 4096, F 14,336, the lesson's TP-limit example) in FP8, where the
-    # prediction shows TP stop paying inside one node: at TP = 8 the all-reduces outweigh the local GEMMs.
+    # prediction shows over-sharding inside one node: at TP = 8 the all-reduces outweigh the local GEMMs (the
+    # step is still fastest there).
     tokens: int = Field(4096, ge=1, le=1_048_576, title="tokens per step", description="batch × sequence per TP group")
     hidden: int = Field(4096, ge=64, le=65536, title="hidden width H")
     ffn: int = Field(14336, ge=64, le=262144, title="MLP width F", description="split across the TP ranks")

@@ -40,12 +40,20 @@ def test_parallel_axis_prediction_is_labeled(learner):
     assert "Predicted, not measured" in page
 
 
-def test_parallel_axis_default_shows_where_tp_stops_paying(learner):
-    """/play's default is the lesson's Llama-3-8B MLP in FP8: the page says TP stops paying at 8 and marks it."""
+def test_parallel_axis_default_shows_where_over_sharding_begins(learner):
+    """/play's default is the lesson's Llama-3-8B MLP in FP8: at TP = 8 the all-reduces outweigh the GEMMs while the
+    step still gets faster, and the verdict says both (it once said each added rank "buys less than it costs"
+    beside a step that was 30% faster); a shape whose step stops improving is told so."""
     page = learner.get("/play").text
     tool = page[page.index('id="tool-parallel-axis"') :]
     tool = tool[: tool.index("</section>")]
-    assert "TP stops paying at TP = 8:" in tool and "all-reduces take longer than the rank's own GEMMs" in tool
+    assert "Over-sharding begins at TP = 8:</strong> there each rank spends longer in all-reduces than" in tool
+    assert "The step is still faster than at the degree below" in tool and "Fastest predicted degree: 8." in tool
+    small = learner.get(
+        "/play/parallel-axis", params={"tokens": 256, "hidden": 1024, "ffn": 4096, "precision": "bf16"}, headers=HX
+    ).text
+    assert "TP stops paying at TP = 2:</strong> there the step stops getting faster" in small
+    assert "Fastest predicted degree: 1." in small
     assert re.search(r'<tr class="warnrow"><th scope="row">8</th>', tool)
     assert not re.search(r'<tr class="warnrow"><th scope="row">4</th>', tool)
     bf16 = learner.get("/play/parallel-axis", params={"precision": "bf16"}, headers=HX).text

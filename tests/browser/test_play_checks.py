@@ -30,7 +30,7 @@ def test_play_fits_and_reports_field_errors(browser, live_server, width, height,
     register(page, live_server.url, f"play-{name}@example.org")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Play").click()
     page.wait_for_url(live_server.url + "/play")
-    expect(page.locator("#tool-parallel-axis")).to_contain_text("TP stops paying at TP = 8")
+    expect(page.locator("#tool-parallel-axis")).to_contain_text("Over-sharding begins at TP = 8")
     expect(page.locator("#tool-memory")).to_contain_text("Fits on one H100-SXM")
     assert _sideways(page) <= 0, f"/play scrolls sideways by {_sideways(page)}px at {width}px"
     screenshot(page, f"play-{name}")
