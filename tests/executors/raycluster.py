@@ -120,8 +120,27 @@ class RayCluster:
             self.env,
         )
 
-    def start_node(self) -> None:
-        """The 'GPU host': its own data dir, four logical GPUs, CPU slots from its probe."""
+    def start_node(self, attempts: int = 2) -> None:
+        """The 'GPU host': its own data dir, four logical GPUs, CPU slots from its probe.
+
+        Ray 2.60's `ray start` gives a new raylet 30 s to register with the GCS (ray/_private/node.py, a constant no
+        setting changes), and on a busy 2-core machine a node restarted after a kill once missed it. An attempt
+        that fails is removed (its raylet and agents) and the node started once more on fresh ports; a second
+        failure raises with the newest raylet log's tail."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_node()
+            except RuntimeError as exc:
+                port = self.node_ports["node_manager"]
+                _kill(pids_with(f"--node_manager_port={port}") + pids_with(f"--node-manager-port={port}"))
+                if attempt == attempts:
+                    raise RuntimeError(f"{exc}\n{self._raylet_log_tail()}") from None
+
+    def _raylet_log_tail(self, chars: int = 3000) -> str:
+        logs = sorted((self.base / "ray").glob("session_*/logs/raylet*"), key=lambda f: f.stat().st_mtime)
+        return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-chars:]}" for f in logs[-2:])
+
+    def _start_node(self) -> None:
         self.node_ports = {"node_manager": free_port()}
         lo = self.worker_ports + 50
         env = dict(self.env, COURSE_NODE_DATA_DIR=str(self.node_data))
@@ -171,7 +190,9 @@ class RayCluster:
                 text=True,
                 timeout=120,
             )
-            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(float(gpus))]:
+            # compared as numbers: with no GPU node alive the sum is the int 0, printed "0"
+            last = out.stdout.split()[-1:] if out.returncode == 0 else []
+            if last and last[0].replace(".", "", 1).isdigit() and float(last[0]) == gpus:
                 return
             time.sleep(1)
         raise AssertionError(f"the Ray cluster did not reach {gpus} GPUs alive in {timeout} s")
