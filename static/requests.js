@@ -5,7 +5,9 @@
 // - Logged out (401, e.g. "log out everywhere" on another device): the server asks htmx to go to the login page;
 //   instead the page stays, with a link that logs in again in a new tab.
 // - Form token out of date (403 with a fresh X-CSRF-Token, after a login in another tab): the page takes the
-//   fresh token and sends the form once more by itself (a refused token means nothing was done), no reload.
+//   fresh token and sends the form once more by itself (a refused token means nothing was done), no reload. Only
+//   a form htmx sends on submit to its own action is sent again (the editor previews on input but its action
+//   publishes: it only takes the token, for its next preview).
 // Background requests (job cards, the cluster page, the reading-time beat) stay quiet: they try again by
 // themselves. Checked against htmx 4.0.1 (static/vendor/htmx): htmx:before:response can stop a response's
 // handling (htmx.js #issueRequest); htmx:finally:request follows every request, ctx.swap "none" for a status the
@@ -13,6 +15,8 @@
 (function () {
   var UNREACHABLE = "The course could not be reached, so nothing was sent or saved. " +
     "Check your connection and try again; what you typed is still on the page.";
+  var RENEWED = "The login changed since this page was loaded, so its form token was out of date and nothing " +
+    "was sent. The page has a fresh token now: the next try goes through, and what you typed is still here.";
   var LOGGED_OUT = "You are logged out (your session ended or was ended on another device), so nothing was saved. " +
     "What you typed is still here: ";
 
@@ -41,6 +45,13 @@
 
   function byLearner(elt) {
     return !!(elt && elt.closest && elt.closest("form, a, button"));
+  }
+
+  // A form whose htmx request is its own submit to its own action: sending it again does what was asked.
+  function resendable(form) {
+    if (!form || form.tagName !== "FORM" || form.dataset.courseResent) return false;
+    var trigger = form.getAttribute("hx-trigger");
+    return form.getAttribute("hx-post") === form.getAttribute("action") && (!trigger || /\bsubmit\b/.test(trigger));
   }
 
   function renewToken(token) {
@@ -85,8 +96,8 @@
     var fresh = ctx.response.headers.get("x-csrf-token");
     if (status === 403 && fresh) {
       renewToken(fresh);
-      var source = ctx.sourceElement;
-      if (source && source.tagName === "FORM" && !source.dataset.courseResent) ctx.courseResend = true;
+      ctx.courseRenewed = true;
+      ctx.courseResend = resendable(ctx.sourceElement);
     }
   });
 
@@ -95,13 +106,15 @@
     var source = ctx.sourceElement;
     if (ctx.courseResend) {  // once: if the fresh token is refused too, the server's sentence is shown
       source.dataset.courseResent = "1";
-      setTimeout(function () { source.requestSubmit(); }, 0);
+      var submitter = ctx.request && ctx.request.submitter;  // e.g. "Run it on CPU instead" carries a value
+      setTimeout(function () { source.requestSubmit(submitter && submitter.form === source ? submitter : null); }, 0);
       return;
     }
     if (source && source.dataset) delete source.dataset.courseResent;
     if (!ctx.response || ctx.courseShown || !byLearner(source)) return;
     if (ctx.response.status < 400 || ctx.swap !== "none" || (ctx.hx && ctx.hx.redirect)) return;
-    show(serverMessage(ctx) || "The course answered with error " + ctx.response.status + "; nothing was changed.");
+    if (ctx.courseRenewed) show(RENEWED);
+    else show(serverMessage(ctx) || "The course answered with error " + ctx.response.status + "; nothing was changed.");
   });
 
   document.addEventListener("htmx:error", function (ev) {

@@ -394,6 +394,37 @@ def test_the_editor_highlights_yaml_numbers_lines_and_marks_the_broken_one(brows
     ctx.close()
 
 
+def test_a_stale_token_in_the_editor_renews_it_and_never_publishes(browser, live_server, seeded):
+    """The editor's form previews on input (hx-post .../preview) but its action publishes: when its token went
+    stale, the page takes the fresh one and says the next try goes through; it must not send the form again
+    (static/requests.js resends only a form htmx sends on submit to its own action)."""
+    ctx = _context(browser, 1280, 900)
+    page = ctx.new_page()
+    login(page, live_server.url, STAFF)
+    url = f"{live_server.url}/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml"
+    page.goto(url)
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    page.evaluate(
+        """() => {
+          document.body.setAttribute('hx-headers:inherited', '{"X-CSRF-Token": "stale"}');
+          document.querySelectorAll('input[name=csrf_token]').forEach(i => { i.value = 'stale'; });
+        }"""
+    )
+    editor = page.locator(".cm-editor")
+    editor.locator(".cm-line").nth(1).click()
+    page.keyboard.press("End")
+    page.keyboard.type(" x")
+    alert = page.locator("#request-error")
+    expect(alert).to_contain_text("the next try goes through", timeout=10_000)
+    with page.expect_response(lambda r: r.url.endswith("/preview") and r.status == 200, timeout=10_000):
+        page.keyboard.type("y")  # the next preview carries the fresh token
+    expect(alert).to_be_hidden()
+    assert page.url == url and not [u for u in sent if "/publish" in u], sent
+    assert len([u for u in sent if u.endswith("/preview")]) == 2, sent
+    ctx.close()
+
+
 # ---- dark mode, accessibility -------------------------------------------------------------------
 
 
