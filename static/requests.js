@@ -104,7 +104,7 @@
   document.addEventListener("htmx:finally:request", function (ev) {
     var ctx = ev.detail.ctx;
     var source = ctx.sourceElement;
-    if (ctx.courseResend) {  // once: if the fresh token is refused too, the server's sentence is shown
+    if (ctx.courseResend) {  // once per press: if the fresh token is refused too, the alert says so
       source.dataset.courseResent = "1";
       var submitter = ctx.request && ctx.request.submitter;  // e.g. "Run it on CPU instead" carries a value
       setTimeout(function () { source.requestSubmit(submitter && submitter.form === source ? submitter : null); }, 0);
