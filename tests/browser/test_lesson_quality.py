@@ -94,7 +94,9 @@ def test_figures_have_text_alternatives_and_scroll_by_keyboard(learner_page, liv
     box.focus()
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
-    assert box.evaluate("e => e.scrollLeft") > 0, "the figure box scrolls with the keyboard"
+    # Chromium animates keyboard scrolling, so the offset grows over a few frames: wait for it
+    # rather than read it at once (an immediate read was 0 on a busy CI run).
+    page.wait_for_function("e => e.scrollLeft > 0", arg=box.element_handle(), timeout=5000)
     figure.get_by_text("The figure as text").click()
     expect(figure.locator(".figure-text table")).to_contain_text("560")
 
