@@ -26,6 +26,18 @@ def test_start_resume_then_completed(client):
     assert f'href="/lessons/{LESSON}/report"' in card  # what is left to do: the lab report
 
 
+def test_each_card_says_what_its_lesson_teaches(client):
+    """A newcomer chooses between lessons by their summaries, rendered (maths and all) on the cards."""
+    from app.filters import md
+
+    client.register("ann@example.org")
+    html = client.get("/").text
+    for lesson in load_course(ROOT / "lessons").lessons.values():
+        start = html.index(f'href="/lessons/{lesson.id}"')
+        card = html[start : html.index("</li>", start)]
+        assert str(md(lesson.header.summary)) in card
+
+
 def test_the_dashboard_counts_each_answered_question_once_and_only_the_learners(client, make_client, db):
     """learning.dashboard reads part rows and answered questions in one statement (on both databases): a
     question answered twice counts once, a wrong try or a multi-step problem's step does not count, and
