@@ -113,8 +113,13 @@ def _lab_context(
 
 
 @router.get("/labs")
-def labs_index(request: Request, user: CurrentUser) -> Response:
-    labs = [{"name": s.name, "title": s.title, "question": s.question} for s in catalog.LABS.values()]
+def labs_index(request: Request, user: CurrentUser, db: SessionDep) -> Response:
+    """Each lab with the question it answers, the lessons that use it, and the learner's latest run."""
+    latest = job_service.latest_per_lab(db, owner=user)
+    labs = [
+        {"spec": s, "latest": latest.get(s.name), "lessons": lesson_service.using_lab(db, lab=s.name)}
+        for s in catalog.LABS.values()
+    ]
     return render(request, "labs/index.html", {"labs": labs})
 
 

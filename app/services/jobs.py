@@ -165,6 +165,12 @@ def list_jobs(db: Session, *, owner: User, lab: str | None = None, limit: int = 
     return list(db.scalars(q.order_by(Job.id.desc()).limit(limit)))
 
 
+def latest_per_lab(db: Session, *, owner: User) -> dict[str, Job]:
+    """Each lab's newest job of `owner`, by lab name (labs never run are absent)."""
+    newest = select(func.max(Job.id)).where(Job.owner_id == owner.id).group_by(Job.lab)
+    return {j.lab: j for j in db.scalars(select(Job).where(Job.id.in_(newest)))}
+
+
 def claim(db: Session, *, job_id: int, worker_id: str, lease_s: float) -> Job | None:
     """Claim one queued job (conditional UPDATE): the job, or None when someone else got it first."""
     now = utcnow()

@@ -107,3 +107,30 @@ def test_huge_ids_are_a_422_not_a_database_overflow(client):
         assert r.status_code == 422, (path, r.status_code)
     r = client.post("/lessons/transformer-scaling/questions/format-roles", {"answer": "x", "version": str(big)})
     assert r.status_code == 422
+
+
+def test_the_labs_index_says_what_each_lab_answers_and_shows_only_the_learners_latest_run(client, make_client, db):
+    """No worker: a queued job is the latest run as much as a finished one."""
+    from labs import catalog
+
+    _learner(client)
+    other = make_client()
+    other.register("bob@example.org", name="Bob")
+    assert other.post("/labs/fp8-step/jobs", headers={"HX-Request": "true"}).status_code == 201
+    page = client.get("/labs").text
+    for spec in catalog.LABS.values():
+        start = page.index(f'data-lab="{spec.name}"')
+        card = page[start : page.index("</li>", start)]
+        assert spec.question in card and "You have not run it yet." in card  # Bob's run is not Ann's
+        assert f'python -m labs run <span class="keep">{spec.name}</span>' in card
+    assert 'href="/lessons/transformer-scaling/lab">Lesson 06 · Transformer Scaling' in page
+    client.post("/labs/env-check/jobs")
+    client.post("/labs/env-check/jobs")
+    newest = db.query(Job).filter(Job.lab == "env-check").order_by(Job.id.desc()).first()
+    page = client.get("/labs").text
+    start = page.index('data-lab="env-check"')
+    card = page[start : page.index("</li>", start)]
+    assert f'Your latest run: <a href="/jobs/{newest.id}">#{newest.id}</a>' in card
+    assert 'class="status status-queued">queued<' in card
+    start = page.index('data-lab="fp8-step"')
+    assert "You have not run it yet." in page[start : page.index("</li>", start)]
