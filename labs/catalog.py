@@ -11,7 +11,8 @@ the right resources, all without importing torch. Each spec names its runner by 
     spec.resources(params, "cpu")                          # ranks, GPUs, CPU slots, memory, with the arithmetic
     spec.problems(params, "cpu", catalog.Capacity.local())  # [] or [Problem(field, message), ...]
 
-A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, `resources`, `limits`),
+A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, whose fields carry a `title` in
+words for the form's label and a `description` for its hint; `resources`, `limits`),
 `result.py` (torch-free: the model of its `results` in result.json) and `run.py` (`run(params, ctx) ->
 dict`, with its page layout in `report.py`), plus one entry in `LABS` below. Then regenerate the
 result schema: `python -m labs schema`.

@@ -33,6 +33,12 @@ class FormField:
     nullable: bool = False
 
     @property
+    def name_differs(self) -> bool:
+        """The label is not just the parameter's name: the form shows the name too, as messages, job
+        cards and the command line use it ("d_model: must divide by n_heads")."""
+        return self.label.lower() != self.name.replace("_", " ")
+
+    @property
     def range_text(self) -> str:
         if self.kind == "choice":
             return "one of " + ", ".join(map(str, self.choices))

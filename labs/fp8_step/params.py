@@ -43,50 +43,86 @@ class Fp8StepParams(LabParams):
     # Longer contexts or higher rates make both runs learn in a sharper drop, where a one-step phase lag between
     # them reads as a 5-20% gap at that step.
     steps: int = Field(
-        150, ge=2, le=5000, description="Training steps per run; the default learns the stride task on a laptop CPU"
+        150,
+        ge=2,
+        le=5000,
+        description="Training steps per run; the default learns the stride task on a laptop CPU",
+        title="Training steps",
     )
     seed: int = Field(
         0, ge=0, le=2**31 - 1, description="Seeds weights, batches and prompts so both runs see identical inputs"
     )
-    batch: int = Field(16, ge=1, le=512, description="Sequences per step")
-    seq: int = Field(16, ge=4, le=8192, description="Tokens per sequence (also the model's context length)")
-    d_model: int = Field(
-        64, ge=8, le=8192, description="Residual width; a multiple of n_heads (and of 16 for TE FP8 GEMMs)"
+    batch: int = Field(16, ge=1, le=512, description="Sequences per step", title="Batch size")
+    seq: int = Field(
+        16, ge=4, le=8192, description="Tokens per sequence (also the model's context length)", title="Sequence length"
     )
-    n_layers: int = Field(2, ge=1, le=48, description="Transformer blocks; each has four FP8 GEMMs")
-    n_heads: int = Field(4, ge=1, le=128, description="Attention heads; must divide d_model")
-    ffn: int = Field(256, ge=8, le=65536, description="MLP hidden width (4 x d_model is the GPT-2 habit)")
-    vocab: int = Field(32, ge=8, le=65536, description="Token ids; the stride task counts modulo vocab")
+    d_model: int = Field(
+        64,
+        ge=8,
+        le=8192,
+        description="Residual width; a multiple of n_heads (and of 16 for TE FP8 GEMMs)",
+        title="Model width",
+    )
+    n_layers: int = Field(2, ge=1, le=48, description="Transformer blocks; each has four FP8 GEMMs", title="Layers")
+    n_heads: int = Field(4, ge=1, le=128, description="Attention heads; must divide d_model", title="Attention heads")
+    ffn: int = Field(
+        256, ge=8, le=65536, description="MLP hidden width (4 x d_model is the GPT-2 habit)", title="MLP hidden width"
+    )
+    vocab: int = Field(
+        32, ge=8, le=65536, description="Token ids; the stride task counts modulo vocab", title="Vocabulary size"
+    )
     lr: float = Field(
-        3e-3, gt=0.0, le=0.1, description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs"
+        3e-3,
+        gt=0.0,
+        le=0.1,
+        description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs",
+        title="Learning rate",
     )
     recipe: RecipeKind = Field(
-        "delayed", description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8"
+        "delayed",
+        description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8",
+        title="FP8 scaling recipe",
     )
     fp8_format: Fp8FormatChoice = Field(
-        "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere"
+        "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere", title="FP8 format"
     )
-    margin: int = Field(0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin")
+    margin: int = Field(
+        0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin", title="Scale margin"
+    )
     amax_history_len: int = Field(
-        16, ge=1, le=1024, description="Delayed scaling: steps of amax the scale looks back over"
+        16,
+        ge=1,
+        le=1024,
+        description="Delayed scaling: steps of amax the scale looks back over",
+        title="Amax history length",
     )
     amax_compute_algo: AmaxAlgo = Field(
-        "max", description="Delayed scaling: largest amax in the window, or only the last step's"
+        "max",
+        description="Delayed scaling: largest amax in the window, or only the last step's",
+        title="Amax from the history",
     )
     delayed_update: DelayedUpdate = Field(
         "fused",
         description="Delayed scaling's history update: fused is TE's default kernel (a step whose amax is 0 neither "
         "rolls nor rescales, NaN ignored); unfused is TE's Python path (NVTE_UNFUSED_FP8_UPDATE=1)",
+        title="Delayed-scaling update",
     )
     fprop_accumulation: Accumulation = Field(
         "fp32",
         description="Emulation only: forward GEMM products summed exactly in FP32, or through the MODEL of Hopper's "
         "fast FP8 accumulator (~14 bits, no promotion) that TE uses for the delayed and current recipes",
+        title="Forward GEMM accumulation",
     )
     outlier_step: int | None = Field(
-        None, ge=0, le=4999, description="Step at which one token's activation spikes (null: no spike)"
+        None,
+        ge=0,
+        le=4999,
+        description="Step at which one token's activation spikes (null: no spike)",
+        title="Outlier step",
     )
-    outlier_scale: float = Field(8.0, ge=1.0, le=1e4, description="How many times larger the spiking activation row is")
+    outlier_scale: float = Field(
+        8.0, ge=1.0, le=1e4, description="How many times larger the spiking activation row is", title="Outlier size"
+    )
 
     @field_validator("n_heads")
     @classmethod

@@ -41,41 +41,86 @@ class TpSweepParams(LabParams):
         min_length=1,
         max_length=4,
         description="TP degrees to run; one process per rank, up to the devices available",
+        title="TP degrees",
     )
-    tokens: int = Field(256, ge=8, le=8192, description="rows of the activation (batch x sequence) fed to the block")
-    hidden: int = Field(512, ge=16, le=8192, description="model width: fc1 input and fc2 output")
+    tokens: int = Field(
+        256, ge=8, le=8192, description="rows of the activation (batch x sequence) fed to the block", title="Tokens"
+    )
+    hidden: int = Field(512, ge=16, le=8192, description="model width: fc1 input and fc2 output", title="Model width")
     ffn: int = Field(
-        2048, ge=16, le=32768, description="MLP inner width, the dimension TP splits; must divide by every degree"
+        2048,
+        ge=16,
+        le=32768,
+        description="MLP inner width, the dimension TP splits; must divide by every degree",
+        title="MLP hidden width",
     )
-    steps: int = Field(5, ge=1, le=50, description="timed forward+backward steps per degree (the median is reported)")
-    warmup: int = Field(2, ge=0, le=10, description="untimed steps first, so allocation and first-call costs stay out")
+    steps: int = Field(
+        5,
+        ge=1,
+        le=50,
+        description="timed forward+backward steps per degree (the median is reported)",
+        title="Timed steps",
+    )
+    warmup: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="untimed steps first, so allocation and first-call costs stay out",
+        title="Warm-up steps",
+    )
     fp8: bool = Field(
         False,
         description="FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients): emulated per shard on cpu and torch-cuda, "
         "Transformer Engine's kernels with the recipe below on te",
+        title="FP8 GEMMs",
     )
     recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
-        "delayed", description="te backend with fp8: the Transformer Engine FP8 recipe of the te.Linear block"
+        "delayed",
+        description="te backend with fp8: the Transformer Engine FP8 recipe of the te.Linear block",
+        title="FP8 scaling recipe (te)",
     )
     sequence_parallel: bool = Field(
         False,
         description="te backend: te.Linear's sequence parallelism (all-gather + reduce-scatter along tokens instead "
         "of all-reduce)",
+        title="Sequence parallelism (te)",
     )
-    predict_node: Literal["H200", "H100-SXM"] = Field("H200", description="GPU node the cost model predicts for")
-    predict_precision: Literal["bf16", "fp8"] = Field("bf16", description="GEMM precision of the prediction")
+    predict_node: Literal["H200", "H100-SXM"] = Field(
+        "H200", description="GPU node the cost model predicts for", title="Predicted GPU node"
+    )
+    predict_precision: Literal["bf16", "fp8"] = Field(
+        "bf16", description="GEMM precision of the prediction", title="Predicted precision"
+    )
     predict_tokens: int = Field(
-        0, ge=0, le=1_000_000, description="tokens for the prediction; 0 = same as the measured block"
+        0,
+        ge=0,
+        le=1_000_000,
+        description="tokens for the prediction; 0 = same as the measured block",
+        title="Predicted tokens",
     )
     predict_hidden: int = Field(
-        0, ge=0, le=65536, description="hidden for the prediction; 0 = same as the measured block"
+        0,
+        ge=0,
+        le=65536,
+        description="hidden for the prediction; 0 = same as the measured block",
+        title="Predicted model width",
     )
-    predict_ffn: int = Field(0, ge=0, le=262144, description="ffn for the prediction; 0 = same as the measured block")
+    predict_ffn: int = Field(
+        0,
+        ge=0,
+        le=262144,
+        description="ffn for the prediction; 0 = same as the measured block",
+        title="Predicted MLP hidden width",
+    )
     seed: int = Field(
         0, ge=0, le=2**31 - 1, description="seeds weights and inputs, so TP=1 and TP>1 see the same block"
     )
     rank_timeout_s: int = Field(
-        300, ge=10, le=1800, description="a rank that has not finished by then is stopped and the job fails"
+        300,
+        ge=10,
+        le=1800,
+        description="a rank that has not finished by then is stopped and the job fails",
+        title="Rank timeout (s)",
     )
 
     @field_validator("degrees")

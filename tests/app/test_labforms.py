@@ -106,3 +106,20 @@ def test_lab_page_links_back_to_its_lesson(client):
     client.register("ann@example.org")
     page = client.get("/labs/tp-sweep").text
     assert 'href="/lessons/transformer-scaling/lab"' in page
+
+
+def test_form_labels_are_words_and_name_the_parameter_messages_use(client):
+    """Pydantic's own titles ("D Model", "Ffn", "Lr") meant nothing to a learner: every parameter whose name
+    is not already a plain word carries an explicit title, and the form shows the name beside it, as errors,
+    job cards and the command line use it."""
+    untitled = [
+        f"{lab}.{name}"
+        for lab in catalog.names()
+        for name, info in catalog.get(lab).params.model_fields.items()
+        if info.title is None and name not in {"seed"}
+    ]
+    assert untitled == []
+    client.register("ann@example.org")
+    page = client.get("/labs/fp8-step").text
+    assert '<label for="p-d_model">Model width <code class="param-name">d_model</code></label>' in page
+    assert '<label for="p-seed">Seed</label>' in page  # the name in words already
