@@ -151,7 +151,12 @@ class Worker:
                 outcome, status = Outcome(False, None, "cancelled"), "cancelled"
                 break
         run.join_readers()
-        self._finish(job, outcome or run.outcome(out), rel, out, status)
+        outcome = outcome or run.outcome(out)
+        if outcome.lost:
+            with self.sessions() as db:
+                job_service.lost(db, job_id=job.id, worker_id=self.worker_id, reason=outcome.error or "")
+        else:
+            self._finish(job, outcome, rel, out, status)
         self.current = None
 
 

@@ -53,7 +53,13 @@ class Outcome:
 
     ok: bool
     error: str | None
-    message: str  # finished | refused | failed | timed out | out of memory | cancelled
+    message: str  # finished | refused | failed | timed out | out of memory | cancelled | lost
+
+    @property
+    def lost(self) -> bool:
+        """The attempt was lost to infrastructure: the executor requeues it (`jobs.lost`), never charging it;
+        `error` then says why in words that follow "because of the course's infrastructure: "."""
+        return self.message == "lost"
 
 
 def lab_command(python: str, *, lab: str, params: dict, out: Path, backend: str) -> list[str]:
@@ -298,8 +304,36 @@ class LabRun:
                 "out of memory",
             )
         if code is not None and code < 0:
-            return Outcome(False, f"The lab process was killed by signal {-code}.", "failed")
+            return _signalled(-code)
         return Outcome(False, f"The lab failed: {self.reason()}", "failed")
+
+
+# Stops the course never sends a lab itself: its own kills (the memory watchdog, the time limit, a cancel, a
+# worker's shutdown) are all told apart before `outcome` looks at the exit code. Such a stop came from outside
+# the run: the kernel's OOM killer when the machine as a whole ran short (a kill inside the job's own cgroup is
+# "out of memory" above), an operator, or a host going down. Not the learner's doing, so not charged.
+EXTERNAL_STOPS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT})
+
+
+def _signalled(number: int) -> Outcome:
+    try:
+        sig = signal.Signals(number)
+    except ValueError:
+        return Outcome(False, f"The lab process was ended by signal {number}.", "failed")
+    if sig in EXTERNAL_STOPS:
+        return Outcome(
+            False,
+            f"its process was stopped from outside the run ({sig.name}), most likely because the machine ran short "
+            f"of memory or was shutting down",
+            "lost",
+        )
+    # SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE: the process crashed. Retrying would crash again, so it fails.
+    return Outcome(
+        False,
+        f"The lab process crashed ({sig.name}, signal {number}): a fault in the lab's code or a library it calls, "
+        f"not an error in your parameters' values. Tell your instructor this job's number.",
+        "failed",
+    )
 
 
 def timed_out(limit_s: int) -> Outcome:

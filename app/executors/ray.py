@@ -422,7 +422,10 @@ class Dispatcher:
                         return
                 elif kind == "end":
                     placement["ended"] = item["at"]
-                    self._store(flight, item, placement)
+                    if item["message"] == "lost" and flight.cancel_reason is None:  # labproc.Outcome.lost
+                        self._lost(flight, item["error"])
+                    else:
+                        self._store(flight, item, placement)
                     return
             self._lost(flight, "the Ray task ended without a result")
         except Exception as exc:  # a RayError from ray.get, or the stream itself failing

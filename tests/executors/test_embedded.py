@@ -135,3 +135,56 @@ def test_the_reaper_timer_requeues_without_any_worker(settings, db, make_user):
     finally:
         reaper.stop()
     assert "stopped renewing its lease" in db.get(Job, job.id).message
+
+
+@pytest.mark.parametrize(
+    ("code", "lost", "words"),
+    [
+        ("os.kill(os.getpid(), signal.SIGKILL)", True, "stopped from outside the run (SIGKILL)"),
+        ("os.kill(os.getpid(), signal.SIGTERM)", True, "stopped from outside the run (SIGTERM)"),
+        ("os.kill(os.getpid(), signal.SIGSEGV)", False, "crashed (SIGSEGV, signal 11)"),
+        ("os.abort()", False, "crashed (SIGABRT, signal 6)"),
+    ],
+)
+def test_a_lab_ended_by_a_signal_is_told_as_a_stop_from_outside_or_a_crash(tmp_path, code, lost, words):
+    """A real process ended by each signal, none of them the course's own kill."""
+    from app.executors.labproc import LabRun
+
+    run = LabRun([sys.executable, "-c", f"import os, signal; {code}"], cwd=tmp_path)
+    run.proc.wait(timeout=30)
+    run.join_readers()
+    outcome = run.outcome(tmp_path)
+    assert not outcome.ok and outcome.lost is lost and words in outcome.error
+    assert outcome.message == ("lost" if lost else "failed")
+
+
+def test_a_lab_killed_from_outside_is_requeued_uncharged_and_then_succeeds(db, make_user, settings):
+    """The host's OOM killer or an operator's `kill -9` hits the lab process, not the worker: the attempt is the
+    infrastructure's, so the job goes back to the queue with its reason and nothing is charged; the next attempt
+    runs to the end."""
+    import signal
+    import threading
+
+    learner = make_user("ann@example.org")
+    job = jobs.create_job(db, owner=learner, lab="fp8-step", params={}, backend="cpu", host=LOCAL)  # ~a minute
+    w = Worker(settings, worker_id="outside-kill")
+    try:
+        first = threading.Thread(target=w.run_once)
+        first.start()
+        pid = _running_lab(db, job.id).placement["pid"]
+        os.kill(pid, signal.SIGKILL)
+        first.join(timeout=60)
+        assert not first.is_alive()
+        db.expire_all()
+        requeued = db.get(Job, job.id)
+        assert requeued.status == "queued" and requeued.attempts == 1 and requeued.gpu_seconds == 0
+        assert "stopped from outside the run (SIGKILL)" in requeued.message
+        assert "not counted against you" in requeued.message
+        db.execute(Job.__table__.update().where(Job.id == job.id).values(params={"steps": 4}))  # a short rerun
+        db.commit()
+        assert w.run_once()
+    finally:
+        w.engine.dispose()
+    db.expire_all()
+    done = db.get(Job, job.id)
+    assert done.status == "succeeded" and done.attempts == 2, done.error

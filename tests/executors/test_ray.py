@@ -11,6 +11,7 @@ on a real GPU host; the numbers of a GPU run are never faked.
 from __future__ import annotations
 
 import html
+import os
 import re
 import signal
 import subprocess
@@ -228,6 +229,23 @@ def test_a_killed_node_is_infrastructure_no_gpu_is_offered_cpu_and_the_job_succe
     (job,) = _finished(ray_db, [job_id], dispatchers=dispatchers)
     assert job.status == "succeeded" and job.attempts == 2, (job.error, job.message)
     assert not lab_processes(job_id)
+
+
+def test_a_lab_killed_from_outside_on_the_node_is_requeued_uncharged_and_succeeds(dispatchers, ray_client, ray_db):
+    """The node's OOM killer or an operator's `kill -9` hits the lab process, not Ray: the task still reports its
+    end, and the dispatcher gives the attempt back as the infrastructure's (labproc.Outcome.lost)."""
+    dispatchers.start()
+    _nodes_online(ray_db, gpus=4)
+    c = ray_client
+    c.register("ann@example.org")
+    job_id = _api(c, "fp8-step", params=SLOW_ENOUGH, backend="cpu").json()["id"]
+    lab_pid = _lab_started(ray_db, job_id).placement["lab_pid"]
+    os.kill(lab_pid, signal.SIGKILL)
+    given_back = f"job {job_id} queued: its process was stopped from outside the run (SIGKILL)"
+    wait_for(lambda: given_back in dispatchers.logs(tail=None), timeout=90)
+    (job,) = _finished(ray_db, [job_id], dispatchers=dispatchers)
+    assert job.status == "succeeded" and job.attempts == 2 and job.error is None, (job.error, job.message)
+    assert job.gpu_seconds == 0  # a CPU run, and the lost attempt was never charged either way
 
 
 def test_cancel_and_time_limit_stop_the_lab_on_the_node(dispatchers, ray_client, ray_db):
