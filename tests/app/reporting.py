@@ -9,6 +9,13 @@ from tests.app import labruns
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
 
+# What app/executors/labproc.py writes for a lab that crashed (a failure that is the run's, and charged).
+CRASHED = (
+    "The lab process crashed (SIGSEGV, signal 11): a fault in the lab's code or a library it calls, not an error "
+    "in your parameters' values. Tell your instructor this job's number."
+)
+
+
 def finished_job(db, settings, owner, lab: str):
     """A job finished the way the worker finishes one, holding a real `python -m labs run` bundle."""
     job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu", host=LOCAL)
@@ -21,7 +28,7 @@ def finished_job(db, settings, owner, lab: str):
     return job
 
 
-def failed_job(db, owner, lab: str, error: str = "The lab process was killed by signal 9."):
+def failed_job(db, owner, lab: str, error: str = CRASHED):
     job = jobs.create_job(db, owner=owner, lab=lab, params=labruns.TINY[lab], backend="cpu", host=LOCAL)
     jobs.claim_next(db, worker_id="test-helper", lease_s=60)
     jobs.finish(db, job_id=job.id, worker_id="test-helper", ok=False, error=error)

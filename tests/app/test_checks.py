@@ -239,9 +239,9 @@ def test_infrastructure_problems_are_not_gradable_never_failed():
     failed = check_item(
         slot_kind="evidence",
         lab="fp8-step",
-        source=Source(kind="job", id=3, problem="the job failed: The lab process was killed by signal 9"),
+        source=Source(kind="job", id=3, problem="the job failed: The lab process crashed (SIGSEGV, signal 11)"),
     )
-    assert failed["status"] == "not_gradable" and "signal 9" in failed["checks"][0]["sentence"]
+    assert failed["status"] == "not_gradable" and "SIGSEGV" in failed["checks"][0]["sentence"]
     broken = copy.deepcopy(labruns.result("env-check"))
     del broken["environment"]
     as_job = check_item(slot_kind="evidence", lab="env-check", source=_source("env-check", broken, kind="job"))

@@ -8,7 +8,7 @@ import re
 from app.models import Grade, Job, LabReport
 from app.services import jobs
 from tests.app import labruns
-from tests.app.reporting import LESSON, grade_form, submit_report
+from tests.app.reporting import CRASHED, LESSON, grade_form, submit_report
 
 HX = {"HX-Request": "true"}
 
@@ -29,9 +29,7 @@ def _finish(db, settings, job_id: int, ok: bool = True) -> None:
             db, job_id=job_id, worker_id="test-helper", ok=True, result=labruns.result("env-check"), bundle_dir=rel
         )
     else:
-        jobs.finish(
-            db, job_id=job_id, worker_id="test-helper", ok=False, error="The lab process was killed by signal 9."
-        )
+        jobs.finish(db, job_id=job_id, worker_id="test-helper", ok=False, error=CRASHED)
 
 
 def test_a_finished_job_is_announced_on_any_page_until_dismissed(client, db, settings):

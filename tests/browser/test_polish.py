@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.app import labruns
+from tests.app.reporting import CRASHED
 from tests.browser.conftest import login, screenshot
 from tests.browser.seed import Seeder
 from tests.browser.test_lesson_quality import serious_violations
@@ -40,7 +41,7 @@ def seeded(live_server):
     ids = {lab: s.job(learner, lab) for lab in ("env-check", "tp-sweep", "overlap-trace")}
     ids["fp8-delayed"] = s.job(learner, "fp8-step")
     ids["fp8-current"] = s.job(learner, "fp8-step", CURRENT, seconds=95)
-    ids["failed"] = s.failed_job(learner, "tp-sweep", "The lab process was killed by signal 9.")
+    ids["failed"] = s.failed_job(learner, "tp-sweep", CRASHED)
     report = s.graded_report(learner, staff)
     yield {"jobs": ids, "report": report}
     s.close()
