@@ -15,55 +15,55 @@ SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
 
 class OverlapTraceParams(LabParams):
     ranks: int = Field(
-        2, ge=2, le=8, description="processes (one per device), all in one tensor-parallel group", title="Ranks"
+        2, ge=2, le=8, description="Processes (one per device), all in one tensor-parallel group", title="Ranks"
     )
     schedules: list[Schedule] = Field(
         default=list(SCHEDULES),
         min_length=1,
         max_length=3,
-        description="which schedules to run after the async all-gather",
+        description="Which schedules to run after the async all-gather",
         title="Schedules",
     )
     tokens: int = Field(
-        512, ge=8, le=16384, description="rows of the activation; with ffn sets the all-gather size", title="Tokens"
+        512, ge=8, le=16384, description="Rows of the activation; with ffn sets the all-gather size", title="Tokens"
     )
     hidden: int = Field(
-        512, ge=16, le=16384, description="input width of the column-parallel linear", title="Input width"
+        512, ge=16, le=16384, description="Input width of the column-parallel linear", title="Input width"
     )
     ffn: int = Field(
         2048,
         ge=16,
         le=65536,
-        description="output width of the column-parallel linear, gathered across ranks",
+        description="Output width of the column-parallel linear, gathered across ranks",
         title="Gathered output width",
     )
     window_out: int = Field(
         768,
         ge=16,
         le=16384,
-        description="output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
+        description="Output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
         title="Window work width",
     )
     steps: int = Field(
         5,
         ge=1,
         le=50,
-        description="timed steps per schedule (each rank's median step reported, the last one drawn)",
+        description="Timed steps per schedule (each rank's median step reported, the last one drawn)",
         title="Timed steps",
     )
     warmup: int = Field(
         2,
         ge=0,
         le=10,
-        description="untimed steps first, so first-call costs stay out of the timeline",
+        description="Untimed steps first, so first-call costs stay out of the timeline",
         title="Warm-up steps",
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="seeds inputs and weights")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds inputs and weights")
     rank_timeout_s: int = Field(
         300,
         ge=10,
         le=1800,
-        description="a rank that has not finished by then is stopped and the job fails",
+        description="A rank that has not finished by then is stopped and the job fails",
         title="Rank timeout (s)",
     )
 

@@ -44,9 +44,9 @@ class TpSweepParams(LabParams):
         title="TP degrees",
     )
     tokens: int = Field(
-        256, ge=8, le=8192, description="rows of the activation (batch x sequence) fed to the block", title="Tokens"
+        256, ge=8, le=8192, description="Rows of the activation (batch x sequence) fed to the block", title="Tokens"
     )
-    hidden: int = Field(512, ge=16, le=8192, description="model width: fc1 input and fc2 output", title="Model width")
+    hidden: int = Field(512, ge=16, le=8192, description="Model width: fc1 input and fc2 output", title="Model width")
     ffn: int = Field(
         2048,
         ge=16,
@@ -58,14 +58,14 @@ class TpSweepParams(LabParams):
         5,
         ge=1,
         le=50,
-        description="timed forward+backward steps per degree (the median is reported)",
+        description="Timed forward+backward steps per degree (the median is reported)",
         title="Timed steps",
     )
     warmup: int = Field(
         2,
         ge=0,
         le=10,
-        description="untimed steps first, so allocation and first-call costs stay out",
+        description="Untimed steps first, so allocation and first-call costs stay out",
         title="Warm-up steps",
     )
     fp8: bool = Field(
@@ -95,31 +95,31 @@ class TpSweepParams(LabParams):
         0,
         ge=0,
         le=1_000_000,
-        description="tokens for the prediction; 0 = same as the measured block",
+        description="Tokens for the prediction; 0 = same as the measured block",
         title="Predicted tokens",
     )
     predict_hidden: int = Field(
         0,
         ge=0,
         le=65536,
-        description="hidden for the prediction; 0 = same as the measured block",
+        description="Model width (hidden) for the prediction; 0 = same as the measured block",
         title="Predicted model width",
     )
     predict_ffn: int = Field(
         0,
         ge=0,
         le=262144,
-        description="ffn for the prediction; 0 = same as the measured block",
+        description="MLP hidden width (ffn) for the prediction; 0 = same as the measured block",
         title="Predicted MLP hidden width",
     )
     seed: int = Field(
-        0, ge=0, le=2**31 - 1, description="seeds weights and inputs, so TP=1 and TP>1 see the same block"
+        0, ge=0, le=2**31 - 1, description="Seeds weights and inputs, so TP=1 and TP>1 see the same block"
     )
     rank_timeout_s: int = Field(
         300,
         ge=10,
         le=1800,
-        description="a rank that has not finished by then is stopped and the job fails",
+        description="A rank that has not finished by then is stopped and the job fails",
         title="Rank timeout (s)",
     )
 
