@@ -165,12 +165,6 @@ def list_jobs(db: Session, *, owner: User, lab: str | None = None, limit: int = 
     return list(db.scalars(q.order_by(Job.id.desc()).limit(limit)))
 
 
-def latest_per_lab(db: Session, *, owner: User) -> dict[str, Job]:
-    """Each lab's newest job of `owner`, by lab name (labs never run are absent)."""
-    newest = select(func.max(Job.id)).where(Job.owner_id == owner.id).group_by(Job.lab)
-    return {j.lab: j for j in db.scalars(select(Job).where(Job.id.in_(newest)))}
-
-
 def claim(db: Session, *, job_id: int, worker_id: str, lease_s: float) -> Job | None:
     """Claim one queued job (conditional UPDATE): the job, or None when someone else got it first."""
     now = utcnow()
@@ -413,18 +407,27 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
     return touched
 
 
-def latest_succeeded(db: Session, *, owner: User, labs: Collection[str]) -> dict[str, Job]:
-    """The owner's newest succeeded job of each lab in `labs` (labs they never ran are absent), in one query:
-    the inner SELECT picks each lab's newest id through the owner_id index, the outer reads those rows by
-    primary key. Lesson parts that show a learner's own runs call it; parts that do not never query."""
-    if not labs:
+def latest_per_lab(
+    db: Session, *, owner: User, labs: Collection[str] | None = None, succeeded: bool = False
+) -> dict[str, Job]:
+    """The owner's newest job of each lab (of `labs`, when given; only succeeded ones with `succeeded`), by lab
+    name; labs they never ran are absent. One query: the inner SELECT picks each lab's newest id through the
+    owner_id index, the outer reads those rows by primary key."""
+    if labs is not None and not labs:
         return {}
-    newest = (
-        select(func.max(Job.id))
-        .where(Job.owner_id == owner.id, Job.status == "succeeded", Job.lab.in_(sorted(labs)))
-        .group_by(Job.lab)
-    )
+    where = [Job.owner_id == owner.id]
+    if labs is not None:
+        where.append(Job.lab.in_(sorted(labs)))
+    if succeeded:
+        where.append(Job.status == "succeeded")
+    newest = select(func.max(Job.id)).where(*where).group_by(Job.lab)
     return {job.lab: job for job in db.scalars(select(Job).where(Job.id.in_(newest)))}
+
+
+def latest_succeeded(db: Session, *, owner: User, labs: Collection[str]) -> dict[str, Job]:
+    """The owner's newest succeeded job of each lab in `labs`. Lesson parts that show a learner's own runs call
+    it; parts that do not never query."""
+    return latest_per_lab(db, owner=owner, labs=labs, succeeded=True)
 
 
 def may_cancel(job: Job, user: User) -> bool:
