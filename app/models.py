@@ -143,6 +143,23 @@ class Job(Base):
         return self.status in FINISHED_STATUSES
 
 
+class JobLoss(Base):
+    """One attempt of a job lost to infrastructure (jobs.lost, jobs.reap_expired): the job went back to the queue
+    or, after its last attempt, failed; never charged. The instructor's cluster page lists the recent ones with
+    where they ran, so a node or worker that keeps losing work stands out (the job row keeps only its latest)."""
+
+    __tablename__ = "job_losses"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    worker_id: Mapped[str | None] = mapped_column(String(80))
+    node: Mapped[str | None] = mapped_column(String(120))  # the job's node then: a host, or a Ray node's hostname
+    reason: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(10))  # what the job became: queued | failed | cancelled
+    at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
 class LessonVersion(Base):
     """An immutable published version of one lesson: the text of every file, as authored.
 

@@ -1,5 +1,6 @@
 """What the instructor's cluster page shows: nodes and their capabilities, running and queued jobs in fair order,
-and each learner's usage against their limits. Read-only; cancelling goes through jobs.cancel."""
+each learner's usage against their limits, and the attempts lost to infrastructure in the last day. Read-only;
+cancelling goes through jobs.cancel."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.models import Job, User
 from app.services import cluster as cluster_service
+from app.services import jobs as job_service
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.labhost import HostCapacity
@@ -32,8 +34,10 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
     recent_owner_ids = set(
         db.scalars(select(Job.owner_id).where(Job.created_at > limit_service.utcnow() - limit_service.DAY))
     )
+    losses, losses_where = job_service.recent_losses(db, since=limit_service.utcnow() - limit_service.DAY)
+    lost_jobs = {j.id: j for j in db.scalars(select(Job).where(Job.id.in_({x.job_id for x in losses})))}
     overrides = limit_service.overrides(db)
-    wanted = active_owner_ids | recent_owner_ids | set(overrides)
+    wanted = active_owner_ids | recent_owner_ids | set(overrides) | {j.owner_id for j in lost_jobs.values()}
     owners = {u.id: u for u in db.scalars(select(User).where(User.id.in_(wanted)))}
     usage = [
         LearnerUsage(u, limit_service.usage(db, user_id=u.id), limit_service.for_user(db, user_id=u.id))
@@ -48,6 +52,8 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
         "queued": queued,
         "owners": owners,
         "usage": usage,
+        "losses": [(loss, lost_jobs[loss.job_id]) for loss in losses],
+        "losses_where": losses_where,
         "default_limits": limit_service.course_default(db),
         "overrides": overrides,
         "embedded_workers": settings.embedded_workers,

@@ -23,7 +23,7 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
-from app.models import Job, User, utcnow
+from app.models import Job, JobLoss, User, utcnow
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.errors import Conflict
@@ -356,12 +356,34 @@ def lost(db: Session, *, job_id: int, worker_id: str, reason: str) -> str | None
             f"All {job.max_attempts} attempts were lost this way; nothing is counted against you. Run it again.",
             message="failed: infrastructure",
         )
+    loss = _loss(job, worker_id=worker_id, reason=reason, outcome=str(values["status"]), now=now)
     res = db.execute(update(Job).where(*where).values(**values))
+    if _rowcount(res) == 1:
+        db.add(loss)
     db.commit()
     if _rowcount(res) != 1:
         return None
     log.warning("job %s %s: %s", job_id, values["status"], reason)
     return str(values["status"])
+
+
+def _loss(job: Job, *, worker_id: str | None, reason: str, outcome: str, now: datetime) -> JobLoss:
+    """The lost attempt's row for the cluster page. Made before the UPDATE that gives the job back: the session
+    applies that UPDATE to the loaded `job` too, clearing its worker."""
+    return JobLoss(
+        job_id=job.id, attempt=job.attempts, worker_id=worker_id, node=job.node, reason=reason, outcome=outcome, at=now
+    )
+
+
+def recent_losses(db: Session, *, since: datetime, limit: int = 50) -> tuple[list[JobLoss], list[tuple[str, int]]]:
+    """The newest attempts lost to infrastructure since `since` (at most `limit`), and how many were lost where
+    (node, else worker), most first: a node that keeps losing work stands out."""
+    rows = list(db.scalars(select(JobLoss).where(JobLoss.at >= since).order_by(JobLoss.id.desc()).limit(limit)))
+    where = func.coalesce(JobLoss.node, JobLoss.worker_id, "unknown")
+    counts = db.execute(
+        select(where, func.count()).where(JobLoss.at >= since).group_by(where).order_by(func.count().desc(), where)
+    )
+    return rows, [(str(w), int(n)) for w, n in counts]
 
 
 def release(db: Session, *, job_id: int, worker_id: str, reason: str) -> None:
@@ -394,11 +416,13 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
                 error=f"The lab could not finish: {lost}. No attempts are left; run it again.",
                 message="failed: worker lost",
             )
+        loss = _loss(job, worker_id=job.worker_id, reason=lost, outcome=str(values["status"]), now=now)
         res = db.execute(
             update(Job).where(Job.id == job.id, Job.status == "running", Job.lease_expires_at < now).values(**values)
         )
         if _rowcount(res) == 1:
             touched.append(job.id)
+            db.add(loss)
             if values["status"] in ("queued", "cancelled"):
                 log.warning("job %s requeued: %s", job.id, lost)
             else:

@@ -50,6 +50,35 @@ def test_an_attempt_lost_to_infrastructure_is_given_back_uncounted_then_fails_wi
     assert job.status == "failed" and "nothing is counted against you" in job.error
 
 
+def test_each_lost_attempt_is_recorded_with_where_it_ran_and_what_followed(db, learner):
+    """The cluster page's history: jobs.lost and the lease reaper each write one row per attempt they take back,
+    a refused `lost` (not that worker's job any more) writes none, and the counts say where work was lost."""
+    from app.models import JobLoss
+
+    job = jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=3, host=LOCAL)
+    jobs.claim_next(db, worker_id="w1", lease_s=30)
+    jobs.record_placement(db, job_id=job.id, worker_id="w1", node="gpu-a", placement={})
+    assert jobs.lost(db, job_id=job.id, worker_id="w1", reason="the node or its Ray worker was lost") == "queued"
+    assert jobs.lost(db, job_id=job.id, worker_id="w1", reason="again") is None
+    jobs.claim_next(db, worker_id="w2", lease_s=1)
+    assert jobs.reap_expired(db, now=utcnow() + timedelta(seconds=120)) == [job.id]
+    jobs.claim_next(db, worker_id="w3", lease_s=30)
+    jobs.record_placement(db, job_id=job.id, worker_id="w3", node="gpu-a", placement={})
+    assert jobs.lost(db, job_id=job.id, worker_id="w3", reason="the node or its Ray worker was lost") == "failed"
+    rows = db.query(JobLoss).order_by(JobLoss.id).all()
+    got = [(r.job_id, r.attempt, r.worker_id, r.node, r.outcome) for r in rows]
+    # the second claim cleared the node: the reaper's row names the worker that stopped renewing
+    assert got == [
+        (job.id, 1, "w1", "gpu-a", "queued"),
+        (job.id, 2, "w2", None, "queued"),
+        (job.id, 3, "w3", "gpu-a", "failed"),
+    ]
+    assert "w2 stopped renewing its lease" in rows[1].reason
+    newest, where = jobs.recent_losses(db, since=utcnow() - timedelta(days=1), limit=2)
+    assert [r.attempt for r in newest] == [3, 2] and where == [("gpu-a", 2), ("w2", 1)]
+    assert jobs.recent_losses(db, since=utcnow() + timedelta(seconds=200)) == ([], [])  # the reaper ran "at" +120 s
+
+
 def test_heartbeat_renews_and_detects_lost_lease(db, learner):
     jobs.create_job(db, owner=learner, lab="env-check", params={}, host=LOCAL)
     job = jobs.claim_next(db, worker_id="w1", lease_s=30)

@@ -177,3 +177,23 @@ def test_no_gpu_online_is_said_at_submit_with_the_cpu_and_bundle_offers(settings
         assert ok.status_code == 303
         job = db.query(Job).one()
         assert (job.backend, job.requested_backend) == ("cpu", "cpu")
+
+
+def test_the_cluster_page_lists_attempts_lost_to_infrastructure(client, prof, db):
+    from app.services import jobs
+
+    page = prof.get("/instructor/cluster").text
+    assert 'data-testid="losses-none"' in page and 'data-testid="losses"' not in page
+    client.register("ann@example.org")
+    job_id = _api_submit(client).json()["id"]
+    jobs.claim_next(db, worker_id="vm:1", lease_s=30)
+    jobs.record_placement(db, job_id=job_id, worker_id="vm:1", node="gpu-host-2", placement={})
+    reason = "its process was stopped from outside the run (SIGKILL), most likely because the machine ran short"
+    assert jobs.lost(db, job_id=job_id, worker_id="vm:1", reason=reason) == "queued"
+    page = html.unescape(prof.get("/instructor/cluster").text)
+    start = page.index('data-testid="losses"')
+    table = page[start : page.index("</table>", start)]
+    assert "Attempts lost to infrastructure in the last 24 hours: 1 (1 on gpu-host-2)" in table
+    assert f'href="/jobs/{job_id}">#{job_id}<' in table and "ann@example.org" in table and reason in table
+    assert ">requeued<" in table and "1 of 2" in table
+    assert client.get("/instructor/cluster").status_code == 403  # a learner never sees it

@@ -14,7 +14,7 @@ import pytest
 
 from app.executors.embedded import Worker
 from app.executors.labproc import LAB_NICE, JobCgroup
-from app.models import Job
+from app.models import Job, JobLoss
 from app.services import jobs
 from app.services.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for
@@ -180,6 +180,9 @@ def test_a_lab_killed_from_outside_is_requeued_uncharged_and_then_succeeds(db, m
         assert requeued.status == "queued" and requeued.attempts == 1 and requeued.gpu_seconds == 0
         assert "stopped from outside the run (SIGKILL)" in requeued.message
         assert "not counted against you" in requeued.message
+        (loss,) = db.query(JobLoss).filter(JobLoss.job_id == job.id).all()  # the cluster page's row
+        assert (loss.attempt, loss.worker_id, loss.outcome) == (1, "outside-kill", "queued") and loss.node
+        assert "SIGKILL" in loss.reason
         db.execute(Job.__table__.update().where(Job.id == job.id).values(params={"steps": 4}))  # a short rerun
         db.commit()
         assert w.run_once()
