@@ -84,7 +84,7 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
     if errors:
         print("result.json failed its schema: " + "; ".join(errors[:5]), file=sys.stderr)
         return 1
-    emit("done", result="result.json", fraction=1.0)
+    emit("done", result="result.json", fraction=1.0, message="result written; storing it")
     return 0
 
 

@@ -304,7 +304,7 @@ class LabRun:
                 "out of memory",
             )
         if code is not None and code < 0:
-            return _signalled(-code)
+            return signal_outcome(-code)
         return Outcome(False, f"The lab failed: {self.reason()}", "failed")
 
 
@@ -315,7 +315,8 @@ class LabRun:
 EXTERNAL_STOPS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT})
 
 
-def _signalled(number: int) -> Outcome:
+def signal_outcome(number: int) -> Outcome:
+    """How a lab process that `number` ended went: lost (stopped from outside) or failed (crashed)."""
     try:
         sig = signal.Signals(number)
     except ValueError:

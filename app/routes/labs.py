@@ -42,7 +42,12 @@ def _spec(lab: str) -> catalog.LabSpec:
 
 
 def card_context(db: Session, settings: Settings, job: Job, user: User) -> dict:
-    return {"job": job, "estimates": queue_service.estimates(db, settings, [job]), "user": user}
+    return {
+        "job": job,
+        "estimates": queue_service.estimates(db, settings, [job]),
+        "user": user,
+        "losses": job_service.losses_of(db, [job]),
+    }
 
 
 def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> bool:
@@ -105,6 +110,7 @@ def _lab_context(
         "earlier": jobs[1 : RUNS_SHOWN + 1],
         "more_runs": len(jobs) > RUNS_SHOWN,
         "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
+        "losses": job_service.losses_of(db, jobs[:1]),  # the latest run's card says what was lost on the way
         "has_queued": any(j.status == "queued" for j in jobs),
         "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),

@@ -386,6 +386,17 @@ def recent_losses(db: Session, *, since: datetime, limit: int = 50) -> tuple[lis
     return rows, [(str(w), int(n)) for w, n in counts]
 
 
+def losses_of(db: Session, jobs: Collection[Job]) -> dict[int, list[JobLoss]]:
+    """The lost attempts of each of `jobs`, oldest first, for their cards. Only a job past its first attempt
+    can have one, so a card of a first attempt (nearly every card) costs no query."""
+    ids = [j.id for j in jobs if j.attempts > 1]
+    out: dict[int, list[JobLoss]] = {}
+    if ids:
+        for loss in db.scalars(select(JobLoss).where(JobLoss.job_id.in_(ids)).order_by(JobLoss.id)):
+            out.setdefault(loss.job_id, []).append(loss)
+    return out
+
+
 def release(db: Session, *, job_id: int, worker_id: str, reason: str) -> None:
     """An orderly shutdown hands the job back without spending one of its attempts."""
     db.execute(

@@ -134,3 +134,27 @@ def test_the_labs_index_says_what_each_lab_answers_and_shows_only_the_learners_l
     assert 'class="status status-queued">queued<' in card
     start = page.index('data-lab="fp8-step"')
     assert "You have not run it yet." in page[start : page.index("</li>", start)]
+
+
+def test_the_jobs_card_says_what_was_lost_on_the_way_and_that_it_is_not_counted(client, db):
+    """The requeue message is gone once attempt 2 starts; the card keeps saying what happened to attempt 1."""
+    import html
+    import signal
+
+    from app.executors.labproc import signal_outcome
+    from app.models import User
+    from app.services import jobs
+    from app.services.labhost import HostCapacity
+
+    _learner(client)
+    ann = db.query(User).filter(User.email == "ann@example.org").one()
+    job = jobs.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=HostCapacity.local_default())
+    jobs.claim_next(db, worker_id="vm:7", lease_s=30)
+    jobs.record_placement(db, job_id=job.id, worker_id="vm:7", node="gpu-host-2", placement={})
+    jobs.lost(db, job_id=job.id, worker_id="vm:7", reason=signal_outcome(signal.SIGKILL).error)
+    assert 'data-testid="lost-attempt"' not in client.get(f"/jobs/{job.id}").text  # queued: its message says it
+    jobs.claim_next(db, worker_id="vm:8", lease_s=30)
+    card = html.unescape(client.get(f"/jobs/{job.id}").text)
+    said = "Attempt 1 was lost to the course's infrastructure: its process was stopped from outside the run (SIGKILL)"
+    assert said in card and "The job went back to the queue; it is not counted against you." in card
+    assert said in html.unescape(client.get("/labs/env-check").text)  # the latest run's card on the lab page too
