@@ -1,6 +1,7 @@
 """Command line: `python -m labs probe|list|check|schema` and `python -m labs run LAB --params P --out DIR`.
 
-Exit codes: 0 success, 2 bad parameters (one-line reason on stderr), 1 any other failure.
+Exit codes (labs/exits.py): 0 success, 2 bad parameters (one-line reason on stderr), 3 a rank process was
+stopped from outside the run (the reason on stderr's last line), 1 any other failure.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from labs import catalog, env, result_schema
+from labs import catalog, env, exits, result_schema
+from labs.parallel.dist import RankStopped
 from labs.params import one_line
 from labs.runtime import LabContext, build_result, emit, now_iso, validate_result
 
@@ -132,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_lab(args.lab, args.params, args.out, args.backend)
     except BadParams as exc:
         print(str(exc), file=sys.stderr)
-        return 2
+        return exits.BAD_PARAMS
+    except RankStopped as exc:
+        print(str(exc), file=sys.stderr)
+        return exits.STOPPED
     except Exception as exc:  # a lab bug or a device error: keep the reason readable
         traceback.print_exc()
         print(f"lab {args.lab} failed: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -33,6 +33,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from labs import exits
+
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 WATCH_S = 0.1  # how often the watchdog sums the group's memory
@@ -293,7 +295,7 @@ class LabRun:
         code = self.proc.returncode
         if code == 0 and (out / "result.json").is_file():
             return Outcome(True, None, "finished")
-        if code == 2:
+        if code == exits.BAD_PARAMS:
             return Outcome(False, f"Bad parameters: {self.reason()}", "refused")
         if self.memory_bytes and self._out_of_memory():
             budget = self.memory_bytes / 2**20
@@ -303,31 +305,28 @@ class LabRun:
                 f"stopped. Make the run smaller: fewer ranks or smaller sizes need less memory.",
                 "out of memory",
             )
+        if code == exits.STOPPED:  # a rank, not the lab's own process: the reason names it and the signal
+            return Outcome(False, f"{self.reason()}, {_MOST_LIKELY}", "lost")
         if code is not None and code < 0:
             return signal_outcome(-code)
         return Outcome(False, f"The lab failed: {self.reason()}", "failed")
 
 
-# Stops the course never sends a lab itself: its own kills (the memory watchdog, the time limit, a cancel, a
-# worker's shutdown) are all told apart before `outcome` looks at the exit code. Such a stop came from outside
-# the run: the kernel's OOM killer when the machine as a whole ran short (a kill inside the job's own cgroup is
-# "out of memory" above), an operator, or a host going down. Not the learner's doing, so not charged.
-EXTERNAL_STOPS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT})
+# A stop the course never sends a lab itself: its own kills (the memory watchdog, the time limit, a cancel, a
+# worker's shutdown) are all told apart before `outcome` looks at the exit code, and a kill inside the job's
+# own cgroup is "out of memory" above. Such a stop came from outside the run (labs/exits.py says which signals):
+# not the learner's doing, so the attempt is lost, not charged. The lab's ranks are told the same way
+# (labs/parallel/dist.py RankStopped, exit code exits.STOPPED).
+_MOST_LIKELY = "most likely because the machine ran short of memory or was shutting down"
 
 
 def signal_outcome(number: int) -> Outcome:
-    """How a lab process that `number` ended went: lost (stopped from outside) or failed (crashed)."""
-    try:
-        sig = signal.Signals(number)
-    except ValueError:
+    """How a lab process that signal `number` ended went: lost (stopped from outside) or failed (crashed)."""
+    sig = exits.signal_of(-number)
+    if sig is None:
         return Outcome(False, f"The lab process was ended by signal {number}.", "failed")
-    if sig in EXTERNAL_STOPS:
-        return Outcome(
-            False,
-            f"its process was stopped from outside the run ({sig.name}), most likely because the machine ran short "
-            f"of memory or was shutting down",
-            "lost",
-        )
+    if sig in exits.EXTERNAL_STOPS:
+        return Outcome(False, f"its process was stopped from outside the run ({sig.name}), {_MOST_LIKELY}", "lost")
     # SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE: the process crashed. Retrying would crash again, so it fails.
     return Outcome(
         False,

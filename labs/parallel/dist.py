@@ -11,7 +11,8 @@ ranks rendezvous through a FileStore in a private temporary directory, so there 
 Failure handling, because a distributed job must never hang the worker that started it:
 - a rank that raises: its traceback comes back, the other ranks (probably stuck in a collective
   waiting for it) are terminated, and `RankFailed` names the rank and the error;
-- a rank that dies without a word (segfault, OOM kill): `RankFailed` with its exit code;
+- a rank that dies without a word: `RankFailed` with its exit code or the signal it crashed with
+  (SIGSEGV), or `RankStopped` when a signal from outside stopped it (SIGKILL from the machine's OOM killer);
 - ranks still running at `timeout_s`: all are terminated and `RankTimeout` names the missing ranks;
 - the parent dying: each child asked Linux to SIGKILL it when its parent goes (PR_SET_PDEATHSIG).
 In every case all children are joined before `launch` returns or raises: no stray processes.
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from labs import exits
 from labs.resources import MIN_CPU_SLOTS
 
 
@@ -61,6 +63,26 @@ class RankFailed(RuntimeError):
         self.rank = rank
         self.detail = detail
         super().__init__(f"rank {rank} failed: {detail}")
+
+
+class RankStopped(RankFailed):
+    """A rank ended by a signal from outside the run (labs/exits.py EXTERNAL_STOPS): the machine's doing, not
+    the lab's. `python -m labs run` exits with exits.STOPPED for it, so the course requeues the attempt."""
+
+    def __init__(self, rank: int, signal_name: str):
+        self.rank = rank
+        self.detail = f"its process was stopped from outside the run ({signal_name})"
+        RuntimeError.__init__(self, f"rank {rank}'s process was stopped from outside the run ({signal_name})")
+
+
+def _silent_exit(rank: int, exitcode: int) -> RankFailed:
+    """Why a rank that ended without reporting ended: stopped from outside, crashed, or an exit code."""
+    sig = exits.signal_of(exitcode)
+    if sig in exits.EXTERNAL_STOPS:
+        return RankStopped(rank, sig.name)
+    if sig is not None:
+        return RankFailed(rank, f"process crashed ({sig.name}) without reporting")
+    return RankFailed(rank, f"process exited with code {exitcode} without reporting")
 
 
 class RankTimeout(RuntimeError):
@@ -193,7 +215,7 @@ def launch(
                     if r not in values and p.exitcode is not None and p.exitcode != 0:
                         time.sleep(0.2)
                         if results.empty():
-                            raise RankFailed(r, f"process exited with code {p.exitcode} without reporting") from None
+                            raise _silent_exit(r, p.exitcode) from None
                 continue
             if status == "error":
                 errors = {rank: value}
@@ -207,9 +229,15 @@ def launch(
                         errors[rank2] = value2
                 # A rank that died without a word while a peer reported an error (often the peer's "connection
                 # closed" as it still connected to the dead one) is the likelier cause: it competes too.
-                for r, p in enumerate(procs):
-                    if r not in errors and r not in values and p.exitcode not in (None, 0):
-                        errors[r] = f"process exited with code {p.exitcode} without reporting"
+                silent = {
+                    r: _silent_exit(r, p.exitcode)
+                    for r, p in enumerate(procs)
+                    if r not in errors and r not in values and p.exitcode not in (None, 0)
+                }
+                stopped = [e for e in silent.values() if isinstance(e, RankStopped)]
+                if stopped:  # the machine stopped a rank; the peers' errors are its fallout
+                    raise stopped[0]
+                errors.update({r: e.detail for r, e in silent.items()})
                 raise RankFailed(*_primary_error(errors))
             values[rank] = pickle.loads(value)
             if on_rank_done is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,3 +192,41 @@ def test_a_lab_killed_from_outside_is_requeued_uncharged_and_then_succeeds(db, m
     db.expire_all()
     done = db.get(Job, job.id)
     assert done.status == "succeeded" and done.attempts == 2, done.error
+
+
+def _rank_pids(lab_pid: int) -> list[int]:
+    """The lab's rank processes: its children that multiprocessing spawned (not its resource tracker)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if ppid == lab_pid and b"spawn_main" in cmdline:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def test_a_rank_killed_from_outside_makes_the_whole_attempt_lost_not_failed(tmp_path):
+    """`python -m labs run tp-sweep` for real; one of its two ranks gets `kill -9` from outside mid-run: the lab
+    exits with labs/exits.py STOPPED and the outcome is the course's loss, naming the rank and the signal."""
+    import signal
+
+    from app.executors.labproc import LabRun, lab_command
+
+    params = {"degrees": [2], "tokens": 2048, "hidden": 1024, "ffn": 4096, "steps": 50, "warmup": 0}
+    cmd = lab_command(sys.executable, lab="tp-sweep", params=params, out=tmp_path, backend="cpu")
+    run = LabRun(cmd, cwd=ROOT)
+    try:
+        ranks = wait_for(lambda: len(_rank_pids(run.proc.pid)) == 2 and _rank_pids(run.proc.pid), timeout=60)
+        time.sleep(1)  # past the rendezvous, into the timed steps
+        os.kill(ranks[-1], signal.SIGKILL)
+        run.proc.wait(timeout=60)
+    finally:
+        if run.proc.poll() is None:
+            run.kill()
+    run.join_readers()
+    outcome = run.outcome(tmp_path)
+    assert run.proc.returncode == 3 and outcome.lost, (run.proc.returncode, list(run.stderr_tail)[-5:])
+    assert "'s process was stopped from outside the run (SIGKILL), most likely because" in outcome.error

@@ -55,6 +55,29 @@ def _rank0_dies_and_rank1_reports_the_fallout(rank, world_size):
     raise RuntimeError("Gloo connectFullMesh failed: Connection closed by peer")
 
 
+def _rank0_signalled(rank, world_size, sig):
+    import signal as signals
+
+    if rank == 0:
+        os.kill(os.getpid(), getattr(signals, sig))
+    time.sleep(3600)
+
+
+def _rank0_killed_and_rank1_reports_the_fallout(rank, world_size):
+    """As above, but rank 0 is SIGKILLed (the machine's OOM killer, an operator) instead of exiting."""
+    import signal as signals
+
+    import torch.distributed as dist
+
+    pids = [None] * world_size
+    dist.all_gather_object(pids, os.getpid())
+    if rank == 0:
+        os.kill(os.getpid(), signals.SIGKILL)
+    while not _gone(pids[0]):
+        time.sleep(0.001)
+    raise RuntimeError("Gloo connectFullMesh failed: Connection closed by peer")
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -125,6 +148,25 @@ def test_a_silent_death_is_named_over_the_peer_error_it_caused():
     before = _children_of_this_process()
     with pytest.raises(labdist.RankFailed, match="rank 0 failed: process exited with code 7"):
         labdist.launch(_rank0_dies_and_rank1_reports_the_fallout, 2, timeout_s=60)
+    assert _children_of_this_process() - before == set()
+
+
+def test_a_rank_stopped_from_outside_is_told_apart_from_one_that_crashed():
+    """labs/exits.py: SIGKILL or SIGTERM is the machine's doing (RankStopped, the course requeues it); SIGSEGV
+    is a crash (RankFailed, the run's result)."""
+    with pytest.raises(labdist.RankStopped, match=r"rank 0's process was stopped from outside the run \(SIGKILL\)"):
+        labdist.launch(_rank0_signalled, 2, args=("SIGKILL",), timeout_s=60)
+    with pytest.raises(labdist.RankStopped, match=r"\(SIGTERM\)"):
+        labdist.launch(_rank0_signalled, 2, args=("SIGTERM",), timeout_s=60)
+    with pytest.raises(labdist.RankFailed, match=r"rank 0 failed: process crashed \(SIGSEGV\)") as crash:
+        labdist.launch(_rank0_signalled, 2, args=("SIGSEGV",), timeout_s=60)
+    assert not isinstance(crash.value, labdist.RankStopped)
+
+
+def test_a_rank_stopped_from_outside_is_named_over_the_peer_error_it_caused():
+    before = _children_of_this_process()
+    with pytest.raises(labdist.RankStopped, match=r"rank 0's process was stopped from outside the run \(SIGKILL\)"):
+        labdist.launch(_rank0_killed_and_rank1_reports_the_fallout, 2, timeout_s=60)
     assert _children_of_this_process() - before == set()
 
 
