@@ -65,7 +65,7 @@ from sqlalchemy import update
 from app import logs
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.executors.labproc import timed_out
+from app.executors.labproc import Outcome, timed_out
 from app.executors.ray_node import remote_task
 from app.models import ClusterNode, Job, utcnow
 from app.services import bundles
@@ -422,7 +422,8 @@ class Dispatcher:
                         return
                 elif kind == "end":
                     placement["ended"] = item["at"]
-                    if item["message"] == "lost" and flight.cancel_reason is None:  # labproc.Outcome.lost
+                    ended = Outcome(item["ok"], item["error"], item["message"])  # as the node's labproc made it
+                    if ended.lost and flight.cancel_reason is None:
                         self._lost(flight, item["error"])
                     else:
                         self._store(flight, item, placement)

@@ -59,10 +59,10 @@ def check_world_size(world_size: int, device: str, *, field: str = "degree") -> 
 
 
 class RankFailed(RuntimeError):
-    def __init__(self, rank: int, detail: str):
+    def __init__(self, rank: int, detail: str, message: str | None = None):
         self.rank = rank
         self.detail = detail
-        super().__init__(f"rank {rank} failed: {detail}")
+        super().__init__(message or f"rank {rank} failed: {detail}")
 
 
 class RankStopped(RankFailed):
@@ -70,9 +70,8 @@ class RankStopped(RankFailed):
     the lab's. `python -m labs run` exits with exits.STOPPED for it, so the course requeues the attempt."""
 
     def __init__(self, rank: int, signal_name: str):
-        self.rank = rank
-        self.detail = f"its process was stopped from outside the run ({signal_name})"
-        RuntimeError.__init__(self, f"rank {rank}'s process was stopped from outside the run ({signal_name})")
+        detail = f"process was stopped from outside the run ({signal_name})"
+        super().__init__(rank, detail, f"rank {rank}'s {detail}")
 
 
 def _silent_exit(rank: int, exitcode: int) -> RankFailed:
