@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.config import Settings
 from app.db import make_engine, make_sessionmaker
-from app.models import Job, User, utcnow
+from app.models import Job, JobLoss, User, utcnow
 from app.services import users
 from tests.app import labruns
 
@@ -91,6 +91,12 @@ class Seeder:
             db.add(job)
             db.commit()
             return job.id
+
+    def loss(self, job_id: int, reason: str, *, node: str = "gpu-host-a") -> None:
+        """A lost attempt of the job, as jobs.lost records one (the cluster page lists it)."""
+        with self.sessions() as db:
+            db.add(JobLoss(job_id=job_id, attempt=1, node=node, worker_id=None, reason=reason, outcome="queued"))
+            db.commit()
 
     def graded_report(self, owner_id: int, grader_id: int, lesson_id: str = "transformer-scaling") -> int:
         """Attach the owner's latest runs, answer, submit, and have the grader claim and grade it (16 / 20)."""

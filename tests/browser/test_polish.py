@@ -42,6 +42,7 @@ def seeded(live_server):
     ids["fp8-delayed"] = s.job(learner, "fp8-step")
     ids["fp8-current"] = s.job(learner, "fp8-step", CURRENT, seconds=95)
     ids["failed"] = s.failed_job(learner, "tp-sweep", CRASHED)
+    s.loss(ids["failed"], "The lab process was stopped from outside its run (SIGKILL, signal 9): the host's OOM killer")
     report = s.graded_report(learner, staff)
     yield {"jobs": ids, "report": report}
     s.close()
@@ -87,6 +88,7 @@ def test_every_page_fits_the_screen(browser, live_server, seeded, width, height,
             "/grader",
             f"/grader/reports/{seeded['report']}",
             "/instructor",
+            "/instructor/cluster",
             f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
         ],
     }
