@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.content import Variant, grade, make_variant
@@ -163,6 +163,26 @@ def _stale(version: int, current_version: int) -> str | None:
     return None
 
 
+def _answered(request: Request, fragment: str, ctx: dict, *, error: str | None, item: str) -> Response:
+    """An answer's re-rendered piece: to htmx, the piece alone, swapped in place; to a plain form post (no
+    JavaScript), the same piece in a whole page, with a link back to the part that holds it (`item` is the
+    piece's element id: pause-<id> or q-<id>)."""
+    lesson = ctx["lesson"]
+    kind, _, item_id = item.partition("-")
+    holder = next(
+        (
+            part
+            for part in lesson.parts
+            for b in part.blocks
+            if (kind == "pause" and b.kind == "section" and b.pause and b.pause.id == item_id)
+            or (kind == "q" and b.kind == "questions" and item_id in b.ids)
+        ),
+        lesson.parts[0],
+    )
+    page = {**ctx, "fragment": fragment, "back": holder, "back_url": f"/lessons/{lesson.id}/{holder.id}#{item}"}
+    return render(request, "lessons/answered.html", page, block="answer", status_code=400 if error else 200)
+
+
 @router.post("/lessons/{lesson_id}/pauses/{pause_id}")
 def answer_pause(
     request: Request,
@@ -193,7 +213,7 @@ def answer_pause(
         "draft": answer,
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
-    return render(request, "lessons/_pause.html", ctx, status_code=400 if error else 200)
+    return _answered(request, "lessons/_pause.html", ctx, error=error, item=f"pause-{pause_id}")
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}")
@@ -261,7 +281,7 @@ def answer_question(
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
-    return render(request, "lessons/_question.html", ctx, status_code=400 if error else 200)
+    return _answered(request, "lessons/_question.html", ctx, error=error, item=f"q-{question_id}")
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}/steps/{step_id}")
@@ -311,7 +331,7 @@ def answer_step(
         "drafts": {step_id: answer},
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
     }
-    return render(request, "lessons/_multistep.html", ctx, status_code=400 if error else 200)
+    return _answered(request, "lessons/_multistep.html", ctx, error=error, item=f"q-{question_id}")
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}/self-check")
@@ -351,4 +371,4 @@ def self_check(
         "selfcheck_error": error,
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
-    return render(request, "lessons/_selfcheck.html", ctx, status_code=400 if error else 200)
+    return _answered(request, "lessons/_selfcheck.html", ctx, error=error, item=f"q-{question_id}")

@@ -90,3 +90,18 @@ def test_self_check_is_saved_with_the_answer(learner, db):
     page = learner.get(f"/lessons/{PLAN}/plan").text
     assert "newer answer since your last self-check" in page and 'value="0" checked' not in page
     assert db.query(Response).filter_by(kind="self_check").count() == 1
+
+
+def test_an_answer_sent_without_javascript_comes_back_as_a_whole_page(learner, db):
+    """htmx swaps the answered piece in place; a plain form post (no JavaScript) gets the same piece in a whole
+    page, in the site's frame, with a link back to the part at that piece."""
+    _, version, _ = lesson_service.current(db, lesson_id=PLAN)
+    url = f"/lessons/{PLAN}/questions/tp8-zero1-70b/steps/total-state"
+    piece = learner.post(url, {"answer": "112 GB", "version": version}, headers={"HX-Request": "true"})
+    assert piece.status_code == 200 and "Not yet" in piece.text
+    assert "<html" not in piece.text and piece.text.lstrip().startswith('<div class="question multistep"')
+    page = learner.post(url, {"answer": "1120 GB", "version": version})
+    assert page.status_code == 200 and "Correct." in page.text
+    assert '<header class="site"' in page.text and f'href="/lessons/{PLAN}/plan#q-tp8-zero1-70b"' in page.text
+    bad = learner.post(url, {"answer": "a lot", "version": version})  # an error keeps what was typed, on a page
+    assert bad.status_code == 400 and '<header class="site"' in bad.text and 'value="a lot"' in bad.text
