@@ -189,6 +189,7 @@ async def csrf_protect(request: Request) -> None:
         if ctype.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
             form = await request.form()  # Starlette caches it, so the route still sees the body
             presented = form.get(CSRF_FORM_FIELD)
+            request.state.posted_form = form  # for the refusal page: what was sent is offered back (app/main.py)
     if not csrf_matches(request.session, presented if isinstance(presented, str) else None):
         # The session's current token rides along, so a page whose token went stale (a login in another tab
         # starts a new session) can take it and send again without a reload that would lose what was typed

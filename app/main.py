@@ -45,7 +45,7 @@ from app.routes import (
     reports,
     tools,
 )
-from app.security import CSRF_HEADER, SecurityHeaders
+from app.security import CSRF_FORM_FIELD, CSRF_HEADER, SecurityHeaders
 from app.services import labhost
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
@@ -78,7 +78,8 @@ def _error_response(request: Request, status: int, detail: str, headers: Mapping
     if _wants_json(request):
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
     # a refused form token is not a missing role: the page then says nothing about roles
-    ctx = {"status": status, "detail": detail, "stale_token": CSRF_HEADER in {k.lower() for k in headers or {}}}
+    stale = CSRF_HEADER in {k.lower() for k in headers or {}}
+    ctx = {"status": status, "detail": detail, "stale_token": stale, "resend": _resend(request) if stale else None}
 
     def page() -> Response:
         return _with_headers(render(request, "error.html", ctx, status_code=status), headers)
@@ -92,6 +93,33 @@ def _error_response(request: Request, status: int, detail: str, headers: Mapping
         except (HTTPException, sa_exc.SQLAlchemyError):  # a bad API token, or a database that cannot answer now
             request.state.user = None
         return page()
+
+
+def _resend(request: Request) -> dict[str, object] | None:
+    """A plain form (no JavaScript) refused for an out-of-date token is offered back, filled in, with the fresh
+    token, so nothing typed is lost: with scripts the page renews the token itself (static/requests.js).
+
+    Only for a post from one of our own pages: the browser's Sec-Fetch-Site, which no page can set, says so.
+    Another site's form gets the refusal alone, never a page that would send its fields with a valid token.
+    Forms with a password or a file are not offered back: the password is not written into a page, and a file
+    cannot be."""
+    form = getattr(request.state, "posted_form", None)
+    if (
+        form is None
+        or request.method != "POST"
+        or request.headers.get("hx-request")
+        or request.headers.get("sec-fetch-site") != "same-origin"
+    ):
+        return None
+    fields = [(k, v) for k, v in form.multi_items() if k != CSRF_FORM_FIELD]
+    if any(not isinstance(v, str) or "password" in k.lower() for k, v in fields):
+        return None
+    long = [(k, v) for k, v in fields if "\n" in v or len(v) > 60]
+    return {
+        "action": request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+        "long": long,
+        "short": [(k, v) for k, v in fields if (k, v) not in long],
+    }
 
 
 # The posts that hash or check a password (argon2, app/security.py) wait in the admission gate's "passwords"

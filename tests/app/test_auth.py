@@ -90,6 +90,41 @@ def test_a_refused_token_comes_back_with_the_sessions_current_one(client):
     assert again.status_code == 204
 
 
+PAUSE = "/lessons/transformer-scaling/pauses/{}"
+
+
+def test_a_plain_form_refused_for_its_token_is_offered_back_filled_in(client):
+    """Without JavaScript nothing renews a stale token, so the refusal page carries the form back: what was
+    typed in a box it can edit, the rest as it was sent, the current token, and the same action. Only for a
+    post from our own pages (Sec-Fetch-Site), and never for a password."""
+    client.register("ann@example.org")
+    current = client.api_token()
+    page = client.get("/lessons/transformer-scaling/deep-dives").text
+    pause_id = page.split('action="/lessons/transformer-scaling/pauses/')[1].split('"')[0]
+    answer = "Per-tensor scaling: one outlier sets the scale,\nso <small> values underflow."
+    form = {"csrf_token": "stale", "version": "1", "answer": answer}
+    same_site = {"sec-fetch-site": "same-origin"}
+    r = client.client.post(PAUSE.format(pause_id), data=form, headers=same_site, follow_redirects=False)
+    assert r.status_code == 403 and "Not sent: the page was out of date" in r.text
+    resend = r.text.split('data-testid="resend"')[1].split("</form>")[0]
+    assert f'action="{PAUSE.format(pause_id)}"' in r.text.split('data-testid="resend"')[0].rsplit("<form", 1)[1]
+    assert f'name="csrf_token" value="{current}"' in resend
+    assert 'name="answer"' in resend and "so &lt;small&gt; values underflow." in resend  # escaped, in a textarea
+    assert '<input type="hidden" name="version" value="1">' in resend and "stale" not in resend
+    assert client.get("/lessons/transformer-scaling/deep-dives").text.count("Reference answer") == 0  # not saved
+
+    # another site's form, a request from a script, or a form with a password: the refusal alone
+    for headers in ({"sec-fetch-site": "cross-site"}, {}, {**same_site, "hx-request": "true"}):
+        r = client.client.post(PAUSE.format(pause_id), data=form, headers=headers)
+        assert r.status_code == 403 and 'data-testid="resend"' not in r.text and answer not in r.text, headers
+    r = client.client.post(
+        "/account/password",
+        data={"csrf_token": "stale", "current_password": "correct horse", "new_password": "another horse!"},
+        headers=same_site,
+    )
+    assert r.status_code == 403 and 'data-testid="resend"' not in r.text and "another horse" not in r.text
+
+
 def test_api_post_needs_csrf_header(client):
     client.register("ann@example.org")
     r = client.client.post("/api/v1/jobs", json={"lab": "env-check"})

@@ -506,6 +506,42 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
     ctx.close()
 
 
+def test_without_javascript_a_refused_form_comes_back_filled_in(browser, live_server):
+    """No script renews a stale token on a plain form: the refusal page offers the form back with what was
+    typed and the current token, and sending it from there saves the answer."""
+    ctx = _context(browser, 390, 844, java_script_enabled=False)
+    page = ctx.new_page()
+    email = "nojs@example.org"
+    Seeder(live_server.data).user(email)
+    login(page, live_server.url, email)
+    page.goto(f"{live_server.url}/lessons/{LESSON}/deep-dives")
+    other = ctx.new_page()  # logged out and in again in another tab: this page's token is out of date
+    other.goto(live_server.url + "/")
+    other.get_by_role("button", name="Log out").click()
+    login(other, live_server.url, email)
+    first = page.locator(".pause").first
+    text = "One outlier sets a per-tensor scale,\nso the small values fall below FP8's range."
+    first.get_by_label("Your answer").fill(text)
+    first.get_by_role("button", name="Save my answer and reveal the reference").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not sent: the page was out of date")
+    resend = page.get_by_test_id("resend")
+    expect(resend.get_by_label("answer")).to_have_value(text)
+    screenshot(page, "polish-resend-nojs-phone390")
+    assert _overflow(page) <= 1
+    resend.get_by_role("button", name="Send it again").click()
+    # without JavaScript the answer comes back as a whole page, in the site's frame, with a way back
+    saved = page.locator(".pause")
+    expect(saved).to_contain_text("Reference answer")
+    expect(saved.locator(".your-answer")).to_contain_text("so the small values fall below")
+    expect(page.locator("header.site")).to_be_visible()
+    screenshot(page, "polish-answered-nojs-phone390")
+    assert _overflow(page) <= 1
+    page.get_by_role("link", name="Back to the part").click()
+    expect(page).to_have_url(re.compile(f"/lessons/{LESSON}/deep-dives#pause-"))
+    expect(page.locator(".pause").first).to_contain_text("so the small values fall below")
+    ctx.close()
+
+
 @pytest.mark.parametrize(("width", "height", "name"), WIDTHS[:2])
 def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server, width, height, name):
     """An htmx action whose answer does not come back into the page says why in an alert at the foot of the screen
