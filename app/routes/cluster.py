@@ -16,17 +16,35 @@ from app.web import render
 router = APIRouter(prefix="/instructor/cluster", dependencies=[Depends(csrf_protect)])
 
 
-def _page(request: Request, db, settings, host, errors: dict | None = None, values: dict | None = None, status=200):
+# What the page says after a save (POST, then redirect to ?saved=KIND); an unknown KIND says nothing.
+SAVED = {
+    "default": "Saved the course default limits.",
+    "learner": "Saved the learner's own limits (listed under the form).",
+    "cleared": "Removed the learner's own limits: the course default applies to them again.",
+    "unchanged": "That learner had no limits of their own, so nothing changed.",
+}
+
+
+def _page(
+    request: Request,
+    db,
+    settings,
+    host,
+    errors: dict | None = None,
+    values: dict | None = None,
+    status=200,
+    saved: str | None = None,
+):
     ctx = clusterview.overview(db, settings=settings, host=host)
-    ctx.update(errors=errors or {}, values=values or {}, limit_fields=limit_service.FIELDS)
+    ctx.update(errors=errors or {}, values=values or {}, limit_fields=limit_service.FIELDS, saved=SAVED.get(saved or ""))
     return render(request, "cluster/index.html", ctx, block="cluster", status_code=status)
 
 
 @router.get("")
 def cluster_page(
-    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep
+    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep, saved: str = ""
 ) -> Response:
-    return _page(request, db, settings, host)
+    return _page(request, db, settings, host, saved=saved)
 
 
 @router.post("/limits")
@@ -42,12 +60,19 @@ async def set_limits(
             target = user_service.get_by_email(db, email=email)
             if target is None:
                 raise FieldError("email", f"email: no user {email!r}; leave it blank to set the course default")
-        if target is not None and form.get("clear"):
-            limit_service.clear_override(db, user_id=target.id)
+        if form.get("clear"):
+            if target is None:  # never fall through to saving the form's numbers as the course default
+                raise FieldError(
+                    "email",
+                    "email: name the learner whose own limits to remove; the course default can be changed, "
+                    "not removed",
+                )
+            saved = "cleared" if limit_service.clear_override(db, user_id=target.id) else "unchanged"
         else:
             limit_service.set_limits(
                 db, by=user, user_id=target.id if target else None, values=limit_service.parse(form)
             )
+            saved = "learner" if target else "default"
     except FieldError as exc:
         return _page(request, db, settings, host, errors={exc.field: str(exc)}, values=form, status=422)
-    return RedirectResponse("/instructor/cluster", status_code=303)
+    return RedirectResponse(f"/instructor/cluster?saved={saved}", status_code=303)

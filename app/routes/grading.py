@@ -56,7 +56,6 @@ def queue_page(
         "assigned": allowed,
         "assignments": grading.assignments(db) if user.has_role("instructor") else [],
         "all_lessons": catalogue,
-        "message": request.query_params.get("msg", ""),
     }
     return render(request, "grader/index.html", ctx, block="queue")
 

@@ -160,11 +160,14 @@ def set_limits(db: Session, *, by: User, user_id: int | None, values: dict[str, 
     db.commit()
 
 
-def clear_override(db: Session, *, user_id: int) -> None:
+def clear_override(db: Session, *, user_id: int) -> bool:
+    """Remove the learner's own limits; False if they had none."""
     row = db.scalar(select(QueueLimit).where(QueueLimit.user_id == user_id))
-    if row is not None:
-        db.delete(row)
-        db.commit()
+    if row is None:
+        return False
+    db.delete(row)
+    db.commit()
+    return True
 
 
 def overrides(db: Session) -> dict[int, Limits]:

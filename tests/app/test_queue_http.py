@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.models import ClusterNode, Job, utcnow
+from app.services import limits as limit_service
 from tests.conftest import Browserless
 
 
@@ -94,6 +95,29 @@ def test_a_learners_own_limit_overrides_the_default_and_bad_input_names_the_fiel
     assert nobody.status_code == 422 and "no user 'nobody@example.org'" in html.unescape(nobody.text)
     page = prof.get("/instructor/cluster").text
     assert "ann@example.org" in page and "3 / 3" in page  # usage against her own limit
+
+
+def test_removing_own_limits_needs_a_learner_and_every_save_says_what_it_did(client, prof, db):
+    """"Remove this learner's own limits" with the email left blank once fell through and saved the form's
+    numbers as the course default, silently. It is now refused and changes nothing; each save says what it did."""
+    client.register("ann@example.org")
+    saved = _set_limits(prof, max_in_flight=4)
+    assert saved.headers["location"] == "/instructor/cluster?saved=default"
+    assert "Saved the course default limits." in prof.get(saved.headers["location"]).text
+    before = limit_service.course_default(db)
+    blank = _set_limits(prof, max_in_flight=1, clear="1")
+    assert blank.status_code == 422
+    assert "email: name the learner whose own limits to remove" in html.unescape(blank.text)
+    db.expire_all()
+    assert limit_service.course_default(db) == before and before.max_in_flight == 4  # not the form's 1
+    own = _set_limits(prof, email="ann@example.org", max_in_flight=2)
+    assert own.headers["location"] == "/instructor/cluster?saved=learner"
+    cleared = _set_limits(prof, email="ann@example.org", clear="1")
+    assert cleared.headers["location"] == "/instructor/cluster?saved=cleared"
+    assert "the course default applies to them again" in prof.get(cleared.headers["location"]).text
+    again = _set_limits(prof, email="ann@example.org", clear="1")
+    assert again.headers["location"] == "/instructor/cluster?saved=unchanged"
+    assert "<script>" not in prof.get("/instructor/cluster?saved=<script>").text  # an unknown kind says nothing
 
 
 def test_cancel_a_queued_job_by_api_and_button_with_ownership_and_csrf(client, make_client, make_user, db):
