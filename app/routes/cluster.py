@@ -36,7 +36,9 @@ def _page(
     saved: str | None = None,
 ):
     ctx = clusterview.overview(db, settings=settings, host=host)
-    ctx.update(errors=errors or {}, values=values or {}, limit_fields=limit_service.FIELDS, saved=SAVED.get(saved or ""))
+    ctx.update(
+        errors=errors or {}, values=values or {}, limit_fields=limit_service.FIELDS, saved=SAVED.get(saved or "")
+    )
     return render(request, "cluster/index.html", ctx, block="cluster", status_code=status)
 
 

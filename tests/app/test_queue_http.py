@@ -98,7 +98,7 @@ def test_a_learners_own_limit_overrides_the_default_and_bad_input_names_the_fiel
 
 
 def test_removing_own_limits_needs_a_learner_and_every_save_says_what_it_did(client, prof, db):
-    """"Remove this learner's own limits" with the email left blank once fell through and saved the form's
+    """ "Remove this learner's own limits" with the email left blank once fell through and saved the form's
     numbers as the course default, silently. It is now refused and changes nothing; each save says what it did."""
     client.register("ann@example.org")
     saved = _set_limits(prof, max_in_flight=4)
