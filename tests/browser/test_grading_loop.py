@@ -136,6 +136,10 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
         g.keyboard.type(f"Thanks {who}: read your timeline again.")
         g.locator("#notes").fill("compare with last term")
         screenshot(g, f"review-{who.lower()}")
+        # the total and Save stay on screen at the foot of the rubric's panel, wherever the grader is in it
+        save = g.get_by_role("button", name="Save grade").bounding_box()
+        assert save and 0 <= save["y"] and save["y"] + save["height"] <= 900, save
+        screenshot(g, f"review-{who.lower()}-screen", full_page=False)
         g.keyboard.press("Control+Enter")
         expect(g.locator(".banner[role=status]")).to_contain_text("Grade saved")
 
