@@ -166,6 +166,10 @@ def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
         # the browser scrolls smoothly: wait for the box to move rather than reading it at once
         page.wait_for_function("e => e.scrollLeft > 0", arg=box.element_handle(), timeout=5_000)
     screenshot(page, f"polish-result-overlap-{name}")
+    # a short table of sentences (env-check's FP8 recipes) fits a phone: its sentences wrap, none ends past the edge
+    page.goto(f"{live_server.url}/jobs/{seeded['jobs']['env-check']}")
+    recipes = page.locator(".result .table-wrap", has=page.locator("td.long")).first
+    assert recipes.evaluate("w => w.scrollWidth <= w.clientWidth + 1"), name
     ctx.close()
 
 
