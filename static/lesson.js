@@ -1,4 +1,5 @@
-// Lesson page behaviour: render math with the vendored KaTeX, and link code-trace steps to lines.
+// Lesson page behaviour: render math with the vendored KaTeX, link code-trace steps to lines, and keep the
+// current part's chip in view in the pacing strip.
 // Runs on first load and on every htmx swap (htmx 4 fires htmx:after:process on each piece of new content).
 (function () {
   function renderMath(root) {
@@ -30,7 +31,16 @@
       });
     });
   }
-  function init(root) { renderMath(root); wireTraces(root); }
+  // On a narrow screen the pacing lists are rows of chips that scroll sideways: bring the current part's chip
+  // into view (the list scrolls, the page does not), or a learner on part 6 sees only parts 1 and 2.
+  function showCurrentChip() {
+    document.querySelectorAll(".pacing ol, .pacing ul").forEach(function (list) {
+      var cur = list.querySelector("li.current");
+      if (!cur || list.scrollWidth <= list.clientWidth) return;
+      list.scrollLeft += cur.getBoundingClientRect().left - list.getBoundingClientRect().left - 16;
+    });
+  }
+  function init(root) { renderMath(root); wireTraces(root); showCurrentChip(); }
   document.addEventListener("htmx:after:process", function (ev) { init(ev.target); });
   document.addEventListener("DOMContentLoaded", function () { init(document); });
 })();

@@ -178,3 +178,21 @@ def test_multi_step_problem_and_self_check(learner_page, live_server):
     page.reload()
     expect(page.locator("#selfcheck-defend-plan")).to_contain_text("Saved with your answer: 2 of 5 points")
     screenshot(page, "planning-at-scale-plan-self-check-laptop")
+
+
+def test_on_a_phone_the_pacing_strip_shows_the_current_part(learner_page, live_server):
+    """The pacing list is a sideways-scrolling row of chips on a phone: on a late part its chip is in view (once,
+    the strip showed parts 1 and 2 on part 6), and the page itself was not scrolled to get it there."""
+    page = learner_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/lessons/transformer-scaling/practice")
+    strip = page.locator(".pacing ol")
+    chip = strip.locator("li.current")
+    expect(chip).to_have_count(1)
+    page.wait_for_function("s => s.scrollLeft > 0", arg=strip.element_handle(), timeout=5000)
+    inside = strip.evaluate(
+        """s => { const a = s.getBoundingClientRect(), c = s.querySelector('li.current').getBoundingClientRect();
+                  return c.left >= a.left - 1 && c.right <= a.right + 1; }"""
+    )
+    assert inside
+    assert page.evaluate("window.scrollY") == 0
