@@ -81,6 +81,34 @@ def check_link(check: PauseCheck, answer: str | None) -> CheckLink:
     return kept(_links, _LINKS_KEPT, key, lambda: (check, check.link(answer)))[1]
 
 
+# The reference sections outside the timed parts, in the order the pacing list shows them. A lesson has one
+# only when it has something to show in it: atlas.yaml, lab.yaml, `references:` in lesson.yaml.
+SECTIONS = {"atlas": "Knowledge atlas", "lab": "Hands-on lab", "references": "Go deeper"}
+
+
+def sections(lesson: Lesson) -> dict[str, str]:
+    """The reference sections this lesson has (id -> title, in SECTIONS' order): what the pacing list offers, and
+    the only ones `/lessons/<id>/<section>` should answer for (a lesson without lab.yaml has no lab page)."""
+    has = {
+        "atlas": lesson.atlas is not None,
+        "lab": lesson.lab is not None,
+        "references": bool(lesson.header.references),
+    }
+    return {sid: title for sid, title in SECTIONS.items() if has[sid]}
+
+
+_MISSING = {"atlas": "knowledge atlas", "lab": "hands-on lab", "references": "“Go deeper” links"}
+
+
+def section_missing(lesson: Lesson, section_id: str) -> str | None:
+    """Why `/lessons/<id>/<section_id>` has nothing to show, in the learner's words (the 404's reason), or None
+    when the lesson has that section or `section_id` names no section. No page links to a missing one: this
+    answers a typed or stale address."""
+    if section_id not in SECTIONS or section_id in sections(lesson):
+        return None
+    return f"Lesson {lesson.number:02d} · {lesson.title} has no {_MISSING[section_id]}."
+
+
 _PACINGS_KEPT = 4096
 _pacings: dict[tuple, tuple[Lesson, Markup]] = {}
 
@@ -96,7 +124,12 @@ def pacing(
 
     def build() -> tuple[Lesson, Markup]:
         html = env.get_template("lessons/_pacing.html").render(
-            lesson=lesson, version=version, current_version=current_version, part_id=part_id, done=done
+            lesson=lesson,
+            version=version,
+            current_version=current_version,
+            part_id=part_id,
+            done=done,
+            sections=sections(lesson),
         )
         return lesson, Markup(html)
 

@@ -19,6 +19,41 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+_TICKS = re.compile(r"`+")
+
+
+def code(text: str) -> str:
+    """`text` as a Markdown code span that code_spans() reads back whole, whatever backticks it holds: what
+    an author should type, or a value of theirs, inside an explanation."""
+    fence = "`" * (max(map(len, _TICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (text[:1] == text[-1:] == " " and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_spans(text: str) -> list[tuple[str, bool]]:
+    """`text` as (piece, is code) pieces, the way Markdown reads code spans: a run of backticks opens one that the
+    next run of the same length closes, and one space just inside each end is dropped; a run that nothing closes
+    is plain text. The editor shows the code pieces as code (templates/instructor/edit.html); the command line
+    prints the text as it is."""
+    out: list[tuple[str, bool]] = []
+    at = pos = 0
+    while (opening := _TICKS.search(text, pos)) is not None:
+        width = len(opening.group())
+        closing = next((m for m in _TICKS.finditer(text, opening.end()) if len(m.group()) == width), None)
+        if closing is None:
+            pos = opening.end()
+            continue
+        if opening.start() > at:
+            out.append((text[at : opening.start()], False))
+        inner = text[opening.end() : closing.start()]
+        if len(inner) > 1 and inner[0] == inner[-1] == " " and inner.strip():
+            inner = inner[1:-1]
+        out.append((inner, True))
+        at = pos = closing.end()
+    if at < len(text):
+        out.append((text[at:], False))
+    return out
+
 
 @dataclass(frozen=True)
 class ContentError:
@@ -30,6 +65,15 @@ class ContentError:
     found: str
     line: int | None = None  # 1-based line in the YAML, when known
     hint: str = ""  # for a YAML mistake the parser words badly: what the author most likely did, and the fix
+    # `expected` and `hint` mark what to type, and the author's own values, as Markdown code spans (`code`)
+
+    @property
+    def expected_spans(self) -> list[tuple[str, bool]]:
+        return code_spans(self.expected)
+
+    @property
+    def hint_spans(self) -> list[tuple[str, bool]]:
+        return code_spans(self.hint)
 
     @property
     def message(self) -> str:
@@ -47,6 +91,9 @@ def yaml_problem(exc: yaml.YAMLError) -> tuple[str, int | None]:
     return problem, (mark.line + 1 if mark else None)
 
 
+_DOTS = '"..."'
+
+
 def yaml_hint(exc: yaml.YAMLError, text: str) -> str:
     """The usual cause of a YAML error, in an author's words, for the mistakes people make in prose files:
     a colon inside a sentence, a tab, a value that starts with a character YAML reserves."""
@@ -59,25 +106,32 @@ def yaml_hint(exc: yaml.YAMLError, text: str) -> str:
     if "mapping values are not allowed" in problem:
         return (
             "This line's text has a second colon followed by a space, which YAML reads as the start of a new key. "
-            'Put the whole text in double quotes ("..."), or write `key: >` and the text on the indented lines below'
+            f"Put the whole text in double quotes ({code(_DOTS)}), or write {code('key: >')} and the text on the "
+            "indented lines below"
         )
     if "'\\t'" in problem or "\t" in problem:
         return "Indent with spaces: YAML does not allow tab characters in indentation (this line has one)"
     if "scanning an alias" in context or (value.startswith("*") and "'*'" in problem):
         return (
-            f"A value that starts with * is read as a YAML alias (a reference to an anchor). Quote the text: "
-            f'"{value[:40]}"'
+            f"A value that starts with {code('*')} is read as a YAML alias (a reference to an anchor). Quote the "
+            f"text: {_quoted(value)}"
         )
     reserved = re.search(r"found character '([@`%|>!&])' that cannot start any token", problem)
     if reserved:
-        return f'YAML reserves {reserved.group(1)} at the start of a value. Quote the text: "{value[:40]}"'
+        return f"YAML reserves {code(reserved.group(1))} at the start of a value. Quote the text: {_quoted(value)}"
     if "expected <block end>" in problem and value.startswith(("{", "[")):
-        return f"A value that starts with {value[0]} is read as a YAML {'mapping' if value[0] == '{' else 'list'}. Quote the text"
+        kind = "mapping" if value[0] == "{" else "list"
+        return f"A value that starts with {code(value[0])} is read as a YAML {kind}. Quote the text"
     if "expected <block end>" in problem or "while parsing a block" in context:
         return "This line is indented differently from the lines above it: keys of one mapping start in the same column"
     if "end of stream" in problem and "quoted scalar" in context:
         return "A quote opened on this line or above is never closed"
     return ""
+
+
+def _quoted(value: str) -> str:
+    """The author's value in double quotes, as code: what to type instead (the first 40 characters)."""
+    return code(f'"{value[:40]}"')
 
 
 def yaml_error(file: str, exc: yaml.YAMLError, text: str) -> ContentError:
@@ -220,7 +274,7 @@ def _expected(e: Any, data: Any, root: type[BaseModel] | None, loc: tuple) -> st
     if kind == "extra_forbidden":
         model = _model_at(root, data, loc[:-1]) if root else None
         allowed = ", ".join(model.model_fields) if model else ""
-        return f"no field named {loc[-1]!r} here" + (f" (allowed: {allowed})" if allowed else "")
+        return f"no field named {code(str(loc[-1]))} here" + (f" (allowed: {allowed})" if allowed else "")
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         ctx = e.get("ctx", {})
         return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"

@@ -46,10 +46,16 @@ def _check_path(path: str, existing: dict) -> str | None:
     return None
 
 
+# What a file's preview shows besides a part: the lesson-wide files, as learners see them on the lesson's pages.
+# parts/NAME.yaml shows its part; the rest (questions, rubric) show the first part.
+SHOWN = {"lesson.yaml": "header", "atlas.yaml": "atlas", "lab.yaml": "lab"}
+
+
 def _preview_ctx(lesson, path: str) -> dict:
     part_id = path[len("parts/") : -len(".yaml")] if path.startswith("parts/") else lesson.parts[0].id
     variants = {qid: make_variant(q, 0) if isinstance(q.body, Numeric) else None for qid, q in lesson.questions.items()}
     return {
+        "shown": SHOWN.get(path, "part"),
         "lesson": lesson,
         "part": lesson.part(part_id) or lesson.parts[0],
         "version": -1,

@@ -1,5 +1,7 @@
 """Instructor authoring: live validation, preview, publish as a new version, bad input refused."""
 
+import re
+
 import pytest
 
 from app.models import LessonVersion
@@ -102,3 +104,69 @@ def test_script_in_authored_markdown_is_sanitized(instructor, db):
     assert 'href="javascript' not in page
     assert not re.search(r"<img[^>]*onerror", page)
     assert "&lt;script&gt;alert(1)" in page  # shown as text, harmlessly
+
+
+HX = {"HX-Request": "true"}
+
+
+def _preview(client, path, text):
+    r = client.post(f"/instructor/lessons/{LESSON}/preview", {"path": path, "text": text}, headers=HX)
+    assert r.status_code == 200
+    return r.text
+
+
+def _frame(html: str) -> str:
+    return html[html.index('<div class="preview-frame" inert>') :]
+
+
+def test_editing_lesson_yaml_previews_the_lesson_header(instructor, db):
+    """lesson.yaml is the header learners see above every part: its preview is that header (the same template as
+    the lesson's pages), so a new title or summary shows at once, and never "part 1"."""
+    page = instructor.get(f"/instructor/lessons/{LESSON}/edit").text  # lesson.yaml is the file it opens
+    version = lesson_service.latest_row(db, lesson_id=LESSON).version
+    assert "Preview of the lesson's header and its “Go deeper” links" in page and "Preview of part" not in page
+    frame = _frame(page)
+    assert '<header class="lesson-head">' in frame and "<h1>Transformer Scaling</h1>" in frame
+    assert f"<span>Version {version + 1}</span>" in frame  # the version publishing it would make
+    assert 'href="/lessons/transformer-scaling/lab">Hands-on lab</a>' in frame and "Go deeper" in frame
+    text = _text(db, "lesson.yaml")
+    assert "\ntitle: Transformer Scaling\n" in text
+    text = text.replace("\ntitle: Transformer Scaling\n", "\ntitle: Scaling a Transformer step\n", 1)
+    text = text.replace("summary: >-\n", "summary: >-\n  A brand-new first sentence.\n", 1)
+    html = _preview(instructor, "lesson.yaml", text)
+    assert "Valid." in html and "Preview of part" not in html
+    frame = _frame(html)
+    assert "<h1>Scaling a Transformer step</h1>" in frame and "A brand-new first sentence." in frame
+
+
+@pytest.mark.parametrize(
+    "path, shows, marker",
+    [("atlas.yaml", "knowledge atlas", 'id="atlas-h"'), ("lab.yaml", "hands-on lab", 'id="lab-h"')],
+)
+def test_atlas_and_lab_files_preview_their_own_pages(instructor, db, path, shows, marker):
+    html = _preview(instructor, path, _text(db, path))
+    assert f"Valid. Preview of the {shows} as learners will see it" in html and marker in _frame(html)
+    assert 'id="part-orient"' not in html
+
+
+def test_a_parts_file_still_previews_its_part(instructor, db):
+    html = _preview(instructor, "parts/code-trace.yaml", _text(db, "parts/code-trace.yaml"))
+    assert "Preview of part 4 as learners will see it" in html and 'id="part-code-trace"' in _frame(html)
+
+
+def test_yaml_hints_show_what_to_type_as_code(instructor, db):
+    text = _text(db, "parts/orient.yaml").replace("title: Orient + objectives", "title: Orient: objectives")
+    html = _preview(instructor, "parts/orient.yaml", text)
+    hint = html[html.index('<span class="yaml-hint">') :]
+    hint = hint[: hint.index("</span>")]
+    assert "<code>&#34;...&#34;</code>" in hint and "<code>key: &gt;</code>" in hint
+    assert "`" not in hint
+
+
+def test_the_problem_count_agrees_with_its_verb(instructor, db):
+    one = _text(db, "parts/orient.yaml").replace("minutes: 5", "minutes: lots")
+    assert "1 problem: nothing is published until it is fixed." in _preview(instructor, "parts/orient.yaml", one)
+    two = one.replace("title: Orient + objectives", "titel: Orient + objectives")
+    html = _preview(instructor, "parts/orient.yaml", two)
+    count = int(re.search(r"(\d+) problems: nothing is published until they are fixed\.", html).group(1))
+    assert count >= 2 and "until it is fixed" not in html

@@ -156,3 +156,69 @@ def test_answers_are_per_learner(learner, make_client, db):
     bob = make_client()
     bob.register("bob@example.org", name="Bob")
     assert "ann's private thought" not in bob.get(f"/lessons/{LESSON}/deep-dives").text
+
+
+def _pacing(html: str) -> str:
+    return html[html.index('id="pacing"') : html.index("</nav>", html.index('id="pacing"'))]
+
+
+def _header(html: str) -> str:
+    return html[html.index('<header class="lesson-head">') : html.index("</header>", html.index("lesson-head"))]
+
+
+@pytest.mark.parametrize(
+    "lesson_id, first, last, interactive",
+    [
+        ("precision-by-numbers", "formats", "collectives-memory", False),
+        ("planning-at-scale", "compute-budget", "plan", True),
+    ],
+)
+def test_a_lesson_without_a_lab_offers_none(learner, lesson_id, first, last, interactive):
+    """Lessons 07 and 08 have no lab.yaml (and no atlas.yaml): no page of theirs links to a lab or an atlas, and
+    the last part leads on to what the lesson does have, its "Go deeper" links."""
+    for part in (first, last):
+        html = learner.get(f"/lessons/{lesson_id}/{part}").text
+        assert "Hands-on lab" not in html and f"/lessons/{lesson_id}/lab" not in html, part
+        assert "Knowledge atlas" not in html and f"/lessons/{lesson_id}/atlas" not in html, part
+        pacing = _pacing(html)
+        assert "Outside the core time" in pacing and f'href="/lessons/{lesson_id}/references"' in pacing
+        # the header still offers the interactive lesson where there is one (lesson 08's memory tool)
+        assert ('href="/play"' in _header(html)) is interactive
+    foot = html[html.index('<footer class="part-foot">') :]
+    assert re.search(rf'<a class="next" href="/lessons/{lesson_id}/references"[^>]*>Go deeper →</a>', foot)
+
+
+def test_a_lesson_with_a_lab_still_offers_it_everywhere(learner):
+    html = learner.get(f"/lessons/{LESSON}/orient").text
+    assert f'<a href="/lessons/{LESSON}/lab">Hands-on lab</a>' in _header(html)
+    pacing = _pacing(html)
+    for sid, title in (("atlas", "Knowledge atlas"), ("lab", "Hands-on lab"), ("references", "Go deeper")):
+        assert re.search(rf'href="/lessons/{LESSON}/{sid}"[^>]*>{title}</a>', pacing), sid
+    last = learner.get(f"/lessons/{LESSON}/practice").text
+    foot = last[last.index('<footer class="part-foot">') :]
+    assert re.search(rf'<a class="next" href="/lessons/{LESSON}/lab"[^>]*>Hands-on lab →</a>', foot)
+    lab = learner.get(f"/lessons/{LESSON}/lab")
+    assert lab.status_code == 200 and 'aria-current="page">Hands-on lab</a>' in _pacing(lab.text)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs app/routes/lessons.py lesson_part to 404 a reference section the lesson lacks "
+    "(app/lesson_pages.py section_missing); remove this mark once it does",
+)
+def test_a_section_the_lesson_lacks_is_404_with_the_reason(learner):
+    r = learner.get("/lessons/planning-at-scale/lab")
+    assert r.status_code == 404 and "Lesson 08 · Planning a run by the numbers has no hands-on lab." in r.text
+    assert learner.get("/lessons/planning-at-scale/atlas").status_code == 404
+    assert learner.get("/lessons/planning-at-scale/references").status_code == 200
+
+
+def test_the_lab_page_keeps_its_eyebrow_short_and_says_each_evidence_item_once(learner):
+    html = learner.get(f"/lessons/{LESSON}/lab").text
+    eyebrow = re.search(r'<p class="eyebrow">([^<]*)</p>\s*<h2 id="lab-h">', html).group(1)
+    assert eyebrow == "Optional hands-on lab · 45–70 min"  # kind · time, not a sentence in capitals
+    assert re.search(r"<p>Outside the core 60 minutes\. Best on a CUDA GPU with FP8 support;[^<]*</p>", html)
+    item = re.search(r'<li id="evidence-static-trace">(.*?)</li>', html, re.S).group(1)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", item))
+    assert text.startswith("on unsupported hardware Static recipe and shape trace: Without a suitable GPU")
+    assert text.lower().count("unsupported hardware") == 1 and " :" not in text

@@ -37,6 +37,7 @@ def test_unknown_field_lists_allowed_fields(template_texts):
     errors = _errors(template_texts, **{"atlas.yaml": atlas})
     e = _find(errors, "atlas.yaml", "vocabulary[0].definiton")
     assert "allowed: term, definition" in e.expected and e.line == 3
+    assert e.expected.startswith("no field named `definiton` here")  # the editor shows the author's key as code
     assert _find(errors, "atlas.yaml", "vocabulary[0].definition").found.startswith("nothing")
 
 

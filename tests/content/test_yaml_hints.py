@@ -3,18 +3,22 @@
 import pytest
 import yaml
 
-from app.content.errors import yaml_error
+from app.content.errors import code, code_spans, yaml_error
 
 
 @pytest.mark.parametrize(
     "text, line, hint",
     [
-        ("title: Hello\nbody: The answer: forty two\n", 2, 'Put the whole text in double quotes ("...")'),
+        (
+            "title: Hello\nbody: The answer: forty two\n",
+            2,
+            'Put the whole text in double quotes (`"..."`), or write `key: >`',
+        ),
         ("title: x\nblocks:\n\t- a\n", 3, "Indent with spaces"),
-        ("title: *bold* text\n", 1, 'Quote the text: "*bold* text"'),
+        ("title: *bold* text\n", 1, 'Quote the text: `"*bold* text"`'),
         ("items:\n  - *emphasis*\n", 2, "read as a YAML alias"),
-        ("title: @handle\n", 1, 'YAML reserves @ at the start of a value. Quote the text: "@handle"'),
-        ("title: `code` here\n", 1, "YAML reserves ` at the start"),
+        ("title: @handle\n", 1, 'YAML reserves `@` at the start of a value. Quote the text: `"@handle"`'),
+        ("title: `code` here\n", 1, 'YAML reserves `` ` `` at the start of a value. Quote the text: ``"`code` here"``'),
         ("a:\n  b: 1\n c: 2\n", 3, "indented differently"),
         ('title: "unclosed\n', 2, "never closed"),
     ],
@@ -27,3 +31,32 @@ def test_hint_for_a_usual_mistake(text, line, hint):
     assert hint in err.hint
     assert not err.found.startswith("found ")  # "expected valid YAML, found found character" read badly
     assert err.hint in str(err)  # the CLI's `lessons validate` shows it too
+
+
+@pytest.mark.parametrize(
+    "text, spans",
+    [
+        ("write `key: >` below", [("write ", False), ("key: >", True), (" below", False)]),
+        ("a lone ` stays text", [("a lone ` stays text", False)]),
+        ("``a`b`` then", [("a`b", True), (" then", False)]),
+        ("`` ` `` and `x`", [("`", True), (" and ", False), ("x", True)]),
+        ("no code", [("no code", False)]),
+    ],
+)
+def test_code_spans_read_like_markdown(text, spans):
+    assert code_spans(text) == spans
+
+
+@pytest.mark.parametrize("value", ["plain", "`", "`tick", "tick`", "a``b", ' "quoted" ', "*"])
+def test_an_authors_value_as_code_reads_back_whole(value):
+    """What the author wrote goes into a hint as a code span, whatever backticks it holds, so the editor shows
+    exactly that text as code and nothing around it turns into code."""
+    assert code_spans(f"before {code(value)} after") == [("before ", False), (value, True), (" after", False)]
+
+
+def test_the_editor_can_show_a_hint_with_a_backtick_in_the_authors_text():
+    text = "title: `code` here\n"
+    with pytest.raises(yaml.YAMLError) as exc:
+        yaml.safe_load(text)
+    spans = yaml_error("lesson/lesson.yaml", exc.value, text).hint_spans
+    assert [s for s, is_code in spans if is_code] == ["`", '"`code` here"']
