@@ -274,7 +274,7 @@ def answer_question(
         "qid": question_id,
         "q": question.body,
         "variant": variant,
-        "seed": my_seed,
+        "seed": variant.seed if variant else 0,  # as the part's slot has it (_question_slot.html): one piece
         "feedback": feedback,
         "error": error,
         "draft": answer,

@@ -38,9 +38,9 @@ def variant_seed(user_id: int, question_id: str) -> int:
 def check_answer_text(text: str, field: str = "answer") -> str:
     text = (text or "").strip()
     if not text:
-        raise AnswerError(field, "write an answer first (it is saved before anything is revealed)")
+        raise AnswerError(field, "Write an answer first (it is saved before anything is revealed).")
     if len(text) > MAX_ANSWER_CHARS:
-        raise AnswerError(field, f"keep it under {MAX_ANSWER_CHARS} characters (yours has {len(text)})")
+        raise AnswerError(field, f"Keep it under {MAX_ANSWER_CHARS} characters (yours has {len(text)}).")
     return text
 
 
@@ -164,10 +164,12 @@ def save_self_check(
     """
     answer = latest_responses(db, user=user, lesson_id=lesson_id).get(question_id)
     if answer is None or answer.kind != "free_response":
-        raise AnswerError("point", "save your written answer first; the self-check is ticked against it")
+        raise AnswerError("point", "Save your written answer first: the self-check is ticked against it.")
     bad = sorted({i for i in ticked if not 0 <= i < points})
     if bad:
-        raise AnswerError("point", f"points are numbered 0 to {points - 1}; got {', '.join(map(str, bad))}")
+        raise AnswerError(
+            "point", f"Tick only the points listed (numbered 0 to {points - 1}); got {', '.join(map(str, bad))}."
+        )
     text = ",".join(str(i) for i in sorted(set(ticked))) or "-"
     return save_response(
         db,
@@ -217,6 +219,7 @@ class LessonProgress:
     questions_correct: int
     questions_total: int
     resume_part: str
+    started: bool = False  # any trace of the learner in the lesson: a part opened, an answer, a try, time
 
     @property
     def percent(self) -> int:
@@ -226,30 +229,49 @@ class LessonProgress:
     def minutes(self) -> int:
         return round(self.seconds / 60)
 
+    @property
+    def time_spent(self) -> str:
+        """Reading time as the home page says it: "" when none was counted (time comes in 20 s beats while a
+        part is open, so a learner can answer questions before any), "under a minute", else "N min"."""
+        if not self.seconds:
+            return ""
+        return f"{self.minutes} min" if self.minutes else "under a minute"
 
-# The home page's two reads in one round trip, written out once (see _LESSON_STATE below for why text):
-# every part row of the learner, and each question they answered, per lesson. GROUP BY, not DISTINCT: under
-# DISTINCT PostgreSQL types the bare NULLs as text, which no longer unions with the timestamps above.
+
+# The home page's reads in one round trip, written out once (see _LESSON_STATE below for why text): every
+# part row of the learner; each question they tried, per lesson, with n = 1 when one of its tries was right or
+# a written answer (status correct or answered); and, per lesson, how many written answers they saved (pauses
+# have no attempts, yet answering one is progress). GROUP BY, not DISTINCT: under DISTINCT PostgreSQL types
+# the bare NULLs as text, which no longer unions with the timestamps above.
 _DASHBOARD = text(
     """
     SELECT 'p' AS kind, lesson_id, part_id AS key, done_at AS t1, last_seen_at AS t2, seconds_spent AS n
       FROM part_progress WHERE user_id = :user_id
     UNION ALL
-    SELECT 'a', lesson_id, question_id, NULL, NULL, NULL
-      FROM attempts WHERE user_id = :user_id AND status IN ('correct', 'answered')
+    SELECT 'a', lesson_id, question_id, NULL, NULL,
+           MAX(CASE WHEN status IN ('correct', 'answered') THEN 1 ELSE 0 END)
+      FROM attempts WHERE user_id = :user_id
      GROUP BY lesson_id, question_id
+    UNION ALL
+    SELECT 'r', lesson_id, NULL, NULL, NULL, COUNT(*)
+      FROM responses WHERE user_id = :user_id
+     GROUP BY lesson_id
     """
 ).columns(kind=String, lesson_id=String, key=String, t1=UTCDateTime, t2=UTCDateTime, n=Integer)
 
 
 def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> list[LessonProgress]:
-    """Progress per lesson for the home page: one query however many lessons there are."""
+    """Progress per lesson for the home page: one query however many lessons there are. A lesson is
+    `started` once the learner left any trace in it (a part opened, a try, a written answer, reading time)."""
     rows: dict[str, dict[str, ProgressView]] = {}
     answered: dict[str, set[str]] = {}
-    for kind, lesson_id, key, done_at, last_seen_at, seconds in db.execute(_DASHBOARD, {"user_id": user.id}):
+    touched: set[str] = set()  # lessons with an attempt or a written answer of the learner
+    for kind, lesson_id, key, done_at, last_seen_at, n in db.execute(_DASHBOARD, {"user_id": user.id}):
         if kind == "p":
-            rows.setdefault(lesson_id, {})[key] = ProgressView(key, done_at, last_seen_at, seconds or 0)
-        else:
+            rows.setdefault(lesson_id, {})[key] = ProgressView(key, done_at, last_seen_at, n or 0)
+            continue
+        touched.add(lesson_id)
+        if kind == "a" and n:
             answered.setdefault(lesson_id, set()).add(key)
     out = []
     for lesson, version in lessons:
@@ -267,6 +289,7 @@ def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> 
                 questions_correct=len(answered.get(lesson.id, set()) & set(lesson.questions)),
                 questions_total=len(lesson.questions),
                 resume_part=max(known, key=lambda r: r.last_seen_at).part_id if known else lesson.parts[0].id,
+                started=bool(mine) or lesson.id in touched,
             )
         )
     return out

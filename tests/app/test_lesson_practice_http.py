@@ -1,4 +1,7 @@
-"""Multi-step problems, the percentage hint and free-response self-checks, through HTTP on both databases."""
+"""Multi-step problems, the percentage hint, free-response answers and self-checks, and where every kind of
+answer shows its error, through HTTP on both databases."""
+
+import re
 
 import pytest
 
@@ -73,7 +76,7 @@ def test_self_check_is_saved_with_the_answer(learner, db):
     _, version, _ = lesson_service.current(db, lesson_id=PLAN)
     url = f"/lessons/{PLAN}/questions/defend-plan"
     early = learner.post(f"{url}/self-check", {"point": ["0"], "version": version})
-    assert early.status_code == 400 and "save your written answer first" in early.text
+    assert early.status_code == 400 and "Save your written answer first" in early.text
     r = learner.post(url, {"answer": "Shard in the node, replicate across nodes.", "version": version})
     assert r.status_code == 200 and "Self-check: which of these points" in r.text
     saved = learner.post(f"{url}/self-check", {"point": ["0", "2"], "version": version})
@@ -84,7 +87,7 @@ def test_self_check_is_saved_with_the_answer(learner, db):
     page = learner.get(f"/lessons/{PLAN}/plan").text
     assert 'id="sc-defend-plan-0" name="point" value="0" checked' in page
     bad = learner.post(f"{url}/self-check", {"point": ["7"], "version": version})
-    assert bad.status_code == 400 and "points are numbered 0 to 4" in bad.text
+    assert bad.status_code == 400 and "numbered 0 to 4" in bad.text
     # A newer answer starts unticked; the old ticks stay in the table, tied to the old answer.
     learner.post(url, {"answer": "A second, better answer.", "version": version})
     page = learner.get(f"/lessons/{PLAN}/plan").text
@@ -105,3 +108,142 @@ def test_an_answer_sent_without_javascript_comes_back_as_a_whole_page(learner, d
     assert '<header class="site"' in page.text and f'href="/lessons/{PLAN}/plan#q-tp8-zero1-70b"' in page.text
     bad = learner.post(url, {"answer": "a lot", "version": version})  # an error keeps what was typed, on a page
     assert bad.status_code == 400 and '<header class="site"' in bad.text and 'value="a lot"' in bad.text
+
+
+# ---------------------------------------------------------------- a written answer, right after saving it
+
+SCALING = "transformer-scaling"
+HX = {"HX-Request": "true"}
+
+
+def _piece(html: str, element_id: str) -> str:
+    """The element with this id (a <div>), up to its matching </div>."""
+    start = html.index(f'<div class="question" id="{element_id}"')
+    depth, at = 0, start
+    for m in re.finditer(r"<(/?)div\b", html[start:]):
+        depth += -1 if m.group(1) else 1
+        if depth == 0:
+            at = start + m.end()
+            break
+    return html[start : html.index(">", at) + 1]
+
+
+def test_a_written_answer_is_shown_with_the_reference_right_after_saving_as_after_a_reload(learner, db):
+    """Saving a written practice answer (htmx) brings back the piece the part shows after a reload: the learner's
+    own answer with its time above the reference, the self-check, and a box to revise it; not an emptied box
+    beside the reference alone. The badge says the answer is saved, not 'last answer: answered'."""
+    _, version, _ = lesson_service.current(db, lesson_id=SCALING)
+    qid = "format-roles"
+    before = _piece(learner.get(f"/lessons/{SCALING}/practice").text, f"q-{qid}")
+    assert "Save and reveal the reference answer" in before and "Reference answer" not in before
+    text = "E4M3 for weights & activations, E5M2 for gradients <their range>."
+    r = learner.post(f"/lessons/{SCALING}/questions/{qid}", {"answer": text, "version": version}, headers=HX)
+    assert r.status_code == 200 and "<html" not in r.text
+    saved = db.query(Response).filter_by(item_id=qid).one()
+    piece = r.text.strip()
+    assert "Your answer (saved " in piece and "E4M3 for weights &amp; activations" in piece
+    assert "&lt;their range&gt;" in piece and saved.created_at.strftime("%Y-%m-%d %H:%M") in piece
+    assert piece.index("Your answer (saved") < piece.index("Reference answer") < piece.index("Self-check")
+    assert piece.index("Self-check") < piece.index("Revise your answer") < piece.index("Save a new answer")
+    assert "Save and reveal" not in piece and "answer saved" in piece and "last answer" not in piece
+    assert re.search(r"<textarea[^>]*></textarea>", piece)  # the box is for a revision; the answer is above it
+    # one template path: the reloaded part shows exactly the piece the answer brought back
+    assert _piece(learner.get(f"/lessons/{SCALING}/practice").text, f"q-{qid}") == piece
+    # a plain form post (no JavaScript) gets the same piece on a whole page
+    again = learner.post(f"/lessons/{SCALING}/questions/{qid}", {"answer": "A second try.", "version": version})
+    assert again.status_code == 200 and '<header class="site"' in again.text
+    assert "A second try." in _piece(again.text, f"q-{qid}") and "Save a new answer" in again.text
+
+
+def test_a_refused_revision_keeps_the_saved_answer_and_reference_shown(learner, db):
+    """An empty revision is refused under the box, with what was saved and the reference still shown and the
+    form still offering a new answer (the pause prompt does the same)."""
+    _, version, _ = lesson_service.current(db, lesson_id=SCALING)
+    url = f"/lessons/{SCALING}/questions/format-roles"
+    learner.post(url, {"answer": "My first answer.", "version": version}, headers=HX)
+    r = learner.post(url, {"answer": "   ", "version": version}, headers=HX)
+    assert r.status_code == 400
+    assert "My first answer." in r.text and "Reference answer" in r.text and "Save a new answer" in r.text
+    pause = learner.post(f"/lessons/{SCALING}/pauses/fixed-scale", {"answer": "Clips.", "version": version})
+    assert pause.status_code == 200
+    refused = learner.post(f"/lessons/{SCALING}/pauses/fixed-scale", {"answer": "", "version": version}, headers=HX)
+    assert refused.status_code == 400 and "Clips." in refused.text and "Reference answer" in refused.text
+    assert "Revise your answer" in refused.text and "Save a new answer" in refused.text
+
+
+# ---------------------------------------------------------------- errors: the same on every kind of answer
+
+
+def _error_at_its_field(html: str, error_id: str) -> str:
+    """The error's text, after checking that it sits under its field and before the form's button, and that
+    the field is marked invalid and described by it. Returns the message."""
+    err = re.search(rf'<p class="error" role="alert" id="{re.escape(error_id)}">(.*?)</p>', html, re.S)
+    assert err, f"no error #{error_id} in {html[:3000]}"
+
+    def described_by(tag: str) -> list[str]:
+        m = re.search(r'aria-describedby="([^"]*)"', tag)
+        return m.group(1).split() if m else []
+
+    fields = [
+        m for m in re.finditer(r"<(input|textarea|fieldset)\b[^>]*>", html) if error_id in described_by(m.group(0))
+    ]
+    assert fields, f"no field is described by #{error_id}"
+    field = fields[0]
+    controls = (
+        re.findall(r"<input[^>]*>", html[field.end() : err.start()])
+        if field.group(1) == "fieldset"
+        else [field.group(0)]
+    )
+    assert controls and all('aria-invalid="true"' in c for c in controls), controls
+    button = html.index('<button type="submit"', field.end())
+    assert field.start() < err.start() < button, "the error must sit under its field, before the button"
+    return err.group(1).strip()
+
+
+@pytest.mark.parametrize(
+    ("url", "data", "error_id", "says"),
+    [
+        (f"/lessons/{SCALING}/pauses/fixed-scale", {"answer": " "}, "pause-fixed-scale-error", "Write an answer"),
+        (f"/lessons/{SCALING}/questions/format-roles", {"answer": ""}, "q-format-roles-error", "Write an answer"),
+        (f"/lessons/{SCALING}/questions/wide-layer-axis", {}, "q-wide-layer-axis-error", "Pick one of the options"),
+        (f"/lessons/{SCALING}/questions/fp8-step-time", {"answer": ""}, "q-fp8-step-time-error", "Type a number"),
+        (
+            f"/lessons/{PLAN}/questions/tp8-zero1-70b/steps/total-state",
+            {"answer": ""},
+            "q-tp8-zero1-70b-total-state-error",
+            "Type a number",
+        ),
+        (
+            f"/lessons/{PLAN}/questions/tp8-zero1-70b/steps/third-option",
+            {},
+            "q-tp8-zero1-70b-third-option-error",
+            "Pick one of the options",
+        ),
+    ],
+    ids=["pause", "written", "choice", "numeric", "step-numeric", "step-choice"],
+)
+def test_an_empty_answer_is_refused_the_same_way_on_every_kind(learner, db, url, data, error_id, says):
+    """Whatever the kind of question, an empty answer's error sits right under the field (before the button),
+    the field is aria-invalid and aria-describedby the error, and the message is a sentence naming what is
+    needed; nothing is recorded."""
+    lesson_id = url.split("/")[2]
+    _, version, _ = lesson_service.current(db, lesson_id=lesson_id)
+    data = {**data, "version": version}
+    if "fp8-step-time" in url:
+        data["seed"] = learning.variant_seed(_me(learner), "fp8-step-time")
+    for headers in (HX, {}):  # htmx gets the piece, a plain post the piece on a page: the same markup
+        r = learner.post(url, data, headers=headers)
+        assert r.status_code == 400
+        message = _error_at_its_field(r.text, error_id)
+        assert message.startswith(says) and message[0].isupper() and message.endswith("."), message
+    assert db.query(Attempt).count() == 0 and db.query(Response).count() == 0
+
+
+def test_a_refused_self_check_shows_its_error_before_its_button(learner, db):
+    _, version, _ = lesson_service.current(db, lesson_id=PLAN)
+    url = f"/lessons/{PLAN}/questions/defend-plan"
+    learner.post(url, {"answer": "Shard in the node.", "version": version})
+    r = learner.post(f"{url}/self-check", {"point": ["9"], "version": version}, headers=HX)
+    assert r.status_code == 400
+    message = _error_at_its_field(r.text, "selfcheck-defend-plan-error")
+    assert message.startswith("Tick only the points listed") and message.endswith(".")

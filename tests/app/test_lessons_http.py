@@ -56,7 +56,7 @@ def test_pause_answer_is_saved_before_reveal(learner, db):
     html = learner.get(f"/lessons/{LESSON}/deep-dives").text
     pause_id = re.search(r'id="pause-([a-z0-9-]+)"', html).group(1)
     empty = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "  ", "version": 1})
-    assert empty.status_code == 400 and "write an answer first" in empty.text
+    assert empty.status_code == 400 and "Write an answer first" in empty.text
     assert db.query(Response).count() == 0
     r = learner.post(f"/lessons/{LESSON}/pauses/{pause_id}", {"answer": "distributions drift", "version": 1})
     assert r.status_code == 200 and "Reference answer" in r.text and "distributions drift" in r.text
