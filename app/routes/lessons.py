@@ -16,7 +16,7 @@ from app.content import Variant, grade, make_variant
 from app.content.practice import grade_step
 from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
-from app.lesson_pages import kept, labs_shown, render_part
+from app.lesson_pages import SECTIONS, kept, labs_shown, render_part, section_missing
 from app.models import User
 from app.security import csrf_token_for
 from app.services import jobs as job_service
@@ -25,7 +25,6 @@ from app.services import lessons as lesson_service
 from app.web import is_htmx, render, templates
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
-REFERENCE_SECTIONS = {"atlas": "Knowledge atlas", "lab": "Hands-on lab", "references": "Go deeper"}
 
 
 def _lesson(db: SessionDep, lesson_id: str, version: int | None = None) -> tuple[lesson_service.Current, int]:
@@ -81,7 +80,7 @@ def _part_context(
         "current_version": current_version,
         "part_id": part_id,
         "part": part,
-        "section": REFERENCE_SECTIONS.get(part_id),
+        "section": SECTIONS.get(part_id),
         "progress": state.progress,
         "responses": state.responses,
         "attempts": state.attempts,
@@ -111,8 +110,10 @@ async def lesson_part(
     user = await viewer.required()
     (lesson, version, key), current_version = _lesson(db, lesson_id, v)
     part = lesson.part(part_id)
-    if part is None and part_id not in REFERENCE_SECTIONS:
+    if part is None and part_id not in SECTIONS:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    if part is None and (missing := section_missing(lesson, part_id)):
+        raise HTTPException(404, missing)  # a lesson without a lab (atlas, references) links to none
     state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(part)))
     if part is not None and version == current_version and learning.visit_due(state.progress, part_id):
         # where "resume" goes; what the page shows of progress is the done ticks, which a visit does not change

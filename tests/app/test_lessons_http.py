@@ -201,11 +201,6 @@ def test_a_lesson_with_a_lab_still_offers_it_everywhere(learner):
     assert lab.status_code == 200 and 'aria-current="page">Hands-on lab</a>' in _pacing(lab.text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs app/routes/lessons.py lesson_part to 404 a reference section the lesson lacks "
-    "(app/lesson_pages.py section_missing); remove this mark once it does",
-)
 def test_a_section_the_lesson_lacks_is_404_with_the_reason(learner):
     r = learner.get("/lessons/planning-at-scale/lab")
     assert r.status_code == 404 and "Lesson 08 · Planning a run by the numbers has no hands-on lab." in r.text

@@ -109,7 +109,7 @@ def test_pause_answer_reveal_and_practice_feedback(learner_page, live_server):
     page.goto(f"{live_server.url}/lessons/transformer-scaling/deep-dives")
     pause = page.locator(".pause").first
     pause.get_by_role("button", name="Save my answer and reveal the reference").click()
-    expect(pause.get_by_role("alert")).to_contain_text("write an answer first")
+    expect(pause.get_by_role("alert")).to_contain_text("Write an answer first")
     pause = page.locator(".pause").first
     pause.get_by_label("Your answer").fill("Distributions drift, so a fixed scale clips or underflows.")
     pause.get_by_role("button", name="Save my answer and reveal the reference").click()
