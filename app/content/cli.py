@@ -28,9 +28,11 @@ def validate_command(root: Path, out: TextIO | None = None) -> int:
         )
     broken = course.broken
     if course.errors:
-        print(f"{len(course.errors)} error(s) in {len(broken)} lesson(s): {', '.join(sorted(broken))}", file=out)
+        n, m = len(course.errors), len(broken)
+        print(f"{n} error{'s' * (n != 1)} in {m} lesson{'s' * (m != 1)}: {', '.join(sorted(broken))}", file=out)
         return 1
-    print(f"{len(course.lessons)} lesson(s) valid", file=out)
+    n = len(course.lessons)
+    print(f"{n} lesson{'s' * (n != 1)} valid", file=out)
     return 0
 
 

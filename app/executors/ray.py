@@ -321,7 +321,7 @@ class Dispatcher:
             return
         spec = catalog.get(job.lab)
         need = spec.resources(spec.params.model_validate(job.params), job.backend)
-        what = f"{need.gpus} GPU(s) on one node" if need.gpus else f"{need.ranks} CPU rank slots"
+        what = f"{need.gpus} GPU{'s' * (need.gpus != 1)} on one node" if need.gpus else f"{need.ranks} CPU rank slots"
         res = db.execute(
             update(Job)
             .where(Job.id == job.id, Job.status == "queued")

@@ -87,7 +87,9 @@ def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
         backends.append("cpu")  # CPU jobs queue until a node is online; the page says none is
     if nodes:
         gpu_why = (
-            f"the largest GPU node online has {gpus} GPU(s), one rank per GPU" if gpus else "no GPU node is online"
+            f"the largest GPU node online has {gpus} GPU{'s' * (gpus != 1)}, one rank per GPU"
+            if gpus
+            else "no GPU node is online"
         )
         cpu_why = f"the largest node online offers {cpus} CPU rank slots"
     else:

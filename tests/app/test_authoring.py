@@ -170,3 +170,29 @@ def test_the_problem_count_agrees_with_its_verb(instructor, db):
     html = _preview(instructor, "parts/orient.yaml", two)
     count = int(re.search(r"(\d+) problems: nothing is published until they are fixed\.", html).group(1))
     assert count >= 2 and "until it is fixed" not in html
+
+
+def test_a_lesson_folder_that_fails_at_start_up_lists_its_problems_with_code_as_code(settings, make_user, tmp_path):
+    """The instructor's index lists the lesson folders that did not publish at start-up, each problem worded as in
+    the editor (one template macro): what to type shown as code, never as raw backticks."""
+    import dataclasses
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import ROOT, Browserless
+
+    lessons = tmp_path / "lessons"
+    shutil.copytree(ROOT / "lessons", lessons)
+    orient = lessons / "transformer-scaling" / "parts" / "orient.yaml"
+    orient.write_text(orient.read_text().replace("title: Orient + objectives", "title: Orient: objectives"))
+    make_user("ivy@example.org", roles=("instructor",))
+    with TestClient(create_app(dataclasses.replace(settings, lessons_dir=lessons))) as raw:
+        ivy = Browserless(raw)
+        ivy.login("ivy@example.org")
+        html = ivy.get("/instructor").text
+    listed = html[html.index("Lesson folders with errors") :]
+    listed = listed[: listed.index("</section>")]
+    assert "transformer-scaling/parts/orient.yaml" in listed and "<code>key: &gt;</code>" in listed
+    assert "`" not in listed

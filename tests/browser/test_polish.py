@@ -453,7 +453,7 @@ def test_pages_pass_axe_in_both_colour_schemes(browser, live_server, seeded, sch
             f"/lessons/{LESSON}/report",
             "/no/such/page",
         ],
-        STAFF: ["/grader", f"/grader/reports/{seeded['report']}", "/instructor"],
+        STAFF: ["/grader", f"/grader/reports/{seeded['report']}", "/instructor", "/instructor/cluster?saved=default"],
     }.items():
         ctx = _context(browser, 1280, 900, color_scheme=scheme)
         page = ctx.new_page()

@@ -83,7 +83,7 @@ def test_second_lesson_is_short(course):
 def test_cli_validate_command(tmp_path):
     out = io.StringIO()
     assert validate_command(LESSONS, out=out) == 0
-    assert "lesson(s) valid" in out.getvalue()
+    assert "lessons valid" in out.getvalue()
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "lesson.yaml").write_text("title: x\n")
