@@ -196,3 +196,21 @@ def test_on_a_phone_the_pacing_strip_shows_the_current_part(learner_page, live_s
     )
     assert inside
     assert page.evaluate("window.scrollY") == 0
+
+
+def test_on_a_phone_a_later_part_starts_on_the_first_screen(learner_page, live_server):
+    """The lesson's introduction is in full above its first part; above the others it is folded (one click
+    away), so a phone shows a later part's title without scrolling past the whole introduction again."""
+    page = learner_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/lessons/transformer-scaling/deep-dives")
+    title = page.locator("#part-title")
+    assert title.bounding_box()["y"] + 30 < 844
+    intro = page.locator("details.lesson-intro")
+    expect(intro.locator(".remember")).to_be_hidden()
+    screenshot(page, "lesson-later-part-phone", full_page=False)
+    intro.locator("summary").click()
+    expect(intro.locator(".remember")).to_be_visible()
+    page.goto(f"{live_server.url}/lessons/transformer-scaling/orient")  # the first part: in full, nothing folded
+    expect(page.locator(".lesson-head .remember")).to_be_visible()
+    expect(page.locator("details.lesson-intro")).to_have_count(0)
