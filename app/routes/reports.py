@@ -2,7 +2,7 @@
 
 GET  /reports                                     my reports, one per lesson with a lab
 GET  /lessons/{id}/report[?v=N]                   the report page (draft, one version in full, the others listed)
-POST /lessons/{id}/report                         action=save | submit | attach-latest
+POST /lessons/{id}/report                         action=save | submit | submit-incomplete | attach-latest
 POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
 GET  /bundles/{id}                                 an uploaded bundle, for its owner
 POST /api/v1/bundles, GET /api/v1/bundles/{id}    the same upload for scripts
@@ -30,6 +30,10 @@ from app.web import render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
+# "Submit report" hands in a complete draft at once; an incomplete one comes back with its gaps listed and a
+# second button, "Submit with these missing", that posts action=submit-incomplete with each listed gap as a
+# `missing-ok` field. It submits only if every gap the draft has then was among those confirmed.
+SUBMIT_ACTIONS = ("submit", "submit-incomplete")
 api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
 
 
@@ -54,6 +58,8 @@ def _page(
     form: dict | None = None,
     status_code: int = 200,
     show: int | None = None,
+    gaps: list[report_service.Gap] | None = None,
+    unconfirmed: frozenset[str] = frozenset(),
 ) -> Response:
     settings = request.app.state.settings
     assert lesson.lab is not None  # LessonWithLab
@@ -100,6 +106,8 @@ def _page(
         "current": current,
         "rubric": lesson.rubric,
         "errors": errors or {},
+        "gaps": gaps or [],
+        "unconfirmed": unconfirmed,
         "message": message,
         "upload_error": upload_error,
         "max_upload_mb": bundle_service.MAX_UPLOAD_BYTES // (1024 * 1024),
@@ -151,10 +159,25 @@ def report_post(
     answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     try:
         report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
-        if action == "submit":
+        if action in SUBMIT_ACTIONS:
+            gaps = report_service.gaps(lesson, report.draft)
+            confirmed = set(posted.getlist("missing-ok")) if action == "submit-incomplete" else set()
+            # An empty draft goes on to submit, which refuses it: there is nothing to hand in knowingly.
+            if not report_service.is_empty(report.draft) and any(g.field not in confirmed for g in gaps):
+                return _page(
+                    request,
+                    db,
+                    user,
+                    lesson,
+                    version,
+                    report,
+                    gaps=gaps,
+                    unconfirmed=frozenset(g.field for g in gaps if confirmed and g.field not in confirmed),
+                )
             v = report_service.submit(
                 db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
             )
+            left = f", with {_count(len(gaps), 'item')} missing as you confirmed" if gaps else ""
             return _page(
                 request,
                 db,
@@ -162,11 +185,15 @@ def report_post(
                 lesson,
                 version,
                 report,
-                message=f"Submitted as version {v.number}. The automatic checks ran; a grader will pick it up.",
+                message=f"Submitted as version {v.number}{left}. The automatic checks ran; a grader will pick it up.",
             )
     except report_service.ReportError as exc:
         return _page(request, db, user, lesson, version, report, errors=exc.errors, form=form, status_code=422)
     return _page(request, db, user, lesson, version, report, message="Draft saved.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _read_upload(form: FormData) -> tuple[str, bytes, dict]:

@@ -8,6 +8,10 @@ reference ({"job": id} or {"bundle": id}); job results and bundles are immutable
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -17,7 +21,7 @@ from app.content.schema import Lesson
 from app.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
 from app.services.evidence import Slot, run_checks, slots
 
-__all__ = ["ReportError", "Slot", "slots"]  # Slot and slots re-exported: a report is made of its lesson's slots
+__all__ = ["Gap", "ReportError", "Slot", "slots"]  # Slot and slots re-exported: a report is made of its lesson's slots
 
 MAX_ANSWER_CHARS = 20_000
 
@@ -56,6 +60,8 @@ def get_or_create(db: Session, *, owner: User, lesson_id: str) -> LabReport:
 def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
     """(reference, description) of the learner's finished jobs and uploaded bundles for a lab, newest first.
 
+    A description is short enough to show whole in the report page's run menu at laptop width ("Job 12 ·
+    succeeded · CPU · 2 Dec 15:37"): number, status, where it ran and when are what a learner tells runs apart by.
     Reads the one field of each result the description needs (environment.emulated / backend) in SQL, not
     the results themselves: a result can be megabytes, and the report page lists 40 candidates per slot."""
     emulated, ran = Job.result[("environment", "emulated")], Job.result[("environment", "backend")]
@@ -65,15 +71,13 @@ def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
         .order_by(Job.id.desc())
         .limit(20)
     ).all()
+    now = utcnow()
     out = []
     for job_id, status, backend, finished_at, result_backend, is_emulated in jobs:
-        label = "CPU emulation" if is_emulated else (backend if result_backend is not None else "")
-        out.append(
-            (
-                f"job:{job_id}",
-                f"Job {job_id} · {status}" + (f" · {label}" if label else "") + f" · {_short(finished_at)}",
-            )
-        )
+        # emulated is exactly the cpu backend (labs/env.py); a failed job has no result, so no backend it ran on
+        where = "CPU" if is_emulated else (backend if result_backend is not None else "")
+        parts = [f"Job {job_id}", status, where, _menu_time(finished_at, now)]
+        out.append((f"job:{job_id}", " · ".join(p for p in parts if p)))
     b_emulated, b_backend = Bundle.result[("environment", "emulated")], Bundle.result[("environment", "backend")]
     bundles = db.execute(
         select(Bundle.id, Bundle.filename, b_emulated.as_boolean(), b_backend.as_string())
@@ -82,17 +86,24 @@ def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
         .limit(20)
     ).all()
     for bundle_id, filename, is_emulated, backend in bundles:
-        out.append(
-            (
-                f"bundle:{bundle_id}",
-                f"Upload {bundle_id} · {filename} · {'CPU emulation' if is_emulated else backend or ''}",
-            )
-        )
+        parts = [f"Upload {bundle_id}", _clip(filename, MENU_FILENAME_CHARS), "CPU" if is_emulated else backend or ""]
+        out.append((f"bundle:{bundle_id}", " · ".join(p for p in parts if p)))
     return out
 
 
-def _short(dt) -> str:
-    return dt.strftime("%Y-%m-%d %H:%M") if dt else ""
+MENU_FILENAME_CHARS = 24  # an upload's name in the run menu: enough to recognise "fp8-laptop-run.zip", not a path
+
+
+def _menu_time(dt: datetime | None, now: datetime) -> str:
+    """'2 Dec 15:37' (UTC, like every time on the site); the year only when it is not this one."""
+    if dt is None:
+        return ""
+    year = f" {dt.year}" if dt.year != now.year else ""
+    return f"{dt.day} {dt:%b}{year} {dt:%H:%M}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_ref(value: str) -> dict | None:
@@ -197,11 +208,47 @@ def attach_latest(db: Session, *, report: LabReport, owner: User, lesson: Lesson
 # ---------------------------------------------------------------- submitting
 
 
+@dataclass(frozen=True)
+class Gap:
+    """What a complete report has and this draft lacks: a required evidence item with no run attached, or a
+    report question with no answer. Optional items (fallback and stretch) never make a gap, and neither does
+    an attached run that failed or cannot be graded: the learner chose it, and its checks will say so."""
+
+    field: str  # the form field, and the id of its control on the page: evidence-<slot> | answer-<question>
+    kind: str  # evidence | answer
+    title: str  # the item's title, or the question's number and first sentence
+
+
+def gaps(lesson: Lesson, draft: dict | None) -> list[Gap]:
+    """The draft's gaps in page order: evidence items first, then the questions."""
+    evidence, answers = (draft or {}).get("evidence", {}), (draft or {}).get("answers", {})
+    out = [
+        Gap(f"evidence-{s.id}", "evidence", s.title) for s in slots(lesson) if not s.optional and s.id not in evidence
+    ]
+    for n, q in enumerate(lesson.lab.report_questions if lesson.lab else [], start=1):
+        if not (answers.get(q.id) or "").strip():
+            out.append(Gap(f"answer-{q.id}", "answer", f"Question {n}: {_first_sentence(q.prompt)}"))
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    found = re.match(r"\s*(.+?[?.!])(?:\s|$)", text, re.S)
+    return " ".join((found.group(1) if found else text).split())
+
+
+def is_empty(draft: dict | None) -> bool:
+    """Nothing attached and nothing written: there is nothing to submit, even knowingly incomplete."""
+    return not (draft or {}).get("evidence") and not (draft or {}).get("answers")
+
+
 def submit(db: Session, *, settings: Settings, report: LabReport, lesson: Lesson, lesson_version: int) -> ReportVersion:
-    """Copy the draft into a new version, run its checks, and put the report in the grading queue."""
+    """Copy the draft into a new version, run its checks, and put the report in the grading queue.
+
+    Refuses only an empty draft. Gaps do not stop it: the report page lists them (`gaps`) and submits an
+    incomplete draft only once the learner has confirmed them."""
     draft = report.draft or {}
     evidence, answers = dict(draft.get("evidence", {})), dict(draft.get("answers", {}))
-    if not evidence and not answers:
+    if is_empty(draft):
         raise ReportError({"report": "Attach at least one piece of evidence or write an answer before submitting."})
     checks = run_checks(db, settings, lesson, evidence)
     for _ in range(3):  # the number is unique per report; a concurrent submit takes the next one

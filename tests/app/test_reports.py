@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.models import LabReport, ReportVersion, User
@@ -10,6 +12,14 @@ from tests.app.reporting import LESSON, failed_job, finished_job, submit_report
 
 def _me(db, email="ann@example.org"):
     return db.query(User).filter_by(email=email).one()
+
+
+def _submit_incomplete(client, data: dict):
+    """Submit, as a learner does, a report with gaps: press Submit, read what is missing, confirm it."""
+    listed = client.post(f"/lessons/{LESSON}/report", data={**data, "action": "submit"})
+    assert "Not submitted:" in listed.text
+    missing = re.findall(r'name="missing-ok" value="([a-z0-9-]+)"', listed.text)
+    return client.post(f"/lessons/{LESSON}/report", data={**data, "action": "submit-incomplete", "missing-ok": missing})
 
 
 def test_report_is_linked_from_the_lab_section_and_the_nav(client):
@@ -29,8 +39,8 @@ def test_a_real_env_check_job_becomes_evidence(client, worker, db):
     assert "Attached your latest runs to 1 item(s)" in page
     assert 'data-testid="state-env-capability">Present only as CPU emulation' in page
     assert 'data-testid="state-bf16-fp8-numerics">Missing' in page
-    r = client.post(f"/lessons/{LESSON}/report", data={"action": "submit", "evidence-env-capability": "job:1"})
-    assert "Submitted as version 1" in r.text
+    r = _submit_incomplete(client, {"evidence-env-capability": "job:1"})
+    assert "Submitted as version 1, with 6 items missing as you confirmed" in r.text
     version = db.query(ReportVersion).one()
     assert version.checks["env-capability"]["status"] == "pass"
     assert version.checks["bf16-fp8-numerics"]["status"] == "missing"
@@ -62,13 +72,8 @@ def test_states_show_present_emulated_missing_and_not_gradable(client, db, setti
     assert 'data-testid="state-bf16-fp8-numerics">Present only as CPU emulation' in r.text
     assert 'data-testid="state-tp-rank-mapping">Not gradable' in r.text
     assert 'data-testid="state-timeline">Missing' in r.text
-    client.post(
-        f"/lessons/{LESSON}/report",
-        data={
-            "action": "submit",
-            "evidence-bf16-fp8-numerics": f"job:{fp8.id}",
-            "evidence-tp-rank-mapping": f"job:{broken.id}",
-        },
+    _submit_incomplete(
+        client, {"evidence-bf16-fp8-numerics": f"job:{fp8.id}", "evidence-tp-rank-mapping": f"job:{broken.id}"}
     )
     checks = db.query(ReportVersion).one().checks
     assert checks["tp-rank-mapping"]["status"] == "not_gradable"
@@ -113,10 +118,7 @@ def test_resubmission_keeps_every_version(client, db, settings):
     submit_report(client, db, settings, answers={"numbers": "first thoughts"})
     report = db.query(LabReport).one()
     assert report.status == "submitted"
-    r = client.post(
-        f"/lessons/{LESSON}/report",
-        data={"action": "submit", "answer-numbers": "better thoughts", "evidence-env-capability": "job:1"},
-    )
+    r = _submit_incomplete(client, {"answer-numbers": "better thoughts", "evidence-env-capability": "job:1"})
     assert "Submitted as version 2" in r.text
     v1, v2 = db.query(ReportVersion).order_by(ReportVersion.number).all()
     assert v1.answers == {"numbers": "first thoughts"} and v2.answers == {"numbers": "better thoughts"}
