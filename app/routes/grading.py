@@ -56,8 +56,28 @@ def queue_page(
         "assigned": allowed,
         "assignments": grading.assignments(db) if user.has_role("instructor") else [],
         "all_lessons": catalogue,
+        "assign_note": _assign_note(request),
     }
     return render(request, "grader/index.html", ctx, block="queue")
+
+
+# What the queue page says after an assignment (POST, then redirect to ?assign=KIND&email=…&lesson=…): fixed
+# sentences, so the address can name a grader or lesson but never put words of its own on the page.
+ASSIGN_NOTES = {
+    "assigned": (False, "{email} now grades {lesson}."),
+    "removed": (False, "{email} no longer grades {lesson}."),
+    "no-grader": (True, "email: no grader with the email {email} (give the account the grader role first)."),
+    "no-lesson": (True, "lesson_id: there is no lesson {lesson!r}."),
+}
+
+
+def _assign_note(request: Request) -> tuple[bool, str] | None:
+    q = request.query_params
+    found = ASSIGN_NOTES.get(q.get("assign", ""))
+    if found is None:
+        return None
+    is_error, words = found
+    return is_error, words.format(email=q.get("email", "")[:254], lesson=q.get("lesson", "")[:64])
 
 
 @router.post("/assignments")
@@ -71,16 +91,16 @@ def assignments(
 ) -> Response:
     grader = user_service.get_by_email(db, email=email)
     if grader is None or not grader.roles & {"grader", "instructor"}:
-        msg = f"{email}: no grader with that email (give the account the grader role first)."
+        kind = "no-grader"
     elif lesson_service.current(db, lesson_id=lesson_id) is None:
-        msg = f"lesson_id: there is no lesson {lesson_id!r}."
+        kind = "no-lesson"
     elif action == "remove":
         grading.unassign(db, grader=grader, lesson_id=lesson_id)
-        msg = f"{grader.email} no longer grades {lesson_id}."
+        kind, email = "removed", grader.email
     else:
         grading.assign(db, grader=grader, lesson_id=lesson_id)
-        msg = f"{grader.email} now grades {lesson_id}."
-    return RedirectResponse("/grader?" + urlencode({"msg": msg}), status_code=303)
+        kind, email = "assigned", grader.email
+    return RedirectResponse("/grader?" + urlencode({"assign": kind, "email": email, "lesson": lesson_id}), 303)
 
 
 def _review(

@@ -219,7 +219,9 @@ def test_instructor_assigns_graders_in_the_page(report, make_user, make_client, 
     r = ivy.post(
         "/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=True
     )
-    assert "no grader with that email" in r.text
+    assert "email: no grader with the email nobody@example.org" in r.text and 'class="banner error"' in r.text
+    spoof = ivy.get("/grader?assign=made-up&email=x&lesson=y").text  # the address cannot add words of its own
+    assert "made-up" not in spoof and 'class="banner' not in spoof.split('<div id="queue">')[1].split("<table")[0]
     gina = make_client()
     gina.login("gina@example.org")
     assert f"/grader/reports/{report.id}" in gina.get("/grader").text
