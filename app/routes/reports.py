@@ -150,7 +150,7 @@ def report_post(
     if action == "attach-latest":
         filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
         msg = (
-            f"Attached your latest runs to {len(filled)} item(s)."
+            f"Attached your latest runs to {_count(len(filled), 'item')}."
             if filled
             else "No empty item had a finished run to attach."
         )

@@ -36,7 +36,7 @@ def test_a_real_env_check_job_becomes_evidence(client, worker, db):
     client.post("/labs/env-check/jobs")
     assert worker.run_once()
     page = client.post(f"/lessons/{LESSON}/report", data={"action": "attach-latest"}).text
-    assert "Attached your latest runs to 1 item(s)" in page
+    assert "Attached your latest runs to 1 item." in page
     assert 'data-testid="state-env-capability">Present only as CPU emulation' in page
     assert 'data-testid="state-bf16-fp8-numerics">Missing' in page
     r = _submit_incomplete(client, {"evidence-env-capability": "job:1"})
