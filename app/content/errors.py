@@ -85,8 +85,13 @@ class ContentError:
 
 
 def yaml_problem(exc: yaml.YAMLError) -> tuple[str, int | None]:
-    """What the YAML parser tripped on, and its 1-based line when the parser knows it."""
+    """What the YAML parser tripped on, and its 1-based line when the parser knows it.
+
+    A key whose colon is missing (`title Orient`) is noticed only on the next line ("could not find expected
+    ':'" points there); the line at fault is the one the parser was scanning the key on, its context mark."""
     mark = getattr(exc, "problem_mark", None)
+    if getattr(exc, "context", None) == "while scanning a simple key" and getattr(exc, "context_mark", None):
+        mark = exc.context_mark  # type: ignore[attr-defined]
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     return problem, (mark.line + 1 if mark else None)
 
@@ -126,6 +131,8 @@ def yaml_hint(exc: yaml.YAMLError, text: str) -> str:
         return "This line is indented differently from the lines above it: keys of one mapping start in the same column"
     if "end of stream" in problem and "quoted scalar" in context:
         return "A quote opened on this line or above is never closed"
+    if "could not find expected ':'" in problem and "simple key" in context:
+        return f"This line has no colon after its key: write {code('key: value')}"
     return ""
 
 

@@ -104,6 +104,12 @@ def version_diff(lesson_id: str, version: DbInt, user: InstructorUser, db: Sessi
     return _download(lesson_export.version_diff(db, lesson_id=lesson_id, version=version))
 
 
+def _lf(text: str) -> str:
+    """A textarea's text with the line ends the files have: browsers send every line break as CR LF (the HTML
+    form encoding), which published as-is turned a one-line edit into a diff of the whole file."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _validate(row, path: str, text: str):
     files = dict(row.files)
     files[path] = text
@@ -121,6 +127,7 @@ def preview(
     text: Annotated[str, Form(max_length=200_000)] = "",
 ):
     row = _row(db, lesson_id)
+    text = _lf(text)
     problem = _check_path(path, row.files)
     files, lesson, errors = _validate(row, path, text) if not problem else (None, None, [])
     ctx = {"lesson_id": lesson_id, "row": row, "path": path, "errors": errors, "path_error": problem}
@@ -141,6 +148,7 @@ def publish(
     note: Annotated[str, Form(max_length=500)] = "",
 ):
     row = _row(db, lesson_id)
+    text = _lf(text)
     ctx = {
         "lesson_id": lesson_id,
         "row": row,

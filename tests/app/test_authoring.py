@@ -66,6 +66,24 @@ def test_publish_new_version_without_restart(instructor, db, make_client):
     assert row.source == "editor" and row.note == "retitle"
 
 
+def test_a_browsers_crlf_line_breaks_are_stored_as_the_files_have_them(instructor, db):
+    """Browsers send a textarea's line breaks as CR LF; published as-is, a one-line edit became a diff of every line
+    and a zip of CRLF files to commit back to lessons/."""
+    before = lesson_service.latest_row(db, lesson_id=LESSON).version
+    text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text.replace("\n", "\r\n"), "base_version": before},
+    )
+    assert r.status_code == 200
+    assert _text(db, "parts/orient.yaml") == text
+    diff = instructor.get(f"/instructor/lessons/{LESSON}/versions/{before + 1}/changes.diff").text
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-title: Orient + objectives",
+        "+title: Orient and objectives",
+    ]
+
+
 def test_invalid_publish_changes_nothing(instructor, db):
     count = db.query(LessonVersion).count()
     version = lesson_service.latest_row(db, lesson_id=LESSON).version

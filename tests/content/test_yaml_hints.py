@@ -21,6 +21,8 @@ from app.content.errors import code, code_spans, yaml_error
         ("title: `code` here\n", 1, 'YAML reserves `` ` `` at the start of a value. Quote the text: ``"`code` here"``'),
         ("a:\n  b: 1\n c: 2\n", 3, "indented differently"),
         ('title: "unclosed\n', 2, "never closed"),
+        # the parser notices a missing colon on the next line; the line at fault is the key's own
+        ("id: orient\ntitle Orient + objectives\nminutes: 5\n", 2, "no colon after its key: write `key: value`"),
     ],
 )
 def test_hint_for_a_usual_mistake(text, line, hint):
