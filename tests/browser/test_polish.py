@@ -166,6 +166,18 @@ def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
         # the browser scrolls smoothly: wait for the box to move rather than reading it at once
         page.wait_for_function("e => e.scrollLeft > 0", arg=box.element_handle(), timeout=5_000)
     screenshot(page, f"polish-result-overlap-{name}")
+    # a plot cut off by its box, on the job page or in a lab page's narrower result column, says so under it; one
+    # that fits says nothing
+    for path in (f"/jobs/{seeded['jobs']['overlap-trace']}", "/labs/overlap-trace"):
+        page.goto(live_server.url + path)
+        plots = page.locator("figure.plot")
+        assert plots.count() >= 1, path
+        wrong = plots.evaluate_all(
+            """fs => fs.filter(f => { const box = f.querySelector('.scroll-box'), hint = f.querySelector('.scroll-hint');
+                   return (box.scrollWidth > box.clientWidth + 1) !== (hint.getClientRects().length > 0); })
+                 .map(f => f.querySelector('figcaption').textContent.trim().slice(0, 40))"""
+        )
+        assert wrong == [], (path, name, wrong)
     # a short table of sentences (env-check's FP8 recipes) fits a phone: its sentences wrap, none ends past the edge
     page.goto(f"{live_server.url}/jobs/{seeded['jobs']['env-check']}")
     recipes = page.locator(".result .table-wrap", has=page.locator("td.long")).first
