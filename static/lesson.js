@@ -40,6 +40,11 @@
       list.scrollLeft += cur.getBoundingClientRect().left - list.getBoundingClientRect().left - 16;
     });
   }
+  // Tabbing along a strip brings the focused chip fully into view (Chromium leaves a half-shown one as it is).
+  document.addEventListener("focusin", function (ev) {
+    var chip = ev.target.closest && ev.target.closest(".pacing li");
+    if (chip) chip.scrollIntoView({ block: "nearest", inline: "nearest" });
+  });
   function init(root) { renderMath(root); wireTraces(root); showCurrentChip(); }
   document.addEventListener("htmx:after:process", function (ev) { init(ev.target); });
   document.addEventListener("DOMContentLoaded", function () { init(document); });

@@ -215,3 +215,21 @@ def test_on_a_phone_a_later_part_starts_on_the_first_screen(learner_page, live_s
     page.goto(f"{live_server.url}/lessons/transformer-scaling/orient")  # the first part: in full, nothing folded
     expect(page.locator(".lesson-head .remember")).to_be_visible()
     expect(page.locator("details.lesson-intro")).to_have_count(0)
+
+
+def test_on_a_phone_tabbing_along_the_pacing_strip_shows_each_chip_whole(learner_page, live_server):
+    page = learner_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/lessons/transformer-scaling/orient")
+    links = page.locator(".pacing ol li a")
+    strip = page.locator(".pacing ol")
+    for i in range(links.count()):
+        links.nth(i).focus()
+        page.wait_for_function(
+            """([s, a]) => { const r = s.getBoundingClientRect(), c = a.getBoundingClientRect();
+                            return c.left >= r.left - 1 && c.right <= r.right + 1; }""",
+            arg=[strip.element_handle(), links.nth(i).element_handle()],
+            timeout=5000,
+        )
+    page.keyboard.press("Tab")  # on to the next control, focused by keyboard so its ring shows
+    screenshot(page, "focus-ring-phone", full_page=False)
