@@ -137,27 +137,47 @@ def _recipe_support(
     return out
 
 
-def honesty_label(backend: str, device_name: str | None, *, collectives: bool = True) -> str:
+def honesty_label(backend: str, device_name: str | None, *, collectives: bool = True, fp8: bool = True) -> str:
     """The sentence every page and result.json shows about how numbers were produced.
 
     `collectives`: whether the run talks between ranks (gloo on CPU, NCCL on GPUs); a one-process lab
-    does not, and its label does not claim it.
+    does not, and its label does not claim it. `fp8`: whether the run does FP8 arithmetic at all; a run
+    without it (overlap-trace, tp-sweep with its FP8 GEMMs off) does not claim FP8 numerics, emulated or not.
+    A CPU run always says it is a CPU emulation whose timings are not GPU measurements.
     """
     if backend == "cpu":
-        return (
-            "CPU emulation: FP8 numerics are emulated in software with Transformer Engine's semantics"
-            + (" and collectives run on gloo" if collectives else "")
-            + "; timings are CPU timings, not GPU measurements."
-        )
+        if fp8:
+            what = "FP8 numerics are emulated in software with Transformer Engine's semantics" + (
+                " and collectives run on gloo" if collectives else ""
+            )
+        elif collectives:
+            what = "each rank is a CPU process standing in for a GPU and collectives run on gloo (no FP8 in this run)"
+        else:
+            what = "one CPU process stands in for the GPU (no FP8 in this run)"
+        return f"CPU emulation: {what}; timings are CPU timings, not GPU measurements."
     if backend == "torch-cuda":
-        return (
-            f"Measured on GPU ({device_name}) with plain PyTorch"
-            + (" and NCCL" if collectives else "")
-            + ": FP8 numerics are emulated in software, not run on Transformer Engine's FP8 kernels."
+        measured = f"Measured on GPU ({device_name}) with plain PyTorch" + (" and NCCL" if collectives else "")
+        if not fp8:
+            return measured + " (no FP8 in this run)."
+        return measured + ": FP8 numerics are emulated in software, not run on Transformer Engine's FP8 kernels."
+    if not fp8:
+        return f"Measured on GPU ({device_name}) with Transformer Engine modules in BF16 (no FP8 in this run)" + (
+            " and NCCL." if collectives else "."
         )
     return f"Measured on GPU ({device_name}) with Transformer Engine FP8 kernels" + (
         " and NCCL." if collectives else "."
     )
+
+
+def relabel(environment: dict, *, fp8: bool, collectives: bool) -> None:
+    """Word `environment` (result.json's block, from `environment_for`) for what this run really did: a lab calls
+    it once it knows from its parameters whether the run does FP8 arithmetic at all."""
+    backend = environment["backend"]
+    environment["label"] = honesty_label(backend, environment["device"].get("name"), collectives=collectives, fp8=fp8)
+    if fp8:
+        environment["fp8_numerics"] = "transformer_engine" if backend == "te" else "emulated"
+    else:
+        environment.pop("fp8_numerics", None)  # no FP8 arithmetic was done, neither by TE nor emulated
 
 
 @lru_cache(maxsize=1)
@@ -241,17 +261,17 @@ def resolve_backend(requested: str, report: dict | None = None) -> str:
     return requested
 
 
-def environment_for(backend: str, report: dict | None = None, *, collectives: bool = True) -> dict:
+def environment_for(backend: str, report: dict | None = None, *, collectives: bool = True, fp8: bool = True) -> dict:
     """The `environment` block of result.json for a run on `backend`.
 
     `emulated` keeps its meaning for the app: the run is a CPU emulation. `fp8_numerics` says how FP8
-    arithmetic was done: by Transformer Engine's kernels, or emulated in software (cpu and torch-cuda).
+    arithmetic was done: by Transformer Engine's kernels, or emulated in software (cpu and torch-cuda); it is
+    left out for a run without FP8 (`fp8=False`, or a lab's `relabel` once it knows its parameters).
     """
     report = dict(report or probe())
     report["backend"] = backend
-    report["label"] = honesty_label(backend, report["device"].get("name"), collectives=collectives)
     report["emulated"] = backend == "cpu"
-    report["fp8_numerics"] = "transformer_engine" if backend == "te" else "emulated"
+    relabel(report, fp8=fp8, collectives=collectives)
     return report
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
+from pydantic_core.core_schema import ErrorType
 
 from app.services.labhost import HostCapacity
 from labs import catalog
@@ -202,9 +203,28 @@ def _bound(ctx: dict) -> str:
     return ""
 
 
+# pydantic's own error types; any other type is a lab's rule (a PydanticCustomError such as "cross_field").
+_PYDANTIC_ERROR_TYPES = frozenset(get_args(ErrorType))
+# Errors a validator raises with its own words: pydantic prefixes the text ("Value error, ...").
+_VALIDATOR_PREFIXES = {"value_error": "Value error, ", "assertion_error": "Assertion failed, "}
+
+
+def _rule_message(err: Any) -> str | None:
+    """The lab's own words for a rule its params model checks (e.g. fields that do not fit together), or None
+    for pydantic's built-in checks, which are worded from the field's bounds instead."""
+    kind, msg = err["type"], str(err.get("msg", ""))
+    if kind in _VALIDATOR_PREFIXES:
+        prefix = _VALIDATOR_PREFIXES[kind]
+        return msg[len(prefix) :] if msg.startswith(prefix) else msg
+    if kind not in _PYDANTIC_ERROR_TYPES:
+        return msg
+    return None
+
+
 def field_errors(exc: ValidationError, fields: dict[str, FormField] | None = None) -> dict[str, str]:
     """pydantic's errors as one message per form field, in the learner's terms:
-    'steps: at least 2, got 1', 'degrees: each at most 8, got 9', 'recipe: one of delayed, current, got x'."""
+    'steps: at least 2, got 1', 'degrees: each at most 8, got 9', 'recipe: one of delayed, current, got x',
+    and a rule across fields in the params model's own words: 'n_heads: a divisor of d_model=18 (...), got 4'."""
     out: dict[str, str] = {}
     for err in exc.errors():
         loc = err.get("loc", ())
@@ -214,7 +234,10 @@ def field_errors(exc: ValidationError, fields: dict[str, FormField] | None = Non
         value, kind, ctx = err.get("input"), err["type"], err.get("ctx") or {}
         item = len(loc) > 1 and isinstance(loc[1], int)  # one value of a list, e.g. a TP degree
         f = (fields or {}).get(name)
-        if kind == "extra_forbidden":
+        rule = _rule_message(err)
+        if rule is not None:
+            message = f"{name}: {rule}" + (f", got {_shown(value)}" if loc and value is not None else "")
+        elif kind == "extra_forbidden":
             message = f"{name}: not a parameter of this lab"
         elif kind == "missing":
             message = f"{name}: required"

@@ -24,7 +24,7 @@ def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -
         svg_timeline(
             last,
             title=f"TP={degree}: one measured step per rank (last of {params.steps})",
-            subtitle=f"{ctx.environment['label'][:110]}",
+            subtitle=ctx.environment["label"],  # whole: the timeline wraps it (a cut one read "...run o")
             description=f"Compute, communication and wait lanes for each of {degree} ranks during one forward+backward of the MLP block.",
         ),
     )

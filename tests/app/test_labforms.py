@@ -123,3 +123,89 @@ def test_form_labels_are_words_and_name_the_parameter_messages_use(client):
     page = client.get("/labs/fp8-step").text
     assert '<label for="p-d_model">Model width <code class="param-name">d_model</code></label>' in page
     assert '<label for="p-seed">Seed</label>' in page  # the name in words already
+
+
+@pytest.mark.parametrize(
+    "form, field, message",
+    [
+        (
+            {"d_model": "18", "n_heads": "4"},
+            "n_heads",
+            "n_heads: a divisor of d_model=18 (d_model % n_heads = 2: heads must split the width evenly), got 4",
+        ),
+        (
+            {"steps": "4", "outlier_step": "10"},
+            "outlier_step",
+            "outlier_step: a step below steps=4 (the spike must happen during the run), got 10",
+        ),
+    ],
+)
+def test_fields_that_do_not_fit_together_say_the_labs_rule_not_a_range(form, field, message):
+    """4 heads and step 10 are inside their fields' ranges: the form said "a whole number from 1 to 128, got 4"
+    and threw away the params model's own message about the other field."""
+    _, errors = labforms.parse_form("fp8-step", form)
+    assert errors == {field: message}
+
+
+def test_a_cross_field_error_is_shown_next_to_its_field(client, db):
+    client.register("ann@example.org")
+    data = dict(_as_browser_would("fp8-step"))
+    data.update(d_model="18", n_heads="4", csrf_token=client.csrf("/labs/fp8-step"))
+    r = client.post("/labs/fp8-step/jobs", data=data, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    shown = dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', r.text))
+    assert shown == {
+        "n_heads": "n_heads: a divisor of d_model=18 (d_model % n_heads = 2: heads must split the width evenly), got 4"
+    }
+    assert db.query(Job).count() == 0
+
+
+def test_every_labs_own_validator_words_reach_the_form():
+    """Any lab's params model may check a rule in a validator (a custom error, a ValueError, a model validator):
+    the form words it with the model's message, not as the field's range."""
+    from pydantic import Field, ValidationError, field_validator, model_validator
+
+    from labs.params import LabParams
+
+    class P(LabParams):
+        ranks: int = Field(2, ge=1, le=8)
+        ffn: int = Field(64, ge=8, le=4096)
+
+        @field_validator("ffn")
+        @classmethod
+        def _splits(cls, v: int, info):
+            if v % info.data["ranks"]:
+                raise ValueError(f"a multiple of ranks={info.data['ranks']}")
+            return v
+
+        @model_validator(mode="after")
+        def _small(self):
+            if self.ffn > 1000:
+                raise ValueError("ffn must stay small")
+            return self
+
+    fields = {
+        f.name: f
+        for f in [
+            labforms.FormField("ranks", "Ranks", "int", 2, "", 1, 8),
+            labforms.FormField("ffn", "ffn", "int", 64, "", 8, 4096),
+        ]
+    }
+    with pytest.raises(ValidationError) as exc:
+        P(ranks=3, ffn=64)
+    assert labforms.field_errors(exc.value, fields) == {"ffn": "ffn: a multiple of ranks=3, got 64"}
+    with pytest.raises(ValidationError) as exc:
+        P(ranks=1, ffn=2000)
+    assert labforms.field_errors(exc.value, fields) == {"params": "params: ffn must stay small"}
+
+
+def test_overlap_trace_ffn_that_ranks_do_not_split_names_the_rule(client, db):
+    """overlap-trace's rule across fields lives in its limits(): the form shows it by the field, with the arithmetic."""
+    client.register("ann@example.org")
+    data = dict(_as_browser_would("overlap-trace"))
+    data.update(ranks="3", ffn="2048", csrf_token=client.csrf("/labs/overlap-trace"))
+    r = client.post("/labs/overlap-trace/jobs", data=data, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    shown = dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', r.text))
+    assert shown == {"ffn": "ffn: ffn(2048) % ranks(3) = 2, must be 0"}
+    assert db.query(Job).count() == 0

@@ -160,3 +160,33 @@ def test_a_checkbox_left_unticked_means_off(learner):
         params=[("tp", 8), ("dp", 1), ("sequence_parallel", "false"), ("sequence_parallel", "on")],
     ).json()["result"]
     assert off["result"]["activations_gb"] > on["activations_gb"] == ticked["activations_gb"]
+
+
+def _scaled_label(fragment: str) -> tuple[float, str, str]:
+    m = re.search(r'<text x="([0-9.]+)" y="68" text-anchor="(\w+)"[^>]*data-testid="scaled-label">([^<]*)<', fragment)
+    assert m, fragment
+    return float(m.group(1)), m.group(2), m.group(3)
+
+
+@pytest.mark.parametrize(
+    "params, anchor, words",
+    [
+        # E5M2 with no margin: 300 x 57344/240 = 71,680 clips near the line's right end; the label ends there
+        ({"amax": 240, "value": 300, "fmt": "E5M2"}, "end", "|scaled| 71,680"),
+        ({"amax": 240, "value": 1, "fmt": "E4M3"}, "start", "|scaled| 1.867"),  # near 0: it starts at the dot
+        ({"amax": 240, "value": 150, "fmt": "E4M3"}, "middle", "|scaled| 280"),  # mid-line: centred
+    ],
+)
+def test_fp8_range_value_label_stays_inside_the_number_line(learner, params, anchor, words):
+    """A label centred on a dot near the end ran past the drawing ("|scaled| 7.168e+0" cut off on /play)."""
+    fragment = learner.get("/play/fp8-range", params=params, headers=HX).text
+    x, got_anchor, text = _scaled_label(fragment)
+    assert (got_anchor, text) == (anchor, words)
+    assert 10 <= x <= 390  # the anchor point is inside the 400-unit drawing, on the side the text grows away from
+
+
+def test_fp8_range_shows_readable_numbers_below_a_million(learner):
+    fragment = learner.get("/play/fp8-range", params={"amax": 240, "value": 300, "fmt": "E5M2"}, headers=HX).text
+    assert "<dd>71,680</dd>" in fragment and "clipped at ±57,344" in fragment and "e+0" not in fragment
+    big = learner.get("/play/fp8-range", params={"amax": 1e-6, "value": 1, "fmt": "E4M3"}, headers=HX).text
+    assert "<dd>4.48e+08</dd>" in big  # a scale of 448 million keeps its exponent instead of nine digits

@@ -129,3 +129,24 @@ def test_own_run_beside_the_worked_example(browser, live_server):
         page.locator("#sec-range-management").screenshot(path=str(SHOTS / f"own-run-{name}.png"))
     expect(page.locator("#your-run-overlap-trace")).to_contain_text("See your own numbers here")
     context.close()
+
+
+@pytest.mark.parametrize("width,height,name", [(1280, 900, "laptop"), (360, 780, "phone-360")])
+def test_fp8_range_value_label_stays_inside_its_drawing(browser, live_server, width, height, name):
+    """E5M2 with no margin clips 300 (scaled 71,680) near the line's right end: its label, once centred on the
+    dot, ran past the drawing's edge and read "|scaled| 7.168e+0"."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    register(page, live_server.url, f"fp8-label-{name}@example.org")
+    page.goto(live_server.url + "/play/fp8-range?amax=240&value=300&fmt=E5M2&margin=0")
+    tool = page.locator("#tool-fp8-range")
+    label = tool.locator('svg.numberline text[y="68"]')  # the value's label, under the line
+    left, right, edge = label.evaluate(
+        "t => { const b = t.getBBox(); return [b.x, b.x + b.width, t.ownerSVGElement.viewBox.baseVal.width]; }"
+    )
+    assert 0 <= left and right <= edge, f"label spans {left:.0f}..{right:.0f} of a {edge:.0f}-unit drawing"
+    expect(label).to_have_text("|scaled| 71,680")
+    tool.scroll_into_view_if_needed()
+    tool.screenshot(path=str(SHOTS / f"play-fp8-range-clipped-{name}.png"))
+    context.close()
