@@ -95,6 +95,25 @@ def _error_response(request: Request, status: int, detail: str, headers: Mapping
         return page()
 
 
+def _document_bearer_tokens(app: FastAPI) -> None:
+    """The API's OpenAPI schema says how scripts authenticate (an `Authorization: Bearer` token from the Account
+    page), so the docs page offers "Authorize" and its "Try it out" calls carry the token. The check itself is
+    app/deps.py's, done by hand, which FastAPI cannot see."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()  # FastAPI caches it in app.openapi_schema; this adds to that same dict once
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "token": {"type": "http", "scheme": "bearer", "description": "An API token from your Account page."}
+        }
+        schema["security"] = [{"token": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def _resend(request: Request) -> dict[str, object] | None:
     """A plain form (no JavaScript) refused for an out-of-date token is offered back, filled in, with the fresh
     token, so nothing typed is lost: with scripts the page renews the token itself (static/requests.js).
@@ -175,6 +194,7 @@ def create_app(
         max_body_size=bodies.DEFAULT_LIMIT,
         dependencies=[Depends(bodies.received_within_limit)],
     )
+    _document_bearer_tokens(app)
     app.state.settings = settings
     app.state.host = host or HostCapacity.local_default()
     app.state.engine = web_engine(settings)

@@ -94,3 +94,18 @@ def test_only_listed_artifacts_are_served(client, job, settings, name):
         (folder / rel).write_text("on disk, but not in result.json")
     r = client.get(f"/jobs/{job.id}/artifacts/{name}")
     assert r.status_code == 404 and "no artifact called" in r.text
+
+
+def test_api_docs_say_how_scripts_authenticate(client):
+    """The OpenAPI schema declares the bearer token the API takes, so the docs page offers 'Authorize'; the page
+    links back to the course and to where tokens are made."""
+    schema = client.get("/api/v1/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["token"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API token from your Account page.",
+    }
+    assert schema["security"] == [{"token": []}]
+    assert client.get("/api/v1/openapi.json").json() == schema  # built once, the same on every read
+    page = client.get("/api/v1/docs").text
+    assert 'href="/"' in page and 'href="/account"' in page and "Authorize" in page
