@@ -134,7 +134,8 @@ def submit(
         if host.capacity.gpus == 0 and any(e["field"] == "backend" for e in exc.errors):
             content["offer"] = {
                 "backend": "cpu",
-                "cpu_label": "CPU emulation: FP8 numerics emulated in software, timings are CPU timings",
+                "cpu_label": "CPU emulation: ranks run as CPU processes and FP8, where the lab uses it, is emulated in "
+                "software; timings are CPU timings, not GPU measurements",
                 "bundle_upload": "/api/v1/bundles",
             }
         return JSONResponse(content, status_code=422)
