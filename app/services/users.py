@@ -164,11 +164,23 @@ def change_display_name(db: Session, *, user: User, display_name: str) -> None:
     db.commit()
 
 
-def change_password(db: Session, *, user: User, current: str, new: str, keep_session_id: int | None) -> int:
-    """Set a new password if `current` is right; ends every other session of the user (returns how many)."""
+def change_password(
+    db: Session, *, user: User, current: str, new: str, keep_session_id: int | None, confirm: str | None = None
+) -> int:
+    """Set a new password if `current` is right (and `confirm`, when given, repeats `new`); ends every other
+    session of the user (returns how many). Raises UserError with every problem at once in `errors`."""
+    problems: dict[str, str] = {}
     if not security.verify_password(user.password_hash, current):
-        raise UserError("current_password", "this is not your current password")
-    check_password(new, "new_password")
+        problems["current_password"] = "this is not your current password"
+    try:
+        check_password(new, "new_password")
+    except UserError as exc:
+        problems[exc.field] = exc.message
+    if confirm is not None and confirm != new:
+        problems["confirm_password"] = "the two new passwords differ: type the new password again, exactly"
+    if problems:
+        field, message = next(iter(problems.items()))
+        raise UserError(field, message, problems)
     user.password_hash = security.hash_password(new)
     db.commit()
     return sessions.end_all(db, user=user, keep_id=keep_session_id)

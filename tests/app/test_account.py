@@ -13,9 +13,9 @@ from datetime import timedelta
 
 import pytest
 from aiosmtpd.controller import Controller
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
-from app.models import PasswordReset, User, UserSession, utcnow
+from app.models import ApiToken, PasswordReset, User, UserSession, utcnow
 from tests.conftest import ROOT, free_port
 
 
@@ -35,13 +35,122 @@ def test_change_display_name(client, db):
     assert "Ann Lee" in client.get("/").text
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * 81])
+@pytest.mark.parametrize("name", ["", "   ", "x" * 81, "x" * 300])
 def test_a_bad_display_name_names_the_field_and_changes_nothing(client, db, name):
     client.register("ann@example.org", name="Ann")
-    r = client.post("/account/name", data={"display_name": name})
+    r = client.post("/account/name", data={"display_name": name}, follow_redirects=False)
     assert r.status_code == 400
-    assert 'id="display_name-error"' in r.text and "use 1 to 80 characters" in r.text
+    error = re.search(r'<p class="error" id="display_name-error" role="alert">([^<]+)</p>', r.text).group(1)
+    assert error == f"Display name: use 1 to 80 characters (you gave {len(name.strip())})"
     assert _user(db, "ann@example.org").display_name == "Ann"
+
+
+def test_a_300_character_name_comes_back_in_the_form_under_its_own_error(client, db):
+    """Not the framework's bare 'ERROR 422 ... String should have at most 200 characters' page: the whole
+    account page, the typed value kept in the field, the field limited to 80 characters in the browser too."""
+    client.register("ann@example.org", name="Ann")
+    typed = "Ann " + "y" * 296
+    r = client.post("/account/name", data={"display_name": typed})
+    assert r.status_code == 400 and "Check your input" not in r.text
+    field = re.search(r'<input id="display_name"[^>]*>', r.text).group(0)
+    assert f'value="{typed}"' in field and 'maxlength="80"' in field and 'aria-invalid="true"' in field
+    assert "you gave 300" in r.text and 'id="password-h"' in r.text  # the rest of the page is there
+    assert 'maxlength="80"' in client.get("/account").text
+    assert _user(db, "ann@example.org").display_name == "Ann"
+
+
+# ---------------------------------------------------------------- Post/Redirect/Get
+
+
+def test_saving_the_name_redirects_to_the_account_page_with_a_fixed_confirmation(client, db):
+    client.register("ann@example.org", name="Ann")
+    r = client.post("/account/name", data={"display_name": "Ann Lee"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/account?done=name#profile-h"
+    page = client.get(r.headers["location"])
+    assert page.status_code == 200 and "Your display name is now “Ann Lee”." in page.text
+    assert "is now" not in client.get("/account").text  # the confirmation comes from the address only
+
+
+@pytest.mark.parametrize("done", ["<b>hacked</b>", "Your+account+is+deleted", "name%22", "NAME"])
+def test_the_address_cannot_put_its_own_words_on_the_account_page(client, done):
+    client.register("ann@example.org", name="Ann")
+    page = client.get(f"/account?done={done}&others=5")
+    assert page.status_code == 200 and 'class="ok"' not in page.text
+    assert "hacked" not in page.text and "deleted" not in page.text
+
+
+def test_a_password_change_redirects_and_says_how_many_sessions_ended(client, make_client, db):
+    client.register("ann@example.org")
+    other = make_client()
+    other.login("ann@example.org")
+    form = {"current_password": "correct horse", "new_password": "battery staple", "confirm_password": "battery staple"}
+    r = client.post("/account/password", data=form, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/account?done=password&others=1#password-h"
+    page = client.get(r.headers["location"]).text
+    assert "Password changed; 1 other session logged out. This browser stays in." in page
+    assert other.get("/api/v1/me").status_code == 401
+
+
+def test_revoking_a_token_redirects_to_the_account_page(client, db):
+    client.register("ann@example.org")
+    client.post("/account/tokens", data={"name": "lab laptop"})
+    token_id = re.search(r"/account/tokens/(\d+)/revoke", client.get("/account").text).group(1)
+    r = client.post(f"/account/tokens/{token_id}/revoke", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/account?done=token-revoked#tok-h"
+    page = client.get(r.headers["location"]).text
+    assert "Token revoked: scripts using it now get 401." in page and "revoked " in page
+    assert db.scalar(select(ApiToken.revoked_at).where(ApiToken.id == int(token_id))) is not None
+
+
+@pytest.mark.parametrize("path", ["/account/name", "/account/password", "/account/tokens", "/account/tokens/1/revoke"])
+def test_a_form_address_opened_directly_leads_to_the_account_page(client, path):
+    client.register("ann@example.org")
+    r = client.get(path, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/account")
+    assert "Your account" in client.get(path).text
+
+
+def _token_form(client) -> dict:
+    page = client.get("/account").text
+    return {"name": "lab laptop", "once": re.search(r'name="once" value="([^"]+)"', page).group(1)}
+
+
+def test_a_new_token_is_shown_once_and_a_reload_makes_no_second_token(client, db):
+    """Creating a token renders its plaintext in the POST's own response (never in an address or the session
+    cookie), uncached; sending that same form again, as a reload does, is refused and makes nothing."""
+    client.register("ann@example.org")
+    form = _token_form(client)
+    r = client.post("/account/tokens", data=form, follow_redirects=False)
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+    token = re.search(r'id="new-token" class="token">([^<]+)<', r.text).group(1)
+    assert "it is not shown again" in r.text and 'href="/account#tok-h"' in r.text
+    assert token not in r.headers.get("location", "") and token not in str(client.client.cookies.values())
+    again = client.post("/account/tokens", data=form, follow_redirects=False)
+    assert again.status_code == 409 and 'id="token-error"' in again.text and "already sent" in again.text
+    assert 'id="new-token"' not in again.text and token not in again.text
+    assert db.scalar(select(func.count()).select_from(ApiToken)) == 1
+    # a fresh form (the page's next render) makes a second one on purpose
+    assert client.post("/account/tokens", data=_token_form(client)).status_code == 200
+    assert db.scalar(select(func.count()).select_from(ApiToken)) == 2
+
+
+def test_a_refused_token_name_is_kept_and_named(client, db):
+    client.register("ann@example.org")
+    r = client.post("/account/tokens", data={"name": "z" * 81})
+    assert r.status_code == 400 and "Token name: give the token a name of 1 to 80 characters" in r.text
+    assert re.search(r'<input id="token-name"[^>]*value="z{81}"', r.text)
+    assert db.scalar(select(func.count()).select_from(ApiToken)) == 0
+
+
+def test_the_tokens_table_stacks_on_phones(client):
+    client.register("ann@example.org")
+    client.post("/account/tokens", data={"name": "lab laptop"})
+    page = client.get("/account").text
+    wrap = re.search(r'<div class="table-wrap"[^>]*><table class="stack">\s*<caption id="tokens-cap">', page)
+    assert wrap and 'tabindex="0" role="region" aria-labelledby="tokens-cap"' in wrap.group(0)
+    for label in ("Name", "Starts with", "Created", "Last used"):
+        assert f'<td data-label="{label}">' in page
+    assert '<td class="action"><form method="post" action="/account/tokens/' in page
 
 
 @pytest.mark.parametrize(
@@ -64,6 +173,26 @@ def test_a_refused_password_change_names_the_field_and_changes_nothing(client, m
     assert r.status_code == 400 and f'id="{field}-error"' in r.text and message in r.text
     assert _user(db, "ann@example.org").password_hash == before
     assert other.get("/api/v1/me").status_code == 200  # no session ended either
+
+
+def test_every_password_problem_is_reported_at_once_under_its_field(client, make_client, db):
+    client.register("ann@example.org")
+    other = make_client()
+    other.login("ann@example.org")
+    before = _user(db, "ann@example.org").password_hash
+    form = {"current_password": "wrong one!", "new_password": "short", "confirm_password": "shirt"}
+    r = client.post("/account/password", data=form, follow_redirects=False)
+    assert r.status_code == 400
+    errors = dict(re.findall(r'<p class="error" id="(\w+)-error" role="alert">([^<]+)</p>', r.text))
+    assert errors == {
+        "current_password": "Current password: this is not your current password",
+        "new_password": "New password: use 8 to 256 characters (you gave 5)",
+        "confirm_password": "New password again: the two new passwords differ: type the new password again, exactly",
+    }
+    for field in errors:
+        assert re.search(rf'<input id="{field}"[^>]*aria-invalid="true" aria-describedby="{field}-error"', r.text)
+    assert _user(db, "ann@example.org").password_hash == before
+    assert other.get("/api/v1/me").status_code == 200
 
 
 @pytest.mark.parametrize(
