@@ -1,13 +1,17 @@
 """Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
 fair queue and an ETA (polled by htmx), and cancel.
 
-    GET  /labs/{lab}                      the form, the latest run in full, earlier runs in a compact list,
+    GET  /labs/{lab}                      the form, the latest run in full (and, when it has no result, the
+                                          last run that has one, in full too), earlier runs in a compact list,
                                           and two runs side by side (?a=ID&b=ID, default: the last two that
                                           succeeded)
-    GET  /labs/{lab}/runs                 the earlier-runs list (htmx refreshes it after a submission)
+    GET  /labs/{lab}/runs                 the last result and earlier-runs list (htmx refreshes them after a
+                                          submission and when a polling card sees its run finish)
     GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
     POST /labs/{lab}/jobs                 submit; every invalid field comes back next to its input at once
-    GET  /jobs, /jobs/{id}                the learner's jobs; one job's card (it polls itself until done)
+    GET  /jobs, /jobs/{id}                the learner's jobs (polling while one is in flight); one job's card
+                                          (it polls itself until done)
+    POST /jobs/{id}/cancel                cancel; back to the job's card, or to /jobs with next=/jobs
 
 Artifacts of jobs are served by app/routes/artifacts.py.
 """
@@ -100,17 +104,27 @@ def _lab_context(
     b: int | None = None,
 ) -> dict:
     jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN + 1)
+    latest = jobs[0] if jobs else None
+    # When the newest run has no result (queued, running, cancelled, failed), the newest one that has stays in
+    # full under it instead of shrinking to a line among the earlier runs.
+    last_result = None
+    if latest is not None and latest.status != "succeeded":
+        last_result = next((j for j in jobs if j.status == "succeeded"), None)
+        if last_result is None and len(jobs) > RUNS_SHOWN:  # past the runs read: one more query
+            last_result = job_service.latest_succeeded(db, owner=user, labs=[spec.name]).get(spec.name)
+    shown = [j for j in (latest, last_result) if j is not None]
     return {
         "lab": spec.name,
         "module": spec,
         "fields": [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)],
         "values": {},
         "errors": {},
-        "latest": jobs[0] if jobs else None,
-        "earlier": jobs[1 : RUNS_SHOWN + 1],
+        "latest": latest,
+        "last_result": last_result,
+        "earlier": [j for j in jobs[1 : RUNS_SHOWN + 1] if j is not last_result],
         "more_runs": len(jobs) > RUNS_SHOWN,
         "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
-        "losses": job_service.losses_of(db, jobs[:1]),  # the latest run's card says what was lost on the way
+        "losses": job_service.losses_of(db, shown),  # the cards in full say what was lost on the way
         "has_queued": any(j.status == "queued" for j in jobs),
         "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
@@ -225,22 +239,36 @@ def submit_job(
 
 @router.get("/jobs")
 def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    """The learner's jobs, newest first; while any is queued or running the list polls itself (htmx) and those
+    rows have a Cancel button."""
     jobs = job_service.list_jobs(db, owner=user, limit=100)
-    return render(request, "jobs/list.html", {"jobs": jobs, "estimates": queue_service.estimates(db, settings, jobs)})
+    ctx = {
+        "jobs": jobs,
+        "estimates": queue_service.estimates(db, settings, jobs),
+        "in_flight": any(not j.finished for j in jobs),
+    }
+    return render(request, "jobs/list.html", ctx, block="jobs")
 
 
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
     if job.finished:  # seen finishing (its page, or its card polling on a lab page): nothing left to announce
         notice_session.forget(request.session, job.id)
-    return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+    response = render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+    if job.finished and is_htmx(request):  # a polling card's last answer: the lab page's last result is this now
+        response.headers["HX-Trigger"] = "lab-runs-changed"
+    return response
 
 
 @router.post("/jobs/{job_id}/cancel")
-def cancel_job(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+def cancel_job(
+    request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep, formdata: PostedForm
+) -> Response:
     if not job_service.may_cancel(job, user):
         raise HTTPException(403, "Only the job's owner or an instructor can cancel it.")
     job = job_service.cancel(db, job=job, by=user)
+    if formdata.get("next") == "/jobs":  # the list's button: back to the list (htmx follows, selecting #jobs)
+        return RedirectResponse("/jobs", status_code=303)
     if is_htmx(request):
         return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
     return RedirectResponse(f"/jobs/{job.id}", status_code=303)

@@ -158,3 +158,144 @@ def test_the_jobs_card_says_what_was_lost_on_the_way_and_that_it_is_not_counted(
     said = "Attempt 1 was lost to the course's infrastructure: its process was stopped from outside the run (SIGKILL)"
     assert said in card and "The job went back to the queue; it is not counted against you." in card
     assert said in html.unescape(client.get("/labs/env-check").text)  # the latest run's card on the lab page too
+
+
+def _section(page: str, start_marker: str, end_marker: str) -> str:
+    start = page.index(start_marker)
+    return page[start : page.index(end_marker, start)]
+
+
+def _ann_and_host(db):
+    from app.models import User
+    from app.services.labhost import HostCapacity
+
+    return db.query(User).filter(User.email == "ann@example.org").one(), HostCapacity.local_default()
+
+
+def test_a_lab_page_keeps_the_last_result_in_full_when_newer_runs_were_cancelled(client, db, worker):
+    """The audit's case: a success, then a run cancelled while running and one cancelled while queued. The newest
+    card still comes first, the success stays in full under it (not a line among the earlier runs), and each
+    cancelled card says how it was cancelled instead of 'Cancelled: cancelled.'."""
+    import html
+
+    from app.services import jobs
+
+    _learner(client)
+    assert client.post("/labs/env-check/jobs", headers={"HX-Request": "true"}).status_code == 201
+    assert worker.run_once()
+    good = db.query(Job).one()
+    db.refresh(good)
+    assert good.status == "succeeded", good.error
+    page = client.get("/labs/env-check").text
+    assert 'id="last-result"' not in page  # the newest run is the success: it is the latest run, shown once
+    assert f'id="job-{good.id}"' in _section(page, 'id="job-list"', 'id="lab-history"')
+
+    ann, host = _ann_and_host(db)
+    stopped = jobs.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=host)
+    jobs.claim_next(db, worker_id="vm:1", lease_s=30)
+    jobs.heartbeat(db, job_id=stopped.id, worker_id="vm:1", lease_s=30, progress=jobs.Progress(0.4, "step 2 of 5"))
+    assert client.post(f"/jobs/{stopped.id}/cancel", follow_redirects=False).status_code == 303
+    assert jobs.finish(db, job_id=stopped.id, worker_id="vm:1", ok=False, message="cancelled", status="cancelled")
+    queued = jobs.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=host)
+    assert client.post(f"/jobs/{queued.id}/cancel", follow_redirects=False).status_code == 303
+
+    page = html.unescape(client.get("/labs/env-check").text)
+    latest = _section(page, 'id="job-list"', 'id="lab-history"')
+    assert f'id="job-{queued.id}"' in latest and 'data-status="cancelled"' in latest
+    assert "Cancelled by you before it started." in latest and "Cancelled: " not in latest
+    last = _section(page, 'id="last-result"', "</section>")
+    assert f"Your last finished result: run #{good.id}" in last
+    assert f'id="job-{good.id}"' in last and 'data-status="succeeded"' in last
+    assert "CPU emulation" in last  # the result itself, not a line
+    earlier = _section(page, 'id="earlier-runs"', "</section>")
+    assert f'data-job="{stopped.id}"' in earlier and f'data-job="{good.id}"' not in earlier
+    stopped_card = html.unescape(client.get(f"/jobs/{stopped.id}").text)
+    assert "Cancelled while running, after " in stopped_card and "(40% done)" in stopped_card
+    assert "Cancelled: cancelled." not in stopped_card
+    # the fragment htmx refreshes after a submission carries the last result too
+    fragment = client.get("/labs/env-check/runs", headers={"HX-Request": "true"}).text
+    assert fragment.lstrip().startswith('<div id="lab-history"') and f'id="job-{good.id}"' in fragment
+
+
+def test_a_run_in_flight_shows_first_and_the_last_result_under_it(client, db, worker):
+    """A queued run is the latest run (its card polls with its place in the queue); the last success stays in
+    full; when the polling card sees its run finish, the lab page is told to refresh its history."""
+    _learner(client)
+    client.post("/labs/env-check/jobs")
+    assert worker.run_once()
+    good = db.query(Job).one()
+    r = client.post("/labs/env-check/jobs", headers={"HX-Request": "true"})
+    assert r.status_code == 201
+    newer = db.query(Job).order_by(Job.id.desc()).first()
+    page = client.get("/labs/env-check").text
+    latest = _section(page, 'id="job-list"', 'id="lab-history"')
+    assert f'id="job-{newer.id}"' in latest and 'data-testid="queue-position"' in latest
+    assert f'id="job-{good.id}"' in _section(page, 'id="last-result"', "</section>")
+    polled = client.get(f"/jobs/{newer.id}", headers={"HX-Request": "true"})
+    assert "HX-Trigger" not in polled.headers  # still queued: nothing changed on the lab page
+    assert worker.run_once()
+    polled = client.get(f"/jobs/{newer.id}", headers={"HX-Request": "true"})
+    assert 'data-status="succeeded"' in polled.text and polled.headers["HX-Trigger"] == "lab-runs-changed"
+    page = client.get("/labs/env-check").text
+    assert 'id="last-result"' not in page
+    assert f'data-job="{good.id}"' in _section(page, 'id="earlier-runs"', "</section>")
+
+
+def test_the_jobs_list_shows_queue_places_cancels_and_polls_only_while_a_job_is_in_flight(client, db):
+    """No worker: the jobs stay queued until cancelled from the list."""
+    import html
+
+    _learner(client)
+    client.post("/labs/env-check/jobs")
+    client.post("/labs/env-check/jobs")
+    first, second = (j.id for j in db.query(Job).order_by(Job.id))
+    page = html.unescape(client.get("/jobs").text)
+    box = _section(page, '<div id="jobs"', ">")
+    assert 'hx-get="/jobs"' in box and 'hx-trigger="every 3s"' in box and 'hx-select="#jobs"' in box
+    rows = {j: _section(page, f'<tr data-job="{j}"', "</tr>") for j in (first, second)}
+    assert 'data-testid="queue-position">next<' in rows[first]
+    assert 'data-testid="queue-position">1 ahead<' in rows[second]
+    assert 'data-testid="eta">no estimate yet<' in rows[first]  # no finished run to estimate from yet
+    for j, row in rows.items():
+        assert f'action="/jobs/{j}/cancel"' in row and 'name="csrf_token" value="' in row
+        assert 'name="next" value="/jobs"' in row and f">Cancel #{j}</button>" in row
+    # the poll asks for the list alone
+    fragment = client.get("/jobs", headers={"HX-Request": "true"}).text
+    assert fragment.lstrip().startswith('<div id="jobs"') and "<html" not in fragment
+    # without the form's token the cancel is refused
+    r = client.client.post(f"/jobs/{second}/cancel", data={"next": "/jobs"}, follow_redirects=False)
+    assert r.status_code == 403 and db.get(Job, second).status == "queued"
+    # the list's button cancels and comes back to the list, with or without htmx
+    r = client.post(f"/jobs/{second}/cancel", {"next": "/jobs"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/jobs"
+    db.expire_all()
+    assert db.get(Job, second).status == "cancelled"
+    r = client.post(f"/jobs/{first}/cancel", {"next": "/jobs"}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and r.text.lstrip().startswith('<div id="jobs"')
+    db.expire_all()
+    assert db.get(Job, first).status == "cancelled"
+    # nothing in flight: no polling, no buttons
+    page = client.get("/jobs").text
+    assert _section(page, '<div id="jobs"', ">") == '<div id="jobs"' and "/cancel" not in page
+    assert "Cancelled by you" not in page  # the list is one line per job; the card says how
+    # next= only ever leads back to the list
+    client.post("/labs/env-check/jobs")
+    third = db.query(Job).order_by(Job.id.desc()).first().id
+    r = client.post(f"/jobs/{third}/cancel", {"next": "https://evil.example/"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/jobs/{third}"
+
+
+def test_the_jobs_list_shows_a_running_jobs_time_so_far(client, db):
+    from app.services import jobs
+
+    _learner(client)
+    ann, host = _ann_and_host(db)
+    job = jobs.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=host)
+    jobs.claim_next(db, worker_id="vm:1", lease_s=30)
+    page = client.get("/jobs").text
+    row = _section(page, f'<tr data-job="{job.id}"', "</tr>")
+    assert 'data-status="running"' in row and " so far" in row and f">Cancel #{job.id}</button>" in row
+    assert 'hx-trigger="every 3s"' in _section(page, '<div id="jobs"', ">")
+    assert client.post(f"/jobs/{job.id}/cancel", {"next": "/jobs"}, follow_redirects=False).status_code == 303
+    row = _section(client.get("/jobs").text, f'<tr data-job="{job.id}"', "</tr>")
+    assert "Stopping…" in row and "disabled" in row  # asked; the worker stops it within a heartbeat
