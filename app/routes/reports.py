@@ -147,6 +147,10 @@ def report_post(
     form = {k: v for k, v in posted.items() if isinstance(v, str)}
     action = form.get("action", "save")
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+
+    def page(**kw) -> Response:  # the report page again, with what this post adds (message, gaps, errors)
+        return _page(request, db, user, lesson, version, report, **kw)
+
     if action == "attach-latest":
         filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
         msg = (
@@ -154,7 +158,7 @@ def report_post(
             if filled
             else "No empty item had a finished run to attach."
         )
-        return _page(request, db, user, lesson, version, report, message=msg)
+        return page(message=msg)
     evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
     answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     try:
@@ -164,32 +168,18 @@ def report_post(
             confirmed = set(posted.getlist("missing-ok")) if action == "submit-incomplete" else set()
             # An empty draft goes on to submit, which refuses it: there is nothing to hand in knowingly.
             if not report_service.is_empty(report.draft) and any(g.field not in confirmed for g in gaps):
-                return _page(
-                    request,
-                    db,
-                    user,
-                    lesson,
-                    version,
-                    report,
-                    gaps=gaps,
-                    unconfirmed=frozenset(g.field for g in gaps if confirmed and g.field not in confirmed),
-                )
+                unconfirmed = frozenset(g.field for g in gaps if confirmed and g.field not in confirmed)
+                return page(gaps=gaps, unconfirmed=unconfirmed)
             v = report_service.submit(
                 db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
             )
             left = f", with {_count(len(gaps), 'item')} missing as you confirmed" if gaps else ""
-            return _page(
-                request,
-                db,
-                user,
-                lesson,
-                version,
-                report,
-                message=f"Submitted as version {v.number}{left}. The automatic checks ran; a grader will pick it up.",
+            return page(
+                message=f"Submitted as version {v.number}{left}. The automatic checks ran; a grader will pick it up."
             )
     except report_service.ReportError as exc:
-        return _page(request, db, user, lesson, version, report, errors=exc.errors, form=form, status_code=422)
-    return _page(request, db, user, lesson, version, report, message="Draft saved.")
+        return page(errors=exc.errors, form=form, status_code=422)
+    return page(message="Draft saved.")
 
 
 def _count(n: int, noun: str) -> str:
