@@ -97,6 +97,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "tool": list(TOOLS),
             "token": [reset_token],
             "grade_id": [grade.id],
+            "token_id": [1],  # GET of the revoke form's address only leads back to /account
             "version": [1],
         }
 
