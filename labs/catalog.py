@@ -55,6 +55,9 @@ class LabSpec:
     # parameter that chooses it: a recipe this GPU cannot run is refused up front, naming GPU and reason.
     fp8_recipe: Callable[[Any, str], str | None] = field(default=no_fp8_recipe)
     fp8_recipe_field: str = "recipe"
+    # Whether a run with these params does FP8 arithmetic at all (TE's kernels or emulated): the honesty label
+    # says so from the first progress line, and a run without any claims none.
+    uses_fp8: Callable[[Any], bool] = field(default=lambda params: True)
 
     def resources(self, params: LabParams, backend: str) -> Resources:
         return self.needs(params, backend)
@@ -175,6 +178,7 @@ def _specs() -> dict[str, LabSpec]:
             needs=tp_sweep.resources,
             limits=tp_sweep.limits,
             fp8_recipe=tp_sweep.te_recipe_name,
+            uses_fp8=lambda params: params.fp8,  # FP8 GEMMs only when asked for
         ),
         LabSpec(
             name="overlap-trace",
@@ -186,6 +190,7 @@ def _specs() -> dict[str, LabSpec]:
             runner="labs.overlap_trace.run:run",
             needs=overlap_trace.resources,
             limits=overlap_trace.limits,
+            uses_fp8=lambda params: False,  # all-gathers and plain GEMMs: no FP8 anywhere
         ),
     ]
     return {s.name: s for s in specs}

@@ -74,7 +74,7 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
     ctx = LabContext(
         out_dir=out,
         backend=backend,
-        environment=env.environment_for(backend, report, collectives=ranks > 1),
+        environment=env.environment_for(backend, report, collectives=ranks > 1, fp8=spec.uses_fp8(params)),
         available_backends=env.available_backends(report),
     )
     started = now_iso()

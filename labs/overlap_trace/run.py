@@ -36,7 +36,6 @@ import statistics
 import time
 from pathlib import Path
 
-from labs import env
 from labs.overlap_trace import report
 from labs.overlap_trace.params import Params, device_for
 from labs.parallel import dist as labdist
@@ -247,7 +246,6 @@ def _median(xs):
 
 
 def run(params: Params, ctx) -> dict:
-    env.relabel(ctx.environment, fp8=False, collectives=True)  # all-gathers and plain GEMMs: no FP8 anywhere
     device = device_for(ctx.backend)
     ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}")
     per_rank = labdist.launch(

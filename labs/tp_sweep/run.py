@@ -26,7 +26,6 @@ import json
 import statistics
 from pathlib import Path
 
-from labs import env
 from labs.parallel import costmodel
 from labs.parallel import dist as labdist
 from labs.tp_sweep import report
@@ -294,7 +293,6 @@ def run(params: Params, ctx) -> dict:
 
     device = device_for(ctx.backend)
     world = max(params.degrees)
-    env.relabel(ctx.environment, fp8=params.fp8, collectives=world > 1)  # FP8 GEMMs only when asked for
     slots, slots_why = labdist.slots_explained(device)
     ctx.progress(0.05, f"starting {world} rank process(es) on {device}")
     with_te = ctx.backend == "te"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -40,6 +41,13 @@ def test_environment_for_a_run_without_fp8_leaves_out_how_fp8_was_done():
     assert env.environment_for("cpu", env.probe())["fp8_numerics"] == "emulated"  # FP8 stays the default
 
 
+def _start_label(run) -> str:
+    """The label on the run's first progress line (`python -m labs run` prints it before the lab starts)."""
+    start = json.loads(run.measured.stdout.splitlines()[0])
+    assert start["event"] == "start"
+    return start["label"]
+
+
 def test_overlap_trace_run_does_not_mention_fp8_numerics():
     run = runs.run("overlap-trace")
     environment = run.result["environment"]
@@ -48,6 +56,7 @@ def test_overlap_trace_run_does_not_mention_fp8_numerics():
         "CPU emulation: each rank is a CPU process standing in for a GPU and collectives run on gloo "
         "(no FP8 in this run); timings are CPU timings, not GPU measurements."
     )
+    assert _start_label(run) == label  # from the first line on, not only once the lab has read its params
     assert environment["emulated"] is True and "fp8_numerics" not in environment
     for artifact in run.result["artifacts"]:
         if artifact["media_type"] == "image/svg+xml":
@@ -62,6 +71,7 @@ def test_tp_sweep_without_fp8_gemms_says_no_fp8_in_its_label_and_timelines():
     assert label.startswith("CPU emulation:") and "gloo" in label and label.endswith(CPU_TIMINGS + ".")
     subtitle = _subtitle(run.out / "timeline_tp2.svg")
     assert subtitle == label  # the whole sentence, not cut at 110 characters
+    assert _start_label(run) == label
     assert "fp8_numerics" not in run.result["environment"]
 
 
@@ -70,6 +80,7 @@ def test_tp_sweep_with_fp8_gemms_and_fp8_step_still_say_fp8_is_emulated():
     step = runs.run("fp8-step")
     for run in (sweep, step):
         environment = run.result["environment"]
+        assert _start_label(run) == environment["label"]
         assert "FP8 numerics are emulated in software with Transformer Engine's semantics" in environment["label"]
         assert environment["label"].startswith("CPU emulation:") and environment["fp8_numerics"] == "emulated"
     assert _subtitle(sweep.out / "timeline_tp2.svg") == sweep.result["environment"]["label"]
