@@ -195,6 +195,9 @@ class PartProgress(Base):
     first_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(default=utcnow)
     done_at: Mapped[datetime | None]
+    # the lesson version the learner last opened this part under (learning.visit); NULL: not known (rows from
+    # before it was recorded), which never leads to an "updated since you last read it" notice
+    version_seen: Mapped[int | None] = mapped_column(Integer)
 
 
 class Response(Base):

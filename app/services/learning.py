@@ -61,24 +61,37 @@ def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> Part
     return row
 
 
-def visit(db: Session, *, user: User, lesson_id: str, part_id: str) -> None:
-    """Record that the learner opened a part (where "resume" goes). A page asks `visit_due` first, so a
-    repeat view of the latest-seen part writes nothing."""
+def visit(db: Session, *, user: User, lesson_id: str, part_id: str, version: int | None = None) -> None:
+    """Record that the learner opened a part (where "resume" goes) and, given, the lesson version they read it
+    under (what `version_read` goes by). A page asks `visit_due` first, so a repeat view of the latest-seen
+    part writes nothing."""
     row = _progress_row(db, user, lesson_id, part_id)
     row.last_seen_at = utcnow()
+    if version is not None:
+        row.version_seen = version
     db.commit()
 
 
-def visit_due(progress: dict[str, PartProgress] | dict[str, ProgressView], part_id: str) -> bool:
+def visit_due(
+    progress: dict[str, PartProgress] | dict[str, ProgressView], part_id: str, version: int | None = None
+) -> bool:
     """Whether opening `part_id` needs `visit` to write: not when it is already the latest-seen part, seen
-    within VISIT_REFRESH_S (a page reads this first, so a plain re-read never waits on a write)."""
+    within VISIT_REFRESH_S, under `version` when one is given (a page reads this first, so a plain re-read
+    never waits on a write)."""
     row = progress.get(part_id)
     latest = max((r.last_seen_at for r in progress.values()), default=None)
     return not (
         row is not None
         and row.last_seen_at == latest
         and (utcnow() - row.last_seen_at).total_seconds() < VISIT_REFRESH_S
+        and (version is None or row.version_seen == version)
     )
+
+
+def version_read(progress: dict[str, PartProgress] | dict[str, ProgressView]) -> int | None:
+    """The newest lesson version the learner opened any part of this lesson under; None when no part of it was
+    recorded with a version (never opened, or only before versions were recorded: nothing to compare)."""
+    return max((r.version_seen for r in progress.values() if r.version_seen is not None), default=None)
 
 
 def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: int) -> PartProgress:
@@ -303,6 +316,7 @@ class ProgressView(NamedTuple):
     done_at: datetime | None
     last_seen_at: datetime
     seconds_spent: int
+    version_seen: int | None = None  # the lesson page's state carries it; the dashboard has no use for it
 
 
 class ResponseView(NamedTuple):
@@ -334,13 +348,13 @@ class LessonState(NamedTuple):
 # expression per request cost ~2 ms (construction and cache-key walks) against ~0.1 ms for the query.
 _STATE_SQL = """
     SELECT 'p' AS kind, part_id AS key, done_at AS t1, last_seen_at AS t2, seconds_spent AS n,
-           NULL AS body, 0 AS id
+           NULL AS body, 0 AS id, version_seen AS v
       FROM part_progress WHERE user_id = :user_id AND lesson_id = :lesson_id
     UNION ALL
-    SELECT 'r', item_id, created_at, NULL, NULL, text, id
+    SELECT 'r', item_id, created_at, NULL, NULL, text, id, NULL
       FROM responses WHERE user_id = :user_id AND lesson_id = :lesson_id
     UNION ALL
-    SELECT 'a', question_id, created_at, NULL, NULL, status, id
+    SELECT 'a', question_id, created_at, NULL, NULL, status, id, NULL
       FROM attempts WHERE user_id = :user_id AND lesson_id = :lesson_id
     {runs}
     ORDER BY id
@@ -350,10 +364,10 @@ _STATE_SQL = """
 # ORM query of its own was a fifth of such a part's time. Other parts never touch the jobs table.
 _RUNS_SQL = """
     UNION ALL
-    SELECT 'j', lab, NULL, NULL, NULL, NULL, MAX(id)
+    SELECT 'j', lab, NULL, NULL, NULL, NULL, MAX(id), NULL
       FROM jobs WHERE owner_id = :user_id AND status = 'succeeded' GROUP BY lab
     """
-_COLUMNS = dict(kind=String, key=String, t1=UTCDateTime, t2=UTCDateTime, n=Integer, body=Text, id=Integer)
+_COLUMNS = dict(kind=String, key=String, t1=UTCDateTime, t2=UTCDateTime, n=Integer, body=Text, id=Integer, v=Integer)
 _LESSON_STATE = text(_STATE_SQL.format(runs="")).columns(**_COLUMNS)
 _LESSON_STATE_RUNS = text(_STATE_SQL.format(runs=_RUNS_SQL)).columns(**_COLUMNS)
 
@@ -364,11 +378,11 @@ def lesson_state(db: Session, *, user: User, lesson_id: str, runs: bool = False)
     Rows come ordered by id, so the latest answer per item wins. `runs`: also the newest succeeded job id
     per lab (LessonState.runs), for parts that show the learner's own runs."""
     state = LessonState({}, {}, {}, {})
-    for kind, key, first, second, n, body, row_id in db.execute(
+    for kind, key, first, second, n, body, row_id, seen in db.execute(
         _LESSON_STATE_RUNS if runs else _LESSON_STATE, {"user_id": user.id, "lesson_id": lesson_id}
     ):
         if kind == "p":
-            state.progress[key] = ProgressView(key, first, second, n or 0)
+            state.progress[key] = ProgressView(key, first, second, n or 0, seen)
         elif kind == "r":
             state.responses[key] = ResponseView(key, body, first, row_id)
         elif kind == "a":
