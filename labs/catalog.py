@@ -38,6 +38,7 @@ from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabula
     no_limits,
 )
 from labs.result_common import LabResults
+from labs.words import count
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class LabSpec:
                     Problem(
                         rf,
                         f"{rf}: {need.ranks} ranks need {need.gpus} GPUs on one node but "
-                        f"{capacity.gpu_why or f'{capacity.gpus} GPU(s) are available'}; "
+                        f"{capacity.gpu_why or count(capacity.gpus, 'GPU') + ' available'}; "
                         f"use {rf} <= {capacity.gpus}",
                     )
                 )

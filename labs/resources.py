@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from labs.words import count
+
 # Best first: `auto` picks the first one a host can run. The Literal types the result models.
 Backend = Literal["te", "torch-cuda", "cpu"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -19,6 +21,21 @@ BACKEND_CHOICES = ("auto", *BACKENDS)
 # On CPU the "devices" are processes sharing cores. Four ranks are allowed even on a 2-core machine so
 # the parallel labs can show TP=4 anywhere; beyond that each rank would get too little of a core to mean anything.
 MIN_CPU_SLOTS = 4
+
+
+def cpu_slots_why(cores: int) -> str:
+    """Why a CPU host offers max(MIN_CPU_SLOTS, cores) rank slots, in words a learner reads in a refusal."""
+    slots = max(MIN_CPU_SLOTS, cores)
+    return (
+        f"{count(slots, 'CPU rank slot')}: one per core and at least {MIN_CPU_SLOTS}, "
+        f"on {count(cores, 'core')} here; ranks share cores"
+    )
+
+
+def gpu_slots_why(gpus: int) -> str:
+    return f"{count(gpus, 'CUDA GPU')} visible, one rank per GPU"
+
+
 # What one Python process with torch imported holds before a lab allocates anything (measured with
 # bench/lab_memory.py, torch 2.13 CPU: 290 MiB for a lab's main process, 320-365 MiB for a gloo rank with
 # small tensors; rounded up for the allocator's slack). GPU processes also map CUDA's libraries: not measured.
@@ -84,8 +101,8 @@ class Capacity:
             cpu_slots=max(MIN_CPU_SLOTS, n),
             gpus=gpus,
             memory_bytes=memory_bytes if memory_bytes is not None else default_job_memory_bytes(),
-            cpu_why=f"{max(MIN_CPU_SLOTS, n)} CPU rank slots = max({MIN_CPU_SLOTS}, os.cpu_count()={n}); ranks share cores",
-            gpu_why=f"{gpus} CUDA GPU(s) visible, one rank per GPU",
+            cpu_why=cpu_slots_why(n),
+            gpu_why=gpu_slots_why(gpus),
             gpu_name=gpu_name,
             fp8_unsupported=dict(fp8_unsupported or {}),
         )

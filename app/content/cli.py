@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from labs.words import count
+
 from .loader import load_course
 
 
@@ -29,10 +31,10 @@ def validate_command(root: Path, out: TextIO | None = None) -> int:
     broken = course.broken
     if course.errors:
         n, m = len(course.errors), len(broken)
-        print(f"{n} error{'s' * (n != 1)} in {m} lesson{'s' * (m != 1)}: {', '.join(sorted(broken))}", file=out)
+        print(f"{count(n, 'error')} in {count(m, 'lesson')}: {', '.join(sorted(broken))}", file=out)
         return 1
     n = len(course.lessons)
-    print(f"{n} lesson{'s' * (n != 1)} valid", file=out)
+    print(f"{count(n, 'lesson')} valid", file=out)
     return 0
 
 

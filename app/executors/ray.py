@@ -74,6 +74,7 @@ from app.services import jobs as job_service
 from app.services import queue as queue_service
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node
 from labs import catalog
+from labs.words import count
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +322,7 @@ class Dispatcher:
             return
         spec = catalog.get(job.lab)
         need = spec.resources(spec.params.model_validate(job.params), job.backend)
-        what = f"{need.gpus} GPU{'s' * (need.gpus != 1)} on one node" if need.gpus else f"{need.ranks} CPU rank slots"
+        what = f"{count(need.gpus, 'GPU')} on one node" if need.gpus else f"{need.ranks} CPU rank slots"
         res = db.execute(
             update(Job)
             .where(Job.id == job.id, Job.status == "queued")

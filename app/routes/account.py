@@ -25,6 +25,7 @@ from app.models import User
 from app.services import resets, sessions, tokens
 from app.services import users as user_service
 from app.web import render
+from labs.words import count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -76,7 +77,7 @@ def account(request: Request, user: CurrentUser, db: SessionDep, done: str = "",
     if done in DONE:
         section, text = DONE[done]
         others = max(0, min(others, 10_000))
-        ended = f"{others} other session{'s' if others != 1 else ''}"
+        ended = count(others, "other session")
         messages[section] = text.format(name=user.display_name, others=ended)
     return _page(request, db, user, done=messages)
 

@@ -27,6 +27,7 @@ from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services.errors import NotFound
 from app.web import render
+from labs.words import count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
@@ -154,7 +155,7 @@ def report_post(
     if action == "attach-latest":
         filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
         msg = (
-            f"Attached your latest runs to {_count(len(filled), 'item')}."
+            f"Attached your latest runs to {count(len(filled), 'item')}."
             if filled
             else "No empty item had a finished run to attach."
         )
@@ -173,17 +174,13 @@ def report_post(
             v = report_service.submit(
                 db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
             )
-            left = f", with {_count(len(gaps), 'item')} missing as you confirmed" if gaps else ""
+            left = f", with {count(len(gaps), 'item')} missing as you confirmed" if gaps else ""
             return page(
                 message=f"Submitted as version {v.number}{left}. The automatic checks ran; a grader will pick it up."
             )
     except report_service.ReportError as exc:
         return page(errors=exc.errors, form=form, status_code=422)
     return page(message="Draft saved.")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _read_upload(form: FormData) -> tuple[str, bytes, dict]:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from app.models import ClusterNode, utcnow
 from app.services.labhost import HostCapacity
 from labs.resources import MIN_CPU_SLOTS, Capacity
+from labs.words import count
 
 FRESH_S = 30  # a snapshot older than this says nothing about the cluster now
 TE_RESOURCE = "course_te_gpu"  # custom resource a node declares per GPU where Transformer Engine FP8 works
@@ -87,7 +88,7 @@ def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
         backends.append("cpu")  # CPU jobs queue until a node is online; the page says none is
     if nodes:
         gpu_why = (
-            f"the largest GPU node online has {gpus} GPU{'s' * (gpus != 1)}, one rank per GPU"
+            f"the largest GPU node online has {count(gpus, 'GPU')}, one rank per GPU"
             if gpus
             else "no GPU node is online"
         )

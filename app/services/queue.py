@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app import executors
 from app.config import Settings
 from app.models import Job, utcnow
+from labs.words import count
 
 ACTIVE = ("queued", "running")
 ETA_SAMPLE = 20  # recent runs an estimate is made from; older runs say less about today's cluster
@@ -96,10 +97,10 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     """
     now = now or utcnow()
     own = _durations(db, Job.lab == job.lab, Job.backend == job.backend, Job.ranks == job.ranks)
-    basis_own = f"the last {_count(len(own), 'run')} of {job.lab} on {job.backend} at {_count(job.ranks, 'rank')}"
+    basis_own = f"the last {count(len(own), 'run')} of {job.lab} on {job.backend} at {count(job.ranks, 'rank')}"
     if not own:
         own = _durations(db, Job.lab == job.lab)
-        basis_own = f"the last {_count(len(own), 'run')} of {job.lab} at any size"
+        basis_own = f"the last {count(len(own), 'run')} of {job.lab} at any size"
     if job.status == "running":
         elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
         if job.progress >= 0.05:  # the lab's own progress is a better guide than history once it moves
@@ -122,10 +123,6 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     start = rounds * statistics.median(others)
     own_typical = statistics.median(own)
     return Estimate(pos, start, start + own_typical, basis_own)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def fmt_duration(seconds: float | None) -> str:

@@ -28,6 +28,7 @@ from app.config import Settings
 from app.models import PasswordReset, User, utcnow
 from app.services import sessions, users
 from app.services.errors import FieldError
+from labs.words import count
 
 SMTP_TIMEOUT_S = 20  # a slow mail server must not hold an instructor's request for longer
 
@@ -101,7 +102,7 @@ def link(base_url: str, token: str) -> str:
 
 def expires_in_words(expires_at: datetime) -> str:
     hours = max(0, round((expires_at - utcnow()).total_seconds() / 3600))
-    return f"{hours} hour{'s' if hours != 1 else ''}"
+    return count(hours, "hour")
 
 
 def send(settings: Settings, *, user: User, url: str, expires_at: datetime) -> None:

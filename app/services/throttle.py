@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.models import LoginThrottle, utcnow
 from app.services.errors import DomainError
+from labs.words import count
 
 
 class Throttled(DomainError):
@@ -135,6 +136,6 @@ def _forget_stale(db: Session, now: datetime) -> None:
 def in_words(seconds: int) -> str:
     """'8 seconds', '2 minutes', '15 minutes': when the user may try again."""
     if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
+        return count(seconds, "second")
     minutes = math.ceil(seconds / 60)
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return count(minutes, "minute")

@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from labs import exits
-from labs.resources import MIN_CPU_SLOTS
+from labs.resources import MIN_CPU_SLOTS, cpu_slots_why, gpu_slots_why
 
 
 def cpu_slots() -> int:
@@ -45,9 +45,8 @@ def slots_explained(device: str) -> tuple[int, str]:
         import torch
 
         n = torch.cuda.device_count()
-        return n, f"{n} CUDA GPU(s) visible, one rank per GPU"
-    n = cpu_slots()
-    return n, f"{n} CPU rank slots = max({MIN_CPU_SLOTS}, os.cpu_count()={os.cpu_count()}); ranks share cores"
+        return n, gpu_slots_why(n)
+    return cpu_slots(), cpu_slots_why(os.cpu_count() or 1)
 
 
 def check_world_size(world_size: int, device: str, *, field: str = "degree") -> str | None:
