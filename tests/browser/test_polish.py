@@ -522,6 +522,24 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
     ctx.close()
 
 
+@pytest.mark.parametrize("scheme", ["dark", "light"])
+def test_the_api_docs_follow_the_readers_colour_scheme(browser, live_server, scheme):
+    """Swagger UI 5.35 has a dark theme under <html class="dark-mode">; the page turns it on when the system asks
+    for dark (it stayed white before), and its line back to the course stays legible in both."""
+    ctx = _context(browser, 1280, 800, color_scheme=scheme)
+    page = ctx.new_page()
+    page.goto(f"{live_server.url}/api/v1/docs")
+    expect(page.locator(".opblock-summary-path").first).to_be_visible()
+    background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    assert page.evaluate("document.documentElement.classList.contains('dark-mode')") == (scheme == "dark")
+    assert background == ("rgb(28, 32, 34)" if scheme == "dark" else "rgba(0, 0, 0, 0)")
+    link = page.get_by_role("link", name="Account")
+    colour = link.evaluate("a => getComputedStyle(a).color")
+    assert colour == ("rgb(140, 180, 255)" if scheme == "dark" else "rgb(0, 0, 238)")
+    screenshot(page, f"polish-api-docs-{scheme}-laptop")
+    ctx.close()
+
+
 def test_without_javascript_a_refused_form_comes_back_filled_in(browser, live_server):
     """No script renews a stale token on a plain form: the refusal page offers the form back with what was
     typed and the current token, and sending it from there saves the answer."""
