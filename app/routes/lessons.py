@@ -115,10 +115,18 @@ async def lesson_part(
     if part is None and (missing := section_missing(lesson, part_id)):
         raise HTTPException(404, missing)  # a lesson without a lab (atlas, references) links to none
     state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(part)))
-    if part is not None and version == current_version and learning.visit_due(state.progress, part_id):
-        # where "resume" goes; what the page shows of progress is the done ticks, which a visit does not change
-        await run_in_threadpool(learning.visit, db, user=user, lesson_id=lesson_id, part_id=part_id)
+    update = None
+    if part is not None and version == current_version and learning.visit_due(state.progress, part_id, version):
+        # "Updated since you last read it": once, on the first part the learner opens under a newer version than
+        # they last read (that visit records it); the versions' notes are read only then, so almost never
+        seen = learning.version_read(state.progress)
+        if seen is not None and seen < version:
+            update = lesson_service.update_since(db, lesson_id=lesson_id, seen=seen, version=version)
+        # where "resume" goes, and the version read; what the page shows of progress is the done ticks, which a
+        # visit does not change
+        await run_in_threadpool(learning.visit, db, user=user, lesson_id=lesson_id, part_id=part_id, version=version)
     ctx = _part_context(db, user, lesson, version, current_version, part_id, state)
+    ctx["update"] = update
     if ctx["part"] is not None:  # the shared body is rendered once per version; only the learner's bits here
         ctx["part_html"] = render_part(
             templates.env, key, {**ctx, "user": user, "csrf_token": csrf_token_for(request.session)}

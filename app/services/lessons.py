@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -60,6 +61,50 @@ def versions(db: Session, *, lesson_id: str) -> list[LessonVersion]:
             select(LessonVersion).where(LessonVersion.lesson_id == lesson_id).order_by(LessonVersion.version.desc())
         )
     )
+
+
+class Update(NamedTuple):
+    """What changed in a lesson since a learner last read it: from their version to the current one, when the
+    current one was published, and the authors' notes of the versions in between (newest first, non-empty)."""
+
+    seen: int
+    version: int
+    published_at: datetime
+    notes: list[tuple[int, str]]  # (version, its note)
+
+    @property
+    def published_on(self) -> str:
+        """The day the current version came out, short: "2 Dec" (with the year when it is not this year's)."""
+        day = f"{self.published_at.day} {self.published_at:%b}"
+        return (
+            day
+            if self.published_at.year == datetime.now(self.published_at.tzinfo).year
+            else f"{day} {self.published_at.year}"
+        )
+
+
+UPDATE_NOTES_SHOWN = 3
+
+
+def update_since(db: Session, *, lesson_id: str, seen: int, version: int) -> Update | None:
+    """The update from version `seen` to `version` (the current one), in one query of a few short columns: the
+    current version's row and the newest UPDATE_NOTES_SHOWN versions after `seen` that carry a note. A page asks
+    only when the learner's last-read version is older than the current one, which is rare."""
+    rows = db.execute(
+        select(LessonVersion.version, LessonVersion.note, LessonVersion.created_at)
+        .where(
+            LessonVersion.lesson_id == lesson_id,
+            LessonVersion.version > seen,
+            LessonVersion.version <= version,
+            or_(LessonVersion.version == version, LessonVersion.note != ""),
+        )
+        .order_by(LessonVersion.version.desc())
+        .limit(UPDATE_NOTES_SHOWN + 1)
+    ).all()
+    if not rows or rows[0].version != version:
+        return None
+    notes = [(r.version, r.note.strip()) for r in rows if r.note.strip()][:UPDATE_NOTES_SHOWN]
+    return Update(seen, version, rows[0].created_at, notes)
 
 
 class Current(NamedTuple):

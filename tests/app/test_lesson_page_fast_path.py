@@ -157,6 +157,52 @@ def test_a_repeat_view_only_reads(learner, app):
     assert statements and set(statements) <= {"SELECT"}, statements
 
 
+def _statements(app, path: str, client) -> tuple[list[str], str]:
+    """The SQL statements one view of `path` runs (whole texts), and the page."""
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, *args):
+        statements.append(" ".join(statement.split()))
+
+    event.listen(app.state.engine, "before_cursor_execute", record)
+    try:
+        r = client.get(path)
+    finally:
+        event.remove(app.state.engine, "before_cursor_execute", record)
+    assert r.status_code == 200
+    return statements, r.text
+
+
+def _kinds(statements: list[str]) -> list[str]:
+    """First words, leaving out the lesson_versions lookups that `current` keeps for CURRENT_TTL_S."""
+    return [s.split(None, 1)[0].upper() for s in statements if "FROM lesson_versions" not in s]
+
+
+def _notes_query(statement: str) -> bool:
+    return "FROM lesson_versions" in statement and "lesson_versions.note !=" in statement
+
+
+def test_the_updated_notice_costs_one_query_only_on_the_view_that_shows_it(learner, app, db):
+    """The "updated since you last read it" notice comes from the progress rows the page reads anyway: a plain
+    re-read runs the same statements with or without it, and the one view that shows it reads the notes once."""
+    learner.get(PART)
+    plain, page = _statements(app, PART, learner)  # a re-read: nothing due
+    assert _kinds(plain) == ["SELECT", "SELECT"]  # the login lookup and the lesson state, nothing more
+    visit, _ = _statements(app, PRACTICE, learner)  # a first view of another part: a visit, no notice
+    assert not any(map(_notes_query, plain + visit)) and "updated since" not in page
+    row = lesson_service.latest_row(db, lesson_id=LESSON)
+    files = dict(row.files)
+    files["lesson.yaml"] = files["lesson.yaml"].replace("title: Transformer Scaling", "title: Transformer Scaling 2")
+    assert lesson_service.publish(db, lesson_id=LESSON, files=files, source="editor", note="new figures")[1] == []
+    statements, shown = _statements(app, f"/lessons/{LESSON}/orient", learner)  # a first view, under version 2
+    assert "version 1 → 2" in shown and "new figures" in shown
+    assert sum(map(_notes_query, statements)) == 1
+    assert _kinds(statements) == _kinds(visit)  # otherwise the same statements as any visit
+    again, page = _statements(app, f"/lessons/{LESSON}/orient", learner)  # seen: a plain re-read again
+    assert "updated since" not in page and not any(map(_notes_query, again)) and _kinds(again) == _kinds(plain)
+    assert set(_kinds(again)) <= {"SELECT"}
+
+
 def test_an_api_token_opens_a_lesson_page_and_a_bad_one_is_refused(learner, app):
     made = learner.post("/account/tokens", {"name": "script"})
     token = re.search(r'id="new-token" class="token">([^<]+)<', made.text).group(1)
