@@ -19,6 +19,7 @@ from pygments.lexers import get_lexer_by_name
 from app import notice_session, result_view
 from app.content import render_inline, render_markdown
 from app.models import utcnow
+from labs.words import count
 
 
 def when(dt: datetime | None) -> str:
@@ -122,4 +123,5 @@ def install(env: Environment) -> None:
         params_text=result_view.params_text,
         notice_pending=notice_session.pending,
         notice_poll=notice_session.poll_trigger,
+        count=count,  # {{ count(n, "job") }}: "1 job", "2 jobs"
     )
