@@ -1,7 +1,9 @@
 """Lab parameter forms, built from the lab catalog: each lab's pydantic `Params` model (the one source
 of bounds) and its backends.
 
-`form_fields(lab)` describes the parameter inputs and `backend_field(lab, host)` the backend choice;
+`form_fields(lab)` describes the parameter inputs and `backend_field(lab, host)` the backend choice; each
+field carries the fieldset it is shown in (`group`, its legend) and whether it is a rarely changed knob folded
+under "More settings" (`advanced`), both declared next to the field in the lab's params module;
 `parse_form(lab, form)` turns submitted strings into typed values and checks them against `Params`,
 reporting every invalid field in one pass, each in the learner's terms ("steps: at least 2, got 1");
 the job service then checks the run against this host with the catalog's rules, so the form, the API and
@@ -11,6 +13,7 @@ the CLI share one rulebook (the API and the CLI word errors with labs.params.des
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -32,6 +35,39 @@ class FormField:
     maximum: float | None = None
     choices: list = field(default_factory=list)
     nullable: bool = False
+    group: str = ""  # the legend of the fieldset the form shows it in ("" for a lab whose form is one group)
+    advanced: bool = False  # folded under the group's "More settings" until it differs from its default
+
+    @property
+    def label_in_sentence(self) -> str:
+        """The label inside a list of them: "Seed" reads "seed", "FP8 format" stays as it is."""
+        head = self.label[:2]
+        return self.label[0].lower() + self.label[1:] if head.istitle() and head.isalpha() else self.label
+
+    def changed(self, values: Mapping[str, Any]) -> bool:
+        """Whether the form shows this field with something other than its default: a refused form's typed value
+        (strings, as the browser sent them) or a prefilled run's params. A folded group holding one opens, so
+        nothing a learner set sits hidden. An empty `values` is a fresh form: every field at its default."""
+        if not values:
+            return False
+        value = values.get(self.name)
+        if self.kind == "bool":  # ticked as the template ticks it; an unticked box is not sent at all
+            return bool(value) != bool(self.default)
+        if self.name not in values:
+            return False  # not sent: the form shows the default
+        if self.kind == "multi_choice":
+            chosen = [value] if isinstance(value, str) else list(value or [])
+            default = self.default if isinstance(self.default, list) else []
+            return sorted(map(str, chosen)) != sorted(map(str, default))
+        shown = _text(value).strip()
+        if shown == self.default_text:
+            return False
+        if shown == "" or self.default_text == "":
+            return True
+        try:
+            return _parse(self, shown) != _parse(self, self.default_text)
+        except ValueError:
+            return True  # not a value at all: certainly not the default
 
     @property
     def name_differs(self) -> bool:
@@ -69,6 +105,15 @@ class FormField:
         return str(self.default)
 
 
+def _text(value: Any) -> str:
+    """A value as the form's text input shows it: a list "1, 2, 4", none as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else str(v)
 
@@ -104,6 +149,8 @@ def _field_from_schema(name: str, prop: dict, defs: dict) -> FormField:
         maximum=prop.get("maximum", items.get("maximum")),
         choices=list(choices),
         nullable=nullable,
+        group=str(prop.get("group", "")),
+        advanced=bool(prop.get("advanced", False)),
     )
 
 
@@ -114,9 +161,11 @@ def form_fields(lab: str) -> list[FormField]:
 
 
 def backend_field(lab: str, host: HostCapacity) -> FormField:
-    """The backend choice: auto, then the backends the lab has a real path for (catalog order, best first)."""
+    """The backend choice: auto, then the backends the lab has a real path for (catalog order, best first).
+    It joins the lab's first group (the run itself: steps, seed), after that group's own fields."""
     spec = catalog.get(lab)
     auto = host.resolve(spec, "auto")
+    params = form_fields(lab)
     return FormField(
         name="backend",
         label="Backend",
@@ -125,6 +174,7 @@ def backend_field(lab: str, host: HostCapacity) -> FormField:
         description=f"auto picks the best this course's workers have: {auto} here "
         f"(this host runs {', '.join(host.backends)}).",
         choices=["auto", *spec.backends],
+        group=params[0].group if params else "",
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from labs.params import LabParams
@@ -36,6 +37,16 @@ AmaxAlgo = Literal["max", "most_recent"]
 DelayedUpdate = Literal["fused", "unfused"]
 Accumulation = Literal["fp32", "fast-model"]
 
+# The lab form's fieldsets (app/services/labforms.py): `group` is a field's legend, groups in the order they first
+# appear (the backend choice joins the first); `advanced` folds a knob a first run leaves alone under "More settings",
+# open by itself once it differs from its default or has an error.
+RUN: JsonDict = {"group": "Run"}
+MODEL: JsonDict = {"group": "Model and data"}
+MODEL_MORE: JsonDict = {"group": "Model and data", "advanced": True}
+FP8: JsonDict = {"group": "FP8 recipe"}
+FP8_MORE: JsonDict = {"group": "FP8 recipe", "advanced": True}
+OUTLIER: JsonDict = {"group": "Outlier experiment"}
+
 
 class Fp8StepParams(LabParams):
     # The defaults (150 steps of 16-token sequences at lr 3e-3) learn the stride task in well under a minute of
@@ -48,13 +59,23 @@ class Fp8StepParams(LabParams):
         le=5000,
         description="Training steps per run; the default learns the stride task on a laptop CPU",
         title="Training steps",
+        json_schema_extra=RUN,
     )
     seed: int = Field(
-        0, ge=0, le=2**31 - 1, description="Seeds weights, batches and prompts so both runs see identical inputs"
+        0,
+        ge=0,
+        le=2**31 - 1,
+        description="Seeds weights, batches and prompts so both runs see identical inputs",
+        json_schema_extra=MODEL_MORE,
     )
-    batch: int = Field(16, ge=1, le=512, description="Sequences per step", title="Batch size")
+    batch: int = Field(16, ge=1, le=512, description="Sequences per step", title="Batch size", json_schema_extra=MODEL)
     seq: int = Field(
-        16, ge=4, le=8192, description="Tokens per sequence (also the model's context length)", title="Sequence length"
+        16,
+        ge=4,
+        le=8192,
+        description="Tokens per sequence (also the model's context length)",
+        title="Sequence length",
+        json_schema_extra=MODEL,
     )
     d_model: int = Field(
         64,
@@ -62,14 +83,39 @@ class Fp8StepParams(LabParams):
         le=8192,
         description="Residual width; a multiple of n_heads (and of 16 for TE FP8 GEMMs)",
         title="Model width",
+        json_schema_extra=MODEL,
     )
-    n_layers: int = Field(2, ge=1, le=48, description="Transformer blocks; each has four FP8 GEMMs", title="Layers")
-    n_heads: int = Field(4, ge=1, le=128, description="Attention heads; must divide d_model", title="Attention heads")
+    n_layers: int = Field(
+        2,
+        ge=1,
+        le=48,
+        description="Transformer blocks; each has four FP8 GEMMs",
+        title="Layers",
+        json_schema_extra=MODEL,
+    )
+    n_heads: int = Field(
+        4,
+        ge=1,
+        le=128,
+        description="Attention heads; must divide d_model",
+        title="Attention heads",
+        json_schema_extra=MODEL,
+    )
     ffn: int = Field(
-        256, ge=8, le=65536, description="MLP hidden width (4 x d_model is the GPT-2 habit)", title="MLP hidden width"
+        256,
+        ge=8,
+        le=65536,
+        description="MLP hidden width (4 x d_model is the GPT-2 habit)",
+        title="MLP hidden width",
+        json_schema_extra=MODEL,
     )
     vocab: int = Field(
-        32, ge=8, le=65536, description="Token ids; the stride task counts modulo vocab", title="Vocabulary size"
+        32,
+        ge=8,
+        le=65536,
+        description="Token ids; the stride task counts modulo vocab",
+        title="Vocabulary size",
+        json_schema_extra=MODEL_MORE,
     )
     lr: float = Field(
         3e-3,
@@ -77,17 +123,27 @@ class Fp8StepParams(LabParams):
         le=0.1,
         description="Peak AdamW learning rate (10% warmup, cosine to a tenth), same for both runs",
         title="Learning rate",
+        json_schema_extra=MODEL_MORE,
     )
     recipe: RecipeKind = Field(
         "delayed",
         description="FP8 scaling recipe: per-tensor delayed or current, 1x128/128x128 blocks, or MXFP8",
         title="FP8 scaling recipe",
+        json_schema_extra=FP8,
     )
     fp8_format: Fp8FormatChoice = Field(
-        "hybrid", description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere", title="FP8 format"
+        "hybrid",
+        description="hybrid: E4M3 forward, E5M2 gradients; e4m3: E4M3 everywhere",
+        title="FP8 format",
+        json_schema_extra=FP8,
     )
     margin: int = Field(
-        0, ge=0, le=16, description="Delayed scaling headroom: the scale is divided by 2**margin", title="Scale margin"
+        0,
+        ge=0,
+        le=16,
+        description="Delayed scaling headroom: the scale is divided by 2**margin",
+        title="Scale margin",
+        json_schema_extra=FP8_MORE,
     )
     amax_history_len: int = Field(
         16,
@@ -95,23 +151,27 @@ class Fp8StepParams(LabParams):
         le=1024,
         description="Delayed scaling: steps of amax the scale looks back over",
         title="Amax history length",
+        json_schema_extra=FP8_MORE,
     )
     amax_compute_algo: AmaxAlgo = Field(
         "max",
         description="Delayed scaling: largest amax in the window, or only the last step's",
         title="Amax from the history",
+        json_schema_extra=FP8_MORE,
     )
     delayed_update: DelayedUpdate = Field(
         "fused",
         description="Delayed scaling's history update: fused is TE's default kernel (a step whose amax is 0 neither "
         "rolls nor rescales, NaN ignored); unfused is TE's Python path (NVTE_UNFUSED_FP8_UPDATE=1)",
         title="Delayed-scaling update",
+        json_schema_extra=FP8_MORE,
     )
     fprop_accumulation: Accumulation = Field(
         "fp32",
         description="Emulation only: forward GEMM products summed exactly in FP32, or through the MODEL of Hopper's "
         "fast FP8 accumulator (~14 bits, no promotion) that TE uses for the delayed and current recipes",
         title="Forward GEMM accumulation",
+        json_schema_extra=FP8_MORE,
     )
     outlier_step: int | None = Field(
         None,
@@ -119,9 +179,15 @@ class Fp8StepParams(LabParams):
         le=4999,
         description="Step at which one token's activation spikes (null: no spike)",
         title="Outlier step",
+        json_schema_extra=OUTLIER,
     )
     outlier_scale: float = Field(
-        8.0, ge=1.0, le=1e4, description="How many times larger the spiking activation row is", title="Outlier size"
+        8.0,
+        ge=1.0,
+        le=1e4,
+        description="How many times larger the spiking activation row is",
+        title="Outlier size",
+        json_schema_extra=OUTLIER,
     )
 
     @field_validator("n_heads")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 from pydantic import Field, field_validator
+from pydantic.config import JsonDict
 
 from labs.params import LabParams
 from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources, fmt_bytes
@@ -12,10 +13,22 @@ from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Prob
 Schedule = Literal["immediate", "windowed", "dependent"]
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
 
+# The lab form's fieldsets (app/services/labforms.py): `group` is a field's legend, groups in the order they first
+# appear (the backend choice joins the first); `advanced` folds a knob a first run leaves alone under "More settings",
+# open by itself once it differs from its default or has an error.
+RUN: JsonDict = {"group": "Run"}
+RUN_MORE: JsonDict = {"group": "Run", "advanced": True}
+SIZES: JsonDict = {"group": "Tensor sizes"}
+
 
 class OverlapTraceParams(LabParams):
     ranks: int = Field(
-        2, ge=2, le=8, description="Processes (one per device), all in one tensor-parallel group", title="Ranks"
+        2,
+        ge=2,
+        le=8,
+        description="Processes (one per device), all in one tensor-parallel group",
+        title="Ranks",
+        json_schema_extra=RUN,
     )
     schedules: list[Schedule] = Field(
         default=list(SCHEDULES),
@@ -23,12 +36,23 @@ class OverlapTraceParams(LabParams):
         max_length=3,
         description="Which schedules to run after the async all-gather",
         title="Schedules",
+        json_schema_extra=RUN,
     )
     tokens: int = Field(
-        512, ge=8, le=16384, description="Rows of the activation; with ffn sets the all-gather size", title="Tokens"
+        512,
+        ge=8,
+        le=16384,
+        description="Rows of the activation; with ffn sets the all-gather size",
+        title="Tokens",
+        json_schema_extra=SIZES,
     )
     hidden: int = Field(
-        512, ge=16, le=16384, description="Input width of the column-parallel linear", title="Input width"
+        512,
+        ge=16,
+        le=16384,
+        description="Input width of the column-parallel linear",
+        title="Input width",
+        json_schema_extra=SIZES,
     )
     ffn: int = Field(
         2048,
@@ -36,6 +60,7 @@ class OverlapTraceParams(LabParams):
         le=65536,
         description="Output width of the column-parallel linear, gathered across ranks",
         title="Gathered output width",
+        json_schema_extra=SIZES,
     )
     window_out: int = Field(
         768,
@@ -43,6 +68,7 @@ class OverlapTraceParams(LabParams):
         le=16384,
         description="Output width of the independent linear in the window; sized so it outlasts the all-gather on a small CPU machine",
         title="Window work width",
+        json_schema_extra=SIZES,
     )
     steps: int = Field(
         5,
@@ -50,6 +76,7 @@ class OverlapTraceParams(LabParams):
         le=50,
         description="Timed steps per schedule (each rank's median step reported, the last one drawn)",
         title="Timed steps",
+        json_schema_extra=RUN,
     )
     warmup: int = Field(
         2,
@@ -57,14 +84,16 @@ class OverlapTraceParams(LabParams):
         le=10,
         description="Untimed steps first, so first-call costs stay out of the timeline",
         title="Warm-up steps",
+        json_schema_extra=RUN,
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds inputs and weights")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds inputs and weights", json_schema_extra=RUN_MORE)
     rank_timeout_s: int = Field(
         300,
         ge=10,
         le=1800,
         description="A rank that has not finished by then is stopped and the job fails",
         title="Rank timeout (s)",
+        json_schema_extra=RUN_MORE,
     )
 
     @field_validator("schedules")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
+from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
 from labs.params import LabParams
@@ -34,6 +35,17 @@ TE_TOLERANCES = {
     },
 }
 
+# The lab form's fieldsets (app/services/labforms.py): `group` is a field's legend, groups in the order they first
+# appear (the backend choice joins the first); `advanced` folds a knob a first run leaves alone under "More settings",
+# open by itself once it differs from its default or has an error.
+RUN: JsonDict = {"group": "Run"}
+RUN_MORE: JsonDict = {"group": "Run", "advanced": True}
+SHAPE: JsonDict = {"group": "Block shape"}
+FP8: JsonDict = {"group": "FP8 and the te backend"}
+FP8_MORE: JsonDict = {"group": "FP8 and the te backend", "advanced": True}
+PREDICT: JsonDict = {"group": "Cost-model prediction"}
+PREDICT_MORE: JsonDict = {"group": "Cost-model prediction", "advanced": True}
+
 
 class TpSweepParams(LabParams):
     degrees: list[Annotated[int, Field(ge=1, le=8)]] = Field(
@@ -42,17 +54,31 @@ class TpSweepParams(LabParams):
         max_length=4,
         description="TP degrees to run; one process per rank, up to the devices available",
         title="TP degrees",
+        json_schema_extra=RUN,
     )
     tokens: int = Field(
-        256, ge=8, le=8192, description="Rows of the activation (batch x sequence) fed to the block", title="Tokens"
+        256,
+        ge=8,
+        le=8192,
+        description="Rows of the activation (batch x sequence) fed to the block",
+        title="Tokens",
+        json_schema_extra=SHAPE,
     )
-    hidden: int = Field(512, ge=16, le=8192, description="Model width: fc1 input and fc2 output", title="Model width")
+    hidden: int = Field(
+        512,
+        ge=16,
+        le=8192,
+        description="Model width: fc1 input and fc2 output",
+        title="Model width",
+        json_schema_extra=SHAPE,
+    )
     ffn: int = Field(
         2048,
         ge=16,
         le=32768,
         description="MLP inner width, the dimension TP splits; must divide by every degree",
         title="MLP hidden width",
+        json_schema_extra=SHAPE,
     )
     steps: int = Field(
         5,
@@ -60,6 +86,7 @@ class TpSweepParams(LabParams):
         le=50,
         description="Timed forward+backward steps per degree (the median is reported)",
         title="Timed steps",
+        json_schema_extra=RUN,
     )
     warmup: int = Field(
         2,
@@ -67,29 +94,39 @@ class TpSweepParams(LabParams):
         le=10,
         description="Untimed steps first, so allocation and first-call costs stay out",
         title="Warm-up steps",
+        json_schema_extra=RUN,
     )
     fp8: bool = Field(
         False,
         description="FP8 GEMM inputs (HYBRID: E4M3 forward, E5M2 gradients): emulated per shard on cpu and torch-cuda, "
         "Transformer Engine's kernels with the recipe below on te",
         title="FP8 GEMMs",
+        json_schema_extra=FP8,
     )
     recipe: Literal["delayed", "current", "block", "mxfp8"] = Field(
         "delayed",
         description="te backend with fp8: the Transformer Engine FP8 recipe of the te.Linear block",
         title="FP8 scaling recipe (te)",
+        json_schema_extra=FP8_MORE,
     )
     sequence_parallel: bool = Field(
         False,
         description="te backend: te.Linear's sequence parallelism (all-gather + reduce-scatter along tokens instead "
         "of all-reduce)",
         title="Sequence parallelism (te)",
+        json_schema_extra=FP8_MORE,
     )
     predict_node: Literal["H200", "H100-SXM"] = Field(
-        "H200", description="GPU node the cost model predicts for", title="Predicted GPU node"
+        "H200",
+        description="GPU node the cost model predicts for",
+        title="Predicted GPU node",
+        json_schema_extra=PREDICT,
     )
     predict_precision: Literal["bf16", "fp8"] = Field(
-        "bf16", description="GEMM precision of the prediction", title="Predicted precision"
+        "bf16",
+        description="GEMM precision of the prediction",
+        title="Predicted precision",
+        json_schema_extra=PREDICT,
     )
     predict_tokens: int = Field(
         0,
@@ -97,6 +134,7 @@ class TpSweepParams(LabParams):
         le=1_000_000,
         description="Tokens for the prediction; 0 = same as the measured block",
         title="Predicted tokens",
+        json_schema_extra=PREDICT_MORE,
     )
     predict_hidden: int = Field(
         0,
@@ -104,6 +142,7 @@ class TpSweepParams(LabParams):
         le=65536,
         description="Model width (hidden) for the prediction; 0 = same as the measured block",
         title="Predicted model width",
+        json_schema_extra=PREDICT_MORE,
     )
     predict_ffn: int = Field(
         0,
@@ -111,9 +150,14 @@ class TpSweepParams(LabParams):
         le=262144,
         description="MLP hidden width (ffn) for the prediction; 0 = same as the measured block",
         title="Predicted MLP hidden width",
+        json_schema_extra=PREDICT_MORE,
     )
     seed: int = Field(
-        0, ge=0, le=2**31 - 1, description="Seeds weights and inputs, so TP=1 and TP>1 see the same block"
+        0,
+        ge=0,
+        le=2**31 - 1,
+        description="Seeds weights and inputs, so TP=1 and TP>1 see the same block",
+        json_schema_extra=RUN_MORE,
     )
     rank_timeout_s: int = Field(
         300,
@@ -121,6 +165,7 @@ class TpSweepParams(LabParams):
         le=1800,
         description="A rank that has not finished by then is stopped and the job fails",
         title="Rank timeout (s)",
+        json_schema_extra=RUN_MORE,
     )
 
     @field_validator("degrees")

@@ -1,6 +1,7 @@
 """Every lab's parameter form, submitted as rendered, creates a job with the lab's defaults."""
 
 import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -209,3 +210,251 @@ def test_overlap_trace_ffn_that_ranks_do_not_split_names_the_rule(client, db):
     shown = dict(re.findall(r'data-field="([a-z_]+)">([^<]*)<', r.text))
     assert shown == {"ffn": "ffn: ffn(2048) % ranks(3) = 2, must be 0"}
     assert db.query(Job).count() == 0
+
+
+# ---- groups: fieldsets, folded "More settings" ----------------------------------------------------------------
+
+
+class _FormMap(HTMLParser):
+    """The rendered #lab-form as a learner's browser holds it: for each control its group (the fieldset's legend),
+    whether a "More settings" fold holds it and whether that fold is open, and what it shows."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.inside = False
+        self.stack: list[str | None] = []  # one entry per open fieldset/details: its group, "" for others
+        self.group: str | None = None
+        self.fold: dict | None = None
+        self.folds: list[dict] = []
+        self.legends: list[str] = []
+        self.controls: dict[str, list[dict]] = {}
+        self.select: str | None = None
+        self._text: list[str] | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form" and a.get("id") == "lab-form":
+            self.inside = True
+        if not self.inside:
+            return
+        if tag == "fieldset":
+            self.stack.append(a.get("data-group") if "param-group" in (a.get("class") or "") else "")
+            if self.stack[-1]:
+                self.group = self.stack[-1]
+        elif tag == "details":
+            self.fold = {"group": self.group, "open": "open" in a, "summary": ""}
+            self.folds.append(self.fold)
+        elif tag in ("legend", "summary"):
+            self._text = []
+        elif tag == "select":
+            self.select = a["name"]
+            self._add(a["name"], value=None)
+        elif tag == "option" and self.select and "selected" in a:
+            self.controls[self.select][-1]["value"] = a["value"]
+        elif tag == "input" and a.get("type") != "hidden" and a.get("name") != "replace_queued":
+            checkbox = a.get("type") == "checkbox"
+            shown = a.get("value", "on" if checkbox else "")  # a box without a value sends "on"
+            self._add(a["name"], value=shown if not checkbox or "checked" in a else None)
+
+    def _add(self, name: str, value):
+        entry = {"group": self.group, "folded": self.fold is not None, "open": bool(self.fold and self.fold["open"])}
+        self.controls.setdefault(name, []).append({**entry, "value": value})
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if not self.inside:
+            return
+        if tag == "form":
+            self.inside = False
+        elif tag == "fieldset" and self.stack.pop():
+            self.group = None
+        elif tag == "details":
+            self.fold = None
+        elif tag == "select":
+            self.select = None
+        elif tag in ("legend", "summary") and self._text is not None:
+            text = " ".join("".join(self._text).split())
+            if tag == "summary" and self.fold is not None:
+                self.fold["summary"] = text
+            elif tag == "legend" and self.stack and self.stack[-1]:
+                self.legends.append(text)
+            self._text = None
+
+    def shown(self, name: str) -> list:
+        return [c["value"] for c in self.controls[name] if c["value"] is not None]
+
+
+LABS_WITH_PARAMS = [lab for lab in catalog.names() if labforms.form_fields(lab)]
+
+
+@pytest.mark.parametrize("lab", catalog.names())
+def test_every_parameter_declares_its_group(lab):
+    """A new field without `json_schema_extra={"group": ...}` in its params module fails here: the form would have
+    nowhere to put it. A fold (`advanced`) only exists inside a group."""
+    fields = labforms.form_fields(lab)
+    assert [f.name for f in fields if not f.group] == []
+    assert all(isinstance(f.advanced, bool) for f in fields)
+
+
+@pytest.mark.parametrize("lab", LABS_WITH_PARAMS)
+def test_every_field_is_shown_in_exactly_one_group(client, lab):
+    client.register("ann@example.org")
+    form = _FormMap(client.get(f"/labs/{lab}").text)
+    expected = {f.name: f.group for f in labforms.form_fields(lab)}
+    expected["backend"] = labforms.form_fields(lab)[0].group  # the run's own group
+    assert set(form.controls) == set(expected)
+    for name, group in expected.items():
+        groups = {c["group"] for c in form.controls[name]}  # a multi-choice field has a box per choice
+        assert groups == {group}, name
+    assert len(form.legends) == len(set(form.legends))  # one fieldset per group
+    assert set(form.legends) == set(expected.values())
+
+
+def test_fp8_step_groups_and_what_its_folds_hold(client):
+    client.register("ann@example.org")
+    form = _FormMap(client.get("/labs/fp8-step").text)
+    assert form.legends == ["Run", "Model and data", "FP8 recipe", "Outlier experiment"]
+    visible = [n for n, cs in form.controls.items() if not cs[0]["folded"]]
+    assert visible[:2] == ["steps", "backend"]  # what a first run changes comes first; backend joins Run
+    folded = {n: cs[0]["group"] for n, cs in form.controls.items() if cs[0]["folded"]}
+    assert folded == {
+        "seed": "Model and data",
+        "vocab": "Model and data",
+        "lr": "Model and data",
+        "margin": "FP8 recipe",
+        "amax_history_len": "FP8 recipe",
+        "amax_compute_algo": "FP8 recipe",
+        "delayed_update": "FP8 recipe",
+        "fprop_accumulation": "FP8 recipe",
+    }
+    # the summary names what the fold holds and how many, and every fold starts closed on a fresh form
+    assert [f["summary"] for f in form.folds] == [
+        "More settings: Seed, vocabulary size, learning rate — 3 settings",
+        "More settings: Scale margin, amax history length, amax from the history, delayed-scaling update, "
+        "forward GEMM accumulation — 5 settings",
+    ]
+    assert not any(f["open"] for f in form.folds)
+
+
+def test_env_check_has_one_group_and_no_legend(client):
+    client.register("ann@example.org")
+    form = _FormMap(client.get("/labs/env-check").text)
+    assert set(form.controls) == {"backend"} and form.legends == [] and form.folds == []
+
+
+def _refused(client, lab: str, **typed: str) -> _FormMap:
+    data = dict(_as_browser_would(lab))
+    data.update(typed, csrf_token=client.csrf(f"/labs/{lab}"))
+    r = client.post(f"/labs/{lab}/jobs", data=data, headers={"HX-Request": "true"})
+    assert r.status_code == 422, r.text[:2000]
+    return _FormMap(r.text)
+
+
+def _open_folds(form: _FormMap) -> set:
+    return {f["group"] for f in form.folds if f["open"]}
+
+
+def test_a_fold_opens_for_an_error_inside_it(client, db):
+    client.register("ann@example.org")
+    form = _refused(client, "fp8-step", lr="0.5")  # lr sits in Model and data's fold
+    assert _open_folds(form) == {"Model and data"}
+    assert form.controls["lr"][0]["open"] and form.shown("lr") == ["0.5"]
+    form = _refused(client, "fp8-step", steps="1")  # an error outside any fold opens none
+    assert _open_folds(form) == set()
+    assert db.query(Job).count() == 0
+
+
+def test_a_fold_opens_for_a_value_other_than_its_default(client):
+    """A refused run keeps what the learner set in a fold in view, beside the error that refused it."""
+    client.register("ann@example.org")
+    form = _refused(client, "fp8-step", steps="1", delayed_update="unfused")
+    assert _open_folds(form) == {"FP8 recipe"} and form.shown("delayed_update") == ["unfused"]
+    # the same value written another way ("3e-3" for 0.003, "1,2,4" for "1, 2, 4") is still the default
+    form = _refused(client, "fp8-step", steps="1", lr="3e-3", margin="0")
+    assert _open_folds(form) == set()
+    form = _refused(client, "tp-sweep", steps="0", seed="7")  # a folded int field, in the run's own group
+    assert _open_folds(form) == {"Run"}
+    form = _refused(client, "tp-sweep", steps="0", sequence_parallel="on")  # a folded checkbox
+    assert _open_folds(form) == {"FP8 and the te backend"}
+
+
+def _alternative(f: labforms.FormField) -> str | list[str]:
+    """A value for `f` that is not its default (what a learner might type)."""
+    if f.kind == "choice":
+        return next(str(c) for c in f.choices if str(c) != f.default_text)
+    if f.kind == "multi_choice":
+        return [str(f.choices[-1])]
+    if f.kind == "int_list":
+        return "1, 2"
+    if f.kind == "bool":
+        return "" if f.default else "on"
+    if f.kind == "float":
+        return str(f.minimum + 1.5 if f.minimum is not None else 0.5)
+    lo = int(f.minimum or 0)
+    return str(lo + 1 if str(lo + 1) != f.default_text else lo + 2)
+
+
+@pytest.mark.parametrize("lab", LABS_WITH_PARAMS)
+def test_a_refused_form_keeps_every_typed_value_in_view(client, db, lab):
+    """Every field changed from its default and one that cannot be read: the form comes back refused with each
+    value as typed, and every fold holding one open."""
+    client.register("ann@example.org")
+    fields = labforms.form_fields(lab)
+    typed: dict[str, str | list[str]] = {f.name: _alternative(f) for f in fields}
+    broken = next(f.name for f in fields if f.kind == "int")
+    typed[broken] = "lots"
+    data = [(k, v) for k, v in _as_browser_would(lab) if k not in typed]
+    for f in fields:
+        value = typed[f.name]
+        if f.kind == "multi_choice":
+            data += [(f"{f.name}__present", "1")] + [(f.name, v) for v in value]
+        elif value != "":
+            data.append((f.name, str(value)))
+    body: dict[str, list[str]] = {}
+    for k, v in data + [("csrf_token", client.csrf(f"/labs/{lab}"))]:
+        body.setdefault(k, []).append(v)
+    r = client.client.post(f"/labs/{lab}/jobs", data=body, headers={"HX-Request": "true"})
+    assert r.status_code == 422
+    form = _FormMap(r.text)
+    for f in fields:
+        want = typed[f.name]
+        if f.kind == "bool":
+            assert form.shown(f.name) == (["on"] if want else []), f.name
+        else:
+            assert form.shown(f.name) == (want if isinstance(want, list) else [want]), f.name
+    assert form.folds and all(f["open"] for f in form.folds)
+    assert f'data-field="{broken}"' in r.text
+    assert db.query(Job).count() == 0
+
+
+@pytest.mark.parametrize(
+    "lab, name, values, changed",
+    [
+        ("fp8-step", "lr", {}, False),  # a fresh form
+        ("fp8-step", "lr", {"lr": "0.003"}, False),
+        ("fp8-step", "lr", {"lr": " 3e-3 "}, False),
+        ("fp8-step", "lr", {"lr": "0.01"}, True),
+        ("fp8-step", "lr", {"lr": "fast"}, True),
+        ("fp8-step", "outlier_step", {"outlier_step": ""}, False),
+        ("fp8-step", "outlier_step", {"outlier_step": "0"}, True),
+        ("fp8-step", "outlier_step", {"outlier_step": None}, False),  # a prefilled run's params
+        ("fp8-step", "margin", {"steps": "4"}, False),  # not sent: shown at its default
+        ("fp8-step", "delayed_update", {"delayed_update": "unfused"}, True),
+        ("tp-sweep", "degrees", {"degrees": "1,2,4"}, False),
+        ("tp-sweep", "degrees", {"degrees": [1, 2, 4]}, False),
+        ("tp-sweep", "degrees", {"degrees": [1, 2]}, True),
+        ("tp-sweep", "fp8", {"steps": "5"}, False),  # an unticked box is not sent
+        ("tp-sweep", "fp8", {"fp8": "on"}, True),
+        ("tp-sweep", "fp8", {"fp8": True}, True),
+        ("tp-sweep", "warmup", {"warmup": "1,000"}, True),
+        ("overlap-trace", "schedules", {"schedules": ["immediate", "windowed", "dependent"]}, False),
+        ("overlap-trace", "schedules", {"schedules": "windowed"}, True),
+    ],
+)
+def test_a_field_knows_when_it_shows_something_other_than_its_default(lab, name, values, changed):
+    f = next(f for f in labforms.form_fields(lab) if f.name == name)
+    assert f.changed(values) is changed
