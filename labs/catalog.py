@@ -12,7 +12,8 @@ the right resources, all without importing torch. Each spec names its runner by 
     spec.problems(params, "cpu", catalog.Capacity.local())  # [] or [Problem(field, message), ...]
 
 A new lab is a folder `labs/<name>/` with `params.py` (torch-free: `Params`, whose fields carry a `title` in
-words for the form's label and a `description` for its hint; `resources`, `limits`),
+words for the form's label, a `description` for its hint and `json_schema_extra={"group": ...}` naming the
+form's fieldset, with `"advanced": True` for a rare knob folded under "More settings"; `resources`, `limits`),
 `result.py` (torch-free: the model of its `results` in result.json) and `run.py` (`run(params, ctx) ->
 dict`, with its page layout in `report.py`), plus one entry in `LABS` below. Then regenerate the
 result schema: `python -m labs schema`.

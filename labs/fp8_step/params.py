@@ -141,7 +141,7 @@ class Fp8StepParams(LabParams):
         0,
         ge=0,
         le=16,
-        description="Delayed scaling headroom: the scale is divided by 2**margin",
+        description="Delayed scaling headroom: the scale is divided by 2 to this power (1 halves it)",
         title="Scale margin",
         json_schema_extra=FP8_MORE,
     )
@@ -177,7 +177,7 @@ class Fp8StepParams(LabParams):
         None,
         ge=0,
         le=4999,
-        description="Step at which one token's activation spikes (null: no spike)",
+        description="Step at which one token's activation spikes",
         title="Outlier step",
         json_schema_extra=OUTLIER,
     )
