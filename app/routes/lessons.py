@@ -127,6 +127,7 @@ async def lesson_part(
         await run_in_threadpool(learning.visit, db, user=user, lesson_id=lesson_id, part_id=part_id, version=version)
     ctx = _part_context(db, user, lesson, version, current_version, part_id, state)
     ctx["update"] = update
+    ctx["head_oob"] = update is not None and is_htmx(request)  # lesson.html: the header is swapped in as well
     if ctx["part"] is not None:  # the shared body is rendered once per version; only the learner's bits here
         ctx["part_html"] = render_part(
             templates.env, key, {**ctx, "user": user, "csrf_token": csrf_token_for(request.session)}

@@ -62,6 +62,9 @@ def test_a_returning_learner_is_told_once_what_changed(browser, live_server, wid
             page.locator("#pacing").get_by_role("link", name=re.compile("Memory anatomy")).click()
         expect(page.locator("#part-memory-anatomy")).to_be_visible()
         assert page.url.endswith(f"/lessons/{LESSON}/memory-anatomy")
+        # the header drawn with the old page is swapped too: it says the version the notice names, once
+        expect(page.locator("header.lesson-head .meta")).to_contain_text(f"Version {version}")
+        expect(page.locator("header.lesson-head")).to_have_count(1)
     else:  # the learner comes back later and opens the next part afresh (a whole page)
         page.goto(f"{live_server.url}/lessons/{LESSON}/memory-anatomy")
     expect(notice).to_be_visible()
