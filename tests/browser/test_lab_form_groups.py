@@ -45,14 +45,19 @@ def _sticking_out(page) -> list[str]:
     return page.evaluate(STICKING_OUT)
 
 
-@pytest.mark.parametrize("width,height,name,bound", WIDTHS)
-def test_fp8_step_form_is_grouped_and_run_is_near_its_top(browser, live_server, width, height, name, bound):
-    email = f"groups-{name}@example.org"
+def _learner_page(browser, live_server, email: str, width: int, height: int):
+    """A new learner, logged in, in a browser context of this size: (context, page)."""
     Seeder(live_server.data).user(email)
     ctx = browser.new_context(viewport={"width": width, "height": height})
     page = ctx.new_page()
     page.set_default_timeout(15_000)
     login(page, live_server.url, email)
+    return ctx, page
+
+
+@pytest.mark.parametrize("width,height,name,bound", WIDTHS)
+def test_fp8_step_form_is_grouped_and_run_is_near_its_top(browser, live_server, width, height, name, bound):
+    ctx, page = _learner_page(browser, live_server, f"groups-{name}@example.org", width, height)
     page.goto(f"{live_server.url}/labs/fp8-step")
 
     legends = page.locator("#lab-form fieldset.param-group > legend")
@@ -115,12 +120,7 @@ def test_fp8_step_form_is_grouped_and_run_is_near_its_top(browser, live_server, 
 def test_every_lab_form_fits_with_its_folds_open(browser, live_server, width, height, name):
     """tp-sweep's and overlap-trace's groups too: nothing passes the form's edge, folded or open (a set of
     checkboxes takes a whole row)."""
-    email = f"groups-all-{name}@example.org"
-    Seeder(live_server.data).user(email)
-    ctx = browser.new_context(viewport={"width": width, "height": height})
-    page = ctx.new_page()
-    page.set_default_timeout(15_000)
-    login(page, live_server.url, email)
+    ctx, page = _learner_page(browser, live_server, f"groups-all-{name}@example.org", width, height)
     for lab, legends in (
         ("tp-sweep", ["Run", "Block shape", "FP8 and the te backend", "Cost-model prediction"]),
         ("overlap-trace", ["Run", "Tensor sizes"]),
