@@ -193,6 +193,7 @@ def test_dark_paper_islands_code_trace_memory_bar_and_editor(browser, live_serve
         prop = "stroke" if what == "line" else "backgroundColor"
         colour = page.locator(js).first.evaluate(f"e => getComputedStyle(e).{prop}")
         assert _contrast(luminance(colour), card) >= 3, (what, colour)  # #a4161a was 2.2:1
+    page.locator("svg.membar").scroll_into_view_if_needed()
     screenshot(page, "dark-play-memory-laptop", full_page=False)
 
     # Banners of each kind (planted on the page, as the templates write them): text 4.5:1, border 3:1 on the page.
