@@ -1,6 +1,7 @@
 // Keyboard grading on the review page: j/k move between rubric lines, 1-9 pick a level of the
 // current line, f/n jump to feedback/notes, Ctrl+Enter saves; the total updates as levels change.
-// Keys typed into a text box are left alone (Esc leaves the box). No dependencies.
+// Keys typed into a text box are left alone (Esc leaves the box). Leaving the page (a link, reload, closing the
+// tab) with picks or text not saved yet asks first; saving does not. No dependencies.
 (function () {
   "use strict";
   const form = document.querySelector("form[data-grading]");
@@ -8,6 +9,19 @@
   const items = Array.from(form.querySelectorAll(".rubric-item"));
   const total = document.getElementById("grade-total");
   let current = 0;
+
+  // What the form held when the page came: a change from it is unsaved work until the form is sent.
+  const snapshot = () => JSON.stringify(Array.from(new FormData(form).entries()));
+  // A save the server refused comes back with what was sent (data-unsaved): still not saved.
+  const saved = form.hasAttribute("data-unsaved") ? null : snapshot();
+  let sending = false;
+  form.addEventListener("submit", () => { sending = true; });
+  window.addEventListener("beforeunload", (e) => {
+    if (sending || snapshot() === saved) return;
+    e.preventDefault();
+    e.returnValue = "";  // older browsers show their own "leave site?" question only when this is set
+  });
+  window.addEventListener("pageshow", () => { sending = false; });
 
   function recompute() {
     let sum = 0;

@@ -159,6 +159,7 @@ def _review(
         "feedback": feedback,
         "notes": notes,
         "base_revision": base_revision,
+        "unsaved": posted is not None,  # a refused save: what the form shows is not saved yet
         "mine": report.claimed_by_id == user.id,
         "error": error,
         "message": message,
