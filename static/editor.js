@@ -3,6 +3,7 @@
 // if the bundle fails to load, the textarea stays and works as before.
 (function () {
   var editor = null;
+  var saved = null; // the text as loaded: leaving the page with other text asks first
   function markErrors() {
     var preview = document.getElementById("preview");
     if (!editor || !preview) return;
@@ -11,8 +12,23 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     var textarea = document.querySelector("textarea[data-yaml-editor]");
-    if (!textarea || !window.CourseEditor) return;
+    if (!textarea) return;
+    saved = textarea.value;
+    var form = textarea.form;
+    // Publishing leaves the page on purpose; following a file link or "← Instructor" with unpublished
+    // edits would lose them without a word, so the browser asks first.
+    if (form) form.addEventListener("submit", function () { saved = null; });
+    window.addEventListener("beforeunload", function (ev) {
+      if (saved !== null && textarea.value !== saved) {
+        ev.preventDefault();
+        ev.returnValue = "";
+      }
+    });
     var label = document.querySelector('label[for="' + textarea.id + '"]');
+    // The label names the file the text is for; typing a new file name above renames it too.
+    var path = document.getElementById("path");
+    if (path && label) path.addEventListener("input", function () { label.textContent = "YAML of " + path.value; });
+    if (!window.CourseEditor) return;
     // The page's CSP admits <style> elements only with this response's nonce; CodeMirror sets it on its own.
     editor = window.CourseEditor.mount(textarea, {
       label: label ? label.textContent : "YAML",
@@ -20,6 +36,11 @@
     });
     document.body.classList.add("has-code-editor");
     markErrors();
+  });
+  // The part a new question is listed in (a select the preview brings) previews again when it changes.
+  document.addEventListener("change", function (ev) {
+    var form = document.getElementById("editor");
+    if (form && ev.target && ev.target.id === "list_in") form.dispatchEvent(new Event("list-in-changed"));
   });
   document.addEventListener("htmx:after:swap", markErrors);
 })();

@@ -11,10 +11,13 @@ then publish them as a new version (no restart; older versions stay readable).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlencode
 
+import yaml
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 
 from app.bodies import AUTHORING_LIMIT
 from app.content import make_variant, validate_lesson_texts
@@ -25,6 +28,8 @@ from app.services import lessons as lesson_service
 from app.web import render
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
+# The template's example questions, shown beside a new questions/NAME.yaml file (the page is all an author reads).
+TEMPLATE_QUESTIONS = Path(__file__).resolve().parents[2] / "lessons" / "_template" / "questions"
 NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab|rubric)\.yaml$")
 
 
@@ -44,6 +49,109 @@ def _check_path(path: str, existing: dict) -> str | None:
             "parts/NAME.yaml or questions/NAME.yaml (NAME: lower-case letters, digits and dashes)"
         )
     return None
+
+
+# ---------------------------------------------------------------- a new question, listed in a part in the same version
+#
+# A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
+# question published on its own, or a part listing it first, were both refused: the editor edits one file at a time.
+# A new questions/NAME.yaml therefore goes out with its id added to a part (the author picks which; by default the
+# last part that already lists questions), and the preview shows that part with the new question in it.
+
+
+def _new_question(path: str, existing: dict) -> str | None:
+    """The id of the question a new questions/NAME.yaml file adds, or None."""
+    if path in existing or not NEW_FILE.match(path) or not path.startswith("questions/"):
+        return None
+    return path[len("questions/") : -len(".yaml")]
+
+
+def _key(node, name: str):
+    return next((v for k, v in node.value if getattr(k, "value", None) == name), None)
+
+
+def _question_blocks(text: str):
+    """A part file's composed YAML: (root, blocks sequence, its `kind: questions` blocks), or None if not a part."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    blocks = _key(root, "blocks")
+    if not isinstance(blocks, yaml.SequenceNode):
+        return None
+    listing = [
+        b
+        for b in blocks.value
+        if isinstance(b, yaml.MappingNode) and getattr(_key(b, "kind"), "value", "") == "questions"
+    ]
+    return root, blocks, listing
+
+
+def _lists(text: str, qid: str) -> bool:
+    found = _question_blocks(text)
+    return bool(found) and any(
+        isinstance(ids := _key(b, "ids"), yaml.SequenceNode) and qid in [getattr(i, "value", None) for i in ids.value]
+        for b in found[2]
+    )
+
+
+def list_question(text: str, qid: str) -> str | None:
+    """The part file's text with `qid` added to its last questions block (or a new one at the end of its blocks),
+    every other line as it was; None where the file's shape leaves no safe place to add it."""
+    found = _question_blocks(text)
+    if found is None:
+        return None
+    root, blocks, listing = found
+    ids = _key(listing[-1], "ids") if listing else None
+    if isinstance(ids, yaml.SequenceNode) and ids.value:
+        if ids.flow_style:  # ids: [a, b]
+            at = ids.end_mark.index - 1
+            return text[:at] + f", {qid}" + text[at:] if text[at] == "]" else None
+        end = text.find("\n", ids.value[-1].end_mark.index)  # ids:\n  - a\n  - b
+        end = len(text) if end < 0 else end
+        return text[:end] + "\n" + " " * ids.start_mark.column + f"- {qid}" + text[end:]
+    if blocks.flow_style or not blocks.value or root.value[-1][1] is not blocks:
+        return None
+    indent = " " * blocks.start_mark.column
+    return text.rstrip("\n") + f"\n{indent}- kind: questions\n{indent}  ids: [{qid}]\n"
+
+
+def _part_choices(lesson) -> list[tuple[str, str]]:
+    return [(f"parts/{p.id}.yaml", f"{p.number:02d} {p.title}") for p in lesson.parts] if lesson else []
+
+
+def _default_listing(files: dict) -> str | None:
+    """The part a new question goes into unless the author picks another: the last one that lists questions."""
+    parts = sorted(p for p in files if p.startswith("parts/"))
+    with_questions = [p for p in parts if (found := _question_blocks(files[p])) and found[2]]
+    order = {path: n for n, path in enumerate(parts)}
+    numbered = []
+    for p in with_questions or parts:
+        try:
+            number = yaml.safe_load(files[p]).get("number", 0)
+        except (yaml.YAMLError, AttributeError):
+            number = 0
+        numbered.append((number if isinstance(number, int) else 0, order[p], p))
+    return max(numbered)[2] if numbered else None
+
+
+def _with_listing(files: dict, path: str, existing: dict, list_in: str) -> tuple[dict, str | None]:
+    """The files to validate and publish, and the part a new question was listed in (None when not new, already
+    listed by the author, or no part could take it)."""
+    qid = _new_question(path, existing)
+    if qid is None or any(_lists(t, qid) for p, t in files.items() if p.startswith("parts/")):
+        return files, None
+    part = list_in if list_in in existing and list_in.startswith("parts/") else _default_listing(files)
+    changed = list_question(files[part], qid) if part else None
+    if changed is None:
+        return files, None
+    return {**files, part: changed}, part
+
+
+def _template_questions() -> list[tuple[str, str]]:
+    return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(TEMPLATE_QUESTIONS.glob("*.yaml"))]
 
 
 # What a file's preview shows besides a part: the lesson-wide files, as learners see them on the lesson's pages.
@@ -68,7 +176,14 @@ def _preview_ctx(lesson, path: str) -> dict:
 
 
 @router.get("/lessons/{lesson_id}/edit")
-def edit_page(request: Request, lesson_id: str, user: InstructorUser, db: SessionDep, file: str = "lesson.yaml"):
+def edit_page(
+    request: Request,
+    lesson_id: str,
+    user: InstructorUser,
+    db: SessionDep,
+    file: str = "lesson.yaml",
+    published: DbInt | None = None,
+):
     row = _row(db, lesson_id)
     if file not in row.files:
         raise HTTPException(404, f"Lesson {lesson_id!r} version {row.version} has no file {file!r}.")
@@ -79,7 +194,9 @@ def edit_page(request: Request, lesson_id: str, user: InstructorUser, db: Sessio
         "path": file,
         "text": row.files[file],
         "errors": [],
-        "published": None,
+        # after a publish (which redirects here, so that reloading the page does not post it again)
+        "published": published if published is not None and published == row.version else None,
+        "listed_in": request.query_params.get("listed_in", ""),
         "history": lesson_service.versions(db, lesson_id=lesson_id),
         **_preview_ctx(lesson, file),
     }
@@ -110,11 +227,25 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _validate(row, path: str, text: str):
+def _validate(row, path: str, text: str, list_in: str = ""):
     files = dict(row.files)
     files[path] = text
+    files, listed_in = _with_listing(files, path, row.files, list_in)
     lesson, errors = validate_lesson_texts(files, lesson_id=row.lesson_id)
-    return files, lesson, errors
+    return files, lesson, errors, listed_in
+
+
+def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
+    """What the page says and offers about a new question file: the part it is listed in, the parts to pick from,
+    and the template's example questions to start from."""
+    if _new_question(path, row.files) is None:
+        return {"new_question": False}
+    return {
+        "new_question": True,
+        "listed_in": listed_in or "",
+        "part_choices": _part_choices(lesson_service.build(row)),
+        "template_questions": _template_questions(),
+    }
 
 
 @router.post("/lessons/{lesson_id}/preview")
@@ -125,14 +256,16 @@ def preview(
     db: SessionDep,
     path: Annotated[str, Form(max_length=200)],
     text: Annotated[str, Form(max_length=200_000)] = "",
+    list_in: Annotated[str, Form(max_length=200)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
     problem = _check_path(path, row.files)
-    files, lesson, errors = _validate(row, path, text) if not problem else (None, None, [])
+    files, lesson, errors, listed_in = _validate(row, path, text, list_in) if not problem else (None, None, [], None)
     ctx = {"lesson_id": lesson_id, "row": row, "path": path, "errors": errors, "path_error": problem}
+    ctx.update(_listing_ctx(row, path, listed_in))
     if lesson is not None:
-        ctx.update(_preview_ctx(lesson, path))
+        ctx.update(_preview_ctx(lesson, listed_in or path))
     return render(request, "instructor/edit.html", ctx, block="preview")
 
 
@@ -146,6 +279,7 @@ def publish(
     base_version: Annotated[DbInt, Form()],
     text: Annotated[str, Form(max_length=200_000)] = "",
     note: Annotated[str, Form(max_length=500)] = "",
+    list_in: Annotated[str, Form(max_length=200)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
@@ -154,9 +288,12 @@ def publish(
         "row": row,
         "path": path,
         "text": text,
+        "note": note,  # a refused publish gives back the note too, not only the text
         "errors": [],
         "published": None,
         "path_error": _check_path(path, row.files),
+        "history": lesson_service.versions(db, lesson_id=lesson_id),
+        **_listing_ctx(row, path, None),
     }
     if row.version != base_version:
         ctx["path_error"] = (
@@ -168,13 +305,14 @@ def publish(
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
     files = dict(row.files)
     files[path] = text
+    files, listed_in = _with_listing(files, path, row.files, list_in)
     version, errors = publishing.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
     if errors:
         ctx["errors"] = errors
+        ctx.update(_listing_ctx(row, path, listed_in))
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=422)
-    new_row = lesson_service.latest_row(db, lesson_id=lesson_id)
-    assert new_row is not None  # just published
-    ctx.update(row=new_row, published=version, **_preview_ctx(lesson_service.build(new_row), path))
-    ctx["history"] = lesson_service.versions(db, lesson_id=lesson_id)
-    return render(request, "instructor/edit.html", ctx)
+    # Post/redirect/get: reloading the page after a publish shows it again instead of posting it a second time
+    # (which the version check then refused as a conflict).
+    query = {"file": path, "published": str(version)} | ({"listed_in": listed_in} if listed_in else {})
+    return RedirectResponse(f"/instructor/lessons/{lesson_id}/edit?{urlencode(query)}#published", status_code=303)

@@ -144,7 +144,7 @@ def test_editing_lesson_yaml_previews_the_lesson_header(instructor, db):
     version = lesson_service.latest_row(db, lesson_id=LESSON).version
     assert "Preview of the lesson's header and its “Go deeper” links" in page and "Preview of part" not in page
     frame = _frame(page)
-    assert '<header class="lesson-head">' in frame and "<h1>Transformer Scaling</h1>" in frame
+    assert '<header class="lesson-head"' in frame and "<h1>Transformer Scaling</h1>" in frame
     assert f"<span>Version {version + 1}</span>" in frame  # the version publishing it would make
     assert 'href="/lessons/transformer-scaling/lab">Hands-on lab</a>' in frame and "Go deeper" in frame
     text = _text(db, "lesson.yaml")
@@ -214,3 +214,97 @@ def test_a_lesson_folder_that_fails_at_start_up_lists_its_problems_with_code_as_
     listed = listed[: listed.index("</section>")]
     assert "transformer-scaling/parts/orient.yaml" in listed and "<code>key: &gt;</code>" in listed
     assert "`" not in listed
+
+
+NEW_QUESTION = """kind: numeric
+prompt: What is the largest finite value of FP8 E4M3?
+answer: 448
+tolerance: {abs: 0.5}
+"""
+
+
+def test_a_new_question_is_published_listed_in_a_part(instructor, db):
+    """A question must be listed in a part and a part may list only questions that exist: one file at a time, the
+    editor refused both orders. A new questions/NAME.yaml now goes out with its id added to a part (the last part
+    that lists questions unless the author picks another), previewed in that part, in one version."""
+    before = lesson_service.latest_row(db, lesson_id=LESSON)
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/preview",
+        {"path": "questions/e4m3-max.yaml", "text": NEW_QUESTION},
+        headers={"HX-Request": "true"},
+    )
+    assert "nothing is published" not in r.text, r.text
+    assert "Valid. Preview of part 6 with the new question listed in it (parts/practice.yaml)" in r.text
+    assert "What is the largest finite value of FP8 E4M3?" in r.text  # the part's preview shows it
+    assert 'name="list_in" form="editor"' in r.text and "example-numeric.yaml" in r.text  # a choice; the template
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/preview",
+        {"path": "questions/e4m3-max.yaml", "text": NEW_QUESTION, "list_in": "parts/orient.yaml"},
+        headers={"HX-Request": "true"},
+    )
+    assert "Valid. Preview of part 1 with the new question listed in it (parts/orient.yaml)" in r.text
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "questions/e4m3-max.yaml", "text": NEW_QUESTION, "base_version": before.version, "note": "new q"},
+    )
+    assert r.status_code == 200 and f"Published version {before.version + 1}" in r.text
+    assert "The new question is listed in" in r.text
+    files = lesson_service.latest_row(db, lesson_id=LESSON).files
+    assert files["questions/e4m3-max.yaml"] == NEW_QUESTION
+    old, new = before.files["parts/practice.yaml"].splitlines(), files["parts/practice.yaml"].splitlines()
+    changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]  # one line, the rest as it was
+    assert len(changed) == 1 and changed[0][1] == changed[0][0][:-1] + ", e4m3-max]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "number: 1\nblocks:\n  - kind: questions\n    ids: [a, b]\n",
+            "number: 1\nblocks:\n  - kind: questions\n    ids: [a, b, new]\n",
+        ),
+        (
+            "blocks:\n  - kind: questions\n    ids:\n      - a\n  - kind: markdown\n    body: x\n",
+            "blocks:\n  - kind: questions\n    ids:\n      - a\n      - new\n  - kind: markdown\n    body: x\n",
+        ),
+        (
+            "number: 1\nblocks:\n- kind: markdown\n  body: x\n",
+            "number: 1\nblocks:\n- kind: markdown\n  body: x\n- kind: questions\n  ids: [new]\n",
+        ),
+        ("blocks:\n  - kind: markdown\n    body: x\nminutes: 3\n", None),  # blocks not last: no safe place
+    ],
+)
+def test_list_question_adds_one_id_and_keeps_every_other_line(text, expected):
+    from app.routes.authoring import list_question
+
+    assert list_question(text, "new") == expected
+
+
+def test_a_refused_publish_keeps_the_note_as_well_as_the_text(instructor, db):
+    version = lesson_service.latest_row(db, lesson_id=LESSON).version
+    text = _text(db, "parts/orient.yaml").replace("minutes: 5", "minutes: ten")
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text, "base_version": version, "note": "Fix the minutes"},
+    )
+    assert r.status_code == 422 and "minutes: ten" in r.text
+    assert re.search(r'<input id="note" name="note" maxlength="500" value="Fix the minutes">', r.text)
+
+
+def test_publishing_redirects_so_a_reload_does_not_post_it_again(instructor, db):
+    """The page after a publish was the POST's answer: reloading it sent the form again, which the version check
+    refused as a conflict ("Version N was published after you started editing"). It now redirects to the editor."""
+    version = lesson_service.latest_row(db, lesson_id=LESSON).version
+    text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text, "base_version": version},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    assert r.headers["location"] == (
+        f"/instructor/lessons/{LESSON}/edit?file=parts%2Forient.yaml&published={version + 1}#published"
+    )
+    page = instructor.get(r.headers["location"]).text  # what a reload shows: no conflict, the same news
+    assert f"Published version {version + 1}" in page and "after you started editing" not in page
+    assert f"Editing version {version + 1}" in page
