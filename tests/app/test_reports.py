@@ -157,3 +157,35 @@ def test_malformed_evidence_pick_is_refused_not_a_crash(client, db, pick):
     r = client.post(f"/lessons/{LESSON}/report", data={"action": "save", "evidence-env-capability": pick})
     assert r.status_code == 422 and "Nothing was saved" in r.text
     assert db.query(ReportVersion).count() == 0
+
+
+def test_grade_says_which_version_what_each_line_means_and_what_next(client, make_user, make_client, db, settings):
+    """Walked as a newcomer: the grade read "Shown 1.5 / 3" with no word on what a line or level meant, which version
+    it graded, or what to do; after a resubmission the new version said only "Not graded yet"."""
+    from app.services import grading
+    from tests.app.reporting import grade_form
+
+    submit_report(client, db, settings)
+    report = db.query(LabReport).one()
+    gina = make_user("gina@example.org", roles=("grader",))
+    grading.assign(db, grader=gina, lesson_id=LESSON)
+    g = make_client()
+    g.login("gina@example.org")
+    g.post(f"/grader/reports/{report.id}/claim")
+    # the grader sees each level's meaning on the page, not only in a hover title
+    review = g.get(f"/grader/reports/{report.id}").text
+    assert 'data-testid="level-notes-tp-mapping"' in review
+    assert "<strong>Explained</strong>: Names which slice each rank holds" in review
+    g.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    page = client.get(f"/lessons/{LESSON}/report").text
+    assert "Grade for version 1: " in page
+    assert "Same seed and steps for both runs" in page  # the line's description
+    assert "The answer ties the loss gap to clipping and scale lag." in page  # the picked level's
+    assert "Full marks: Explained: Names which slice each rank holds" in page  # tp-mapping was "Shown"
+    assert 'data-testid="grade-next"' in page and "makes version 2, which goes back to the grader" in page
+    r = _submit_incomplete(client, {"answer-numbers": "better thoughts", "evidence-env-capability": "job:1"})
+    assert "Submitted as version 2" in r.text
+    assert "Version 1’s grade (16 / 20) stays with it" in " ".join(r.text.split())
+    assert f'href="/lessons/{LESSON}/report?v=1#version-1">read its grade and feedback' in r.text
+    v1 = client.get(f"/lessons/{LESSON}/report?v=1").text
+    assert "Grade for version 1: " in v1 and 'data-testid="grade-next"' not in v1  # version 2 is the one to improve
