@@ -10,6 +10,7 @@ allowed fields when a key is unknown.
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -108,6 +109,12 @@ def yaml_hint(exc: yaml.YAMLError, text: str) -> str:
     lines = text.splitlines()
     line = lines[mark.line] if mark is not None and mark.line < len(lines) else ""
     value = line.split(": ", 1)[1].strip() if ": " in line else line.strip().lstrip("- ").strip()
+    if "mapping values are not allowed" in problem and mark is not None and ": " not in line[: mark.column].strip():
+        # the colon at fault is the line's first: a key indented under a key whose value is on its own line
+        return (
+            "This line is indented more than the line above it, as if it belonged under that key, but that key "
+            "already has its value on its own line. Start this key in the same column as the one above"
+        )
     if "mapping values are not allowed" in problem:
         return (
             "This line's text has a second colon followed by a space, which YAML reads as the start of a new key. "
@@ -244,7 +251,7 @@ def _model_at(root: Any, data: Any, loc: tuple) -> type[BaseModel] | None:
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
-def explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> list[tuple[tuple, str, str]]:
+def explain(exc: ValidationError, data: Any, root: Any) -> list[tuple[tuple, str, str]]:
     """pydantic errors -> (loc in the author's data, expected, found), merging union alternatives."""
     merged: dict[tuple, tuple[list[str], str]] = {}
     for e in exc.errors(include_url=False):
@@ -264,6 +271,10 @@ def explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> li
         expected, found = _expected(e, data, root, key), describe_value(e.get("input"))
         if e["type"] == "missing":
             found = "nothing (the field is missing)"
+        elif e["type"] == "union_tag_invalid":
+            found = f"kind {e.get('ctx', {}).get('tag', '')!r}"
+        elif e["type"] == "union_tag_not_found":
+            found = "no `kind` line"
         elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
             expected, found = expected.split("; found ", 1)
         if key in merged:
@@ -274,17 +285,74 @@ def explain(exc: ValidationError, data: Any, root: type[BaseModel] | None) -> li
     return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
 
 
-def _expected(e: Any, data: Any, root: type[BaseModel] | None, loc: tuple) -> str:
+# pydantic's words for a value of the wrong type, in an author's: what to type instead
+_PLAIN = {
+    "int_parsing": f"a whole number (integer) such as {code('5')}, in digits without quotes",
+    "int_type": f"a whole number (integer) such as {code('5')}, in digits without quotes",
+    "int_from_float": f"a whole number (integer) such as {code('5')}, without a fraction",
+    "float_parsing": f"a number such as {code('0.5')} or {code('448')}, in digits without quotes",
+    "float_type": f"a number such as {code('0.5')} or {code('448')}, in digits without quotes",
+    "bool_parsing": f"{code('true')} or {code('false')}",
+    "bool_type": f"{code('true')} or {code('false')}",
+    "string_type": "text",
+    "list_type": f"a list ({code('- item')} lines, or {code('[a, b]')})",
+    "dict_type": f"a mapping ({code('key: value')} lines)",
+    "model_type": f"a mapping ({code('key: value')} lines)",
+    "model_attributes_type": f"a mapping ({code('key: value')} lines)",
+    "string_too_short": "some text (it may not be empty)",
+}
+ID_REGEX = "^[a-z0-9][a-z0-9-]*$"  # schema.ID_PATTERN (the schema imports nothing from here, and the reverse)
+
+
+def _kinds(root: Any, loc: tuple) -> str:
+    """The `kind:` values allowed where a mapping has none: a question file's, a block's or a problem step's."""
+    from . import schema  # the schema is import-light; imported here so that this module stays usable on its own
+
+    tp: Any = (
+        root
+        if not loc
+        else schema.Block
+        if len(loc) >= 2 and loc[-2] == "blocks"
+        else schema.ProblemStep
+        if len(loc) >= 2 and loc[-2] == "steps"
+        else None
+    )
+    tp = _unwrap(tp) if tp is not None else None
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return ""
+    tags = [
+        t
+        for m in map(_unwrap, typing.get_args(tp))
+        if isinstance(m, type) and issubclass(m, BaseModel) and "kind" in m.model_fields
+        for t in typing.get_args(m.model_fields["kind"].annotation)
+    ]
+    return ", ".join(tags)
+
+
+def _expected(e: Any, data: Any, root: Any, loc: tuple) -> str:
     kind = e["type"]
     if kind == "missing":
         return "a value (required field)"
     if kind == "extra_forbidden":
         model = _model_at(root, data, loc[:-1]) if root else None
-        allowed = ", ".join(model.model_fields) if model else ""
-        return f"no field named {code(str(loc[-1]))} here" + (f" (allowed: {allowed})" if allowed else "")
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        fields = list(model.model_fields) if model else []
+        near = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
+        allowed = ", ".join(fields)
+        return (
+            f"no field named {code(str(loc[-1]))} here"
+            + (f" (did you mean {code(near[0])}?)" if near else "")
+            + (f" (allowed: {allowed})" if allowed else "")
+        )
+    if kind == "union_tag_invalid":
         ctx = e.get("ctx", {})
         return f"`kind` one of {ctx.get('expected_tags', 'the known kinds')}"
+    if kind == "union_tag_not_found":
+        kinds = _kinds(root, loc)
+        return f"a {code('kind:')} line saying what this is" + (f" (one of {kinds})" if kinds else "")
+    if kind in _PLAIN:
+        return _PLAIN[kind]
+    if kind == "string_pattern_mismatch" and e.get("ctx", {}).get("pattern") == ID_REGEX:
+        return f"an id of lowercase letters, digits and dashes, such as {code('my-section')}"
     msg = e["msg"]
     for prefix in ("Input should be ", "Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):

@@ -33,6 +33,7 @@ from .schema import (
     Lesson,
     LessonFile,
     Part,
+    PartFile,
     Question,
     QuestionFile,
     QuestionsBlock,
@@ -195,7 +196,8 @@ class _LessonBuild:
             if not SLUG.match(stem):
                 self.err(rel, "", "a file name of lowercase letters, digits and dashes", repr(stem))
                 continue
-            part = self.validate(rel, Part, {**data, "id": stem} if isinstance(data, dict) else data)
+            # explained as PartFile: the id comes from the file name, so it is not offered as a field to write
+            part = self.validate(rel, Part, {**data, "id": stem} if isinstance(data, dict) else data, PartFile)
             if part:
                 parts.append((rel, part))
         questions: dict[str, Question] = {}
@@ -261,13 +263,13 @@ class _LessonBuild:
             return None
         return data
 
-    def validate(self, rel: str, model: Any, data: Any) -> Any:
+    def validate(self, rel: str, model: Any, data: Any, explain_as: Any = None) -> Any:
         try:
             if isinstance(model, TypeAdapter):
                 return model.validate_python(data)
             return model.model_validate(data)
         except ValidationError as exc:
-            root = model if isinstance(model, type) else None
+            root = explain_as or (model if isinstance(model, type) else QuestionFile)
             for loc, expected, found in explain(exc, data, root):
                 self.err(rel, loc, expected, found)
             return None
@@ -448,7 +450,15 @@ class _LessonBuild:
                             self.err(rel, ("blocks", i, "ids", j), "each question listed once", repr(qid))
                         listed.add(qid)
                         if qid not in questions and f"questions/{qid}.yaml" not in self.files:
-                            self.err(rel, ("blocks", i, "ids", j), "the id of a file in questions/", repr(qid))
+                            known = sorted(
+                                r[len("questions/") : -len(".yaml")] for r in self.files if r.startswith("questions/")
+                            )
+                            self.err(
+                                rel,
+                                ("blocks", i, "ids", j),
+                                f"the id of a file in questions/ ({', '.join(known)[:300] or 'none yet'})",
+                                repr(qid),
+                            )
                 if isinstance(block, CodeTraceBlock):
                     n = len(block.code_lines)
                     for j, step in enumerate(block.steps):
@@ -471,10 +481,11 @@ class _LessonBuild:
                         self.err(
                             rel,
                             ("blocks", i) + loc,
-                            f"an id unique in the lesson (also used in {seen[ident]})",
+                            f"an id unique in the lesson (also used in {seen[ident]}); rename one of them",
                             repr(ident),
                         )
-                    seen.setdefault(ident, rel)
+                    first = line_of(self.trees.get(rel), ("blocks", i) + loc)
+                    seen.setdefault(ident, f"{rel} line {first}" if first else rel)
         parts_ok = len(parts) == sum(1 for r in self.files if r.startswith("parts/"))
         for qid in questions if parts_ok else ():  # a part that failed would hide its listing
             if qid not in listed:

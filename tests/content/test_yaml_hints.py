@@ -20,6 +20,8 @@ from app.content.errors import code, code_spans, yaml_error
         ("title: @handle\n", 1, 'YAML reserves `@` at the start of a value. Quote the text: `"@handle"`'),
         ("title: `code` here\n", 1, 'YAML reserves `` ` `` at the start of a value. Quote the text: ``"`code` here"``'),
         ("a:\n  b: 1\n c: 2\n", 3, "indented differently"),
+        # a key indented under one whose value is on its line: not a colon in the text, as the hint said before
+        ("number: 1\ntitle: Orient\n  minutes: 5\n", 3, "indented more than the line above it"),
         ('title: "unclosed\n', 2, "never closed"),
         # the parser notices a missing colon on the next line; the line at fault is the key's own
         ("id: orient\ntitle Orient + objectives\nminutes: 5\n", 2, "no colon after its key: write `key: value`"),
@@ -62,3 +64,11 @@ def test_the_editor_can_show_a_hint_with_a_backtick_in_the_authors_text():
         yaml.safe_load(text)
     spans = yaml_error("lesson/lesson.yaml", exc.value, text).hint_spans
     assert [s for s, is_code in spans if is_code] == ["`", '"`code` here"']
+
+
+def test_a_colon_inside_the_text_still_gets_the_quoting_hint_not_the_indent_one():
+    text = "items:\n  - id: a\n    text: Judge: whether it overlaps\n"
+    with pytest.raises(yaml.YAMLError) as exc:
+        yaml.safe_load(text)
+    err = yaml_error("lesson/parts/x.yaml", exc.value, text)
+    assert err.line == 3 and "Put the whole text in double quotes" in err.hint
