@@ -124,6 +124,19 @@ def _review(
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
     lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
     grade = grading.latest_grade(db, version=version)
+    # A resubmission: what it replaces, how that was graded, and what the learner changed since.
+    previous = next((v for v in versions if v.number < version.number), None)
+    resubmitted = None
+    if previous is not None:
+        before, after = previous.evidence or {}, version.evidence or {}
+        was, now = previous.answers or {}, version.answers or {}
+        questions = lesson_then.lab.report_questions if lesson_then.lab else []
+        resubmitted = {
+            "previous": previous,
+            "grade": grading.latest_grade(db, version=previous),
+            "evidence": [s.id for s in report_service.slots(lesson_then) if before.get(s.id) != after.get(s.id)],
+            "answers": [q.id for q in questions if (was.get(q.id) or "") != (now.get(q.id) or "")],
+        }
     picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
     feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
     base_revision = grade.revision if grade else 0
@@ -153,6 +166,7 @@ def _review(
         "evidence": evidence_service.evidence_views(db, settings, report, version, lesson_then),
         "rubric": lesson.rubric,
         "grade": grade,
+        "resubmitted": resubmitted,
         "history": grading.grade_history(db, version=version),
         "graders": {u.id: u for u in grading.graders(db)},
         "picked": picked,

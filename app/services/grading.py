@@ -131,7 +131,21 @@ class QueueRow:
     owner: User
     version: ReportVersion
     grader: User | None
-    grade: Grade | None
+    grade: Grade | None  # the latest version's
+    earlier: tuple[ReportVersion, Grade] | None = None  # a resubmission not graded yet: the last graded version
+
+
+def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVersion, Grade] | None:
+    """The newest version numbered below `before` that has a grade, with that grade."""
+    for v in db.scalars(
+        select(ReportVersion)
+        .where(ReportVersion.report_id == report_id, ReportVersion.number < before)
+        .order_by(ReportVersion.number.desc())
+    ):
+        g = latest_grade(db, version=v)
+        if g is not None:
+            return v, g
+    return None
 
 
 def queue(
@@ -166,13 +180,15 @@ def queue(
         owner = db.get(User, r.owner_id)
         if owner is None:  # deleted meanwhile (reports cascade with their owner)
             continue
+        grade = latest_grade(db, version=v)
         rows.append(
             QueueRow(
                 r,
                 owner,
                 v,
                 db.get(User, r.claimed_by_id) if r.claimed_by_id else None,
-                latest_grade(db, version=v),
+                grade,
+                last_graded(db, report_id=r.id, before=v.number) if grade is None and v.number > 1 else None,
             )
         )
     return rows

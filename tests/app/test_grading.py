@@ -278,3 +278,31 @@ def test_csv_export_escapes_formulas_and_respects_roles(report, make_user, make_
     assert row["feedback"].startswith("'=HYPERLINK")
     other = _staff(make_user, make_client, "olga@example.org", lesson="precision-by-numbers", db=db)
     assert len(list(csv.DictReader(io.StringIO(other.get("/grader/export.csv").text)))) == 0
+
+
+def test_resubmission_is_marked_for_the_grader_with_what_changed(report, client, make_user, make_client, db):
+    """Walked as a grader: version 2 of a graded report opened as a blank rubric with nothing saying it was a
+    resubmission, what version 1 got, or what the learner changed; the queue showed "2" and a bare "—"."""
+    gina = _staff(make_user, make_client, "gina@example.org", db=db)
+    gina.post(f"/grader/reports/{report.id}/claim")
+    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    first = gina.get(f"/grader/reports/{report.id}").text
+    assert 'data-testid="resubmitted"' not in first  # version 1 is no resubmission
+    form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).one().evidence.items()}
+    form.update({"answer-numbers": "<img src=x onerror=alert(1)> gap 0.01%", "answer-sharding": "At TP=2."})
+    client.post(
+        f"/lessons/{LESSON}/report", data={**form, "action": "submit-incomplete", "missing-ok": "answer-overlap"}
+    )
+    assert db.query(ReportVersion).count() == 2
+    queue = gina.get("/grader").text
+    assert 'data-testid="resubmitted">resubmitted</span>' in queue and "(version 1: 16 / 20)" in queue
+    review = gina.get(f"/grader/reports/{report.id}").text
+    text = " ".join(re.sub(r"<[^>]+>", "", review).split())
+    assert "Resubmitted: version 2 replaces version 1" in text
+    assert "Version 1 was graded 16 / 20 by gina" in text and "score every line again" in text
+    assert "Changed since version 1: answer 3." in text
+    assert 'data-testid="changed-sharding"' in review and 'data-testid="changed-numbers"' not in review
+    # once version 2 is graded the queue shows its own grade, and no earlier one
+    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2))
+    queue = gina.get("/grader").text
+    assert "16 / 20" in queue and "(version 1:" not in queue
