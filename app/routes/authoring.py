@@ -316,3 +316,44 @@ def publish(
     # (which the version check then refused as a conflict).
     query = {"file": path, "published": str(version)} | ({"listed_in": listed_in} if listed_in else {})
     return RedirectResponse(f"/instructor/lessons/{lesson_id}/edit?{urlencode(query)}#published", status_code=303)
+
+
+@router.post("/lessons/{lesson_id}/versions/{version}/restore")
+def restore(
+    request: Request,
+    lesson_id: str,
+    version: DbInt,
+    user: InstructorUser,
+    db: SessionDep,
+    base_version: Annotated[DbInt, Form()],
+):
+    """Go back to an earlier version: publish its files again as a new version (the ones in between stay)."""
+    row = _row(db, lesson_id)
+    old = lesson_service.version_row(db, lesson_id=lesson_id, version=version)
+    if old is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version}.")
+    ctx = {
+        "lesson_id": lesson_id,
+        "row": row,
+        "path": "lesson.yaml",
+        "text": row.files.get("lesson.yaml", ""),
+        "errors": [],
+        "published": None,
+        "path_error": None,
+        "history": lesson_service.versions(db, lesson_id=lesson_id),
+        **_preview_ctx(lesson_service.build(row), "lesson.yaml"),
+    }
+    if row.version != base_version:
+        ctx["path_error"] = (
+            f"Version {row.version} was published after this page showed version {base_version} as the newest: "
+            f"nothing was restored. Look at the list below and restore again if you still want version {version}."
+        )
+        return render(request, "instructor/edit.html", ctx, status_code=409)
+    new, errors = publishing.publish(
+        db, lesson_id=lesson_id, files=dict(old.files), source="editor", author=user, note=f"Restored version {version}"
+    )
+    if errors:  # e.g. it names a lab the catalog no longer has
+        ctx["errors"] = errors
+        ctx["path_error"] = f"Version {version} no longer validates, so it was not restored:"
+        return render(request, "instructor/edit.html", ctx, status_code=422)
+    return RedirectResponse(f"/instructor/lessons/{lesson_id}/edit?published={new}#published", status_code=303)

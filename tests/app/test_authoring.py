@@ -308,3 +308,27 @@ def test_publishing_redirects_so_a_reload_does_not_post_it_again(instructor, db)
     page = instructor.get(r.headers["location"]).text  # what a reload shows: no conflict, the same news
     assert f"Published version {version + 1}" in page and "after you started editing" not in page
     assert f"Editing version {version + 1}" in page
+
+
+def test_an_earlier_version_can_be_restored_as_a_new_version(instructor, db):
+    """Going back was not offered: an instructor had to copy every file of the old zip into the editor by hand.
+    Each earlier version in the list restores: its files published again as a new version, noted as such."""
+    first = lesson_service.latest_row(db, lesson_id=LESSON)
+    text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")
+    instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text, "base_version": first.version},
+    )
+    page = instructor.get(f"/instructor/lessons/{LESSON}/edit").text
+    action = f"/instructor/lessons/{LESSON}/versions/{first.version}/restore"
+    assert f'action="{action}"' in page and f"restore as v{first.version + 2}" in page
+    assert f"/versions/{first.version + 1}/restore" not in page  # the current one is not offered
+    stale = instructor.post(action, {"base_version": first.version}, follow_redirects=False)
+    assert stale.status_code == 409 and "nothing was restored" in stale.text  # the list it was clicked in was old
+    r = instructor.post(action, {"base_version": first.version + 1}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].endswith(f"published={first.version + 2}#published")
+    db.expire_all()
+    latest = lesson_service.latest_row(db, lesson_id=LESSON)
+    assert latest.version == first.version + 2 and latest.files == first.files
+    assert latest.note == f"Restored version {first.version}"
+    assert "Restored version" in instructor.get("/instructor").text  # the overview lists it with its note
