@@ -274,7 +274,7 @@ def explain(exc: ValidationError, data: Any, root: Any) -> list[tuple[tuple, str
         elif e["type"] == "union_tag_invalid":
             found = f"kind {e.get('ctx', {}).get('tag', '')!r}"
         elif e["type"] == "union_tag_not_found":
-            found = "no `kind` line"
+            found = "none"
         elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
             expected, found = expected.split("; found ", 1)
         if key in merged:

@@ -41,7 +41,7 @@ def test_a_block_kind_typo_shows_the_kind_not_the_whole_block(template_texts):
 def test_a_question_without_kind_lists_the_question_kinds(template_texts):
     e = _error(template_texts, "questions/example-choice.yaml", "prompt: Which one?\n", "")
     assert e.expected == "a `kind:` line saying what this is (one of single_choice, free_response, numeric, multi_step)"
-    assert e.found == "no `kind` line" and e.line == 1
+    assert e.found == "none" and e.line == 1
 
 
 def test_a_duplicate_id_names_the_line_of_its_first_use(template_texts):
