@@ -153,6 +153,11 @@ def report_post(
         return _page(request, db, user, lesson, version, report, **kw)
 
     if action == "attach-latest":
+        if _has_draft_fields(form):  # the button sends the form: keep what was typed before attaching
+            try:
+                _save_posted(db, report, user, lesson, form)
+            except report_service.ReportError as exc:
+                return page(errors=exc.errors, form=form, status_code=422)
         filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
         msg = (
             f"Attached your latest runs to {count(len(filled), 'item')}."
@@ -160,10 +165,8 @@ def report_post(
             else "No empty item had a finished run to attach."
         )
         return page(message=msg)
-    evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
-    answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     try:
-        report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
+        _save_posted(db, report, user, lesson, form)
         if action in SUBMIT_ACTIONS:
             gaps = report_service.gaps(lesson, report.draft)
             confirmed = set(posted.getlist("missing-ok")) if action == "submit-incomplete" else set()
@@ -183,11 +186,26 @@ def report_post(
     return page(message="Draft saved.")
 
 
+def _has_draft_fields(form: dict) -> bool:
+    """Whether a post carries the report form's fields (a script may post an action alone)."""
+    return any(k.startswith(("evidence-", "answer-")) for k in form)
+
+
+def _save_posted(db: SessionDep, report: LabReport, user: User, lesson: Lesson, form: dict) -> None:
+    """Save the report form's picks and answers as the draft; ReportError if a pick is refused."""
+    assert lesson.lab is not None  # LessonWithLab
+    evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
+    answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
+    report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
+
+
 def _read_upload(form: FormData) -> tuple[str, bytes, dict]:
     upload = form.get("bundle")
     if not isinstance(upload, UploadFile):
         raise bundle_service.BundleError("choose a .zip file to upload (form field `bundle`)")
     data = upload.file.read(bundle_service.MAX_UPLOAD_BYTES + 1)  # a worker thread: reading may touch disk
+    if not data and not upload.filename:  # the button pressed with no file chosen sends an empty, nameless part
+        raise bundle_service.BundleError("choose a .zip file to upload first")
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     return upload.filename or "bundle.zip", data, fields
 
@@ -198,14 +216,21 @@ def upload_bundle(
 ) -> Response:
     lesson, version = cur.lesson, cur.version
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+    posted = {k: v for k, v in form.items() if isinstance(v, str)}
+    if _has_draft_fields(posted):  # the upload button sends the whole report form: save what was typed first
+        try:
+            _save_posted(db, report, user, lesson, posted)
+        except report_service.ReportError as exc:
+            return _page(request, db, user, lesson, version, report, errors=exc.errors, form=posted, status_code=422)
     try:
         filename, data, fields = _read_upload(form)
         bundle = bundle_service.ingest(
             db, settings=request.app.state.settings, owner=user, filename=filename, data=data
         )
     except bundle_service.BundleError as exc:
+        kept = " Your draft, answers included, is saved." if _has_draft_fields(posted) else ""
         return _page(
-            request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.", status_code=422
+            request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.{kept}", status_code=422
         )
     slot_id = fields.get("slot") or next(
         (s.id for s in report_service.slots(lesson) if s.lab == bundle.lab and s.kind == "evidence"), ""

@@ -101,3 +101,71 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     g.wait_for_url(f"{base}/grader")
     assert asked == ["beforeunload"]
     ctx.close()
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_typed_answers_survive_uploads_and_attach_latest(browser, live_server, seeder, size):
+    """An answer typed and then a bundle uploaded (or "Attach my latest runs" pressed) was thrown away: those were
+    separate forms. Now they send the report form, so the draft is saved with them, a refused upload included."""
+    from tests.app import labruns
+
+    base = live_server.url
+    email = f"tess-{size}@example.org"
+    owner_id = seeder.user(email, name="Tess")
+    seeder.job(owner_id, "fp8-step")
+    ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])))
+    pg = ctx.new_page()
+    login(pg, base, email)
+    pg.goto(f"{base}/lessons/{LESSON}/report")
+    error = pg.get_by_test_id("upload-error")
+
+    def upload(name: str | None, data: bytes = b"") -> None:
+        if name:
+            pg.locator("#bundle-file").set_input_files({"name": name, "mimeType": "application/zip", "buffer": data})
+        pg.get_by_role("button", name="Upload bundle").click()
+        pg.wait_for_load_state()
+
+    pg.locator("#answer-numbers").fill("Gap 0.02% at step 4; the scale halved after the clip.")
+    upload("notes.zip", b"just some text, renamed")
+    expect(error).to_contain_text("not a zip archive")
+    expect(error).to_contain_text("Your draft, answers included, is saved.")
+    expect(error).to_be_in_viewport()
+    expect(pg.locator("#answer-numbers")).to_have_value("Gap 0.02% at step 4; the scale halved after the clip.")
+    screenshot(pg, f"loop-upload-refused-{size}", full_page=False)
+    pg.locator("#answer-overlap").fill("Windowed: about 60% on both ranks.")
+    upload("noresult.zip", _zip({"notes.txt": b"hello"}))
+    expect(error).to_contain_text("no result.json")
+    expect(pg.locator("#answer-overlap")).to_have_value("Windowed: about 60% on both ranks.")
+    upload(None)  # the button with no file chosen
+    expect(error).to_contain_text("choose a .zip file to upload first")
+    pg.locator("#answer-sharding").fill("At TP=2 the all-reduce outgrew the GEMM.")
+    pg.get_by_role("button", name="Attach my latest runs to empty items").click()
+    expect(pg.locator(".banner[role=status]")).to_contain_text("Attached your latest runs to 1 item.")
+    expect(pg.locator("#answer-sharding")).to_have_value("At TP=2 the all-reduce outgrew the GEMM.")
+    pg.locator("#answer-sharding").fill("At TP=2, on gloo.")
+    upload("b1.zip", _zip({p.name: p.read_bytes() for p in labruns.bundle("env-check").iterdir() if p.is_file()}))
+    expect(pg.locator(".banner[role=status]")).to_contain_text("attached it to “Environment capability”")
+    for qid, text in (
+        ("numbers", "Gap 0.02% at step 4; the scale halved after the clip."),
+        ("overlap", "Windowed: about 60% on both ranks."),
+        ("sharding", "At TP=2, on gloo."),
+    ):
+        expect(pg.locator(f"#answer-{qid}")).to_have_value(text)
+    expect(pg.get_by_test_id("state-env-capability")).to_contain_text("Present")
+    expect(pg.get_by_test_id("state-bf16-fp8-numerics")).to_contain_text("Present")
+    # and it is the stored draft, not only what the page shows
+    pg.goto(f"{base}/lessons/{LESSON}/report")
+    expect(pg.locator("#answer-sharding")).to_have_value("At TP=2, on gloo.")
+    screenshot(pg, f"loop-upload-kept-{size}", full_page=False)
+    ctx.close()
