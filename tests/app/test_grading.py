@@ -270,11 +270,11 @@ def test_csv_export_escapes_formulas_and_respects_roles(report, make_user, make_
     r = gina.get(f"/grader/export.csv?lesson={LESSON}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]
-    rows = list(csv.DictReader(io.StringIO(r.text)))
+    rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"))))
     assert len(rows) == 1
     row = rows[0]
     assert row["learner_email"] == "ann@example.org" and row["total"] == "16.0" and row["max_total"] == "20.0"
-    assert row["numerics"] == "4.0" and row["stretch"] == "1.5"
+    assert row["numerics (of 4)"] == "4.0" and row["stretch (of 3)"] == "1.5"
     assert row["feedback"].startswith("'=HYPERLINK")
     other = _staff(make_user, make_client, "olga@example.org", lesson="precision-by-numbers", db=db)
     assert len(list(csv.DictReader(io.StringIO(other.get("/grader/export.csv").text)))) == 0
@@ -306,3 +306,48 @@ def test_resubmission_is_marked_for_the_grader_with_what_changed(report, client,
     gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2))
     queue = gina.get("/grader").text
     assert "16 / 20" in queue and "(version 1:" not in queue
+
+
+def test_csv_export_reads_clearly_in_a_spreadsheet(report, client, make_user, make_client, db):
+    """Opened as a grader would: item columns were bare ids with no maximum, times were ISO strings with
+    microseconds no spreadsheet reads as dates, "grader" held an email, names with accents broke in Excel (no BOM),
+    and after a resubmission the row lost the grade the learner had (version 2 ungraded: every grade cell empty)."""
+    owner = db.get(User, report.owner_id)
+    owner.display_name = "=Zoë+1"  # a name that is a formula, with an accent
+    db.commit()
+    gina = _staff(make_user, make_client, "gina@example.org", db=db)
+    gina.post(f"/grader/reports/{report.id}/claim")
+    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="Good."))
+    form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).one().evidence.items()}
+    client.post(
+        f"/lessons/{LESSON}/report",
+        data={
+            **form,
+            "answer-numbers": "v2",
+            "action": "submit-incomplete",
+            "missing-ok": ["answer-overlap", "answer-sharding"],
+        },
+    )
+    r = gina.get(f"/grader/export.csv?lesson={LESSON}")
+    assert r.content.startswith("\ufeff".encode())  # Excel reads UTF-8 only with the mark
+    head, *rows = list(csv.reader(io.StringIO(r.content.decode("utf-8-sig"))))
+    assert head[:11] == [
+        "report",
+        "lesson",
+        "learner_email",
+        "learner_name",
+        "latest_version",
+        "submitted_at_utc",
+        "status",
+        "grader_email",
+        "graded_version",
+        "total",
+        "max_total",
+    ]
+    assert "tp-mapping (of 3)" in head and head[-2:] == ["graded_at_utc", "feedback"]
+    row = dict(zip(head, rows[0]))
+    assert row["learner_name"] == "'=Zoë+1"  # shown as text, never run as a formula
+    assert row["latest_version"] == "2" and row["graded_version"] == "1" and row["total"] == "16.0"
+    assert row["feedback"] == "Good." and row["grader_email"] == "gina@example.org"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["submitted_at_utc"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["graded_at_utc"])
