@@ -3,7 +3,9 @@
 // if the bundle fails to load, the textarea stays and works as before.
 (function () {
   var editor = null;
-  var saved = null; // the text as loaded: leaving the page with other text asks first
+  // The published text (null once publishing): leaving the page with other text asks first. A page that came back
+  // from a refused publish (data-unpublished) holds unpublished text from the start.
+  var saved = null;
   function markErrors() {
     var preview = document.getElementById("preview");
     if (!editor || !preview) return;
@@ -13,7 +15,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     var textarea = document.querySelector("textarea[data-yaml-editor]");
     if (!textarea) return;
-    saved = textarea.value;
+    saved = textarea.hasAttribute("data-unpublished") ? "\u0000unpublished" : textarea.value;
     var form = textarea.form;
     // Publishing leaves the page on purpose; following a file link or "← Instructor" with unpublished
     // edits would lose them without a word, so the browser asks first.
