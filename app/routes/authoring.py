@@ -155,12 +155,22 @@ def _template_questions() -> list[tuple[str, str]]:
 
 
 # What a file's preview shows besides a part: the lesson-wide files, as learners see them on the lesson's pages.
-# parts/NAME.yaml shows its part; the rest (questions, rubric) show the first part.
+# parts/NAME.yaml shows its part, questions/NAME.yaml the part that lists it; the rest (rubric) show the first part.
 SHOWN = {"lesson.yaml": "header", "atlas.yaml": "atlas", "lab.yaml": "lab"}
 
 
+def _listing_part(lesson, qid: str) -> str | None:
+    """The part whose questions block lists `qid`: where a question's preview shows it, as learners meet it."""
+    return next((p.id for p in lesson.parts for b in p.blocks if b.kind == "questions" and qid in b.ids), None)
+
+
 def _preview_ctx(lesson, path: str) -> dict:
-    part_id = path[len("parts/") : -len(".yaml")] if path.startswith("parts/") else lesson.parts[0].id
+    if path.startswith("parts/"):
+        part_id = path[len("parts/") : -len(".yaml")]
+    elif path.startswith("questions/"):  # the part that lists the question (the first part showed it nowhere)
+        part_id = _listing_part(lesson, path[len("questions/") : -len(".yaml")]) or lesson.parts[0].id
+    else:
+        part_id = lesson.parts[0].id
     variants = {qid: make_variant(q, 0) if isinstance(q.body, Numeric) else None for qid, q in lesson.questions.items()}
     return {
         "shown": SHOWN.get(path, "part"),

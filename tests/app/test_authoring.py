@@ -172,6 +172,13 @@ def test_a_parts_file_still_previews_its_part(instructor, db):
     assert "Preview of part 4 as learners will see it" in html and 'id="part-code-trace"' in _frame(html)
 
 
+def test_a_question_file_previews_the_part_that_lists_it(instructor, db):
+    """A question's preview showed part 1, where the question is not: the author never saw their edit."""
+    text = _text(db, "questions/fp8-step-time.yaml").replace("How long is the step?", "How long is one step?")
+    html = _preview(instructor, "questions/fp8-step-time.yaml", text)
+    assert "Preview of part 6 as learners will see it" in html and "How long is one step?" in _frame(html)
+
+
 def test_yaml_hints_show_what_to_type_as_code(instructor, db):
     text = _text(db, "parts/orient.yaml").replace("title: Orient + objectives", "title: Orient: objectives")
     html = _preview(instructor, "parts/orient.yaml", text)
