@@ -339,3 +339,16 @@ def test_an_earlier_version_can_be_restored_as_a_new_version(instructor, db):
     assert latest.version == first.version + 2 and latest.files == first.files
     assert latest.note == f"Restored version {first.version}"
     assert "Restored version" in instructor.get("/instructor").text  # the overview lists it with its note
+
+
+def test_the_version_list_says_which_files_each_version_changed(instructor, db):
+    before = lesson_service.latest_row(db, lesson_id=LESSON).version
+    text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")
+    instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text, "base_version": before, "note": "retitle"},
+    )
+    page = instructor.get(f"/instructor/lessons/{LESSON}/edit").text
+    item = re.search(rf'<li id="v{before + 1}">.*?</li>', page, re.S).group(0)
+    assert "changed parts/orient.yaml</span>" in item
+    assert "changed" not in re.search(rf'<li id="v{before}">.*?</li>', page, re.S).group(0)  # the first: no before
