@@ -180,6 +180,8 @@ class _LessonBuild:
         if LESSON_FILE not in self.files:
             self.err(LESSON_FILE, "", "a lesson.yaml file", "no such file")
 
+        for rel, data in raw.items():
+            self.check_display_math(rel, data, ())
         values, pending = self.evaluate_computed(raw.get(LESSON_FILE))
         for rel in list(raw):
             raw[rel] = self.substitute(rel, raw[rel], (), values, pending, raw.get(LESSON_FILE))
@@ -346,6 +348,24 @@ class _LessonBuild:
                 return m.group(0)
 
         return CALC_PLACEHOLDER.sub(sub, node)
+
+    def check_display_math(self, rel: str, node: Any, loc: tuple) -> None:
+        """A `$$` that opens display maths and is never closed showed on the learner's page as two dollar signs and
+        raw TeX, and validated: it is an error with its line. (A code trace's `code` is code, not Markdown.)"""
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k != "code":
+                    self.check_display_math(rel, v, loc + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                self.check_display_math(rel, v, loc + (i,))
+        elif isinstance(node, str) and node.count("$$") % 2:
+            self.err(
+                rel,
+                loc,
+                "display maths closed: a `$$` after the formula for each `$$` before it (`$…$` for maths in a line)",
+                f"{node.count('$$')} `$$`",
+            )
 
     def draw_figures(self, parts: list[tuple[str, Part]]) -> dict[str, Rendered]:
         """Draw every figure of every part once, for this version; a bad name or parameter is an error here."""

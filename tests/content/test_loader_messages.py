@@ -55,3 +55,14 @@ def test_a_question_id_without_a_file_lists_the_questions_there_are(template_tex
     lesson, errors = validate_lesson_texts({**template_texts, "parts/first-part.yaml": part}, lesson_id="t")
     e = next(e for e in errors if e.field == "blocks[2].ids[0]")
     assert e.expected.startswith("the id of a file in questions/ (example-choice, example-")
+
+
+def test_display_maths_left_open_is_an_error_with_its_line(template_texts):
+    """`$$` with no closing `$$` rendered as two dollar signs and raw TeX on the learner's page, and validated."""
+    part = template_texts["parts/first-part.yaml"].replace(
+        "answer: More microbatches per batch.", "answer: More microbatches, $$ b = (p - 1) / m."
+    )
+    e = _error(template_texts, "parts/first-part.yaml", part, "blocks[1].pause.answer")
+    assert e.expected.startswith("display maths closed: a `$$` after the formula") and e.line == 16
+    closed = part.replace("(p - 1) / m.", "(p - 1) / m $$")
+    assert validate_lesson_texts({**template_texts, "parts/first-part.yaml": closed}, lesson_id="t")[1] == []
