@@ -364,7 +364,7 @@ class _LessonBuild:
                 rel,
                 loc,
                 "display maths closed: a `$$` after the formula for each `$$` before it (`$…$` for maths in a line)",
-                f"{node.count('$$')} `$$`",
+                f"an odd number of them ({node.count('$$')})",
             )
 
     def draw_figures(self, parts: list[tuple[str, Part]]) -> dict[str, Rendered]:

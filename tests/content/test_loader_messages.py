@@ -64,5 +64,6 @@ def test_display_maths_left_open_is_an_error_with_its_line(template_texts):
     )
     e = _error(template_texts, "parts/first-part.yaml", part, "blocks[1].pause.answer")
     assert e.expected.startswith("display maths closed: a `$$` after the formula") and e.line == 16
+    assert e.found == "an odd number of them (1)"
     closed = part.replace("(p - 1) / m.", "(p - 1) / m $$")
     assert validate_lesson_texts({**template_texts, "parts/first-part.yaml": closed}, lesson_id="t")[1] == []
