@@ -296,6 +296,7 @@ def test_a_refused_publish_keeps_the_note_as_well_as_the_text(instructor, db):
     )
     assert r.status_code == 422 and "minutes: ten" in r.text
     assert re.search(r'<input id="note" name="note" maxlength="500" value="Fix the minutes">', r.text)
+    assert f'<li id="v{version}">' in r.text and "No version published yet" not in r.text  # the list said none
 
 
 def test_publishing_redirects_so_a_reload_does_not_post_it_again(instructor, db):
