@@ -1,9 +1,17 @@
-// Keyboard grading on the review page: j/k move between rubric lines, 1-9 pick a level of the
+// The grader's review page. Keyboard grading: j/k move between rubric lines, 1-9 pick a level of the
 // current line, f/n jump to feedback/notes, Ctrl+Enter saves; the total updates as levels change.
 // Keys typed into a text box are left alone (Esc leaves the box). Leaving the page (a link, reload, closing the
 // tab) with picks or text not saved yet asks first; saving does not. No dependencies.
 (function () {
   "use strict";
+  // A claim, release, regrade or save answers a POST with this page: put the page's own address back, so that
+  // reloading it reads the report again instead of sending the post a second time (a second save read as a
+  // conflict with the grader's own first one).
+  const review = document.querySelector("[data-here]");
+  if (review && history.replaceState) {
+    const here = new URL(review.dataset.here, location.href);
+    if (here.pathname !== location.pathname) history.replaceState(history.state, "", here.pathname + here.search + location.hash);
+  }
   const form = document.querySelector("form[data-grading]");
   if (!form) return;
   const items = Array.from(form.querySelectorAll(".rubric-item"));
