@@ -12,8 +12,10 @@ Evidence and bundle files are served by app/routes/artifacts.py.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import FormData, UploadFile
 
 from app.bodies import UPLOAD_LIMIT
@@ -131,12 +133,24 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
 
 @router.get("/lessons/{lesson_id}/report")
 def report_page(
-    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, v: DbInt | None = None
+    request: Request,
+    lesson_id: str,
+    cur: LessonWithLab,
+    user: CurrentUser,
+    db: SessionDep,
+    v: DbInt | None = None,
+    submitted: DbInt | None = None,
+    missing: DbInt | None = None,
 ) -> Response:
-    """The report page; `v` shows that submitted version in full instead of the latest."""
+    """The report page; `v` shows that submitted version in full instead of the latest. `submitted` (and
+    `missing`) come from the redirect after a submit: the page says so, in fixed words, if that version exists."""
     lesson, version = cur.lesson, cur.version
     report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
-    return _page(request, db, user, lesson, version, report, show=v)
+    message = ""
+    if submitted and report is not None and report_service.version(db, report=report, number=submitted):
+        left = f", with {count(missing, 'item')} missing as you confirmed" if missing else ""
+        message = f"Submitted as version {submitted}{left}. The automatic checks ran; a grader will pick it up."
+    return _page(request, db, user, lesson, version, report, show=v, message=message)
 
 
 @router.post("/lessons/{lesson_id}/report")
@@ -177,10 +191,9 @@ def report_post(
             v = report_service.submit(
                 db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
             )
-            left = f", with {count(len(gaps), 'item')} missing as you confirmed" if gaps else ""
-            return page(
-                message=f"Submitted as version {v.number}{left}. The automatic checks ran; a grader will pick it up."
-            )
+            # Post, then redirect: reloading the page that says "Submitted" must not hand the report in again.
+            query = urlencode({"submitted": v.number, **({"missing": len(gaps)} if gaps else {})})
+            return RedirectResponse(f"/lessons/{lesson_id}/report?{query}", status_code=303)
     except report_service.ReportError as exc:
         return page(errors=exc.errors, form=form, status_code=422)
     return page(message="Draft saved.")

@@ -179,3 +179,33 @@ def test_typed_answers_survive_uploads_and_attach_latest(browser, live_server, s
     expect(pg.locator("#answer-sharding")).to_have_value("At TP=2, on gloo.")
     screenshot(pg, f"loop-upload-kept-{size}", full_page=False)
     ctx.close()
+
+
+def test_reloading_after_submit_does_not_hand_the_report_in_again(browser, live_server, seeder):
+    """ "Submitted as version 1" was the answer to the POST itself: reloading it (and saying yes to the browser's
+    "resubmit the form?") handed in version 2, the same as version 1, for the grader to find."""
+    from app.models import LabReport, ReportVersion
+
+    base = live_server.url
+    owner_id = seeder.user("rhea@example.org", name="Rhea")
+    for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
+        seeder.job(owner_id, lab)
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    pg = ctx.new_page()
+    pg.on("dialog", lambda d: d.accept())  # a "send the form again?" question would be answered yes
+    login(pg, base, "rhea@example.org")
+    pg.goto(f"{base}/lessons/{LESSON}/report")
+    pg.get_by_role("button", name="Attach my latest runs to empty items").click()
+    for qid in ("numbers", "overlap", "sharding"):
+        pg.locator(f"#answer-{qid}").fill(f"My {qid} answer.")
+    pg.get_by_role("button", name="Submit report").click()
+    status = pg.locator("main").get_by_role("status")
+    expect(status).to_contain_text("Submitted as version 1. The automatic checks ran")
+    pg.reload()
+    expect(status).to_contain_text("Submitted as version 1.")
+    with seeder.sessions() as db:
+        report = db.query(LabReport).filter_by(owner_id=owner_id).one()
+        assert db.query(ReportVersion).filter_by(report_id=report.id).count() == 1
+    expect(pg.get_by_test_id("versions")).to_have_count(0)  # one version: no list of every version
+    screenshot(pg, "loop-submitted-reloaded-phone", full_page=False)
+    ctx.close()
