@@ -39,10 +39,12 @@
     document.body.classList.add("has-code-editor");
     markErrors();
   });
-  // The part a new question is listed in (a select the preview brings) previews again when it changes.
+  // The part a new question is listed in, and removing the questions a part no longer lists (fields the preview
+  // brings), preview again when they change.
   document.addEventListener("change", function (ev) {
     var form = document.getElementById("editor");
-    if (form && ev.target && ev.target.id === "list_in") form.dispatchEvent(new Event("list-in-changed"));
+    var id = ev.target && ev.target.id;
+    if (form && (id === "list_in" || id === "drop_unlisted")) form.dispatchEvent(new Event("list-in-changed"));
   });
   document.addEventListener("htmx:after:swap", markErrors);
 })();

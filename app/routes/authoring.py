@@ -150,6 +150,27 @@ def _with_listing(files: dict, path: str, existing: dict, list_in: str) -> tuple
     return {**files, part: changed}, part
 
 
+def _listed_ids(text: str) -> set[str]:
+    found = _question_blocks(text)
+    return {
+        str(getattr(i, "value", ""))
+        for b in (found[2] if found else [])
+        if isinstance(ids := _key(b, "ids"), yaml.SequenceNode)
+        for i in ids.value
+    }
+
+
+def _unlisted(files: dict, path: str, existing: dict) -> list[str]:
+    """The question files a part's edit leaves listed nowhere. Such a file is an error, and the editor cannot delete
+    files, so taking a question out of a part could not be published either; the author may remove them with it."""
+    if not path.startswith("parts/") or path not in existing:
+        return []
+    dropped = _listed_ids(existing[path]) - set().union(
+        *(_listed_ids(t) for p, t in files.items() if p.startswith("parts/"))
+    )
+    return sorted(f"questions/{q}.yaml" for q in dropped if f"questions/{q}.yaml" in files)
+
+
 def _template_questions() -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(TEMPLATE_QUESTIONS.glob("*.yaml"))]
 
@@ -237,12 +258,22 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _validate(row, path: str, text: str, list_in: str = ""):
+def _files(row, path: str, text: str, list_in: str, drop: bool) -> tuple[dict, str | None, list[str]]:
+    """The version's files with the edit: a new question listed in a part; the questions a part's edit left listed
+    nowhere, removed when the author ticked so. Returns the files, the part listing a new question, and those."""
     files = dict(row.files)
     files[path] = text
     files, listed_in = _with_listing(files, path, row.files, list_in)
+    unlisted = _unlisted(files, path, row.files)
+    if drop:
+        files = {p: t for p, t in files.items() if p not in unlisted}
+    return files, listed_in, unlisted
+
+
+def _validate(row, path: str, text: str, list_in: str = "", drop: bool = False):
+    files, listed_in, unlisted = _files(row, path, text, list_in, drop)
     lesson, errors = validate_lesson_texts(files, lesson_id=row.lesson_id)
-    return files, lesson, errors, listed_in
+    return files, lesson, errors, listed_in, unlisted
 
 
 def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
@@ -267,13 +298,17 @@ def preview(
     path: Annotated[str, Form(max_length=200)],
     text: Annotated[str, Form(max_length=200_000)] = "",
     list_in: Annotated[str, Form(max_length=200)] = "",
+    drop_unlisted: Annotated[str, Form(max_length=1)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
     problem = _check_path(path, row.files)
-    files, lesson, errors, listed_in = _validate(row, path, text, list_in) if not problem else (None, None, [], None)
+    drop = drop_unlisted == "1"
+    files, lesson, errors, listed_in, unlisted = (
+        _validate(row, path, text, list_in, drop) if not problem else (None, None, [], None, [])
+    )
     ctx = {"lesson_id": lesson_id, "row": row, "path": path, "errors": errors, "path_error": problem}
-    ctx.update(_listing_ctx(row, path, listed_in))
+    ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop)
     if lesson is not None:
         ctx.update(_preview_ctx(lesson, listed_in or path))
     return render(request, "instructor/edit.html", ctx, block="preview")
@@ -290,6 +325,7 @@ def publish(
     text: Annotated[str, Form(max_length=200_000)] = "",
     note: Annotated[str, Form(max_length=500)] = "",
     list_in: Annotated[str, Form(max_length=200)] = "",
+    drop_unlisted: Annotated[str, Form(max_length=1)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
@@ -313,13 +349,11 @@ def publish(
     if ctx["path_error"]:
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
-    files = dict(row.files)
-    files[path] = text
-    files, listed_in = _with_listing(files, path, row.files, list_in)
+    files, listed_in, unlisted = _files(row, path, text, list_in, drop_unlisted == "1")
     version, errors = publishing.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
     if errors:
         ctx["errors"] = errors
-        ctx.update(_listing_ctx(row, path, listed_in))
+        ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop_unlisted == "1")
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=422)
     # Post/redirect/get: reloading the page after a publish shows it again instead of posting it a second time

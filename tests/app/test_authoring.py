@@ -353,3 +353,28 @@ def test_the_version_list_says_which_files_each_version_changed(instructor, db):
     item = re.search(rf'<li id="v{before + 1}">.*?</li>', page, re.S).group(0)
     assert "changed parts/orient.yaml</span>" in item
     assert "changed" not in re.search(rf'<li id="v{before}">.*?</li>', page, re.S).group(0)  # the first: no before
+
+
+def test_a_question_taken_out_of_its_part_can_be_removed_with_it(instructor, db):
+    """Taking a question out of a part left its file listed nowhere, an error, and the editor cannot delete a file:
+    the edit could not be published. The preview now offers to remove the file in the same version."""
+    before = lesson_service.latest_row(db, lesson_id=LESSON)
+    text = before.files["parts/practice.yaml"].replace(", tp8-slower]", "]")
+    r = _preview(instructor, "parts/practice.yaml", text)
+    assert "nothing is published" in r and "a question no part lists" in r
+    assert "No part lists <code>questions/tp8-slower.yaml</code> any more." in r
+    assert 'id="drop_unlisted" name="drop_unlisted" value="1" form="editor">' in r  # not ticked
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/preview",
+        {"path": "parts/practice.yaml", "text": text, "drop_unlisted": "1"},
+        headers={"HX-Request": "true"},
+    ).text
+    assert "Valid. Preview of part 6" in r and 'form="editor" checked>' in r
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/practice.yaml", "text": text, "base_version": before.version, "drop_unlisted": "1"},
+    )
+    assert f"Published version {before.version + 1}" in r.text
+    files = lesson_service.latest_row(db, lesson_id=LESSON).files
+    assert "questions/tp8-slower.yaml" not in files and set(before.files) - set(files) == {"questions/tp8-slower.yaml"}
+    assert "changed parts/practice.yaml, questions/tp8-slower.yaml" in r.text  # the version list says so

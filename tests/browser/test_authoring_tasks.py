@@ -138,6 +138,15 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         screenshot(phone, "authoring-new-question-phone390", full_page=False)
         phone.context.close()
 
+        # taking it out of the part again: the preview offers to remove its file too (the editor deletes no file)
+        _editor(page, base)
+        _type(page, page.locator("textarea#text").input_value().replace(", fp8-bits]", "]"))
+        expect(page.locator("#preview")).to_contain_text("No part lists questions/fp8-bits.yaml any more.")
+        expect(page.locator("#preview")).to_contain_text("nothing is published")
+        page.get_by_label("Remove it from the lesson in this version").check()
+        expect(page.locator("#preview p.ok")).to_contain_text("Valid. Preview of part 5")
+        screenshot(page, "authoring-remove-question-laptop", full_page=False)
+
         # 4. back to the version before: restored as a new version, the question gone from the learner's page
         _editor(page, base)
         page.get_by_role("button", name=f"restore v{start} as a new version").click()
