@@ -57,6 +57,7 @@ def queue_page(
         "assignments": grading.assignments(db) if user.has_role("instructor") else [],
         "all_lessons": catalogue,
         "assign_note": _assign_note(request),
+        "own": grading.own_in_queue(db, user=user),
     }
     return render(request, "grader/index.html", ctx, block="queue")
 

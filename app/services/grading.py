@@ -112,6 +112,15 @@ def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
     return False
 
 
+def own_in_queue(db: Session, *, user: User) -> list[str]:
+    """Lesson ids where `user` handed in a report of their own that would be in their queue but for being theirs."""
+    lessons = graded_lessons(db, user=user)
+    q = select(LabReport.lesson_id).where(LabReport.owner_id == user.id, LabReport.status.in_(QUEUE_STATUSES))
+    if lessons is not None:
+        q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
+    return list(db.scalars(q.order_by(LabReport.lesson_id)))
+
+
 def report_for_viewer(db: Session, *, report_id: int, user: User) -> LabReport | None:
     """Owner, or a grader/instructor who may grade it."""
     report = db.get(LabReport, report_id)

@@ -108,3 +108,29 @@ def test_nobody_claims_or_grades_their_own_report(client, make_client, db, setti
     submit_report(client, db, settings, email="ann@example.org")
     other = db.scalar(select(LabReport).where(LabReport.owner_id != me.id))
     assert sam.post(f"/grader/reports/{other.id}/claim").status_code == 200
+
+
+def test_a_grader_is_told_why_their_own_report_is_missing_and_who_holds_a_claimed_one(
+    client, make_client, db, settings, make_user
+):
+    """Walked as a grader who is also a learner: the queue left out their own report without a word, and a second
+    grader opening a report another holds was told "Claim the report to grade it" with no way to claim it."""
+    me = make_user("sam@example.org", roles=("learner", "grader"))
+    grading.assign(db, grader=me, lesson_id=LESSON)
+    sam = make_client()
+    sam.login("sam@example.org")
+    assert 'data-testid="own-reports"' not in sam.get("/grader").text  # nothing of sam's handed in yet
+    submit_report(sam, db, settings, email="sam@example.org")
+    queue = " ".join(sam.get("/grader").text.split())
+    assert f"Your own lab report for {LESSON} is not listed here" in queue and 'href="/reports"' in queue
+    submit_report(client, db, settings, email="ann@example.org")
+    other = db.scalar(select(LabReport).where(LabReport.owner_id != me.id))
+    assert sam.post(f"/grader/reports/{other.id}/claim").status_code == 200
+    gus = make_user("gus@example.org", roles=("grader",))
+    grading.assign(db, grader=gus, lesson_id=LESSON)
+    g2 = make_client()
+    g2.login("gus@example.org")
+    page = " ".join(g2.get(f"/grader/reports/{other.id}").text.split())
+    assert "claimed by <strong>sam</strong>" in page
+    assert "sam holds this report: only they grade it (an instructor can release the claim)." in page
+    assert "Claim the report (above) to grade it." not in page and "Claim this report" not in page
