@@ -350,6 +350,13 @@ def publish(
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
     files, listed_in, unlisted = _files(row, path, text, list_in, drop_unlisted == "1")
+    if files == row.files and not note.strip():  # a publish to "save": an empty version learners are told about
+        ctx["path_error"] = (
+            f"Nothing changed since version {row.version}, so no version was published "
+            "(to publish one anyway, with a message for learners, write a note)."
+        )
+        ctx.update(_preview_ctx(lesson_service.build(row), path))
+        return render(request, "instructor/edit.html", ctx, status_code=422)
     version, errors = publishing.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
     if errors:
         ctx["errors"] = errors
@@ -387,6 +394,11 @@ def restore(
         "history": lesson_service.versions(db, lesson_id=lesson_id),
         **_preview_ctx(lesson_service.build(row), "lesson.yaml"),
     }
+    if old.files == row.files and row.version == base_version:
+        ctx["path_error"] = (
+            f"Version {version}'s files are the current ones already (version {row.version}): nothing was restored."
+        )
+        return render(request, "instructor/edit.html", ctx, status_code=422)
     if row.version != base_version:
         ctx["path_error"] = (
             f"Version {row.version} was published after this page showed version {base_version} as the newest: "

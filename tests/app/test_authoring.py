@@ -378,3 +378,23 @@ def test_a_question_taken_out_of_its_part_can_be_removed_with_it(instructor, db)
     files = lesson_service.latest_row(db, lesson_id=LESSON).files
     assert "questions/tp8-slower.yaml" not in files and set(before.files) - set(files) == {"questions/tp8-slower.yaml"}
     assert "changed parts/practice.yaml, questions/tp8-slower.yaml" in r.text  # the version list says so
+
+
+def test_publishing_or_restoring_nothing_new_makes_no_version(instructor, db):
+    """Publish pressed to 'save' an unchanged file made a version with nothing in it (and told learners of an
+    update); restoring the files the lesson already has did the same."""
+    version = lesson_service.latest_row(db, lesson_id=LESSON).version
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": _text(db, "parts/orient.yaml"), "base_version": version},
+    )
+    assert r.status_code == 422 and f"Nothing changed since version {version}, so no version was published" in r.text
+    text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")
+    instructor.post(
+        f"/instructor/lessons/{LESSON}/publish", {"path": "parts/orient.yaml", "text": text, "base_version": version}
+    )
+    instructor.post(f"/instructor/lessons/{LESSON}/versions/{version}/restore", {"base_version": version + 1})
+    r = instructor.post(f"/instructor/lessons/{LESSON}/versions/{version}/restore", {"base_version": version + 2})
+    assert r.status_code == 422 and "are the current ones already (version" in r.text
+    db.expire_all()
+    assert lesson_service.latest_row(db, lesson_id=LESSON).version == version + 2
