@@ -228,6 +228,7 @@ def edit_page(
         # after a publish (which redirects here, so that reloading the page does not post it again)
         "published": published if published is not None and published == row.version else None,
         "listed_in": request.query_params.get("listed_in", ""),
+        "restored": request.query_params.get("restored", "")[:12],
         "history": lesson_service.versions(db, lesson_id=lesson_id),
         **_preview_ctx(lesson, file),
     }
@@ -412,4 +413,6 @@ def restore(
         ctx["errors"] = errors
         ctx["path_error"] = f"Version {version} no longer validates, so it was not restored:"
         return render(request, "instructor/edit.html", ctx, status_code=422)
-    return RedirectResponse(f"/instructor/lessons/{lesson_id}/edit?published={new}#published", status_code=303)
+    return RedirectResponse(
+        f"/instructor/lessons/{lesson_id}/edit?published={new}&restored={version}#published", status_code=303
+    )

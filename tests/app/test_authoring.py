@@ -334,7 +334,11 @@ def test_an_earlier_version_can_be_restored_as_a_new_version(instructor, db):
     stale = instructor.post(action, {"base_version": first.version}, follow_redirects=False)
     assert stale.status_code == 409 and "nothing was restored" in stale.text  # the list it was clicked in was old
     r = instructor.post(action, {"base_version": first.version + 1}, follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"].endswith(f"published={first.version + 2}#published")
+    assert r.status_code == 303
+    assert r.headers["location"].endswith(f"published={first.version + 2}&restored={first.version}#published")
+    assert f"Published version {first.version + 2}: the files of version {first.version}, restored." in (
+        instructor.get(r.headers["location"]).text
+    )
     db.expire_all()
     latest = lesson_service.latest_row(db, lesson_id=LESSON)
     assert latest.version == first.version + 2 and latest.files == first.files
