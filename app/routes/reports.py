@@ -127,7 +127,13 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
         report = report_service.get_report(db, owner=user, lesson_id=lesson.id)
         latest = report_service.latest_version(db, report=report) if report else None
         grade = grading.latest_grade(db, version=latest) if latest else None
-        rows.append({"lesson": lesson, "report": report, "latest": latest, "grade": grade})
+        # a resubmission not graded yet: the grade the learner has is still the last graded version's
+        earlier = (
+            grading.last_graded(db, report_id=report.id, before=latest.number)
+            if report is not None and latest is not None and grade is None
+            else None
+        )
+        rows.append({"lesson": lesson, "report": report, "latest": latest, "grade": grade, "earlier": earlier})
     return render(request, "reports/index.html", {"rows": rows})
 
 

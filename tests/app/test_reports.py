@@ -189,3 +189,29 @@ def test_grade_says_which_version_what_each_line_means_and_what_next(client, mak
     assert f'href="/lessons/{LESSON}/report?v=1#version-1">read its grade and feedback' in r.text
     v1 = client.get(f"/lessons/{LESSON}/report?v=1").text
     assert "Grade for version 1: " in v1 and 'data-testid="grade-next"' not in v1  # version 2 is the one to improve
+
+
+def test_my_reports_keeps_the_grade_after_a_resubmission_in_plain_words(client, make_user, make_client, db, settings):
+    """Walked as a learner: after resubmitting, My reports dropped the grade the learner had ("Version 2 submitted
+    · claimed", no grade at all), and "claimed" is the graders' word."""
+    from app.services import grading
+    from tests.app.reporting import grade_form
+
+    submit_report(client, db, settings)
+    report = db.query(LabReport).one()
+    assert "waiting for a grader" in client.get("/reports").text
+    gina = make_user("gina@example.org", roles=("grader",))
+    grading.assign(db, grader=gina, lesson_id=LESSON)
+    g = make_client()
+    g.login("gina@example.org")
+    g.post(f"/grader/reports/{report.id}/claim")
+    assert "a grader is reading it" in client.get("/reports").text
+    assert '<span class="status">a grader is reading it</span>' in client.get(f"/lessons/{LESSON}/report").text
+    g.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    mine = " ".join(client.get("/reports").text.split())
+    assert "· graded" in mine and "<strong>Grade: 16 / 20</strong> (version 1)" in mine
+    _submit_incomplete(client, {"answer-numbers": "better thoughts", "evidence-env-capability": "job:1"})
+    mine = " ".join(client.get("/reports").text.split())
+    assert "Version 2 submitted" in mine and "a grader is reading it" in mine  # gina still holds the claim
+    assert "<strong>Grade: 16 / 20</strong> for version 1; version 2 is not graded yet." in mine
+    assert f'href="/lessons/{LESSON}/report?v=1#version-1">Read version 1’s feedback' in mine
