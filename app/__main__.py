@@ -7,7 +7,7 @@ python -m app ray-node-flags                          print the `ray start` flag
 python -m app migrate                                 apply database migrations
 python -m app users create --email E --password P --role instructor [--role grader]
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
-python -m app lessons validate                        check every lesson under lessons/
+python -m app lessons validate [ROOT]                 check every lesson under lessons/ (or ROOT)
 python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from pathlib import Path
 
 from app.config import Settings, SettingsError
 
@@ -134,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     assign.add_argument("--lesson", required=True, help="lesson id, e.g. transformer-scaling")
     lessons_p = sub.add_parser("lessons", help="course content")
     lessons_sub = lessons_p.add_subparsers(dest="lessons_cmd", required=True)
-    lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
+    validate_p = lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
+    validate_p.add_argument(
+        "root", nargs="?", type=Path, help="a folder of lesson folders (default: the course's, COURSE_LESSONS_DIR)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -185,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "lessons":
         from app.content.cli import validate_command
 
-        return validate_command(settings.lessons_dir)
+        return validate_command(args.root or settings.lessons_dir)
     return 2
 
 

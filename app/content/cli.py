@@ -25,7 +25,7 @@ def validate_command(root: Path, out: TextIO | None = None) -> int:
         n_q = len(lesson.questions)
         print(
             f"ok  {lesson.id}: lesson {lesson.number:02d} '{lesson.title}', {len(lesson.parts)} parts, "
-            f"{lesson.read_time_minutes} min, {n_q} questions",
+            f"{lesson.read_time_minutes} min, {count(n_q, 'question')}",
             file=out,
         )
     broken = course.broken

@@ -108,3 +108,22 @@ def test_python_m_app_lessons_validate_over_shipped_lessons():
     shipped = [p.name for p in LESSONS.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
     for lesson_id in shipped:
         assert f"ok  {lesson_id}" in out.stdout
+
+
+def test_lessons_validate_takes_a_folder_of_lessons(tmp_path):
+    """`python -m app lessons validate ROOT` checks ROOT (an author's own checkout), not the course's lessons."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(LESSONS / "_template", tmp_path / "my-lesson")
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "lessons", "validate", str(tmp_path)],
+        cwd=LESSONS.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok  my-lesson" in out.stdout and "1 lesson valid" in out.stdout
+    assert "transformer-scaling" not in out.stdout
