@@ -19,6 +19,7 @@ from pygments.lexers import get_lexer_by_name
 from app import notice_session, result_view
 from app.content import render_inline, render_markdown
 from app.models import utcnow
+from app.services.lesson_export import changed_files
 from labs.words import count
 
 
@@ -124,4 +125,5 @@ def install(env: Environment) -> None:
         notice_pending=notice_session.pending,
         notice_poll=notice_session.poll_trigger,
         count=count,  # {{ count(n, "job") }}: "1 job", "2 jobs"
+        changed_files=changed_files,  # the instructor's version list: what each version changed
     )

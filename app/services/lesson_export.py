@@ -48,6 +48,11 @@ def version_zip(db: Session, *, lesson_id: str, version: int) -> Export:
     return Export(f"{lesson_id}-v{version}.zip", "application/zip", buf.getvalue())
 
 
+def changed_files(new: dict[str, str], old: dict[str, str]) -> list[str]:
+    """The files (relative paths, sorted) that differ between two versions' file maps: added, removed or edited."""
+    return [rel for rel in sorted(set(old) | set(new)) if old.get(rel) != new.get(rel)]
+
+
 def version_diff(db: Session, *, lesson_id: str, version: int) -> Export:
     """A unified diff from the previous version to this one, in git's a/ b/ form (`git apply` at the root).
 
@@ -55,10 +60,8 @@ def version_diff(db: Session, *, lesson_id: str, version: int) -> Export:
     new = _files(db, lesson_id, version)
     old = _files(db, lesson_id, version - 1) if version > 1 else {}
     out: list[str] = []
-    for rel in sorted(set(old) | set(new)):
+    for rel in changed_files(new, old):
         a, b = old.get(rel), new.get(rel)
-        if a == b:
-            continue
         path = f"lessons/{lesson_id}/{rel}"
         out.append(f"diff --git a/{path} b/{path}\n")
         if a is None:
