@@ -134,3 +134,22 @@ def test_inference_numbers():
     pools = calc.serving_pools(prefill["ms"], step["ms"], batch=32, output_tokens=500)
     assert pools["prefill_rps"] == pytest.approx(16, rel=2e-2) and pools["decode_rps"] == pytest.approx(8.4, rel=1e-2)
     assert pools["decode_per_prefill"] == pytest.approx(1.9, rel=2e-2)
+
+
+def test_the_decode_question_counts_its_gpus_in_words():
+    """'on 1 GPU', 'on 8 GPUs': never the hedge 'GPU(s)' in a learner's variant."""
+    from app.content.loader import load_lesson_dir
+    from app.content.practice import make_variant
+
+    from .conftest import LESSONS
+
+    lesson = load_lesson_dir(LESSONS / "planning-at-scale")[0]
+    question = lesson.questions["decode-step-time"]
+    seen = set()
+    for seed in range(40):
+        v = make_variant(question, seed)
+        assert "GPU(s)" not in v.prompt + v.explanation
+        gpus = v.params["gpus"]
+        seen.add(gpus)
+        assert (f"on {gpus} GPU " if gpus == 1 else f"on {gpus} GPUs ") in v.prompt
+    assert seen == {1, 2, 8}

@@ -4,6 +4,8 @@ solver converts and calls app/content/calc."""
 
 from __future__ import annotations
 
+from labs.words import count
+
 from .. import calc
 from .family import Generator
 
@@ -112,7 +114,13 @@ def _decode(p):
     r = calc.decode_step(
         p["params"] * 1e9, kv["bytes"], p["hbm"] * 1e12, int(p["gpus"]), int(p["layers"]), 1e-6 * p["alpha_us"]
     )
-    return {"answer": r["ms"], "kv_gb": kv["bytes"] / 1e9, "weights_ms": r["weights_ms"], "comm_ms": r["comm_ms"]}
+    return {
+        "answer": r["ms"],
+        "kv_gb": kv["bytes"] / 1e9,
+        "weights_ms": r["weights_ms"],
+        "comm_ms": r["comm_ms"],
+        "gpus_text": count(int(p["gpus"]), "GPU"),  # "1 GPU", "8 GPUs": the prompt's words for the draw
+    }
 
 
 def _ffn_min(p):
@@ -257,8 +265,8 @@ FAMILIES: list[Generator] = [
         },
         "ms",
         "Decode step of a {{params}}B model in BF16, batch {{batch}} at {{context}} tokens of context, "
-        "{{hbm}} TB/s, {{gpus}} GPU(s): milliseconds per step?",
-        "Read the weights ({{weights_ms|.2f}} ms) and {{kv_gb|.3g}} GB of KV cache once, split over {{gpus}} GPU(s), "
+        "{{hbm}} TB/s, {{gpus_text}}: milliseconds per step?",
+        "Read the weights ({{weights_ms|.2f}} ms) and {{kv_gb|.3g}} GB of KV cache once, split over {{gpus_text}}, "
         "plus {{comm_ms|.2f}} ms of all-reduce latency: {{answer|.2f}} ms.",
         _decode,
     ),
