@@ -103,7 +103,9 @@ def notice_grade(request: Request, grade_id: DbInt, user: CurrentUser, db: Sessi
     notice_session.dismiss(request.session, f"grade-{report.id}")
     session = request.session
     session[notice_session.GRADES_SEEN] = max(int(session.get(notice_session.GRADES_SEEN) or 0), grade_id)
-    return RedirectResponse(f"/lessons/{report.lesson_id}/report#version-{version.number}", status_code=303)
+    return RedirectResponse(
+        f"/lessons/{report.lesson_id}/report?v={version.number}#version-{version.number}", status_code=303
+    )  # that version in full, with its grade, even after a resubmission
 
 
 # The grader's queue lives in app/routes/grading.py.

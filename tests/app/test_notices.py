@@ -83,7 +83,11 @@ def test_a_new_grade_is_announced_to_its_learner_only_and_links_to_it(client, ma
     assert f'href="/notices/grades/{grade.id}"' in poll
     assert 'hx-get="/notices"' not in poll  # checked: no further poll for a while
     r = client.get(f"/notices/grades/{grade.id}", follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == f"/lessons/{LESSON}/report#version-1"
+    # ?v=1: that version in full with its grade, even once a resubmission is the latest (the anchor alone then
+    # landed on version 1's one-line entry)
+    assert r.status_code == 303 and r.headers["location"] == f"/lessons/{LESSON}/report?v=1#version-1"
+    shown = client.get(r.headers["location"]).text
+    assert re.search(r'<article class="card version" id="version-1"[\s\S]*?16 / 20', shown)
     assert "was graded" not in client.get("/").text  # seen
     # someone else's grade is not theirs to open
     assert grader.get(f"/notices/grades/{grade.id}", follow_redirects=False).status_code == 404

@@ -372,7 +372,7 @@ def test_a_new_grade_is_announced_and_links_to_it(browser, live_server, seeded):
     expect(notice).to_contain_text("was graded: 16 / 20")
     screenshot(page, "polish-notice-grade-laptop")
     notice.get_by_role("link").click()
-    expect(page).to_have_url(re.compile(f"/lessons/{LESSON}/report#version-1$"))
+    expect(page).to_have_url(re.compile(f"/lessons/{LESSON}/report\\?v=1#version-1$"))
     expect(page.locator("#version-1").get_by_test_id("grade")).to_contain_text("16 / 20")
     feedback = page.locator("#version-1 .grade-feedback")
     assert feedback.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"  # the grader's line breaks
