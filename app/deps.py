@@ -262,6 +262,12 @@ ViewerReport = Annotated[LabReport, Depends(viewer_report)]
 def graded_report(report_id: DbInt, user: GraderUser, db: SessionDep) -> LabReport:
     report = grading.report_for_grader(db, report_id=report_id, user=user)
     if report is None:
+        own = db.get(LabReport, report_id)
+        if own is not None and own.owner_id == user.id:  # theirs: saying so tells them nothing new
+            raise NotFound(
+                f"Report {report_id} is your own lab report: nobody grades their own, so another grader will. "
+                f"You can read it at /lessons/{own.lesson_id}/report."
+            )
         raise NotFound(f"No submitted report {report_id} that you grade.")
     return report
 

@@ -97,7 +97,10 @@ def test_nobody_claims_or_grades_their_own_report(client, make_client, db, setti
     submit_report(sam, db, settings, email="sam@example.org")  # registering again is refused; sam stays logged in
     own = db.scalar(select(LabReport).where(LabReport.owner_id == me.id))
     assert f"/grader/reports/{own.id}" not in sam.get("/grader").text
-    assert sam.get(f"/grader/reports/{own.id}").status_code == 404
+    page = sam.get(f"/grader/reports/{own.id}")
+    assert page.status_code == 404  # still refused, but it says why, to its owner only
+    assert f"Report {own.id} is your own lab report: nobody grades their own, so another grader will." in page.text
+    assert f"/lessons/{LESSON}/report" in page.text
     assert sam.post(f"/grader/reports/{own.id}/claim").status_code == 404
     assert sam.post(f"/grader/reports/{own.id}/grade", data=grade_form()).status_code == 404
     db.refresh(own)
