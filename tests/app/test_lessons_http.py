@@ -163,7 +163,7 @@ def _pacing(html: str) -> str:
 
 
 def _header(html: str) -> str:
-    return html[html.index('<header class="lesson-head">') : html.index("</header>", html.index("lesson-head"))]
+    return html[html.index('<header class="lesson-head"') : html.index("</header>", html.index("lesson-head"))]
 
 
 @pytest.mark.parametrize(
