@@ -10,17 +10,14 @@ then publish them as a new version (no restart; older versions stay readable).
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlencode
 
-import yaml
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.bodies import AUTHORING_LIMIT
-from app.content import make_variant, validate_lesson_texts
+from app.content import listing, make_variant, validate_lesson_texts
 from app.content.schema import Numeric
 from app.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.services import lesson_export, publishing
@@ -28,9 +25,6 @@ from app.services import lessons as lesson_service
 from app.web import render
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
-# The template's example questions, shown beside a new questions/NAME.yaml file (the page is all an author reads).
-TEMPLATE_QUESTIONS = Path(__file__).resolve().parents[2] / "lessons" / "_template" / "questions"
-NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab|rubric)\.yaml$")
 
 
 def _row(db, lesson_id: str):
@@ -43,136 +37,12 @@ def _row(db, lesson_id: str):
 def _check_path(path: str, existing: dict) -> str | None:
     if path in existing:
         return None
-    if not NEW_FILE.match(path):
+    if not listing.NEW_FILE.match(path):
         return (
             f"file: {path!r} is not a lesson file; use lesson.yaml, atlas.yaml, lab.yaml, rubric.yaml, "
             "parts/NAME.yaml or questions/NAME.yaml (NAME: lower-case letters, digits and dashes)"
         )
     return None
-
-
-# ---------------------------------------------------------------- a new question, listed in a part in the same version
-#
-# A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
-# question published on its own, or a part listing it first, were both refused: the editor edits one file at a time.
-# A new questions/NAME.yaml therefore goes out with its id added to a part (the author picks which; by default the
-# last part that already lists questions), and the preview shows that part with the new question in it.
-
-
-def _new_question(path: str, existing: dict) -> str | None:
-    """The id of the question a new questions/NAME.yaml file adds, or None."""
-    if path in existing or not NEW_FILE.match(path) or not path.startswith("questions/"):
-        return None
-    return path[len("questions/") : -len(".yaml")]
-
-
-def _key(node, name: str):
-    return next((v for k, v in node.value if getattr(k, "value", None) == name), None)
-
-
-def _question_blocks(text: str):
-    """A part file's composed YAML: (root, blocks sequence, its `kind: questions` blocks), or None if not a part."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    blocks = _key(root, "blocks")
-    if not isinstance(blocks, yaml.SequenceNode):
-        return None
-    listing = [
-        b
-        for b in blocks.value
-        if isinstance(b, yaml.MappingNode) and getattr(_key(b, "kind"), "value", "") == "questions"
-    ]
-    return root, blocks, listing
-
-
-def _lists(text: str, qid: str) -> bool:
-    found = _question_blocks(text)
-    return bool(found) and any(
-        isinstance(ids := _key(b, "ids"), yaml.SequenceNode) and qid in [getattr(i, "value", None) for i in ids.value]
-        for b in found[2]
-    )
-
-
-def list_question(text: str, qid: str) -> str | None:
-    """The part file's text with `qid` added to its last questions block (or a new one at the end of its blocks),
-    every other line as it was; None where the file's shape leaves no safe place to add it."""
-    found = _question_blocks(text)
-    if found is None:
-        return None
-    root, blocks, listing = found
-    ids = _key(listing[-1], "ids") if listing else None
-    if isinstance(ids, yaml.SequenceNode) and ids.value:
-        if ids.flow_style:  # ids: [a, b]
-            at = ids.end_mark.index - 1
-            return text[:at] + f", {qid}" + text[at:] if text[at] == "]" else None
-        end = text.find("\n", ids.value[-1].end_mark.index)  # ids:\n  - a\n  - b
-        end = len(text) if end < 0 else end
-        return text[:end] + "\n" + " " * ids.start_mark.column + f"- {qid}" + text[end:]
-    if blocks.flow_style or not blocks.value or root.value[-1][1] is not blocks:
-        return None
-    indent = " " * blocks.start_mark.column
-    return text.rstrip("\n") + f"\n{indent}- kind: questions\n{indent}  ids: [{qid}]\n"
-
-
-def _part_choices(lesson) -> list[tuple[str, str]]:
-    return [(f"parts/{p.id}.yaml", f"{p.number:02d} {p.title}") for p in lesson.parts] if lesson else []
-
-
-def _default_listing(files: dict) -> str | None:
-    """The part a new question goes into unless the author picks another: the last one that lists questions."""
-    parts = sorted(p for p in files if p.startswith("parts/"))
-    with_questions = [p for p in parts if (found := _question_blocks(files[p])) and found[2]]
-    order = {path: n for n, path in enumerate(parts)}
-    numbered = []
-    for p in with_questions or parts:
-        try:
-            number = yaml.safe_load(files[p]).get("number", 0)
-        except (yaml.YAMLError, AttributeError):
-            number = 0
-        numbered.append((number if isinstance(number, int) else 0, order[p], p))
-    return max(numbered)[2] if numbered else None
-
-
-def _with_listing(files: dict, path: str, existing: dict, list_in: str) -> tuple[dict, str | None]:
-    """The files to validate and publish, and the part a new question was listed in (None when not new, already
-    listed by the author, or no part could take it)."""
-    qid = _new_question(path, existing)
-    if qid is None or any(_lists(t, qid) for p, t in files.items() if p.startswith("parts/")):
-        return files, None
-    part = list_in if list_in in existing and list_in.startswith("parts/") else _default_listing(files)
-    changed = list_question(files[part], qid) if part else None
-    if changed is None:
-        return files, None
-    return {**files, part: changed}, part
-
-
-def _listed_ids(text: str) -> set[str]:
-    found = _question_blocks(text)
-    return {
-        str(getattr(i, "value", ""))
-        for b in (found[2] if found else [])
-        if isinstance(ids := _key(b, "ids"), yaml.SequenceNode)
-        for i in ids.value
-    }
-
-
-def _unlisted(files: dict, path: str, existing: dict) -> list[str]:
-    """The question files a part's edit leaves listed nowhere. Such a file is an error, and the editor cannot delete
-    files, so taking a question out of a part could not be published either; the author may remove them with it."""
-    if not path.startswith("parts/") or path not in existing:
-        return []
-    dropped = _listed_ids(existing[path]) - set().union(
-        *(_listed_ids(t) for p, t in files.items() if p.startswith("parts/"))
-    )
-    return sorted(f"questions/{q}.yaml" for q in dropped if f"questions/{q}.yaml" in files)
-
-
-def _template_questions() -> list[tuple[str, str]]:
-    return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(TEMPLATE_QUESTIONS.glob("*.yaml"))]
 
 
 # What a file's preview shows besides a part: the lesson-wide files, as learners see them on the lesson's pages.
@@ -259,20 +129,8 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _files(row, path: str, text: str, list_in: str, drop: bool) -> tuple[dict, str | None, list[str]]:
-    """The version's files with the edit: a new question listed in a part; the questions a part's edit left listed
-    nowhere, removed when the author ticked so. Returns the files, the part listing a new question, and those."""
-    files = dict(row.files)
-    files[path] = text
-    files, listed_in = _with_listing(files, path, row.files, list_in)
-    unlisted = _unlisted(files, path, row.files)
-    if drop:
-        files = {p: t for p, t in files.items() if p not in unlisted}
-    return files, listed_in, unlisted
-
-
 def _validate(row, path: str, text: str, list_in: str = "", drop: bool = False):
-    files, listed_in, unlisted = _files(row, path, text, list_in, drop)
+    files, listed_in, unlisted = listing.edited_files(row, path, text, list_in, drop)
     lesson, errors = validate_lesson_texts(files, lesson_id=row.lesson_id)
     return files, lesson, errors, listed_in, unlisted
 
@@ -280,13 +138,13 @@ def _validate(row, path: str, text: str, list_in: str = "", drop: bool = False):
 def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
     """What the page says and offers about a new question file: the part it is listed in, the parts to pick from,
     and the template's example questions to start from."""
-    if _new_question(path, row.files) is None:
+    if listing.new_question(path, row.files) is None:
         return {"new_question": False}
     return {
         "new_question": True,
         "listed_in": listed_in or "",
-        "part_choices": _part_choices(lesson_service.build(row)),
-        "template_questions": _template_questions(),
+        "part_choices": listing.part_choices(lesson_service.build(row)),
+        "template_questions": listing.template_questions(),
     }
 
 
@@ -350,7 +208,7 @@ def publish(
     if ctx["path_error"]:
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
-    files, listed_in, unlisted = _files(row, path, text, list_in, drop_unlisted == "1")
+    files, listed_in, unlisted = listing.edited_files(row, path, text, list_in, drop_unlisted == "1")
     if files == row.files and not note.strip():  # a publish to "save": an empty version learners are told about
         ctx["path_error"] = (
             f"Nothing changed since version {row.version}, so no version was published "

@@ -126,18 +126,7 @@ def _review(
     lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
     grade = grading.latest_grade(db, version=version)
     # A resubmission: what it replaces, how that was graded, and what the learner changed since.
-    previous = next((v for v in versions if v.number < version.number), None)
-    resubmitted = None
-    if previous is not None:
-        before, after = previous.evidence or {}, version.evidence or {}
-        was, now = previous.answers or {}, version.answers or {}
-        questions = lesson_then.lab.report_questions if lesson_then.lab else []
-        resubmitted = {
-            "previous": previous,
-            "grade": grading.latest_grade(db, version=previous),
-            "evidence": [s.id for s in report_service.slots(lesson_then) if before.get(s.id) != after.get(s.id)],
-            "answers": [q.id for q in questions if (was.get(q.id) or "") != (now.get(q.id) or "")],
-        }
+    resubmitted = grading.resubmission(db, version=version, versions=versions, lesson=lesson_then)
     picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
     feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
     base_revision = grade.revision if grade else 0

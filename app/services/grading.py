@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.content.schema import Rubric
 from app.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
 from app.services import lessons as lesson_service
+from app.services.evidence import slots
 
 QUEUE_STATUSES = ("submitted", "claimed", "graded")
 MAX_TEXT = 20_000
@@ -110,6 +111,24 @@ def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
             if isinstance(pick, dict) and pick.get("job") == job.id:
                 return True
     return False
+
+
+def resubmission(db: Session, *, version: ReportVersion, versions: list[ReportVersion], lesson) -> dict | None:
+    """What a resubmitted `version` replaces: the version before it among `versions`, that one's grade, and the
+    evidence slots and report questions the learner changed since (`lesson`: the version the report was made
+    under). None for a first version."""
+    previous = next((v for v in versions if v.number < version.number), None)
+    if previous is None:
+        return None
+    before, after = previous.evidence or {}, version.evidence or {}
+    was, now = previous.answers or {}, version.answers or {}
+    questions = lesson.lab.report_questions if lesson.lab else []
+    return {
+        "previous": previous,
+        "grade": latest_grade(db, version=previous),
+        "evidence": [s.id for s in slots(lesson) if before.get(s.id) != after.get(s.id)],
+        "answers": [q.id for q in questions if (was.get(q.id) or "") != (now.get(q.id) or "")],
+    }
 
 
 def own_in_queue(db: Session, *, user: User) -> list[str]:

@@ -98,11 +98,7 @@ class FormField:
 
     @property
     def default_text(self) -> str:
-        if self.default is None:
-            return ""
-        if isinstance(self.default, list):
-            return ", ".join(map(str, self.default))
-        return str(self.default)
+        return _text(self.default)
 
 
 def _text(value: Any) -> str:

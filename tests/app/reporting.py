@@ -86,3 +86,16 @@ def grade_form(version: int = 1, base_revision: int = 0, levels: dict | None = N
         "notes": text.get("notes", ""),
         **{f"level-{k}": v for k, v in (levels or LEVELS).items()},
     }
+
+
+def claimed_by_grader(make_user, make_client, db, report, email: str = "gina@example.org"):
+    """A grader assigned to the report's lesson, logged in in a client of their own, holding its claim; returns
+    that client."""
+    from app.services import grading
+
+    grader = make_user(email, roles=("grader",))
+    grading.assign(db, grader=grader, lesson_id=report.lesson_id)
+    client = make_client()
+    client.login(email)
+    client.post(f"/grader/reports/{report.id}/claim")
+    return client

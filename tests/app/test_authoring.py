@@ -282,7 +282,7 @@ def test_a_new_question_is_published_listed_in_a_part(instructor, db):
     ],
 )
 def test_list_question_adds_one_id_and_keeps_every_other_line(text, expected):
-    from app.routes.authoring import list_question
+    from app.content.listing import list_question
 
     assert list_question(text, "new") == expected
 

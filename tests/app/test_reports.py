@@ -7,7 +7,7 @@ import re
 import pytest
 
 from app.models import LabReport, ReportVersion, User
-from tests.app.reporting import LESSON, failed_job, finished_job, submit_report
+from tests.app.reporting import LESSON, claimed_by_grader, failed_job, finished_job, grade_form, submit_report
 
 
 def _me(db, email="ann@example.org"):
@@ -129,16 +129,10 @@ def test_resubmission_keeps_every_version(client, db, settings):
 
 
 def test_learner_sees_grade_lines_and_feedback_but_not_notes(client, make_user, make_client, db, settings):
-    from app.services import grading
-    from tests.app.reporting import grade_form
 
     submit_report(client, db, settings)
     report = db.query(LabReport).one()
-    gina = make_user("gina@example.org", roles=("grader",))
-    grading.assign(db, grader=gina, lesson_id=LESSON)
-    g = make_client()
-    g.login("gina@example.org")
-    g.post(f"/grader/reports/{report.id}/claim")
+    g = claimed_by_grader(make_user, make_client, db, report)
     g.post(
         f"/grader/reports/{report.id}/grade",
         data=grade_form(feedback="Nice <b>timeline</b>.", notes="grader-only remark"),
@@ -162,16 +156,10 @@ def test_malformed_evidence_pick_is_refused_not_a_crash(client, db, pick):
 def test_grade_says_which_version_what_each_line_means_and_what_next(client, make_user, make_client, db, settings):
     """Walked as a newcomer: the grade read "Shown 1.5 / 3" with no word on what a line or level meant, which version
     it graded, or what to do; after a resubmission the new version said only "Not graded yet"."""
-    from app.services import grading
-    from tests.app.reporting import grade_form
 
     submit_report(client, db, settings)
     report = db.query(LabReport).one()
-    gina = make_user("gina@example.org", roles=("grader",))
-    grading.assign(db, grader=gina, lesson_id=LESSON)
-    g = make_client()
-    g.login("gina@example.org")
-    g.post(f"/grader/reports/{report.id}/claim")
+    g = claimed_by_grader(make_user, make_client, db, report)
     # the grader sees each level's meaning on the page, not only in a hover title
     review = g.get(f"/grader/reports/{report.id}").text
     assert 'data-testid="level-notes-tp-mapping"' in review
@@ -194,17 +182,11 @@ def test_grade_says_which_version_what_each_line_means_and_what_next(client, mak
 def test_my_reports_keeps_the_grade_after_a_resubmission_in_plain_words(client, make_user, make_client, db, settings):
     """Walked as a learner: after resubmitting, My reports dropped the grade the learner had ("Version 2 submitted
     · claimed", no grade at all), and "claimed" is the graders' word."""
-    from app.services import grading
-    from tests.app.reporting import grade_form
 
     submit_report(client, db, settings)
     report = db.query(LabReport).one()
     assert "waiting for a grader" in client.get("/reports").text
-    gina = make_user("gina@example.org", roles=("grader",))
-    grading.assign(db, grader=gina, lesson_id=LESSON)
-    g = make_client()
-    g.login("gina@example.org")
-    g.post(f"/grader/reports/{report.id}/claim")
+    g = claimed_by_grader(make_user, make_client, db, report)
     assert "a grader is reading it" in client.get("/reports").text
     assert '<span class="status">a grader is reading it</span>' in client.get(f"/lessons/{LESSON}/report").text
     g.post(f"/grader/reports/{report.id}/grade", data=grade_form())

@@ -1,0 +1,148 @@
+"""A new question in the browser editor, which edits one lesson file at a time: the part files' `questions` blocks
+read and changed as text (every other line kept as written), for app/routes/authoring.py.
+
+A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
+question published on its own, or a part listing it first, were both refused. A new questions/NAME.yaml therefore
+goes out with its id added to a part (the author picks which; by default the last part that already lists
+questions), and a question a part's edit leaves listed nowhere may be removed with it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from app.config import ROOT
+
+# The template's example questions, shown beside a new questions/NAME.yaml file (the page is all an author reads).
+TEMPLATE_QUESTIONS = ROOT / "lessons" / "_template" / "questions"
+NEW_FILE = re.compile(r"^(parts|questions)/[a-z0-9][a-z0-9-]{0,62}\.yaml$|^(lesson|atlas|lab|rubric)\.yaml$")
+
+
+def new_question(path: str, existing: dict) -> str | None:
+    """The id of the question a new questions/NAME.yaml file adds, or None."""
+    if path in existing or not NEW_FILE.match(path) or not path.startswith("questions/"):
+        return None
+    return path[len("questions/") : -len(".yaml")]
+
+
+def _key(node, name: str):
+    return next((v for k, v in node.value if getattr(k, "value", None) == name), None)
+
+
+def _question_blocks(text: str):
+    """A part file's composed YAML: (root, blocks sequence, its `kind: questions` blocks), or None if not a part."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    blocks = _key(root, "blocks")
+    if not isinstance(blocks, yaml.SequenceNode):
+        return None
+    listing = [
+        b
+        for b in blocks.value
+        if isinstance(b, yaml.MappingNode) and getattr(_key(b, "kind"), "value", "") == "questions"
+    ]
+    return root, blocks, listing
+
+
+def _lists(text: str, qid: str) -> bool:
+    found = _question_blocks(text)
+    return bool(found) and any(
+        isinstance(ids := _key(b, "ids"), yaml.SequenceNode) and qid in [getattr(i, "value", None) for i in ids.value]
+        for b in found[2]
+    )
+
+
+def list_question(text: str, qid: str) -> str | None:
+    """The part file's text with `qid` added to its last questions block (or a new one at the end of its blocks),
+    every other line as it was; None where the file's shape leaves no safe place to add it."""
+    found = _question_blocks(text)
+    if found is None:
+        return None
+    root, blocks, listing = found
+    ids = _key(listing[-1], "ids") if listing else None
+    if isinstance(ids, yaml.SequenceNode) and ids.value:
+        if ids.flow_style:  # ids: [a, b]
+            at = ids.end_mark.index - 1
+            return text[:at] + f", {qid}" + text[at:] if text[at] == "]" else None
+        end = text.find("\n", ids.value[-1].end_mark.index)  # ids:\n  - a\n  - b
+        end = len(text) if end < 0 else end
+        return text[:end] + "\n" + " " * ids.start_mark.column + f"- {qid}" + text[end:]
+    if blocks.flow_style or not blocks.value or root.value[-1][1] is not blocks:
+        return None
+    indent = " " * blocks.start_mark.column
+    return text.rstrip("\n") + f"\n{indent}- kind: questions\n{indent}  ids: [{qid}]\n"
+
+
+def part_choices(lesson) -> list[tuple[str, str]]:
+    return [(f"parts/{p.id}.yaml", f"{p.number:02d} {p.title}") for p in lesson.parts] if lesson else []
+
+
+def _default_listing(files: dict) -> str | None:
+    """The part a new question goes into unless the author picks another: the last one that lists questions."""
+    parts = sorted(p for p in files if p.startswith("parts/"))
+    with_questions = [p for p in parts if (found := _question_blocks(files[p])) and found[2]]
+    order = {path: n for n, path in enumerate(parts)}
+    numbered = []
+    for p in with_questions or parts:
+        try:
+            number = yaml.safe_load(files[p]).get("number", 0)
+        except (yaml.YAMLError, AttributeError):
+            number = 0
+        numbered.append((number if isinstance(number, int) else 0, order[p], p))
+    return max(numbered)[2] if numbered else None
+
+
+def with_listing(files: dict, path: str, existing: dict, list_in: str) -> tuple[dict, str | None]:
+    """The files to validate and publish, and the part a new question was listed in (None when not new, already
+    listed by the author, or no part could take it)."""
+    qid = new_question(path, existing)
+    if qid is None or any(_lists(t, qid) for p, t in files.items() if p.startswith("parts/")):
+        return files, None
+    part = list_in if list_in in existing and list_in.startswith("parts/") else _default_listing(files)
+    changed = list_question(files[part], qid) if part else None
+    if changed is None:
+        return files, None
+    return {**files, part: changed}, part
+
+
+def _listed_ids(text: str) -> set[str]:
+    found = _question_blocks(text)
+    return {
+        str(getattr(i, "value", ""))
+        for b in (found[2] if found else [])
+        if isinstance(ids := _key(b, "ids"), yaml.SequenceNode)
+        for i in ids.value
+    }
+
+
+def unlisted_questions(files: dict, path: str, existing: dict) -> list[str]:
+    """The question files a part's edit leaves listed nowhere. Such a file is an error, and the editor cannot delete
+    files, so taking a question out of a part could not be published either; the author may remove them with it."""
+    if not path.startswith("parts/") or path not in existing:
+        return []
+    dropped = _listed_ids(existing[path]) - set().union(
+        *(_listed_ids(t) for p, t in files.items() if p.startswith("parts/"))
+    )
+    return sorted(f"questions/{q}.yaml" for q in dropped if f"questions/{q}.yaml" in files)
+
+
+def template_questions() -> list[tuple[str, str]]:
+    return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(TEMPLATE_QUESTIONS.glob("*.yaml"))]
+
+
+def edited_files(row, path: str, text: str, list_in: str, drop: bool) -> tuple[dict, str | None, list[str]]:
+    """The version's files with the edit: a new question listed in a part; the questions a part's edit left listed
+    nowhere, removed when the author ticked so. Returns the files, the part listing a new question, and those."""
+    files = dict(row.files)
+    files[path] = text
+    files, listed_in = with_listing(files, path, row.files, list_in)
+    unlisted = unlisted_questions(files, path, row.files)
+    if drop:
+        files = {p: t for p, t in files.items() if p not in unlisted}
+    return files, listed_in, unlisted
