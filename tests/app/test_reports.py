@@ -169,7 +169,7 @@ def test_grade_says_which_version_what_each_line_means_and_what_next(client, mak
     assert "Grade for version 1: " in page
     assert "Same seed and steps for both runs" in page  # the line's description
     assert "The answer ties the loss gap to clipping and scale lag." in page  # the picked level's
-    assert "Full marks: Explained: Names which slice each rank holds" in page  # tp-mapping was "Shown"
+    assert "Full marks need “Explained”: Names which slice each rank holds" in page  # tp-mapping was "Shown"
     assert 'data-testid="grade-next"' in page and "makes version 2, which goes back to the grader" in page
     r = _submit_incomplete(client, {"answer-numbers": "better thoughts", "evidence-env-capability": "job:1"})
     assert "Submitted as version 2" in r.text

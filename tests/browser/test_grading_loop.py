@@ -161,6 +161,12 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     expect(grade).to_contain_text("Thanks Lena")
     expect(page.locator("body")).not_to_contain_text("compare with last term")
     screenshot(page, "report-graded")
+    # on a phone each rubric line is a block: the level's meaning gets most of the card's width, not a third of it
+    page.set_viewport_size({"width": 390, "height": 844})
+    level = grade.locator("tr[data-item=tp-mapping] td").first.bounding_box()
+    card = grade.bounding_box()
+    assert level and card and level["width"] > 0.6 * card["width"], (level, card)
+    grade.screenshot(path=str(screenshot(page, "report-graded-phone390").with_name("report-graded-card-phone390.png")))
     p2.goto(f"{base}/lessons/{LESSON}/report")
     expect(p2.locator("#version-1").get_by_test_id("grade")).to_contain_text("3 / 20")
     for ctx in (ctx2, ctx3):
