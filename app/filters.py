@@ -18,6 +18,7 @@ from pygments.lexers import get_lexer_by_name
 
 from app import notice_session, result_view
 from app.content import render_inline, render_markdown
+from app.content.errors import code_spans
 from app.models import utcnow
 from app.services.lesson_export import changed_files
 from labs.words import count
@@ -65,6 +66,14 @@ def md_inline(text: str | None) -> Markup:
     return Markup(render_inline(text))
 
 
+def ticks(text: str | None) -> Markup:
+    """A plain message with `code` spans (a command, a form field) as HTML: the spans as <code>, everything escaped.
+    The same sentence reads right as text in the JSON API and on the command line."""
+    return Markup("").join(
+        Markup("<code>{}</code>").format(t) if is_code else t for t, is_code in code_spans(text or "")
+    )
+
+
 def num(v: Any) -> Any:
     """Floats to 4 significant digits for tables and summaries; everything else unchanged."""
     if isinstance(v, float):
@@ -109,6 +118,7 @@ def install(env: Environment) -> None:
         when=when,
         md=md,
         md_inline=md_inline,
+        ticks=ticks,
         num=num,
         two=two,
         human=result_view.human,

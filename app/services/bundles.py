@@ -212,7 +212,7 @@ def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise BundleError(
-            "the file is not a zip archive (make one with `zip -r bundle.zip .` in the lab's --out folder)"
+            "the file is not a zip archive (make one with `zip -r bundle.zip .` inside the folder you gave `--out`)"
         ) from None
     root = bundles_dir(settings)
     root.mkdir(parents=True, exist_ok=True)

@@ -149,6 +149,8 @@ def test_typed_answers_survive_uploads_and_attach_latest(browser, live_server, s
     pg.locator("#answer-numbers").fill("Gap 0.02% at step 4; the scale halved after the clip.")
     upload("notes.zip", b"just some text, renamed")
     expect(error).to_contain_text("not a zip archive")
+    expect(error.locator("code").first).to_have_text("zip -r bundle.zip .")  # the command as code, not in backticks
+    expect(error).not_to_contain_text("`")
     expect(error).to_contain_text("Your draft, answers included, is saved.")
     expect(error).to_be_in_viewport()
     expect(pg.locator("#answer-numbers")).to_have_value("Gap 0.02% at step 4; the scale halved after the clip.")
