@@ -39,8 +39,9 @@
     document.body.classList.add("has-code-editor");
     markErrors();
   });
-  // The part a new question is listed in, and removing the questions a part no longer lists (fields the preview
-  // brings), preview again when they change.
+  // The part a new question is listed in, and removing the questions a part no longer lists (the publish options
+  // each preview swaps in, templates/instructor/_publish_options.html), preview again when they change. htmx puts
+  // the focus back on the swapped-in field of the same id (tests/browser/test_authoring_tasks.py checks it).
   document.addEventListener("change", function (ev) {
     var form = document.getElementById("editor");
     var id = ev.target && ev.target.id;

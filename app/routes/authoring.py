@@ -167,7 +167,7 @@ def preview(
         _validate(row, path, text, list_in, drop) if not problem else (None, None, [], None, [])
     )
     ctx = {"lesson_id": lesson_id, "row": row, "path": path, "errors": errors, "path_error": problem}
-    ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop)
+    ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop, oob_options=True)
     if lesson is not None:
         ctx.update(_preview_ctx(lesson, listed_in or path))
     return render(request, "instructor/edit.html", ctx, block="preview")

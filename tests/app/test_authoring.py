@@ -243,7 +243,9 @@ def test_a_new_question_is_published_listed_in_a_part(instructor, db):
     assert "nothing is published" not in r.text, r.text
     assert "Valid. Preview of part 6 with the new question listed in it (parts/practice.yaml)" in r.text
     assert "What is the largest finite value of FP8 E4M3?" in r.text  # the part's preview shows it
-    assert 'name="list_in" form="editor"' in r.text and "example-numeric.yaml" in r.text  # a choice; the template
+    # a choice, swapped into the form above Publish (templates/instructor/_publish_options.html); the template
+    assert '<div id="publish-options" hx-swap-oob="true">' in r.text and 'name="list_in"' in r.text
+    assert "example-numeric.yaml" in r.text
     r = instructor.post(
         f"/instructor/lessons/{LESSON}/preview",
         {"path": "questions/e4m3-max.yaml", "text": NEW_QUESTION, "list_in": "parts/orient.yaml"},
@@ -367,13 +369,13 @@ def test_a_question_taken_out_of_its_part_can_be_removed_with_it(instructor, db)
     r = _preview(instructor, "parts/practice.yaml", text)
     assert "nothing is published" in r and "a question no part lists" in r
     assert "No part lists <code>questions/tp8-slower.yaml</code> any more." in r
-    assert 'id="drop_unlisted" name="drop_unlisted" value="1" form="editor">' in r  # not ticked
+    assert 'id="drop_unlisted" name="drop_unlisted" value="1">' in r  # not ticked
     r = instructor.post(
         f"/instructor/lessons/{LESSON}/preview",
         {"path": "parts/practice.yaml", "text": text, "drop_unlisted": "1"},
         headers={"HX-Request": "true"},
     ).text
-    assert "Valid. Preview of part 6" in r and 'form="editor" checked>' in r
+    assert "Valid. Preview of part 6" in r and 'name="drop_unlisted" value="1" checked>' in r
     r = instructor.post(
         f"/instructor/lessons/{LESSON}/publish",
         {"path": "parts/practice.yaml", "text": text, "base_version": before.version, "drop_unlisted": "1"},

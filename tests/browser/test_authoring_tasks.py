@@ -101,7 +101,7 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         _editor(page, base)
         page.get_by_label("File (an existing one").fill("questions/fp8-bits.yaml")
         expect(page.locator("label[for=text]")).to_have_text("YAML of questions/fp8-bits.yaml")
-        expect(page.locator("#preview")).to_contain_text("New question fp8-bits.")
+        expect(page.locator("#publish-options")).to_contain_text("New question fp8-bits.")
         _type(page, QUESTION)
         expect(page.locator("#preview p.ok")).to_contain_text("with the new question listed in it")
         page.locator("#list_in").select_option(PART)
@@ -134,6 +134,14 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         box = picker.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        # the choice comes before the Publish button, not after it with the preview (the form comes first on a phone)
+        publish = phone.get_by_role("button", name="Validate and publish a new version").bounding_box()
+        assert publish and box["y"] + box["height"] <= publish["y"], (box, publish)
+        picker.focus()  # a keyboard user changes the part: the picker the preview swaps in keeps the focus
+        with phone.expect_response("**/preview"):
+            picker.select_option(index=1)
+        expect(picker).to_have_value(re.compile(r"^parts/"))
+        expect(picker).to_be_focused()
         picker.scroll_into_view_if_needed()
         screenshot(phone, "authoring-new-question-phone390", full_page=False)
         phone.context.close()
@@ -141,7 +149,7 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         # taking it out of the part again: the preview offers to remove its file too (the editor deletes no file)
         _editor(page, base)
         _type(page, page.locator("textarea#text").input_value().replace(", fp8-bits]", "]"))
-        expect(page.locator("#preview")).to_contain_text("No part lists questions/fp8-bits.yaml any more.")
+        expect(page.locator("#publish-options")).to_contain_text("No part lists questions/fp8-bits.yaml any more.")
         expect(page.locator("#preview")).to_contain_text("nothing is published")
         page.get_by_label("Remove it from the lesson in this version").check()
         expect(page.locator("#preview p.ok")).to_contain_text("Valid. Preview of part 5")
