@@ -39,13 +39,15 @@
     document.body.classList.add("has-code-editor");
     markErrors();
   });
-  // The part a new question is listed in, and removing the questions a part no longer lists (the publish options
-  // each preview swaps in, templates/instructor/_publish_options.html), preview again when they change. htmx puts
-  // the focus back on the swapped-in field of the same id (tests/browser/test_authoring_tasks.py checks it).
+  // The publish options each preview swaps in (templates/instructor/_publish_options.html): the part a new question
+  // is listed in, removing the questions a part no longer lists, moving parts up to make room for a new one. They
+  // preview again when they change; htmx puts the focus back on the swapped-in field of the same id
+  // (tests/browser/test_authoring_tasks.py checks it).
   document.addEventListener("change", function (ev) {
     var form = document.getElementById("editor");
     var id = ev.target && ev.target.id;
-    if (form && (id === "list_in" || id === "drop_unlisted")) form.dispatchEvent(new Event("list-in-changed"));
+    var option = id === "list_in" || id === "drop_unlisted" || id === "make_room";
+    if (form && option) form.dispatchEvent(new Event("list-in-changed"));
   });
   document.addEventListener("htmx:after:swap", markErrors);
 })();

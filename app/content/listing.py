@@ -1,15 +1,20 @@
-"""A new question in the browser editor, which edits one lesson file at a time: the part files' `questions` blocks
-read and changed as text (every other line kept as written), for app/routes/authoring.py.
+"""A new question or part in the browser editor, which edits one lesson file at a time: the part files' `questions`
+blocks and `number` lines read and changed as text (every other line kept as written), for app/routes/authoring.py.
 
 A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
 question published on its own, or a part listing it first, were both refused. A new questions/NAME.yaml therefore
 goes out with its id added to a part (the author picks which; by default the last part that already lists
 questions), and a question a part's edit leaves listed nowhere may be removed with it.
+
+Part numbers run 1..N, each once, so a new part in the middle was refused until every later part's file was
+renumbered, one publish each, each refused too. A new part whose number is taken may therefore move the parts from
+that number on one up, in the same version.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import yaml
 
@@ -132,17 +137,51 @@ def unlisted_questions(files: dict, path: str, existing: dict) -> list[str]:
     return sorted(f"questions/{q}.yaml" for q in dropped if f"questions/{q}.yaml" in files)
 
 
+# A part's top-level `number: N` line (loader.py reads the same key through YAML; only the digits are rewritten).
+_NUMBER = re.compile(r"^(number:[ \t]*)(\d+)(?=[ \t]*(?:#.*)?$)", re.M)
+
+
+def part_number(text: str) -> int | None:
+    found = _NUMBER.search(text)
+    return int(found.group(2)) if found else None
+
+
+def crowded_parts(files: dict, path: str, existing: dict) -> list[str]:
+    """The parts a new part's number lands on and after, in order, when another part holds that number; else []."""
+    number = part_number(files[path]) if path.startswith("parts/") and path not in existing else None
+    if number is None:
+        return []
+    others = {p: n for p, t in files.items() if p.startswith("parts/") and p != path and (n := part_number(t))}
+    if number not in others.values():
+        return []
+    return sorted((p for p, n in others.items() if n >= number), key=lambda p: others[p])
+
+
+def _moved_up(text: str) -> str:
+    return _NUMBER.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + 1}", text, count=1)
+
+
 def template_questions() -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in sorted(TEMPLATE_QUESTIONS.glob("*.yaml"))]
 
 
-def edited_files(row, path: str, text: str, list_in: str, drop: bool) -> tuple[dict, str | None, list[str]]:
+class Edit(NamedTuple):
+    files: dict  # the version's files with the edit and what the author ticked
+    listed_in: str | None  # the part a new question was listed in
+    unlisted: list[str]  # question files the edit left listed nowhere (removed when ticked)
+    crowded: list[str]  # parts whose number a new part takes, and the ones after (moved up when ticked)
+
+
+def edited_files(row, path: str, text: str, list_in: str, drop: bool, make_room: bool = False) -> Edit:
     """The version's files with the edit: a new question listed in a part; the questions a part's edit left listed
-    nowhere, removed when the author ticked so. Returns the files, the part listing a new question, and those."""
+    nowhere, removed when the author ticked so; the parts a new part's number lands on, moved up when ticked."""
     files = dict(row.files)
     files[path] = text
     files, listed_in = with_listing(files, path, row.files, list_in)
     unlisted = unlisted_questions(files, path, row.files)
     if drop:
         files = {p: t for p, t in files.items() if p not in unlisted}
-    return files, listed_in, unlisted
+    crowded = crowded_parts(files, path, row.files)
+    if make_room:
+        files |= {p: _moved_up(files[p]) for p in crowded}
+    return Edit(files, listed_in, unlisted, crowded)

@@ -129,10 +129,10 @@ def _lf(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _validate(row, path: str, text: str, list_in: str = "", drop: bool = False):
-    files, listed_in, unlisted = listing.edited_files(row, path, text, list_in, drop)
-    lesson, errors = validate_lesson_texts(files, lesson_id=row.lesson_id)
-    return files, lesson, errors, listed_in, unlisted
+def _validate(row, path: str, text: str, list_in: str = "", drop: bool = False, make_room: bool = False):
+    edit = listing.edited_files(row, path, text, list_in, drop, make_room)
+    lesson, errors = validate_lesson_texts(edit.files, lesson_id=row.lesson_id)
+    return edit, lesson, errors
 
 
 def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
@@ -148,6 +148,17 @@ def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
     }
 
 
+def _options_ctx(row, path: str, edit: listing.Edit, drop: bool, make_room: bool) -> dict:
+    """The publish options (templates/instructor/_publish_options.html) for this edit, as the author ticked them."""
+    crowded = [(p, n + 1) for p in edit.crowded if (n := listing.part_number(row.files[p])) is not None]
+    return _listing_ctx(row, path, edit.listed_in) | {
+        "unlisted": edit.unlisted,
+        "dropping": drop,
+        "crowded": crowded,
+        "making_room": make_room,
+    }
+
+
 @router.post("/lessons/{lesson_id}/preview")
 def preview(
     request: Request,
@@ -158,18 +169,20 @@ def preview(
     text: Annotated[str, Form(max_length=200_000)] = "",
     list_in: Annotated[str, Form(max_length=200)] = "",
     drop_unlisted: Annotated[str, Form(max_length=1)] = "",
+    make_room: Annotated[str, Form(max_length=1)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
     problem = _check_path(path, row.files)
-    drop = drop_unlisted == "1"
-    files, lesson, errors, listed_in, unlisted = (
-        _validate(row, path, text, list_in, drop) if not problem else (None, None, [], None, [])
-    )
-    ctx = {"lesson_id": lesson_id, "row": row, "path": path, "errors": errors, "path_error": problem}
-    ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop, oob_options=True)
-    if lesson is not None:
-        ctx.update(_preview_ctx(lesson, listed_in or path))
+    ctx = {"lesson_id": lesson_id, "row": row, "path": path, "path_error": problem, "errors": [], "oob_options": True}
+    if not problem:
+        drop, room = drop_unlisted == "1", make_room == "1"
+        edit, lesson, ctx["errors"] = _validate(row, path, text, list_in, drop, room)
+        ctx.update(_options_ctx(row, path, edit, drop, room))
+        if lesson is not None:
+            ctx.update(_preview_ctx(lesson, edit.listed_in or path))
+    else:
+        ctx.update(_listing_ctx(row, path, None))
     return render(request, "instructor/edit.html", ctx, block="preview")
 
 
@@ -185,6 +198,7 @@ def publish(
     note: Annotated[str, Form(max_length=500)] = "",
     list_in: Annotated[str, Form(max_length=200)] = "",
     drop_unlisted: Annotated[str, Form(max_length=1)] = "",
+    make_room: Annotated[str, Form(max_length=1)] = "",
 ):
     row = _row(db, lesson_id)
     text = _lf(text)
@@ -208,7 +222,9 @@ def publish(
     if ctx["path_error"]:
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=409 if row.version != base_version else 422)
-    files, listed_in, unlisted = listing.edited_files(row, path, text, list_in, drop_unlisted == "1")
+    drop, room = drop_unlisted == "1", make_room == "1"
+    edit = listing.edited_files(row, path, text, list_in, drop, room)
+    files, listed_in = edit.files, edit.listed_in
     if files == row.files and not note.strip():  # a publish to "save": an empty version learners are told about
         ctx["path_error"] = (
             f"Nothing changed since version {row.version}, so no version was published "
@@ -219,7 +235,7 @@ def publish(
     version, errors = publishing.publish(db, lesson_id=lesson_id, files=files, source="editor", author=user, note=note)
     if errors:
         ctx["errors"] = errors
-        ctx.update(_listing_ctx(row, path, listed_in), unlisted=unlisted, dropping=drop_unlisted == "1")
+        ctx.update(_options_ctx(row, path, edit, drop, room))
         ctx.update(_preview_ctx(lesson_service.build(row), "lesson.yaml"))
         return render(request, "instructor/edit.html", ctx, status_code=422)
     # Post/redirect/get: reloading the page after a publish shows it again instead of posting it a second time

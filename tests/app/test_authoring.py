@@ -404,3 +404,60 @@ def test_publishing_or_restoring_nothing_new_makes_no_version(instructor, db):
     assert r.status_code == 422 and "are the current ones already (version" in r.text
     db.expire_all()
     assert lesson_service.latest_row(db, lesson_id=LESSON).version == version + 2
+
+
+NEW_PART = """number: 3  # between the mental model and the deep dives
+title: A worked FP8 example
+heading: One tensor, scaled and cast
+minutes: 4
+blocks:
+  - kind: section
+    id: worked-fp8
+    title: Scale, cast, unscale
+    body: A tensor's largest value sets its scale, so it lands near the top of the FP8 range.
+"""
+
+
+def test_a_new_part_in_the_middle_can_move_the_later_parts_up(instructor, db):
+    """Part numbers run 1..N each once and the editor changes one file at a time, so a part could only be added at
+    the end: one in the middle was refused, and so was each later part's renumbering. The new part's publish now
+    offers to move the parts from its number on one up, in the same version, changing only their number lines."""
+    before = lesson_service.latest_row(db, lesson_id=LESSON)
+    numbers = {p: re.search(r"^number: (\d+)", t, re.M).group(1) for p, t in before.files.items() if "parts/" in p}
+    assert numbers["parts/deep-dives.yaml"] == "3"  # the new part's number is taken
+    r = _preview(instructor, "parts/worked-fp8.yaml", NEW_PART)
+    assert "nothing is published" in r and "part numbers 1..7, each once" in r
+    assert "Number 3 is taken by <code>parts/deep-dives.yaml</code>" in r
+    assert "Make room: renumber parts 3–6 to 4–7 in this version" in r
+    assert 'id="make_room" name="make_room" value="1">' in r  # offered, not ticked
+    form = {"path": "parts/worked-fp8.yaml", "text": NEW_PART, "make_room": "1"}
+    r = instructor.post(f"/instructor/lessons/{LESSON}/preview", form, headers=HX).text
+    assert "Valid. Preview of part 3" in r and 'name="make_room" value="1" checked>' in r
+    r = instructor.post(f"/instructor/lessons/{LESSON}/publish", form | {"base_version": before.version})
+    assert f"Published version {before.version + 1}" in r.text
+    after = lesson_service.latest_row(db, lesson_id=LESSON).files
+    for path, n in numbers.items():
+        moved = int(n) + 1 if int(n) >= 3 else int(n)
+        assert after[path] == before.files[path].replace(f"number: {n}\n", f"number: {moved}\n", 1), path
+    lesson = lesson_service.build(lesson_service.latest_row(db, lesson_id=LESSON))
+    assert [p.id for p in lesson.parts][2:4] == ["worked-fp8", "deep-dives"]
+
+
+def test_make_room_is_offered_only_for_a_new_part_whose_number_is_taken(instructor, db):
+    assert "make_room" not in _preview(instructor, "parts/worked-fp8.yaml", NEW_PART.replace("number: 3", "number: 7"))
+    moved = _text(db, "parts/history.yaml").replace("number: 5", "number: 4")  # an existing part: a clash, no offer
+    r = _preview(instructor, "parts/history.yaml", moved)
+    assert "part numbers 1..6, each once" in r and "make_room" not in r
+
+
+def test_making_room_rewrites_only_the_top_level_number_digits():
+    from types import SimpleNamespace
+
+    from app.content import listing
+
+    later = "number: 2   # keep me\ntitle: B\nblocks:\n  - kind: pause\n    number: 2\n"
+    row = SimpleNamespace(files={"parts/a.yaml": "number: 1\n", "parts/b.yaml": later})
+    edit = listing.edited_files(row, "parts/new.yaml", "number: 2\ntitle: N\n", "", False, make_room=True)
+    assert edit.crowded == ["parts/b.yaml"]
+    assert edit.files["parts/b.yaml"] == later.replace("number: 2   #", "number: 3   #")  # the block's key kept
+    assert edit.files["parts/a.yaml"] == "number: 1\n"

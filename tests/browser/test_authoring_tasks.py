@@ -33,6 +33,17 @@ unit: bits
 tolerance: {abs: 0}
 """
 
+MID_PART = """number: 2
+title: Size it first
+heading: Count before you shard
+minutes: 3
+blocks:
+  - kind: section
+    id: size-first
+    title: One line of arithmetic
+    body: Parameters times bytes per parameter, before anything else.
+"""
+
 
 def _type(page, text: str) -> None:
     """Replace the editor's text the way an author does: select all, type (CodeMirror over the textarea)."""
@@ -154,6 +165,17 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         page.get_by_label("Remove it from the lesson in this version").check()
         expect(page.locator("#preview p.ok")).to_contain_text("Valid. Preview of part 5")
         screenshot(page, "authoring-remove-question-laptop", full_page=False)
+
+        # a new part in the middle: its number is taken, and ticking "Make room" moves the later parts up
+        _editor(page, base)
+        page.get_by_label("File (an existing one").fill("parts/sizing-first.yaml")
+        _type(page, MID_PART)
+        expect(page.locator("#preview")).to_contain_text("nothing is published")
+        expect(page.locator("#publish-options")).to_contain_text("Number 2 is taken by parts/memory-anatomy.yaml")
+        page.get_by_label(re.compile("Make room: renumber parts 2–6 to 3–7")).check()
+        expect(page.locator("#preview p.ok")).to_contain_text("Valid. Preview of part 2")
+        expect(page.get_by_label(re.compile("Make room"))).to_be_checked()
+        screenshot(page, "authoring-make-room-laptop", full_page=False)
 
         # 4. back to the version before: restored as a new version, the question gone from the learner's page
         _editor(page, base)
