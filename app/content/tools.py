@@ -111,9 +111,10 @@ def fp8_range(p: Fp8RangeIn) -> dict:
 
 
 class AxisIn(Inputs):
-    # Defaults: Llama-3-8B's MLP (H 4096, F 14,336, the lesson's TP-limit example) in FP8, where the
-    # prediction shows over-sharding inside one node: at TP = 8 the all-reduces outweigh the local GEMMs (the
-    # step is still fastest there).
+    # Defaults: a two-matrix MLP (fc1, fc2, as in the tp-sweep lab and labs/parallel/costmodel.predict_mlp)
+    # of Llama-3-8B's widths (H 4096, F 14,336, the lesson's TP-limit example) in FP8, where the prediction
+    # shows over-sharding inside one node: at TP = 8 the all-reduces outweigh the local GEMMs (the step is
+    # still fastest there). Llama's own MLP is gated (a third matrix), which the tool does not model.
     tokens: int = Field(4096, ge=1, le=1_048_576, title="tokens per step", description="batch × sequence per TP group")
     hidden: int = Field(4096, ge=64, le=65536, title="hidden width H")
     ffn: int = Field(14336, ge=64, le=262144, title="MLP width F", description="split across the TP ranks")
@@ -233,7 +234,8 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "parallel-axis",
             "Parallel axis: where tensor parallelism stops paying (predicted)",
-            "Llama-3-8B's MLP in FP8 on one node by default; switch to BF16 and watch the limit move.",
+            "A two-matrix MLP of Llama-3-8B's widths in FP8 on one node by default; switch to BF16 and watch the"
+            " limit move.",
             AxisIn,
             parallel_axis,
             {

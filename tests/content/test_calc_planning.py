@@ -36,6 +36,9 @@ def test_tp_mlp_intensity_and_ridge():
     assert r["ridge"] == pytest.approx(989e12 / 450e9)  # ≈ 2,198
     assert r["comm_bound"] and not calc.tp_mlp_intensity(14336, 4, node="H100-SXM")["comm_bound"]
     assert calc.tp_mlp_intensity(14336, 8, mfu=0.5, node="H100-SXM")["comm_bound"] is False
+    # Llama-3-8B's gated (SwiGLU) MLP: a third matrix, half again the FLOPs for the same all-reduce
+    gated = calc.tp_mlp_intensity(14336, 8, node="H100-SXM", gated=True)
+    assert gated["intensity"] == pytest.approx(1.5 * 14336 / 7) and not gated["comm_bound"]  # 3,072 > 2,198
 
 
 def test_tp_layer_collectives():

@@ -235,6 +235,26 @@ def test_spike_clip_asks_before_rounding_and_hints_at_the_rounded_value(l06):
     assert seen_slip
 
 
+def test_spike_clip_explanation_never_says_not_clipped_of_a_clamped_value(l06):
+    """A scaled value just over 448 is clamped but rounds to 448 anyway, so it does not count as clipped; the
+    explanation said "after the clamp 448.0 (clipped: no)" for it, which reads as a contradiction."""
+    q = l06.questions["fp8-spike-clip"]
+    seen = set()
+    for seed in range(400):
+        v = make_variant(q, seed)
+        scaled, top = v.values["scaled"], v.values["fp8_max"]
+        if v.values["clipped"]:
+            seen.add("clipped")
+            assert "(clipped: yes)" in v.explanation
+        elif scaled > top:
+            seen.add("rounds")
+            assert "not counted as clipped: within half a grid step of 448" in v.explanation
+        else:
+            seen.add("inside")
+            assert "(clipped: no)" in v.explanation
+    assert seen == {"clipped", "rounds", "inside"}
+
+
 def test_running_sum_never_says_every_0_terms(course):
     q = course.lesson("precision-by-numbers").questions["e4m3-running-sum"]
     prompts = {make_variant(q, seed).prompt for seed in range(60)}

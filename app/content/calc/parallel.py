@@ -186,6 +186,7 @@ def tp_mlp_intensity(
     precision: str = "bf16",
     flops: float | None = None,
     bandwidth: float | None = None,
+    gated: bool = False,
 ) -> dict:
     """Communication intensity of a tensor-parallel MLP block (column-parallel fc1, row-parallel fc2).
 
@@ -193,12 +194,14 @@ def tp_mlp_intensity(
     all-reduced, sending 2(N−1)/N · 2·T·H bytes. Their ratio, F/(N−1) FLOPs per byte on the link, does not
     depend on the tokens T or the width H. The link keeps up while that exceeds the ridge P·MFU/W; below
     it, communication takes longer than the GEMMs it follows (the 2·P/W threshold generalised to N ranks).
+    `gated`: a gated MLP (SwiGLU, as in Llama) has a third, gate matrix of fc1's shape: 6·T·H·F/N FLOPs for
+    the same all-reduce, 1.5·F/(N−1) FLOPs per byte.
     """
     ffn = positive("ffn", ffn)
     degree = whole("degree", degree, least=2)
     mfu = fraction("mfu", mfu)
     p, w = _peak(node, flops, bandwidth, precision)
-    intensity = ffn / (degree - 1)
+    intensity = (1.5 if gated else 1.0) * ffn / (degree - 1)
     ridge = p * mfu / w
     return {
         "intensity": intensity,

@@ -21,12 +21,21 @@ def _fp8_clip(p):
     # The question asks for the value after the clamp and before rounding; the stored (rounded) value is
     # the one slip worth a hint rather than a wrong attempt.
     slips = [] if m["stored"] == clamped else [(m["stored"], ROUNDED_SLIP.format(fmt=p["fmt"], stored=m["stored"]))]
+    # Clipping counts what the clamp takes beyond rounding (calc.clip_threshold): a scaled value just over the
+    # maximum is clamped but would round to it anyway, which "clipped: no" alone left looking like a contradiction.
+    if m["clipped"]:
+        clip_note = "clipped: yes"
+    elif abs(m["scaled"]) > m["fp8_max"]:
+        clip_note = f"not counted as clipped: within half a grid step of {m['fp8_max']:g}, it would round there anyway"
+    else:
+        clip_note = "clipped: no"
     return {
         "answer": clamped,
         "scale": s,
         "scaled": m["scaled"],
         "fp8_max": m["fp8_max"],
         "clipped": m["clipped"],
+        "clip_note": clip_note,
         "stored": m["stored"],
         "slips": slips,
     }
