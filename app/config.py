@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from labs.resources import default_job_memory_bytes
+from labs.resources import MIB, default_job_memory_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 DEV_SECRET = "development-only-secret-change-me"
@@ -35,6 +35,56 @@ def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise SettingsError(f"{name}: got {value}, expected a whole number from {lo} to {hi}")
     return value
+
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def _flag(env: dict, name: str, default: bool) -> bool:
+    """An on/off setting. Anything but the usual spellings is refused: `COURSE_DISPATCHER=false` once meant on,
+    since only "0" counted as off."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw in TRUE_WORDS or raw in FALSE_WORDS:
+        return raw in TRUE_WORDS
+    raise SettingsError(f"{name}: got {env.get(name)!r}, expected {'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}")
+
+
+# Below this, no lab runs at all: one Python process with torch imported holds ~450 MiB before a lab allocates
+# anything (labs.resources.PROCESS_BASE_BYTES). The top is only a guard against a typo in the unit.
+JOB_MEMORY_MB_RANGE = (512, 4 * 2**20)
+
+
+def _job_memory_bytes(env: dict) -> int:
+    """COURSE_JOB_MEMORY_MB in MiB, checked like every number here (`8G` or `abc` once fell back to the default
+    without a word); unset: labs.resources' default, a share of this host's memory."""
+    mb = _int(env, "COURSE_JOB_MEMORY_MB", 0, *JOB_MEMORY_MB_RANGE)
+    return mb * MIB if mb else default_job_memory_bytes()
+
+
+# A key shorter than this is guessable offline from one signed cookie; token_urlsafe(48) gives 64 characters.
+MIN_SECRET_CHARS = 32
+MAKE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(48))"'
+
+
+def _secret_key(env: dict, environment: str) -> str:
+    secret = env.get("COURSE_SECRET_KEY", "")
+    if not secret:
+        if environment == "production":
+            raise SettingsError(
+                f"COURSE_SECRET_KEY: must be set in production (a long random string; make one with `{MAKE_SECRET}`)"
+            )
+        return DEV_SECRET if environment == "development" else secrets.token_urlsafe(32)
+    if secret == DEV_SECRET and environment == "production":
+        raise SettingsError("COURSE_SECRET_KEY: the development default is refused in production")
+    if environment == "production" and len(secret) < MIN_SECRET_CHARS:
+        raise SettingsError(
+            f"COURSE_SECRET_KEY: got {len(secret)} characters, expected at least {MIN_SECRET_CHARS} in production; "
+            f"make one with `{MAKE_SECRET}`"
+        )
+    return secret
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -126,6 +176,16 @@ class Settings:
         return self.database_url or f"sqlite:///{self.data_dir / 'course.db'}"
 
     @property
+    def db_where(self) -> str:
+        """The database in words an operator can check, never with its password: the SQLite file, or the URL."""
+        from sqlalchemy import make_url
+
+        url = make_url(self.db_url)
+        if url.get_backend_name() == "sqlite":
+            return f"SQLite file {url.database}"
+        return url.render_as_string(hide_password=True)
+
+    @property
     def password_concurrency(self) -> int:
         """Password hashes one web process runs at once: the web processes share half the cores (argon2
         runs 4 lanes of 64 MiB each), so hashing never takes the whole machine from page loads."""
@@ -141,18 +201,18 @@ class Settings:
         return self.data_dir / "jobs"
 
     @classmethod
-    def from_env(cls, env: dict | None = None, **overrides) -> Settings:
+    def from_env(cls, env: dict | None = None, *, signs_sessions: bool = True, **overrides) -> Settings:
+        """The settings, every value checked (SettingsError names the first bad one).
+
+        signs_sessions=False for commands that serve nothing and sign nothing (a Ray node's `ray-node-flags` and
+        the health checks): the secret key is then neither required nor read, so a node, which has none, starts.
+        """
         env = dict(os.environ if env is None else env)
         environment = env.get("COURSE_ENV", "development")
         if environment not in ("development", "test", "production"):
             raise SettingsError(f"COURSE_ENV: got {environment!r}, expected development, test or production")
-        secret = env.get("COURSE_SECRET_KEY", "")
-        if not secret:
-            if environment == "production":
-                raise SettingsError("COURSE_SECRET_KEY: must be set in production (a long random string)")
-            secret = DEV_SECRET if environment == "development" else secrets.token_urlsafe(32)
-        elif secret == DEV_SECRET and environment == "production":
-            raise SettingsError("COURSE_SECRET_KEY: the development default is refused in production")
+        # a key nobody can know: nothing that runs without one signs anything with it
+        secret = _secret_key(env, environment) if signs_sessions else secrets.token_urlsafe(32)
         secure_default = "1" if environment == "production" else "0"
         secure_cookies = env.get("COURSE_SECURE_COOKIES") or secure_default
         if secure_cookies not in ("0", "1"):
@@ -170,7 +230,7 @@ class Settings:
             secure_cookies=secure_cookies == "1",
             web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
             log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
-            access_log=env.get("COURSE_ACCESS_LOG", "") == "1",
+            access_log=_flag(env, "COURSE_ACCESS_LOG", False),
             web_concurrency=_int(env, "COURSE_WEB_CONCURRENCY", 8, 1, 256),
             web_queue=_int(env, "COURSE_WEB_QUEUE", 512, 0, 100_000),
             web_queue_timeout_s=float(_int(env, "COURSE_WEB_QUEUE_TIMEOUT", 15, 1, 120)),
@@ -183,8 +243,9 @@ class Settings:
             public_url=env.get("COURSE_PUBLIC_URL", "").rstrip("/"),
             executor=_choice(env, "COURSE_EXECUTOR", "embedded", EXECUTORS),
             ray_address=env.get("RAY_ADDRESS", ""),
-            dispatcher=env.get("COURSE_DISPATCHER", "1") != "0",
+            dispatcher=_flag(env, "COURSE_DISPATCHER", True),
             unplaceable_s=_int(env, "COURSE_UNPLACEABLE_SECONDS", 600, 5, 86400),
+            job_memory_bytes=_job_memory_bytes(env),
         )
         values.update(overrides)
         return cls(**values)
