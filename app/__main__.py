@@ -6,6 +6,7 @@ python -m app dispatcher                              ray mode: claim jobs in fa
 python -m app ray-node-flags                          print the `ray start` flags that advertise this host's labs
 python -m app migrate                                 apply database migrations
 python -m app users create --email E --password P --role instructor [--role grader]
+                                                      (an existing user: adds the roles; --password replaces theirs)
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
 python -m app lessons validate [ROOT]                 check every lesson under lessons/ (or ROOT)
 python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
@@ -59,31 +60,73 @@ def _users_reset_link(settings: Settings, args) -> int:
 
 
 def _users_create(settings: Settings, args) -> int:
+    """A new account, or roles (and, when given, a password or name) for an existing one. An existing account is
+    never prompted for a password: one typed there used to be thrown away."""
     from app.db import make_engine, make_sessionmaker
     from app.services import users
 
     _migrated(settings)
-    password = args.password or getpass.getpass("Password: ")
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         existing = users.get_by_email(db, email=args.email)
         try:
             if existing:
-                users.add_roles(db, user=existing, roles=args.role)
-                print(f"{existing.email}: roles now {', '.join(sorted(existing.roles))}")
-                return 0
+                return _users_update(db, settings, existing, args)
+            password = args.password if args.password is not None else _read_password()
+            if password is None:
+                print("--password: required (no terminal to ask on, and nothing on stdin)", file=sys.stderr)
+                return 2
             user = users.create_user(
                 db, email=args.email, password=password, display_name=args.name or "", roles=args.role or ["learner"]
             )
         except users.UserError as exc:
-            print(str(exc), file=sys.stderr)
+            print(f"--{_FLAGS.get(exc.field, exc.field)}: {exc.message}", file=sys.stderr)
             return 2
-    print(f"created {user.email} with roles {', '.join(sorted(user.roles))}")
+    print(f"created {user.email} with roles {', '.join(sorted(user.roles))} in {settings.db_where}")
+    return 0
+
+
+def _read_password() -> str | None:
+    """Asked for on a terminal; else the first line of stdin (`printf '%s\\n' "$PW" | python -m app users create
+    ...`), so a script need not put the password in the process list. None: nothing to read."""
+    try:
+        if sys.stdin.isatty():
+            return getpass.getpass("Password: ")
+        return sys.stdin.readline().rstrip("\n") or None
+    except EOFError:
+        return None
+
+
+_FLAGS = {"roles": "role", "display_name": "name"}  # UserError fields -> this command's flags
+
+
+def _users_update(db, settings: Settings, user, args) -> int:
+    from app.services import users
+
+    # every value checked before anything is written: a refused password must not leave the roles added
+    if args.password is not None:
+        users.check_password(args.password)
+    if args.name:
+        users.check_display_name(args.name)
+    done = []
+    if args.role:
+        added = users.add_roles(db, user=user, roles=args.role)
+        done.append(f"added roles {', '.join(added)}" if added else f"already had roles {', '.join(sorted(args.role))}")
+    if args.password is not None:
+        ended = users.set_password(db, user=user, password=args.password)
+        done.append(f"set a new password (ended {ended} session(s))")
+    if args.name:
+        users.change_display_name(db, user=user, display_name=args.name)
+        done.append(f"renamed to {args.name.strip()!r}")
+    if not done:
+        done.append("nothing changed (it exists; --role adds roles, --password sets a new password)")
+    print(f"{user.email}: {'; '.join(done)}; roles now {', '.join(sorted(user.roles))} in {settings.db_where}")
     return 0
 
 
 def _graders_assign(settings: Settings, args) -> int:
     from app.db import make_engine, make_sessionmaker
     from app.services import grading, users
+    from app.services import lessons as lesson_service
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
@@ -94,9 +137,26 @@ def _graders_assign(settings: Settings, args) -> int:
                 file=sys.stderr,
             )
             return 2
+        # Published lessons, and the folders `serve` publishes at start-up: assigning before the first `serve`
+        # must work. A typo used to be stored and grant nothing.
+        known = {lesson.id for lesson, _ in lesson_service.catalogue(db)}
+        if settings.lessons_dir.is_dir():
+            known |= {
+                p.name for p in settings.lessons_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))
+            }
+        if args.lesson not in known:
+            print(
+                f"--lesson: no lesson {args.lesson!r}; known lessons: {', '.join(sorted(known)) or 'none'}",
+                file=sys.stderr,
+            )
+            return 2
         new = grading.assign(db, grader=user, lesson_id=args.lesson)
-    print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson}")
+    print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson} in {settings.db_where}")
     return 0
+
+
+NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
+DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
     create = users_sub.add_parser("create", help="create a user, or add roles to an existing one")
     create.add_argument("--email", required=True)
-    create.add_argument("--password", help="prompted for when omitted")
-    create.add_argument("--name", default="")
+    create.add_argument("--password", help="a new account's (prompted for when omitted); sets an existing one's")
+    create.add_argument("--name", default="", help="display name (default: the part of the address before @)")
     create.add_argument(
         "--role",
         action="append",
@@ -142,20 +202,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        settings = Settings.from_env()
+        # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)
+        settings = Settings.from_env(signs_sessions=args.cmd not in NODE_COMMANDS)
+        if args.cmd == "serve":
+            from app.config import check_bind
+            from app.serve import check_port
+
+            check_bind(settings, args.host)
+            check_port(args.host, args.port)
+        if args.cmd in DB_COMMANDS:
+            from app.startup import check_database
+
+            check_database(settings)
     except SettingsError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
 
     if args.cmd == "serve":
-        from app.config import check_bind
         from app.serve import serve
-
-        try:
-            check_bind(settings, args.host)
-        except SettingsError as exc:
-            print(f"configuration error: {exc}", file=sys.stderr)
-            return 2
 
         return serve(settings, host=args.host, port=args.port)
     if args.cmd == "worker":

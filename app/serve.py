@@ -18,14 +18,16 @@ subprocesses, and the probe's answer reaches the web processes through the envir
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app import executors, logs, startup
-from app.config import Settings
+from app.config import Settings, SettingsError
 from app.executors.supervise import Reaper, Supervised
 from app.services import labhost
 
@@ -41,10 +43,41 @@ def check_and_probe(settings: Settings) -> labhost.HostCapacity:
         return probed.result()
 
 
+def check_port(host: str, port: int) -> None:
+    """Bind host:port the way uvicorn will (SO_REUSEADDR, so a socket in TIME_WAIT from a restart does not count)
+    and let go. Without it, a port in use was found only after migrating, starting the lab workers and logging
+    "ready"; SettingsError names --port (or --host, for an address this machine does not have)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # uvicorn's own choice (uvicorn.config.bind_socket)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise SettingsError(
+                f"--port: {host}:{port} is already in use (another server, or this one still running?); "
+                "stop that process or choose another --port"
+            ) from None
+        raise SettingsError(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def warn_sqlite_processes(settings: Settings) -> None:
+    """README: PostgreSQL for more than one web process. Several processes on one SQLite file do work (the tests
+    run two), but every write of every process queues behind one file lock: a warning, not a refusal."""
+    if settings.environment == "production" and settings.web_processes > 1 and settings.db_url.startswith("sqlite"):
+        log.warning(
+            "COURSE_WEB_PROCESSES=%d on SQLite (%s): several web processes share one write lock; "
+            "set DATABASE_URL=postgresql+psycopg://... for a deployment with more than one web process",
+            settings.web_processes,
+            settings.db_url.removeprefix("sqlite:///"),
+        )
+
+
 def serve(settings: Settings, *, host: str, port: int) -> int:
     import uvicorn
 
     logs.configure(settings.log_level)
+    warn_sqlite_processes(settings)
     started = time.monotonic()
     try:
         capacity = check_and_probe(settings)

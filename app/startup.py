@@ -9,18 +9,77 @@ from __future__ import annotations
 
 import gc
 import logging
+import tempfile
 from collections.abc import Callable
 
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session
 
 from app import migrate
-from app.config import Settings
+from app.config import Settings, SettingsError
 from app.content import ContentError
 from app.db import make_engine, make_sessionmaker
 from app.services import publishing
 
 log = logging.getLogger(__name__)
 _errors: dict[str, dict[str, list[ContentError]]] = {}  # lessons dir -> folder errors of the last prepare
+
+
+PG_EXAMPLE = "postgresql+psycopg://user:password@host:5432/dbname"
+
+
+def check_database(settings: Settings) -> None:
+    """Make the data dir and open the database once, before anything else does; SettingsError names the setting
+    to fix. Each of these used to end start-up in a long traceback from deep inside a migration."""
+    _check_data_dir(settings)
+    name = "DATABASE_URL" if settings.database_url else "COURSE_DATA_DIR"
+    try:
+        url = make_url(settings.db_url)
+        engine = make_engine(settings.db_url)
+    except NoSuchModuleError:  # an ArgumentError too, so caught first
+        scheme = settings.db_url.partition(":")[0]
+        hint = (
+            " (postgres:// is Heroku's spelling; SQLAlchemy knows only postgresql://)" if scheme == "postgres" else ""
+        )
+        raise SettingsError(f"DATABASE_URL: no database dialect {scheme!r}{hint}; expected {PG_EXAMPLE}") from None
+    except ArgumentError:  # the message would repeat the URL, password and all
+        raise SettingsError(f"DATABASE_URL: not a database URL; expected {PG_EXAMPLE}") from None
+    except ModuleNotFoundError as exc:
+        raise SettingsError(
+            f"DATABASE_URL: the driver of {url.drivername!r} is not installed ({exc.name}); "
+            f"use psycopg, which the app installs: {PG_EXAMPLE}"
+        ) from None
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        if url.get_backend_name() == "sqlite":
+            fix = "name a file in a folder" if settings.database_url else "point it at a folder"
+            raise SettingsError(
+                f"{name}: cannot open the SQLite database {url.database}: {reason}; {fix} this user can write"
+            ) from None
+        raise SettingsError(
+            f"DATABASE_URL: cannot connect to {url.render_as_string(hide_password=True)}: {reason}; "
+            "check that PostgreSQL runs there and that the host, port, user, password and database name are right"
+        ) from None
+    finally:
+        engine.dispose()
+
+
+def _check_data_dir(settings: Settings) -> None:
+    """Job bundles and uploads go here whichever database is used, so it must take a file now, not at the first
+    finished lab."""
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=settings.data_dir):
+            pass
+    except OSError as exc:
+        raise SettingsError(
+            f"COURSE_DATA_DIR: cannot create or write {settings.data_dir} ({exc.strerror or exc}); "
+            "point COURSE_DATA_DIR at a folder this user can write"
+        ) from None
 
 
 def prepare(settings: Settings) -> dict[str, list[ContentError]]:

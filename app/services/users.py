@@ -116,14 +116,25 @@ def register(db: Session, *, email: str, password: str, display_name: str, addre
         raise
 
 
-def add_roles(db: Session, *, user: User, roles: list[str]) -> User:
+def add_roles(db: Session, *, user: User, roles: list[str]) -> list[str]:
+    """Give `user` these roles too; returns the ones they did not have yet (sorted)."""
     bad = [r for r in roles if r not in ROLES]
     if bad:
         raise UserError("roles", f"got {', '.join(bad)}; allowed: {', '.join(ROLES)}")
-    for role in set(roles) - user.roles:
+    added = sorted(set(roles) - user.roles)
+    for role in added:
         user.role_rows.append(UserRole(role=role))
     db.commit()
-    return user
+    return added
+
+
+def set_password(db: Session, *, user: User, password: str) -> int:
+    """Set a password chosen for the user (an operator's reset: no current password asked) and end every session
+    of theirs, as a reset link does; returns how many sessions ended."""
+    check_password(password)
+    user.password_hash = security.hash_password(password)
+    db.commit()
+    return sessions.end_all(db, user=user)
 
 
 def authenticate(db: Session, *, email: str, password: str) -> User | None:
