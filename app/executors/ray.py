@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ from app.services import jobs as job_service
 from app.services import queue as queue_service
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node
 from labs import catalog
+from labs.resources import MIB
 from labs.words import count
 
 log = logging.getLogger(__name__)
@@ -161,8 +162,13 @@ class Need:
         free[TE_RESOURCE] = free.get(TE_RESOURCE, 0) - self.te_gpus
         free["memory"] = free.get("memory", 0) - self.memory_bytes
 
+    def within(self, memory_budget: int) -> Need:
+        """Ray's logical memory on a node: the catalog's estimate, but no more than that node lets a job use."""
+        return replace(self, memory_bytes=min(self.memory_bytes, memory_budget))
 
-def need_for(lab: str, params: dict, backend: str, memory_budget: int) -> Need:
+
+def need_for(lab: str, params: dict, backend: str) -> Need:
+    """What a job asks Ray for; its memory is the catalog's estimate until `within` a node's budget."""
     spec = catalog.get(lab)
     res = spec.resources(spec.params.model_validate(params), backend)
     gpu = backend in catalog.GPU_BACKENDS
@@ -170,9 +176,19 @@ def need_for(lab: str, params: dict, backend: str, memory_budget: int) -> Need:
         cpus=float(res.cpus if gpu else res.ranks),
         gpus=res.gpus if gpu else 0,
         te_gpus=res.gpus if backend == "te" else 0,
-        # Ray's logical memory: what the catalog estimates, within the budget the node enforces
-        memory_bytes=min(res.memory_bytes, memory_budget),
+        memory_bytes=res.memory_bytes,
     )
+
+
+JOB_MEMORY_LABEL = LABEL_PREFIX + "job_memory_mb"  # set by `python -m app ray-node-flags` (ray_node.node_flags)
+
+
+def node_memory_budget(labels: Mapping[str, Any], fallback: int) -> int:
+    """The per-job memory budget a node enforces, as its `ray start` label says. A node started without the
+    label (flags written by hand) is taken to enforce `fallback`, the dispatcher's own COURSE_JOB_MEMORY_MB: the
+    only use left for that setting here, since the node enforces its own (ray_node.run_lab_on_node)."""
+    raw = str(labels.get(JOB_MEMORY_LABEL, ""))
+    return int(raw) * MIB if raw.isdigit() and int(raw) > 0 else fallback
 
 
 @dataclass
@@ -279,10 +295,10 @@ class Dispatcher:
         else:
             choices = [job.backend]
         for backend in dict.fromkeys(choices):
-            need = need_for(job.lab, job.params, backend, self.settings.job_memory_bytes)
+            need = need_for(job.lab, job.params, backend)
             for n in nodes:
                 totals = {"CPU": n.cpus, "GPU": n.gpus, TE_RESOURCE: n.te_gpus, "memory": n.memory_bytes}
-                if need.fits(totals) and not spec.limits(params, backend):
+                if need.within(self._budget(n.labels)).fits(totals) and not spec.limits(params, backend):
                     return backend
         return None
 
@@ -299,10 +315,15 @@ class Dispatcher:
                 if backend is None:
                     self._maybe_unplaceable(db, job)
                     continue
-                need = need_for(job.lab, job.params, backend, self.settings.job_memory_bytes)
-                if need.gpus and gpu_blocked:
+                asked = need_for(job.lab, job.params, backend)
+                if asked.gpus and gpu_blocked:
                     continue
-                target = next((res for res in free.values() if need.fits(res)), None)
+                need, target = asked, None
+                for node_id, res in free.items():
+                    need = asked.within(self._budget(self.nodes[node_id]["labels"]))
+                    if need.fits(res):
+                        target = res
+                        break
                 if target is None:
                     gpu_blocked = gpu_blocked or bool(need.gpus)
                     continue
@@ -315,6 +336,9 @@ class Dispatcher:
                 self._submit(claimed, backend, need)
                 started += 1
         return started
+
+    def _budget(self, labels: Mapping[str, Any]) -> int:
+        return node_memory_budget(labels, self.settings.job_memory_bytes)
 
     def _maybe_unplaceable(self, db, job: Job) -> None:
         waited = (utcnow() - (job.heartbeat_at or job.created_at)).total_seconds()
@@ -357,7 +381,7 @@ class Dispatcher:
             "params": job.params,
             "backend": backend,
             "time_limit_s": s.job_time_limit_s,
-            "memory_bytes": s.job_memory_bytes,
+            # no memory budget: the node enforces its own (ray_node.run_lab_on_node), not this host's
         }
         gen = remote_task().options(**opts).remote(spec)
         flight = InFlight(

@@ -30,7 +30,7 @@ from app.config import Settings
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
 from app.services import bundles
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
-from labs.resources import MIN_CPU_SLOTS
+from labs.resources import MIB, MIN_CPU_SLOTS
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +52,16 @@ def _zip_dir(folder: Path) -> bytes:
 def run_lab_on_node(spec: dict) -> Iterator[dict]:
     """The body of the Ray task: placement, then progress events, then {"event": "end", ...} with the zip.
 
-    `spec`: job id, attempt, lab, params, backend, time limit, memory budget. Runs in a Ray worker process on the
-    node; the lab is its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
+    `spec`: job id, attempt, lab, params, backend, time limit. Runs in a Ray worker process on the node; the lab is
+    its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
     """
     import ray
 
+    # The memory budget is this node's own (its COURSE_JOB_MEMORY_MB, else a share of its own memory), not the
+    # dispatcher's: a GPU host sized for GPU labs must not be held to the dispatcher host's default. The Ray worker
+    # inherits the environment `ray start` ran with here, which `ray-node-flags` checked and advertised, and
+    # `python -m labs run`'s up-front check on this node reads the same variable (labs.resources.Capacity.local).
+    memory_bytes = Settings.from_env(signs_sessions=False).job_memory_bytes
     ctx = ray.get_runtime_context()
     base = Path(os.environ.get(NODE_DATA_ENV) or tempfile.gettempdir()) / "course-node"
     out = base / f"job-{spec['job_id']}-attempt-{spec['attempt']}"
@@ -69,13 +74,14 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
         "worker_pid": os.getpid(),
+        "memory_limit_bytes": memory_bytes,  # in the job's placement, so an "out of memory" can be read against it
         "at": time.time(),
     }
     cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
-    cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", spec["memory_bytes"])
+    cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", memory_bytes)
     # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
     # starve page loads there either; on a dedicated node it costs nothing
-    run = LabRun(cmd, cwd=out, memory_bytes=spec["memory_bytes"], nice=LAB_NICE, cgroup=cgroup)
+    run = LabRun(cmd, cwd=out, memory_bytes=memory_bytes, nice=LAB_NICE, cgroup=cgroup)
     yield {"event": "lab", "pid": run.proc.pid, "at": time.time()}
     deadline = time.monotonic() + spec["time_limit_s"]
     outcome: Outcome | None = None
@@ -128,12 +134,14 @@ def remote_task() -> Any:
 # ---------------------------------------------------------------- node capabilities
 
 
-def node_flags(report: dict) -> list[str]:
+def node_flags(report: dict, *, job_memory_bytes: int) -> list[str]:
     """`ray start` flags for a node, from its `python -m labs probe` report (labs/env.py `probe()`).
 
     CPUs: as many rank slots as the catalog allows a CPU job (max(4, cores): ranks share cores), so a CPU job Ray
     accepts is one the labs accept. GPUs: the CUDA devices the probe counted. `course_te_gpu`: one per GPU where
-    Transformer Engine's FP8 works, which `te` jobs ask for. Labels: what the instructor page shows.
+    Transformer Engine's FP8 works, which `te` jobs ask for. Labels: what the instructor page shows, and
+    `job_memory_mb`, the per-job budget this node enforces (its Settings, as run_lab_on_node reads them), which the
+    dispatcher sizes a task's Ray memory request by.
     """
     device = report.get("device") or {}
     cuda = device.get("type") == "cuda"
@@ -147,6 +155,7 @@ def node_flags(report: dict) -> list[str]:
         "fp8": ".".join(recipes) or "none",
         "gpus": str(gpus),
         "torch": str((report.get("versions") or {}).get("torch") or "none").replace("+", "_"),
+        "job_memory_mb": str(job_memory_bytes // MIB),
     }
     flags = [f"--num-cpus={cpus}", f"--num-gpus={gpus}"]
     if te:
@@ -161,7 +170,7 @@ def node_flags_main(settings: Settings) -> int:
         print(f"`python -m labs probe` failed: {out.stderr.strip()[-2000:]}", file=sys.stderr)
         return 1
     # no spaces or quotes in any flag, so `ray start ... $(python -m app ray-node-flags)` splits them right
-    print(" ".join(node_flags(json.loads(out.stdout))))
+    print(" ".join(node_flags(json.loads(out.stdout), job_memory_bytes=settings.job_memory_bytes)))
     return 0
 
 

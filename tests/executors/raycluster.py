@@ -28,6 +28,9 @@ from tests.conftest import ROOT, free_port
 
 RAY = str(Path(os.sys.executable).parent / "ray")
 LOGICAL_GPUS = 4
+# The node's own per-job memory budget, set on the node only (as docker-compose sets it on ray-gpu): the dispatchers
+# keep their host's default, so a test can tell whose budget a lab ran under.
+NODE_JOB_MEMORY_MB = 3072
 
 
 def pids_with(*texts: str) -> list[int]:
@@ -143,7 +146,7 @@ class RayCluster:
     def _start_node(self) -> None:
         self.node_ports = {"node_manager": free_port()}
         lo = self.worker_ports + 50
-        env = dict(self.env, COURSE_NODE_DATA_DIR=str(self.node_data))
+        env = dict(self.env, COURSE_NODE_DATA_DIR=str(self.node_data), COURSE_JOB_MEMORY_MB=str(NODE_JOB_MEMORY_MB))
         self._run(
             [
                 f"--address={self.address}",
@@ -222,7 +225,7 @@ def start_cluster(isolated: bool = True) -> RayCluster:
     flags = subprocess.run(
         [os.sys.executable, "-m", "app", "ray-node-flags"],
         cwd=ROOT,
-        env=env,
+        env=dict(env, COURSE_JOB_MEMORY_MB=str(NODE_JOB_MEMORY_MB)),  # as on the node: its flags name its budget
         capture_output=True,
         text=True,
         timeout=300,

@@ -4,7 +4,7 @@ killed node is in test_ray.py."""
 
 from __future__ import annotations
 
-from app.executors.ray import DEAD_NODE_S, alive_nodes
+from app.executors.ray import DEAD_NODE_S, alive_nodes, node_memory_budget
 
 
 def _listed(node_id: str, alive: bool = True, gpus: float = 4.0) -> dict:
@@ -45,3 +45,10 @@ def test_after_dead_node_s_ray_listing_the_node_alive_wins_again():
     assert nodes == {} and dead == {"a": 100.0}
     nodes, dead = alive_nodes([_listed("a")], {"a": 100.0}, now=100.0 + DEAD_NODE_S)
     assert list(nodes) == ["a"] and dead == {}
+
+
+def test_a_nodes_memory_budget_comes_from_its_label_and_the_dispatchers_own_is_only_a_fallback():
+    fallback = 6 * 2**30
+    assert node_memory_budget({"course/job_memory_mb": "32768"}, fallback) == 32768 * 2**20
+    assert node_memory_budget({}, fallback) == fallback  # a node started with flags written by hand
+    assert node_memory_budget({"course/job_memory_mb": "lots"}, fallback) == fallback
