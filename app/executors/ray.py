@@ -2,7 +2,7 @@
 itself, are in app/executors/ray_node.py).
 
     python -m app dispatcher          # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
-    python -m app dispatcher-health   # 0 if this host's dispatcher ticked lately (compose health check)
+    python -m app dispatcher-health   # 0 if this host's dispatcher completed a cycle lately (compose health check)
 
 Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
 extra), reading its source and docs:
@@ -100,19 +100,29 @@ INFRA_ERRORS = (
 )
 
 
-ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"  # touched every tick: the health check reads it
+# Touched after each cycle that completed (Ray listed, the database read and written), never before one: a
+# dispatcher that runs but cannot reach its database or Ray must fail its health check, not pass it.
+ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"
+FAILING_FILE = ALIVE_FILE.with_suffix(".failing")  # why the last cycle failed; removed by a good cycle
+# A cycle is TICK_S plus its database and Ray calls; this much without one is a dispatcher that is stuck or failing
+# (compose: checked every 10 s, unhealthy after 3 misses).
 ALIVE_S = 30.0
 
 
 def dispatcher_health_main() -> int:
-    """`python -m app dispatcher-health`: 0 if this container's dispatcher ticked in the last ALIVE_S seconds."""
+    """`python -m app dispatcher-health`: 0 if this container's dispatcher completed a cycle in the last ALIVE_S
+    seconds; otherwise 1, with the dispatcher's last error when it left one."""
+    try:
+        why = "; its last error: " + FAILING_FILE.read_text().strip()
+    except OSError:
+        why = ""
     try:
         age = time.time() - ALIVE_FILE.stat().st_mtime
     except OSError:
-        print("the dispatcher has not ticked yet", file=sys.stderr)
+        print(f"the dispatcher has not completed a cycle yet{why}", file=sys.stderr)
         return 1
     if age > ALIVE_S:
-        print(f"the dispatcher last ticked {age:.0f} s ago", file=sys.stderr)
+        print(f"the dispatcher last completed a cycle {age:.0f} s ago{why}", file=sys.stderr)
         return 1
     return 0
 
@@ -218,6 +228,7 @@ class Dispatcher:
         self.nodes: dict[str, dict] = {}  # node id -> totals, from ray.nodes()
         self.dead: dict[str, float] = {}  # node id -> when a task's stream said it died (see DEAD_NODE_S)
         self._snapshot_at = 0.0
+        self._failing = FAILING_FILE.exists()
 
     # -- cluster
 
@@ -231,6 +242,21 @@ class Dispatcher:
             logging_level=logging.WARNING,
         )
         log.info("dispatcher %s connected to Ray %s", self.id, ray.__version__)
+
+    # -- health (dispatcher_health_main reads these files)
+
+    def _completed(self) -> None:
+        ALIVE_FILE.touch()
+        if self._failing:
+            FAILING_FILE.unlink(missing_ok=True)
+            self._failing = False
+
+    def _failed(self, why: str) -> None:
+        try:
+            FAILING_FILE.write_text(f"{utcnow():%Y-%m-%d %H:%M:%S} UTC: {why}\n")
+            self._failing = True
+        except OSError:  # the health check then says less, which is no reason to stop dispatching
+            log.debug("could not write %s", FAILING_FILE, exc_info=True)
 
     def refresh_nodes(self) -> list[Node]:
         import ray
@@ -573,7 +599,6 @@ class Dispatcher:
                     self.inflight.pop(f.job_id)
 
     def tick(self) -> None:
-        ALIVE_FILE.touch()
         nodes = self.refresh_nodes()
         self.abandon_lost_nodes()
         with self.sessions() as db:
@@ -593,6 +618,7 @@ class Dispatcher:
         def stop(*_args) -> None:
             self.stopping.set()
 
+        ALIVE_FILE.unlink(missing_ok=True)  # a previous run's last cycle says nothing about this one
         self.connect()  # first: ray.init installs handlers of its own, which ours replace
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
@@ -600,8 +626,12 @@ class Dispatcher:
         while not self.stopping.is_set():
             try:
                 self.tick()
-            except Exception:  # the database or the cluster may be restarting; leases protect the jobs
+            except Exception as exc:  # the database or the cluster may be restarting; leases protect the jobs
                 log.exception("dispatcher %s: a tick failed; trying again", self.id)
+                first = next(iter(str(exc).strip().splitlines()), "")[:300]  # SQLAlchemy's errors run to many lines
+                self._failed(f"a cycle failed: {type(exc).__name__}: {first}")
+            else:
+                self._completed()
             self.stopping.wait(TICK_S)
         self.shutdown()
 

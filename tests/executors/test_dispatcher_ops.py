@@ -1,15 +1,36 @@
-"""What an operator of the Ray executor sees: whose memory budget a lab runs under. Real processes throughout:
-`python -m app dispatcher`, the session's Ray cluster (tests/executors/raycluster.py) and PostgreSQL.
+"""What an operator of the Ray executor sees: whose memory budget a lab runs under, and what the dispatcher's health
+check says while its cycles fail. Real processes throughout: `python -m app dispatcher|dispatcher-health`, the
+session's Ray cluster (tests/executors/raycluster.py) and PostgreSQL.
 """
 
 from __future__ import annotations
 
-import pytest
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app.executors.ray import ALIVE_S
 from app.models import ClusterNode, Job
 from labs.resources import MIB
-from tests.conftest import wait_for
+from tests.conftest import ROOT, wait_for
 from tests.executors.raycluster import NODE_JOB_MEMORY_MB
+
+
+def _health(tmpdir: Path) -> subprocess.CompletedProcess:
+    """`python -m app dispatcher-health` as compose runs it, on the host (here: the temp dir) of one dispatcher."""
+    return subprocess.run(
+        [sys.executable, "-m", "app", "dispatcher-health"],
+        cwd=ROOT,
+        env=dict(os.environ, TMPDIR=str(tmpdir)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.mark.ray
@@ -43,3 +64,32 @@ def test_a_lab_runs_under_the_nodes_own_memory_budget_not_the_dispatchers(dispat
     # and the node says so to the cluster, for the dispatcher's Ray memory requests and the instructor's page
     node = next(n for n in ray_db.query(ClusterNode).filter(ClusterNode.alive.is_(True)) if n.resources.get("GPU"))
     assert node.labels["course/job_memory_mb"] == str(NODE_JOB_MEMORY_MB)
+
+
+@pytest.mark.ray
+@pytest.mark.postgres
+def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_is_back(
+    dispatchers, ray_settings, postgres_server, tmp_path
+):
+    host = tmp_path / "dispatcher-host"  # the dispatcher's /tmp, as in its own container
+    host.mkdir()
+    dispatchers.start(TMPDIR=str(host))
+    wait_for(lambda: _health(host).returncode == 0, timeout=120, interval=1)
+    name = make_url(ray_settings.db_url).database
+    admin = create_engine(f"{postgres_server}/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:  # the database is gone for the dispatcher: no new connection, none kept
+            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"), {"n": name})
+        # its loop goes on, every cycle failing, and within ALIVE_S the health check says so, and why
+        out = wait_for(lambda: (h := _health(host)).returncode == 1 and h, timeout=ALIVE_S + 30, interval=1)
+        assert "the dispatcher last completed a cycle" in out.stderr, out.stderr
+        assert "its last error:" in out.stderr and "a cycle failed: OperationalError" in out.stderr, out.stderr
+        assert dispatchers.procs[0].poll() is None
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+        wait_for(lambda: _health(host).returncode == 0, timeout=60, interval=1)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+        admin.dispose()
