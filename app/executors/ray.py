@@ -103,7 +103,7 @@ INFRA_ERRORS = (
 # Touched after each cycle that completed (Ray listed, the database read and written), never before one: a
 # dispatcher that runs but cannot reach its database or Ray must fail its health check, not pass it.
 ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"
-FAILING_FILE = ALIVE_FILE.with_suffix(".failing")  # why the last cycle failed; removed by a good cycle
+FAILING_FILE = ALIVE_FILE.with_suffix(".failing")  # why the last cycle or connect failed; removed by a good cycle
 # A cycle is TICK_S plus its database and Ray calls; this much without one is a dispatcher that is stuck or failing
 # (compose: checked every 10 s, unhealthy after 3 misses).
 ALIVE_S = 30.0
@@ -125,6 +125,37 @@ def dispatcher_health_main() -> int:
         print(f"the dispatcher last completed a cycle {age:.0f} s ago{why}", file=sys.stderr)
         return 1
     return 0
+
+
+# Reaching the head. ray.init is not the probe: against an address where nothing listens, Ray 2.60 makes 20
+# GcsClient attempts of ~40 s each (RAY_NUM_REDIS_GET_RETRIES; ray/_private/node.py `_init_gcs_client`) inside C++,
+# where no signal handler runs, logging only its own "Failed to connect to GCS" lines; a server being stopped then
+# waits out its 15 s for the dispatcher. A plain TCP connect with a timeout answers in seconds and can be stopped.
+CONNECT_PROBE_S = 2.0  # a head that has not accepted a TCP connection in this long is taken as not there
+CONNECT_RETRY_S = 5.0
+CONNECT_REMIND_S = 60.0  # the error is logged again this often while the head stays away
+HEAD_START = "ray start --head --port={port} --num-cpus=0 --num-gpus=0"  # README, Deploying: bare metal
+
+
+def head_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of a `host:port` RAY_ADDRESS; None for `auto` or a `ray://` client address, which Ray
+    resolves itself (and fails fast on)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def cannot_reach(address: str, why: str) -> str:
+    """The one error an operator needs when the dispatcher has no Ray cluster to use."""
+    where = head_address(address)
+    port = where[1] if where else 6379
+    named = f"RAY_ADDRESS={address}" if address != "auto" else "RAY_ADDRESS (unset: Ray looked for a head on this host)"
+    return (
+        f"the dispatcher cannot reach the Ray cluster at {named}: {why}. Start the head there first "
+        f"(`{HEAD_START.format(port=port)}`, README: Deploying) or set RAY_ADDRESS to the head's host:port; "
+        f"no lab job runs until the dispatcher connects"
+    )
 
 
 # ---------------------------------------------------------------- the dispatcher
@@ -232,16 +263,49 @@ class Dispatcher:
 
     # -- cluster
 
+    @property
+    def ray_address(self) -> str:
+        return self.settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto"
+
+    def wait_for_head(self) -> bool:
+        """Until the head at RAY_ADDRESS accepts a TCP connection (True) or the dispatcher is stopped (False);
+        the reason is logged once a minute and left for the health check meanwhile."""
+        address = self.ray_address
+        where = head_address(address)
+        if where is None:
+            return not self.stopping.is_set()
+        logged_at: float | None = None
+        while not self.stopping.is_set():
+            try:
+                socket.create_connection(where, timeout=CONNECT_PROBE_S).close()
+                if logged_at is not None:
+                    log.info("the Ray head at RAY_ADDRESS=%s answers now; connecting", address)
+                return True
+            except OSError as exc:
+                why = f"nothing answers at {where[0]}:{where[1]} ({exc.strerror or exc})"
+                if logged_at is None or time.monotonic() - logged_at >= CONNECT_REMIND_S:
+                    log.error("%s; trying again every %.0f s", cannot_reach(address, why), CONNECT_RETRY_S)
+                    logged_at = time.monotonic()
+                self._failed(cannot_reach(address, why))
+            self.stopping.wait(CONNECT_RETRY_S)
+        return False
+
     def connect(self) -> None:
         import ray
 
-        ray.init(
-            address=self.settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto",
-            namespace="course",
-            log_to_driver=False,  # lab output comes back through the stream, not the driver's stdout
-            logging_level=logging.WARNING,
-        )
-        log.info("dispatcher %s connected to Ray %s", self.id, ray.__version__)
+        try:
+            ray.init(
+                address=self.ray_address,
+                namespace="course",
+                log_to_driver=False,  # lab output comes back through the stream, not the driver's stdout
+                logging_level=logging.WARNING,
+            )
+        except Exception as exc:  # the head answered the probe but is no Ray head, or refused us (RAY_AUTH_TOKEN)
+            message = cannot_reach(self.ray_address, f"{type(exc).__name__}: {exc}")
+            self._failed(message)
+            log.error("%s", message)
+            raise  # the server's supervisor starts the dispatcher again (app/executors/supervise.py)
+        log.info("dispatcher %s connected to Ray %s at %s", self.id, ray.__version__, self.ray_address)
 
     # -- health (dispatcher_health_main reads these files)
 
@@ -618,10 +682,18 @@ class Dispatcher:
         def stop(*_args) -> None:
             self.stopping.set()
 
+        def handle_signals() -> None:
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGINT, stop)
+
         ALIVE_FILE.unlink(missing_ok=True)  # a previous run's last cycle says nothing about this one
-        self.connect()  # first: ray.init installs handlers of its own, which ours replace
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        handle_signals()  # while waiting for the head, a stop ends the wait at once
+        if not self.wait_for_head():
+            log.info("dispatcher %s stopped before it connected to Ray", self.id)
+            self.engine.dispose()
+            return
+        self.connect()
+        handle_signals()  # again: ray.init installs a SIGTERM handler of its own (sys.exit), which ours replace
         log.info("dispatcher %s started", self.id)
         while not self.stopping.is_set():
             try:

@@ -1,13 +1,16 @@
-"""What an operator of the Ray executor sees: whose memory budget a lab runs under, and what the dispatcher's health
-check says while its cycles fail. Real processes throughout: `python -m app dispatcher|dispatcher-health`, the
-session's Ray cluster (tests/executors/raycluster.py) and PostgreSQL.
+"""What an operator of the Ray executor sees: whose memory budget a lab runs under, what the dispatcher's health
+check says while its cycles fail, and what the log says (and how fast the server stops) with no Ray head at
+RAY_ADDRESS. Real processes throughout: `python -m app serve|dispatcher|dispatcher-health`, the session's Ray
+cluster (tests/executors/raycluster.py) and PostgreSQL.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from sqlalchemy.engine import make_url
 from app.executors.ray import ALIVE_S
 from app.models import ClusterNode, Job
 from labs.resources import MIB
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, free_port, wait_for
 from tests.executors.raycluster import NODE_JOB_MEMORY_MB
 
 
@@ -93,3 +96,48 @@ def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_i
         with admin.connect() as conn:
             conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
         admin.dispose()
+
+
+def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once(tmp_path):
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
+    env = dict(
+        os.environ,
+        COURSE_ENV="test",
+        COURSE_DATA_DIR=str(tmp_path / "data"),
+        COURSE_EXECUTOR="ray",
+        RAY_ADDRESS=dead,
+        TMPDIR=str(tmp_path),  # this test's own dispatcher health files
+    )
+    env.pop("DATABASE_URL", None)
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve", "--port", str(free_port())],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # its own process group, so Ctrl+C can be sent to it as a terminal does
+        )
+    try:
+        wanted = (
+            f"the dispatcher cannot reach the Ray cluster at RAY_ADDRESS={dead}: nothing answers at {dead} "
+            f"(Connection refused). Start the head there first (`ray start --head --port={dead.rsplit(':')[1]} "
+            "--num-cpus=0 --num-gpus=0`, README: Deploying) or set RAY_ADDRESS to the head's host:port"
+        )
+        wait_for(lambda: wanted in log_path.read_text(), timeout=120, interval=0.2)
+        assert log_path.read_text().count("cannot reach the Ray cluster") == 1  # once, not per retry
+        health = _health(tmp_path)
+        assert health.returncode == 1 and f"RAY_ADDRESS={dead}" in health.stderr
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl+C: the server and the dispatcher it started
+        proc.wait(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = log_path.read_text()
+    assert took < 5, f"the server took {took:.1f} s to stop\n{text[-3000:]}"
+    assert "stopped before it connected to Ray" in text
+    assert "Failed to connect to GCS" not in text  # Ray was never asked while nothing listened
