@@ -152,7 +152,7 @@ def cannot_reach(address: str, why: str) -> str:
     port = where[1] if where else 6379
     named = f"RAY_ADDRESS={address}" if address != "auto" else "RAY_ADDRESS (unset: Ray looked for a head on this host)"
     return (
-        f"the dispatcher cannot reach the Ray cluster at {named}: {why}. Start the head there first "
+        f"the dispatcher cannot reach the Ray cluster at {named}: {why.rstrip('.')}. Start the head there first "
         f"(`{HEAD_START.format(port=port)}`, README: Deploying) or set RAY_ADDRESS to the head's host:port; "
         f"no lab job runs until the dispatcher connects"
     )
@@ -290,7 +290,8 @@ class Dispatcher:
             self.stopping.wait(CONNECT_RETRY_S)
         return False
 
-    def connect(self) -> None:
+    def connect(self) -> bool:
+        """ray.init; False (with the error logged once, no traceback) if it fails."""
         import ray
 
         try:
@@ -304,8 +305,9 @@ class Dispatcher:
             message = cannot_reach(self.ray_address, f"{type(exc).__name__}: {exc}")
             self._failed(message)
             log.error("%s", message)
-            raise  # the server's supervisor starts the dispatcher again (app/executors/supervise.py)
+            return False
         log.info("dispatcher %s connected to Ray %s at %s", self.id, ray.__version__, self.ray_address)
+        return True
 
     # -- health (dispatcher_health_main reads these files)
 
@@ -678,7 +680,10 @@ class Dispatcher:
                 self.cancel(f.job_id, "timed out")
         self.dispatch(nodes)
 
-    def run_forever(self) -> None:
+    def run_forever(self) -> int:
+        """Until SIGTERM or SIGINT; the exit status: 1 if Ray refused the connection (`serve` then starts the
+        dispatcher again after supervise.RESTART_DELAY_S), else 0."""
+
         def stop(*_args) -> None:
             self.stopping.set()
 
@@ -691,8 +696,10 @@ class Dispatcher:
         if not self.wait_for_head():
             log.info("dispatcher %s stopped before it connected to Ray", self.id)
             self.engine.dispose()
-            return
-        self.connect()
+            return 0
+        if not self.connect():
+            self.engine.dispose()
+            return 1
         handle_signals()  # again: ray.init installs a SIGTERM handler of its own (sys.exit), which ours replace
         log.info("dispatcher %s started", self.id)
         while not self.stopping.is_set():
@@ -706,6 +713,7 @@ class Dispatcher:
                 self._completed()
             self.stopping.wait(TICK_S)
         self.shutdown()
+        return 0
 
     def shutdown(self) -> None:
         """Hand running jobs back to the queue (no attempt spent) and stop their tasks."""
@@ -729,5 +737,4 @@ class Dispatcher:
 def main(settings: Settings | None = None) -> int:
     settings = settings or Settings.from_env()
     logs.configure(settings.log_level)
-    Dispatcher(settings).run_forever()
-    return 0
+    return Dispatcher(settings).run_forever()
