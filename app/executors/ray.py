@@ -72,9 +72,8 @@ from app.services import bundles
 from app.services import cluster as cluster_service
 from app.services import jobs as job_service
 from app.services import queue as queue_service
-from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node
+from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node, node_memory_budget
 from labs import catalog
-from labs.resources import MIB
 from labs.words import count
 
 log = logging.getLogger(__name__)
@@ -219,17 +218,6 @@ def need_for(lab: str, params: dict, backend: str) -> Need:
         te_gpus=res.gpus if backend == "te" else 0,
         memory_bytes=res.memory_bytes,
     )
-
-
-JOB_MEMORY_LABEL = LABEL_PREFIX + "job_memory_mb"  # set by `python -m app ray-node-flags` (ray_node.node_flags)
-
-
-def node_memory_budget(labels: Mapping[str, Any], fallback: int) -> int:
-    """The per-job memory budget a node enforces, as its `ray start` label says. A node started without the
-    label (flags written by hand) is taken to enforce `fallback`, the dispatcher's own COURSE_JOB_MEMORY_MB: the
-    only use left for that setting here, since the node enforces its own (ray_node.run_lab_on_node)."""
-    raw = str(labels.get(JOB_MEMORY_LABEL, ""))
-    return int(raw) * MIB if raw.isdigit() and int(raw) > 0 else fallback
 
 
 @dataclass

@@ -8,20 +8,31 @@ listed for FRESH_S is treated as gone, so a dead dispatcher shows as "no node on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.models import ClusterNode, utcnow
 from app.services.labhost import HostCapacity
-from labs.resources import MIN_CPU_SLOTS, Capacity
+from labs.resources import MIB, MIN_CPU_SLOTS, Capacity
 from labs.words import count
 
 FRESH_S = 30  # a snapshot older than this says nothing about the cluster now
 TE_RESOURCE = "course_te_gpu"  # custom resource a node declares per GPU where Transformer Engine FP8 works
 LABEL_PREFIX = "course/"
+JOB_MEMORY_LABEL = LABEL_PREFIX + "job_memory_mb"  # set by `python -m app ray-node-flags` (ray_node.node_flags)
+
+
+def node_memory_budget(labels: Mapping[str, Any], fallback: int) -> int:
+    """The per-job memory budget a node enforces, as its `ray start` label says. A node started without the
+    label (flags written by hand) is taken to enforce `fallback`, this host's own COURSE_JOB_MEMORY_MB: the only
+    use left for that setting in Ray mode, since each node enforces its own (ray_node.run_lab_on_node)."""
+    raw = str(labels.get(JOB_MEMORY_LABEL, ""))
+    return int(raw) * MIB if raw.isdigit() and int(raw) > 0 else fallback
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,10 @@ def all_nodes(db: Session) -> list[tuple[Node, bool, object]]:
 
 
 def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
-    """What one job can get from the cluster: the best node for each kind of resource."""
+    """What one job can get from the cluster: the best node for each kind of resource. Memory is the largest
+    budget a node online enforces (each enforces its own COURSE_JOB_MEMORY_MB); `memory_bytes`, this host's,
+    stands in for a node without the label and for an empty cluster."""
+    memory_bytes = max((node_memory_budget(n.labels, memory_bytes) for n in nodes), default=memory_bytes)
     gpus = max((n.gpus for n in nodes), default=0)
     cpus = max((n.cpus for n in nodes), default=0)
     backends = [b for b in ("te", "torch-cuda", "cpu") if any(b in n.backends for n in nodes)]

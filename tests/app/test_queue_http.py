@@ -203,6 +203,27 @@ def test_no_gpu_online_is_said_at_submit_with_the_cpu_and_bundle_offers(settings
         assert (job.backend, job.requested_backend) == ("cpu", "cpu")
 
 
+def test_in_ray_mode_the_form_checks_memory_against_the_nodes_budgets_not_the_web_hosts(db):
+    """Each Ray node enforces its own COURSE_JOB_MEMORY_MB and says so in its `ray start` label: the submit check
+    takes the largest budget online, so a 32 GiB GPU node's runs are not refused at the web host's 512 MiB."""
+    from app.services import cluster
+
+    web = 512 * 2**20
+    assert cluster.host_capacity(db, memory_bytes=web).capacity.memory_bytes == web  # no node: the host's own
+    db.add(
+        ClusterNode(
+            node_id="gpu",
+            hostname="g",
+            alive=True,
+            resources={"CPU": 8.0, "GPU": 8.0},
+            labels={"course/job_memory_mb": "32768"},
+        )
+    )
+    db.add(ClusterNode(node_id="cpu", hostname="c", alive=True, resources={"CPU": 4.0}, labels={}))
+    db.commit()
+    assert cluster.host_capacity(db, memory_bytes=web).capacity.memory_bytes == 32768 * 2**20
+
+
 def test_the_cluster_page_lists_attempts_lost_to_infrastructure(client, prof, db):
     from app.services import jobs
 
