@@ -146,15 +146,16 @@ def part_number(text: str) -> int | None:
     return int(found.group(2)) if found else None
 
 
-def crowded_parts(files: dict, path: str, existing: dict) -> list[str]:
-    """The parts a new part's number lands on and after, in order, when another part holds that number; else []."""
+def crowded_parts(files: dict, path: str, existing: dict) -> list[tuple[str, int]]:
+    """The parts a new part's number lands on and after, with their numbers, in order, when another part holds that
+    number; else []."""
     number = part_number(files[path]) if path.startswith("parts/") and path not in existing else None
     if number is None:
         return []
     others = {p: n for p, t in files.items() if p.startswith("parts/") and p != path and (n := part_number(t))}
     if number not in others.values():
         return []
-    return sorted((p for p, n in others.items() if n >= number), key=lambda p: others[p])
+    return sorted(((p, n) for p, n in others.items() if n >= number), key=lambda pn: pn[1])
 
 
 def _moved_up(text: str) -> str:
@@ -169,7 +170,7 @@ class Edit(NamedTuple):
     files: dict  # the version's files with the edit and what the author ticked
     listed_in: str | None  # the part a new question was listed in
     unlisted: list[str]  # question files the edit left listed nowhere (removed when ticked)
-    crowded: list[str]  # parts whose number a new part takes, and the ones after (moved up when ticked)
+    crowded: list[tuple[str, int]]  # (part, number): the part a new part's number takes and those after it
 
 
 def edited_files(row, path: str, text: str, list_in: str, drop: bool, make_room: bool = False) -> Edit:
@@ -183,5 +184,5 @@ def edited_files(row, path: str, text: str, list_in: str, drop: bool, make_room:
         files = {p: t for p, t in files.items() if p not in unlisted}
     crowded = crowded_parts(files, path, row.files)
     if make_room:
-        files |= {p: _moved_up(files[p]) for p in crowded}
+        files |= {p: _moved_up(files[p]) for p, _ in crowded}
     return Edit(files, listed_in, unlisted, crowded)

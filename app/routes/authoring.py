@@ -150,11 +150,10 @@ def _listing_ctx(row, path: str, listed_in: str | None) -> dict:
 
 def _options_ctx(row, path: str, edit: listing.Edit, drop: bool, make_room: bool) -> dict:
     """The publish options (templates/instructor/_publish_options.html) for this edit, as the author ticked them."""
-    crowded = [(p, n + 1) for p in edit.crowded if (n := listing.part_number(row.files[p])) is not None]
     return _listing_ctx(row, path, edit.listed_in) | {
         "unlisted": edit.unlisted,
         "dropping": drop,
-        "crowded": crowded,
+        "crowded": [(p, n + 1) for p, n in edit.crowded],  # (part, the number it would move to)
         "making_room": make_room,
     }
 

@@ -458,6 +458,6 @@ def test_making_room_rewrites_only_the_top_level_number_digits():
     later = "number: 2   # keep me\ntitle: B\nblocks:\n  - kind: pause\n    number: 2\n"
     row = SimpleNamespace(files={"parts/a.yaml": "number: 1\n", "parts/b.yaml": later})
     edit = listing.edited_files(row, "parts/new.yaml", "number: 2\ntitle: N\n", "", False, make_room=True)
-    assert edit.crowded == ["parts/b.yaml"]
+    assert edit.crowded == [("parts/b.yaml", 2)]
     assert edit.files["parts/b.yaml"] == later.replace("number: 2   #", "number: 3   #")  # the block's key kept
     assert edit.files["parts/a.yaml"] == "number: 1\n"
