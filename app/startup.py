@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import tempfile
 from collections.abc import Callable
 
@@ -66,6 +67,23 @@ def check_database(settings: Settings) -> None:
         ) from None
     finally:
         engine.dispose()
+    if url.get_backend_name() == "sqlite":
+        _check_sqlite_writable(url.database, name, bool(settings.database_url))
+
+
+def _check_sqlite_writable(database: str | None, name: str, from_url: bool) -> None:
+    """SQLite opens a file it may not write read-only, so the connect above succeeds and the first migration or
+    sign-up failed deep inside a write. access(2) answers for this user and for a read-only mount, root included.
+    (A read-only folder fails the connect already: WAL mode opens its -wal and -shm files there.)"""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = os.path.abspath(database)
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        fix = "name a file in a folder" if from_url else "point it at a folder"
+        raise SettingsError(
+            f"{name}: the SQLite database {path} is read-only for this user; give this user write access to it, "
+            f"or {fix} this user can write"
+        )
 
 
 def _check_data_dir(settings: Settings) -> None:

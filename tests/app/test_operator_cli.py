@@ -194,6 +194,24 @@ def test_a_sqlite_file_that_cannot_be_opened_is_one_line(tmp_path):
     assert f"cannot open the SQLite database {tmp_path / 'data' / 'course.db'}: unable to open database file" in line
 
 
+def test_a_read_only_sqlite_file_in_a_writable_folder_is_one_line(tmp_path):
+    """SQLite opens a file it may not write read-only: the connect succeeded, the first write ended in a traceback.
+    Root may write any file, so a read-only bind mount of the file, in a private mount namespace, takes that away."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs unshare -m (a private mount namespace) to make a file read-only for root")
+    assert _run(_env(tmp_path), "migrate").returncode == 0
+    db = tmp_path / "data" / "course.db"
+    script = (
+        f'mount --bind "{db}" "{db}" && mount -o remount,bind,ro "{db}" && '
+        f'exec "{sys.executable}" -m app users create --email a@example.org --password "long enough"'
+    )
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True
+    )
+    line = _one_config_error(out, f"COURSE_DATA_DIR: the SQLite database {db} is read-only for this user")
+    assert line.endswith("give this user write access to it, or point it at a folder this user can write")
+
+
 def test_a_postgres_scheme_names_the_right_one(tmp_path):
     env = _env(tmp_path, DATABASE_URL="postgres://course:hunter2-secret@db:5432/course")
     line = _one_config_error(_run(env, "serve", "--port", "0"), "DATABASE_URL: no database dialect 'postgres'")
