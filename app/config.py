@@ -213,10 +213,6 @@ class Settings:
             raise SettingsError(f"COURSE_ENV: got {environment!r}, expected development, test or production")
         # a key nobody can know: nothing that runs without one signs anything with it
         secret = _secret_key(env, environment) if signs_sessions else secrets.token_urlsafe(32)
-        secure_default = "1" if environment == "production" else "0"
-        secure_cookies = env.get("COURSE_SECURE_COOKIES") or secure_default
-        if secure_cookies not in ("0", "1"):
-            raise SettingsError(f"COURSE_SECURE_COOKIES: got {secure_cookies!r}, expected 1 (HTTPS only) or 0")
         values = dict(
             environment=environment,
             data_dir=Path(env.get("COURSE_DATA_DIR") or ROOT / "data").resolve(),
@@ -227,7 +223,7 @@ class Settings:
             job_time_limit_s=_int(env, "COURSE_JOB_TIME_LIMIT", 600, 5, 7200),
             lease_s=_int(env, "COURSE_LEASE_SECONDS", 30, 2, 3600),
             max_attempts=_int(env, "COURSE_MAX_ATTEMPTS", 2, 1, 10),
-            secure_cookies=secure_cookies == "1",
+            secure_cookies=_flag(env, "COURSE_SECURE_COOKIES", environment == "production"),
             web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
             log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
             access_log=_flag(env, "COURSE_ACCESS_LOG", False),

@@ -96,6 +96,8 @@ def test_production_cookies_are_secure_with_hsts(settings):
     env = {"COURSE_ENV": "production", "COURSE_SECRET_KEY": "s" * 48}
     assert Settings.from_env(env).secure_cookies is True  # on by default in production
     assert Settings.from_env({**env, "COURSE_SECURE_COOKIES": "0"}).secure_cookies is False  # a plain-HTTP trial
+    assert Settings.from_env({**env, "COURSE_SECURE_COOKIES": "off"}).secure_cookies is False  # as the other on/off
+    assert Settings.from_env({"COURSE_SECURE_COOKIES": "yes"}).secure_cookies is True
     assert Settings.from_env({}).secure_cookies is False  # development on http://127.0.0.1
     app = create_app(dataclasses.replace(settings, environment="production", secure_cookies=True))
     with TestClient(app, base_url="https://testserver") as c:
@@ -109,5 +111,5 @@ def test_production_cookies_are_secure_with_hsts(settings):
 def test_a_bad_secure_cookies_value_names_the_setting():
     from app.config import SettingsError
 
-    with pytest.raises(SettingsError, match="COURSE_SECURE_COOKIES: got 'yes'"):
-        Settings.from_env({"COURSE_SECURE_COOKIES": "yes"})
+    with pytest.raises(SettingsError, match="COURSE_SECURE_COOKIES: got 'https', expected 1/true/yes/on or 0/false"):
+        Settings.from_env({"COURSE_SECURE_COOKIES": "https"})
