@@ -158,6 +158,28 @@ def crowded_parts(files: dict, path: str, existing: dict) -> list[tuple[str, int
     return sorted(((p, n) for p, n in others.items() if n >= number), key=lambda pn: pn[1])
 
 
+# Prose that names a part by its number ("see part 4", "Parts 3 and 4"); a leading zero ("Part 01", a figure's panel)
+# is not a part's number.
+_PART_MENTION = re.compile(r"\bparts? ([1-9]\d*)\b", re.I)
+MENTION_CONTEXT = 40  # characters shown either side of a mention
+
+
+def part_mentions(files: dict, path: str, lowest: int) -> list[tuple[str, int, str]]:
+    """(file, line, the words around it) for each line of the version, but the edited file's, that names a part
+    numbered `lowest` or more: making room renumbers those parts but not the text that names them."""
+    found = []
+    for name in sorted(files):
+        if name == path:
+            continue  # written now, against the new numbers
+        for line_no, line in enumerate(files[name].splitlines(), 1):
+            hits = [m for m in _PART_MENTION.finditer(line) if int(m.group(1)) >= lowest]
+            if hits:
+                start, end = max(hits[0].start() - MENTION_CONTEXT, 0), hits[-1].end() + MENTION_CONTEXT
+                words = ("…" if start else "") + line[start:end].strip() + ("…" if end < len(line) else "")
+                found.append((name, line_no, words))
+    return found
+
+
 def _moved_up(text: str) -> str:
     return _NUMBER.sub(lambda m: f"{m.group(1)}{int(m.group(2)) + 1}", text, count=1)
 

@@ -154,6 +154,7 @@ def _options_ctx(row, path: str, edit: listing.Edit, drop: bool, make_room: bool
         "unlisted": edit.unlisted,
         "dropping": drop,
         "crowded": [(p, n + 1) for p, n in edit.crowded],  # (part, the number it would move to)
+        "mentions": listing.part_mentions(row.files, path, edit.crowded[0][1]) if edit.crowded else [],
         "making_room": make_room,
     }
 

@@ -430,6 +430,7 @@ def test_a_new_part_in_the_middle_can_move_the_later_parts_up(instructor, db):
     assert "Number 3 is taken by <code>parts/deep-dives.yaml</code>" in r
     assert "Make room: renumber parts 3–6 to 4–7 in this version" in r
     assert 'id="make_room" name="make_room" value="1">' in r  # offered, not ticked
+    assert "no other text in this version names a part from 3 on by its number" in r  # "Part 01" is a panel
     form = {"path": "parts/worked-fp8.yaml", "text": NEW_PART, "make_room": "1"}
     r = instructor.post(f"/instructor/lessons/{LESSON}/preview", form, headers=HX).text
     assert "Valid. Preview of part 3" in r and 'name="make_room" value="1" checked>' in r
@@ -461,3 +462,32 @@ def test_making_room_rewrites_only_the_top_level_number_digits():
     assert edit.crowded == [("parts/b.yaml", 2)]
     assert edit.files["parts/b.yaml"] == later.replace("number: 2   #", "number: 3   #")  # the block's key kept
     assert edit.files["parts/a.yaml"] == "number: 1\n"
+
+
+def test_make_room_lists_the_lines_that_name_a_moved_part_by_number():
+    """Making room renumbers parts, not the prose that names them: the option lists each such line to check."""
+    from app.content import listing
+
+    files = {
+        "lesson.yaml": "title: L\nsummary: Parts 1 and 2 set up; part 3 measures.\n",
+        "parts/a.yaml": "number: 1\nbody: as part 2 shows, and Part 01 of the figure\n",
+        "parts/b.yaml": "number: 2\n",
+        "parts/c.yaml": "number: 3\nbody: " + "x" * 60 + " (see part 2) " + "y" * 60 + "\n",
+        "parts/new.yaml": "number: 2\nbody: see part 3\n",  # the edited file: written against the new numbers
+    }
+    assert listing.part_mentions(files, "parts/new.yaml", 2) == [
+        ("lesson.yaml", 2, "summary: Parts 1 and 2 set up; part 3 measures."),
+        ("parts/a.yaml", 2, "body: as part 2 shows, and Part 01 of the figure"),
+        ("parts/c.yaml", 2, "…" + "x" * 34 + " (see part 2) " + "y" * 38 + "…"),  # 40 characters either side
+    ]
+    assert listing.part_mentions(files, "parts/new.yaml", 4) == []
+
+
+def test_the_make_room_option_shows_the_lines_to_check(instructor, db):
+    before = lesson_service.latest_row(db, lesson_id=LESSON)
+    history = _text(db, "parts/history.yaml").replace("title: History + ecosystem", "title: History (after part 4)")
+    form = {"path": "parts/history.yaml", "text": history, "base_version": before.version}
+    assert "Published version" in instructor.post(f"/instructor/lessons/{LESSON}/publish", form).text
+    r = _preview(instructor, "parts/worked-fp8.yaml", NEW_PART)
+    assert "This line names a part from 3 on by its number and stays as written; check it:" in r
+    assert "<li><code>parts/history.yaml</code> line 2: title: History (after part 4)</li>" in r
