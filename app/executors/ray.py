@@ -145,6 +145,33 @@ def head_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
+# The client's opening of an HTTP/2 connection (RFC 9113 §3.4): the preface, then an empty SETTINGS frame. A gRPC
+# server, the Ray head's GCS among them, answers with a SETTINGS frame of its own (checked against a Ray 2.60 head).
+H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+H2_SETTINGS = 4  # the frame type, byte 3 of a frame's 9-byte header
+
+
+def not_a_ray_head(where: tuple[str, int]) -> str | None:
+    """Why what listens at `where` cannot be a Ray head, or None when it may be one; OSError when nothing accepts a
+    TCP connection. ray.init against another kind of server (an HTTP server, Redis on the old default port) waits
+    in C++ for minutes as it does against nothing; a server that does not answer HTTP/2 is no GCS. A cluster with
+    RAY_USE_TLS speaks TLS first, so only the TCP connection is checked there."""
+    with socket.create_connection(where, timeout=CONNECT_PROBE_S) as conn:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return None
+        conn.sendall(H2_GREETING)
+        got = b""
+        try:
+            while len(got) < 9 and (chunk := conn.recv(9 - len(got))):
+                got += chunk
+        except OSError:  # a timeout, or the server hung up on the greeting
+            pass
+    if len(got) == 9 and got[3] == H2_SETTINGS:
+        return None
+    reply = f"its reply began {got[:12]!r}" if got else f"it said nothing in {CONNECT_PROBE_S:.0f} s"
+    return f"something answers at {where[0]}:{where[1]} but it is no Ray head (not gRPC: {reply})"
+
+
 def cannot_reach(address: str, why: str) -> str:
     """The one error an operator needs when the dispatcher has no Ray cluster to use."""
     where = head_address(address)
@@ -256,8 +283,8 @@ class Dispatcher:
         return self.settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto"
 
     def wait_for_head(self) -> bool:
-        """Until the head at RAY_ADDRESS accepts a TCP connection (True) or the dispatcher is stopped (False);
-        the reason is logged once a minute and left for the health check meanwhile."""
+        """Until a server that may be a Ray head answers at RAY_ADDRESS (True: `not_a_ray_head`) or the dispatcher
+        is stopped (False); the reason is logged once a minute and left for the health check meanwhile."""
         address = self.ray_address
         where = head_address(address)
         if where is None:
@@ -265,16 +292,17 @@ class Dispatcher:
         logged_at: float | None = None
         while not self.stopping.is_set():
             try:
-                socket.create_connection(where, timeout=CONNECT_PROBE_S).close()
-                if logged_at is not None:
-                    log.info("the Ray head at RAY_ADDRESS=%s answers now; connecting", address)
-                return True
+                why = not_a_ray_head(where)
+                if why is None:
+                    if logged_at is not None:
+                        log.info("the Ray head at RAY_ADDRESS=%s answers now; connecting", address)
+                    return True
             except OSError as exc:
                 why = f"nothing answers at {where[0]}:{where[1]} ({exc.strerror or exc})"
-                if logged_at is None or time.monotonic() - logged_at >= CONNECT_REMIND_S:
-                    log.error("%s; trying again every %.0f s", cannot_reach(address, why), CONNECT_RETRY_S)
-                    logged_at = time.monotonic()
-                self._failed(cannot_reach(address, why))
+            if logged_at is None or time.monotonic() - logged_at >= CONNECT_REMIND_S:
+                log.error("%s; trying again every %.0f s", cannot_reach(address, why), CONNECT_RETRY_S)
+                logged_at = time.monotonic()
+            self._failed(cannot_reach(address, why))
             self.stopping.wait(CONNECT_RETRY_S)
         return False
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -98,8 +100,29 @@ def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_i
         admin.dispose()
 
 
-def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once(tmp_path):
-    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
+@pytest.fixture
+def redis_like():
+    """A server that is no Ray head: it answers every connection with a Redis error line and hangs up (6379 was
+    Ray's default head port, and Redis's)."""
+
+    class Reply(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.sendall(b"-ERR unknown command\r\n")
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Reply) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+
+
+@pytest.mark.parametrize("head", ["nothing", "not ray"])
+def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once(tmp_path, head, request):
+    if head == "nothing":
+        dead = f"127.0.0.1:{free_port()}"  # nothing listens there
+        why = f"nothing answers at {dead} (Connection refused)"
+    else:  # ray.init would wait in C++ for minutes here as against nothing
+        dead = request.getfixturevalue("redis_like")
+        why = f"something answers at {dead} but it is no Ray head (not gRPC: its reply began b'-ERR unkn')"
     env = dict(
         os.environ,
         COURSE_ENV="test",
@@ -121,8 +144,7 @@ def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once
         )
     try:
         wanted = (
-            f"the dispatcher cannot reach the Ray cluster at RAY_ADDRESS={dead}: nothing answers at {dead} "
-            f"(Connection refused). Start the head there first (`ray start --head --port={dead.rsplit(':')[1]} "
+            f"the dispatcher cannot reach the Ray cluster at RAY_ADDRESS={dead}: {why}. Start the head there first (`ray start --head --port={dead.rsplit(':')[1]} "
             "--num-cpus=0 --num-gpus=0`, README: Deploying) or set RAY_ADDRESS to the head's host:port"
         )
         wait_for(lambda: wanted in log_path.read_text(), timeout=120, interval=0.2)
