@@ -6,7 +6,9 @@ what was expected and `counts_as_attempt` is False, so the app must not record i
 
 A numeric answer that is a known slip rather than a wrong idea gets `hint` (not a try either): a
 fraction where a percentage was asked (0.273 for 27.3%), or a value a generator names as a slip (the
-value after rounding when the question asks before it). Multi-step problems grade one step at a time
+value after rounding when the question asks before it). A value a generator names as a mistake (a
+wrong idea the lesson warns about: one phase of a ring all-reduce, the KV cache without V) is a try,
+graded incorrect, and its feedback says which idea went wrong instead of only that it is out of range. Multi-step problems grade one step at a time
 with `grade_step`, reusing the same rules; a step is its own small question.
 """
 
@@ -53,6 +55,23 @@ def _slip(value: float, expected: float, q: Numeric, variant: Variant) -> str | 
         if not _within(value, expected, q) and _within(value, float(slip_value), q):
             return str(message)
     return None
+
+
+def _mistake(value: float, expected: float, q: Numeric, variant: Variant) -> str | None:
+    """What went wrong when the answer is a generator's known mistake, or None. A mistake the tolerance cannot tell
+    from the answer (a 64-GPU ring's 2(N−1)/N is within 2% of 2) is never named."""
+    for wrong, message in variant.values.get("mistakes", ()):
+        if not _within(float(wrong), expected, q) and _within(value, float(wrong), q):
+            return str(message)
+    return None
+
+
+def _band(q: Numeric) -> str:
+    """The accepted range, as the incorrect feedback names it: "±0.5 ms", "±2%", "±0.5%" (it was "±0%")."""
+    tol = q.tolerance
+    if tol.abs is not None:
+        return f"±{with_unit(tol.abs, q.unit)}"
+    return f"±{fmt_number(round((tol.rel or 0.0) * 100, 6))}%"
 
 
 def _within(value: float, expected: float, q: Numeric) -> bool:
@@ -102,11 +121,16 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
         return Feedback("hint", slip, unit=q.unit)
     if _within(value, expected, q):
         return Feedback("correct", f"Correct: {with_unit(value, q.unit)}.", expected, q.unit, text, variant.explanation)
-    tol = q.tolerance
-    band = f"±{fmt_number(tol.abs)}{' ' + q.unit if q.unit else ''}" if tol.abs is not None else f"±{tol.rel:.0%}"
+    mistake = _mistake(value, expected, q, variant)
+    if mistake:
+        message = f"Not quite: {with_unit(value, q.unit)}. {mistake}"
+    elif q.tolerance.abs == 0:
+        message = f"Not quite: {with_unit(value, q.unit)} is not the answer, which is exact here."
+    else:
+        message = f"Not quite: {with_unit(value, q.unit)} is outside the accepted range ({_band(q)})."
     return Feedback(
         "incorrect",
-        f"Not quite: {with_unit(value, q.unit)} is outside the accepted range ({band}).",
+        message,
         expected,
         q.unit,
         text,

@@ -53,14 +53,32 @@ def _step_time(p):
     return {"answer": r["total"], "overlap": overlap, "exposed": r["exposed"], "serial": r["serial"]}
 
 
+# Known wrong ideas about collectives (grading.py: a mistake is a try, and its feedback names the idea).
+ONE_PHASE = (
+    "That is one phase's traffic, (N−1)/N of the data. A ring all-reduce runs two phases, a reduce-scatter and "
+    "then an all-gather, so each GPU sends twice that."
+)
+NO_OWN_SHARE = (
+    "That sends all of the data through each GPU. Each GPU already holds its own 1/N of it, so only the other "
+    "(N−1)/N crosses its link."
+)
+
+
 def _ring(p):
     r = calc.ring_allreduce(p["size"], int(p["gpus"]))
-    return {"answer": r["per_gpu"], "factor": r["factor"]}
+    mistakes = [(r["half"], ONE_PHASE), (2 * p["size"], NO_OWN_SHARE)]
+    return {"answer": r["per_gpu"], "factor": r["factor"], "mistakes": mistakes}
 
 
 def _collective_time(p):
-    r = calc.collective_time(p["size"] * 1e9, int(p["gpus"]), p["bandwidth"] * 1e9, p["kind"])
-    return {"answer": r["ms"], "moved_gb": r["moved"] / 1e9}
+    gpus = int(p["gpus"])
+    r = calc.collective_time(p["size"] * 1e9, gpus, p["bandwidth"] * 1e9, p["kind"])
+    mistakes = [(r["ms"] * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+    if p["kind"] == "all-reduce":
+        mistakes.append((r["ms"] / 2, ONE_PHASE))
+    else:
+        mistakes.append((r["ms"] * 2, f"That is an all-reduce's traffic. A {p['kind']} is one phase: (N−1)/N."))
+    return {"answer": r["ms"], "moved_gb": r["moved"] / 1e9, "mistakes": mistakes}
 
 
 def _zero(p):

@@ -8,6 +8,7 @@ from labs.words import count
 
 from .. import calc
 from .family import Generator
+from .numerics import NO_OWN_SHARE, ONE_PHASE
 
 
 def _state(p):
@@ -40,19 +41,56 @@ def _budget(p):
     )
 
 
+def _compute_mistakes(answer: float, mfu: float) -> list[tuple[float, str]]:
+    """Known wrong ideas about training compute (grading.py: each is a try, its feedback names the idea)."""
+    return [
+        (
+            answer / 3,
+            "That counts 2·N·D, the forward pass alone. Training also runs the backward pass, about twice the "
+            "forward's work: 6·N·D.",
+        ),
+        (
+            answer * mfu,
+            f"That assumes the GPUs run at their peak. At {mfu:g} MFU they deliver {mfu:g} of it, so the work "
+            f"takes 1/{mfu:g} times as long.",
+        ),
+    ]
+
+
 def _hours(p):
     r = _budget(p)
-    return {"answer": r["hours"], "days": r["days"], "flop": r["flop"], "gpu_hours": r["gpu_hours"]}
+    mistakes = _compute_mistakes(r["hours"], p["mfu"])
+    if int(p["gpus"]) > 1:
+        mistakes.append(
+            (
+                r["gpu_hours"],
+                f"That is GPU-hours: the whole run on one GPU. On {int(p['gpus']):,} GPUs the wall clock runs "
+                f"1/{int(p['gpus']):,} of that.",
+            )
+        )
+    return {
+        "answer": r["hours"],
+        "days": r["days"],
+        "flop": r["flop"],
+        "gpu_hours": r["gpu_hours"],
+        "mistakes": mistakes,
+    }
 
 
 def _gpu_hours(p):
     r = _budget(p)
-    return {"answer": r["gpu_hours"], "flop": r["flop"]}
+    slips = [(r["gpu_hours"] * 3600, "That looks like GPU-seconds. The question asks for GPU-hours: divide by 3,600.")]
+    return {
+        "answer": r["gpu_hours"],
+        "flop": r["flop"],
+        "slips": slips,
+        "mistakes": _compute_mistakes(r["gpu_hours"], p["mfu"]),
+    }
 
 
 def _step_compute(p):
     r = calc.train_compute(p["params"] * 1e9, p["tokens"], p["flops"] * 1e12, p["mfu"])
-    return {"answer": r["seconds"], "flop": r["flop"]}
+    return {"answer": r["seconds"], "flop": r["flop"], "mistakes": _compute_mistakes(r["seconds"], p["mfu"])}
 
 
 def _fsdp_step(p):
@@ -64,7 +102,17 @@ def _fsdp_step(p):
 
 def _fsdp(p):
     r = _fsdp_step(p)
-    return {"answer": r["comm_ms"], "one_ms": r["one_ms"], "moved_gb": r["moved_gb"]}
+    gpus, collectives = int(p["gpus"]), int(p["collectives"])
+    mistakes = [(r["comm_ms"] * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+    if collectives == 3:
+        mistakes.append(
+            (
+                r["comm_ms"] * 2 / 3,
+                "That counts two collectives. FSDP gathers the weights for the forward pass, gathers them again "
+                "for the backward (it freed them in between), and reduce-scatters the gradients: three.",
+            )
+        )
+    return {"answer": r["comm_ms"], "one_ms": r["one_ms"], "moved_gb": r["moved_gb"], "mistakes": mistakes}
 
 
 def _share(p):
@@ -73,8 +121,17 @@ def _share(p):
 
 
 def _hsdp(p):
-    r = calc.hsdp_step(p["params"] * 1e9, int(p["gpus_per_node"]), int(p["nodes"]), p["bandwidth"] * 1e9)
-    return {"answer": r["ms"], "shard_gb": r["shard_gb"]}
+    per_node = int(p["gpus_per_node"])
+    r = calc.hsdp_step(p["params"] * 1e9, per_node, int(p["nodes"]), p["bandwidth"] * 1e9)
+    mistakes = [
+        (r["ms"] / 2, ONE_PHASE),
+        (
+            r["ms"] * per_node,
+            f"That all-reduces the whole model's gradients. Under HSDP each GPU owns 1/{per_node} of them and "
+            "all-reduces only that shard, with the GPUs holding the same shard in the other nodes.",
+        ),
+    ]
+    return {"answer": r["ms"], "shard_gb": r["shard_gb"], "mistakes": mistakes}
 
 
 def _moe(p):
@@ -106,7 +163,17 @@ def _all_to_all(p):
 
 def _kv(p):
     r = calc.kv_cache(int(p["layers"]), int(p["kv_heads"]), int(p["head_dim"]), p["tokens"], int(p["batch"]))
-    return {"answer": r["mb"], "per_token_kib": r["per_token_kib"]}
+    mib = "That looks like MiB (2²⁰ bytes). The question asks for MB (10⁶ bytes): multiply by 1.048576."
+    mistakes = [
+        (r["mb"] / 2, "That counts one tensor per token and layer. The cache keeps a key and a value for each: ×2."),
+        (r["mb"] * 2, "That stores 4 bytes per value. The cache here is BF16: 2 bytes."),
+    ]
+    return {
+        "answer": r["mb"],
+        "per_token_kib": r["per_token_kib"],
+        "slips": [(r["bytes"] / 2**20, mib)],
+        "mistakes": mistakes,
+    }
 
 
 def _decode(p):
@@ -114,8 +181,29 @@ def _decode(p):
     r = calc.decode_step(
         p["params"] * 1e9, kv["bytes"], p["hbm"] * 1e12, int(p["gpus"]), int(p["layers"]), 1e-6 * p["alpha_us"]
     )
+    gpus = int(p["gpus"])
+    mistakes = [
+        (
+            r["weights_ms"] / gpus + r["comm_ms"],
+            f"That reads only the weights. Every step also reads the whole KV cache once: {kv['bytes'] / 1e9:.3g} GB.",
+        )
+    ]
+    if gpus > 1:
+        mistakes += [
+            (
+                r["read_ms"],
+                f"That leaves out the all-reduces. With tensor parallelism every layer all-reduces twice per step, "
+                f"and at decode sizes each costs its latency: {r['comm_ms']:.2f} ms in all.",
+            ),
+            (
+                r["read_ms"] * gpus + r["comm_ms"],
+                f"That reads everything on one GPU. With {gpus}-way tensor parallelism each GPU reads 1/{gpus} of "
+                "the weights and of the cache, at the same time as the others.",
+            ),
+        ]
     return {
         "answer": r["ms"],
+        "mistakes": mistakes,
         "kv_gb": kv["bytes"] / 1e9,
         "weights_ms": r["weights_ms"],
         "comm_ms": r["comm_ms"],
@@ -244,7 +332,7 @@ FAMILIES: list[Generator] = [
         "kv_cache",
         {"layers": 32, "kv_heads": 8, "head_dim": 128, "tokens": 2000, "batch": 1},
         "MB",
-        "KV cache in BF16: {{layers}} layers, {{kv_heads}} KV heads of {{head_dim}}, {{tokens}} tokens, batch "
+        "KV cache in BF16: {{layers}} layers, {{kv_heads}} KV heads of dimension {{head_dim}}, {{tokens}} tokens, batch "
         "{{batch}}. How many MB?",
         "2 (K and V) × {{layers}} × {{kv_heads}} × {{head_dim}} × 2 bytes = {{per_token_kib|.0f}} KiB per token; "
         "× {{tokens}} × {{batch}} = {{answer|,.0f}} MB.",

@@ -1,0 +1,84 @@
+"""A wrong answer that matches a known wrong idea is told which idea (and still counts as a try); a unit slip
+gets a hint (not a try); the out-of-range feedback names the accepted range as the question sets it. The wrong
+values are worked by hand from the lessons' numbers, not taken from the generators."""
+
+import pytest
+
+from app.content.practice import grade, make_variant
+from tests.content.test_practice import numeric
+
+# (generator, params, right answer, wrong answer, words the feedback must contain)
+MISTAKES = [
+    # 14 GB over 8 GPUs: 2 × 7/8 × 14 = 24.5 GB; one phase is 12.25; without the 7/8, 28
+    ("ring_allreduce", {"size": 14, "gpus": 8}, 24.5, 12.25, "runs two phases"),
+    ("ring_allreduce", {"size": 14, "gpus": 8}, 24.5, 28, "its own 1/N"),
+    # all-gather: 7/8 × 14 GB ÷ 450 GB/s = 27.2 ms; 31.1 without the 7/8; 54.4 is an all-reduce
+    ("collective_time", {"size": 14, "gpus": 8, "bandwidth": 450}, 27.22, 31.11, "its own 1/N"),
+    ("collective_time", {"size": 14, "gpus": 8, "bandwidth": 450}, 27.22, 54.44, "an all-reduce's traffic"),
+    ("collective_time", {"size": 14, "gpus": 8, "bandwidth": 450, "kind": "all-reduce"}, 54.44, 27.22, "two phases"),
+    # 6 · 1e9 · 20e9 ÷ (989e12 × 0.4) = 303,337 s = 84.26 GPU-hours; 2·N·D gives a third, peak FLOP/s 0.4 of it
+    ("gpu_hours", {"params": 1, "tokens": 20}, 84.26, 28.09, "the forward pass alone"),
+    ("gpu_hours", {"params": 1, "tokens": 20}, 84.26, 33.7, "At 0.4 MFU"),
+    # 6 · 7e9 · 140e9 ÷ (8 × 989e12 × 0.4) = 516.2 h of wall clock; 4,130 GPU-hours
+    ("train_hours", {"params": 7, "tokens": 140, "gpus": 8}, 516.2, 4130, "On 8 GPUs the wall clock"),
+    # FSDP, 7B BF16 on 8 GPUs at 450 GB/s: 3 × 7/8 × 14 GB ÷ 450 GB/s = 81.7 ms; two collectives 54.4; no 7/8 93.3
+    ("fsdp_comm", {}, 81.67, 54.44, "reduce-scatters the gradients: three"),
+    ("fsdp_comm", {}, 81.67, 93.33, "its own 1/N"),
+    # HSDP: 14 GB ÷ 8 = 1.75 GB shard, 2 × 63/64 × 1.75 GB ÷ 50 GB/s = 68.9 ms; the whole model 551 ms
+    ("hsdp_comm", {}, 68.91, 34.45, "two phases"),
+    ("hsdp_comm", {}, 68.91, 551.3, "owns 1/8 of them"),
+    # KV: 2 × 32 × 8 × 128 × 2 bytes = 128 KiB per token; × 2,000 = 262.1 MB; K alone 131.1; FP32 524.3
+    ("kv_cache", {}, 262.1, 131.1, "a key and a value"),
+    ("kv_cache", {}, 262.1, 524.3, "BF16: 2 bytes"),
+    # decode, 8.03B on one GPU at 3.35 TB/s: 16.06 GB of weights 4.79 ms + 9.44 GB of KV 2.82 ms = 7.61 ms
+    ("decode_step", {}, 7.61, 4.79, "the whole KV cache once: 9.44 GB"),
+    # the same on 8 GPUs: (16.06 + 9.44) GB ÷ (8 × 3.35 TB/s) = 0.951 ms + 64 all-reduces × 10 µs = 1.591 ms
+    ("decode_step", {"gpus": 8}, 1.591, 0.951, "0.64 ms in all"),
+    ("decode_step", {"gpus": 8}, 1.591, 8.25, "reads 1/8 of the weights"),
+]
+
+
+@pytest.mark.parametrize(("generator", "params", "right", "wrong", "words"), MISTAKES)
+def test_a_known_wrong_idea_is_named_and_counts_as_a_try(generator, params, right, wrong, words):
+    q = numeric(generator, params=params, tolerance={"rel": 0.01})
+    v = make_variant(q, seed=0)
+    assert v.answer == pytest.approx(right, rel=2e-3)
+    fb = grade(q, v, str(wrong))
+    assert fb.status == "incorrect" and fb.counts_as_attempt
+    assert words in fb.message and "accepted range" not in fb.message, fb.message
+    assert grade(q, v, str(right)).status == "correct"
+
+
+@pytest.mark.parametrize(
+    ("generator", "wrong", "words"),
+    [
+        ("gpu_hours", "303337", "looks like GPU-seconds"),  # 84.26 GPU-hours × 3,600
+        ("kv_cache", "250", "looks like MiB"),  # 262,144,000 bytes ÷ 2²⁰
+    ],
+)
+def test_a_unit_slip_gets_a_hint_not_a_try(generator, wrong, words):
+    q = numeric(generator, tolerance={"rel": 0.01})
+    fb = grade(q, make_variant(q, seed=0), wrong)
+    assert fb.status == "hint" and not fb.counts_as_attempt and words in fb.message
+
+
+def test_a_mistake_the_tolerance_cannot_tell_from_the_answer_is_not_named():
+    """On 64 GPUs 2 × 63/64 = 1.969 is within 2% of 2, the value without the 63/64: 2.03 is out of range, and close
+    to that mistake, but the mistake is no wrong idea at this tolerance, so only the range is named."""
+    q = numeric("ring_allreduce", params={"size": 1, "gpus": 64}, tolerance={"rel": 0.02})
+    v = make_variant(q, seed=0)
+    assert grade(q, v, "2").status == "correct"
+    fb = grade(q, v, "2.03")
+    assert fb.status == "incorrect" and fb.message == "Not quite: 2.03 GB is outside the accepted range (±2%)."
+    q = numeric("ring_allreduce", params={"size": 1, "gpus": 64}, tolerance={"rel": 0.001})
+    assert "its own 1/N" in grade(q, make_variant(q, seed=0), "2").message  # told apart at 0.1%
+
+
+def test_the_accepted_range_reads_as_the_question_sets_it():
+    q = numeric("tp_threshold", tolerance={"rel": 0.005})
+    assert "outside the accepted range (±0.5%)" in grade(q, make_variant(q, seed=0), "3000").message  # was ±0%
+    q = numeric("fp8_step_time", tolerance={"abs": 0.5})
+    assert "outside the accepted range (±0.5 ms)" in grade(q, make_variant(q, seed=0), "20").message
+    q = numeric("absmax_int8", tolerance={"abs": 0})
+    fb = grade(q, make_variant(q, seed=0), "24")
+    assert fb.message == "Not quite: 24 is not the answer, which is exact here." and fb.counts_as_attempt
