@@ -45,6 +45,18 @@
     var chip = ev.target.closest && ev.target.closest(".pacing li");
     if (chip) chip.scrollIntoView({ block: "nearest", inline: "nearest" });
   });
+  // A part opened from the pacing list or the previous/next links replaces #lesson-body, link and all, so the focus
+  // fell back to the page: a keyboard learner started again from the top and a screen reader said nothing. The
+  // new part's heading takes the focus instead (read out; Tab goes on into the part, Shift+Tab back to the list).
+  // htmx fires after:swap on #lesson-body itself when the link that asked is gone.
+  document.addEventListener("htmx:after:swap", function (ev) {
+    var body = document.getElementById("lesson-body");
+    if (!body || ev.target !== body) return;
+    var heading = body.querySelector(".part-wrap h2");
+    if (!heading) return;
+    heading.tabIndex = -1;
+    heading.focus({ preventScroll: true });  // the link's show:top has scrolled to the part already
+  });
   function init(root) { renderMath(root); wireTraces(root); showCurrentChip(); }
   document.addEventListener("htmx:after:process", function (ev) { init(ev.target); });
   document.addEventListener("DOMContentLoaded", function () { init(document); });
