@@ -1,0 +1,178 @@
+"""A learner who uses only the keyboard: after an htmx swap the focus stays where they were (the button they
+pressed, the part they opened, the Cancel button of a job card that refreshes itself every second) instead of
+falling back to the page, and a focus ring is not cut off by a box that scrolls sideways. Real Chromium, real key
+presses; screenshots under test-artifacts/screenshots/keyboard-*.png: look at them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import register, screenshot
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
+
+LESSON = "transformer-scaling"
+RING = 5  # what a focus ring reaches past its element: the 3px outline at a 2px offset (static/app.css)
+
+
+def _learner(browser, live_server, email, width=1280, height=900):
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    page = ctx.new_page()
+    page.set_default_timeout(15_000)
+    register(page, live_server.url, email)
+    return ctx, page
+
+
+def _tab_to(page, selector: str, limit: int = 120, key: str = "Tab") -> None:
+    """Press Tab until the element SELECTOR has the focus (fails after LIMIT presses)."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if page.evaluate("s => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"{limit} presses of {key} never reached {selector}")
+
+
+def _focused(page) -> str:
+    return page.evaluate("() => document.activeElement.id || document.activeElement.tagName")
+
+
+def _ring_room(page, clip_selector: str) -> dict:
+    """How far the focused element sits inside its scroll box CLIP_SELECTOR on each side, in px."""
+    return page.evaluate(
+        """s => {
+          const e = document.activeElement, box = e.closest(s), r = e.getBoundingClientRect(), b = box.getBoundingClientRect();
+          const left = b.left + box.clientLeft, top = b.top + box.clientTop;
+          return {left: r.left - left, right: left + box.clientWidth - r.right,
+                  top: r.top - top, bottom: top + box.clientHeight - r.bottom};
+        }""",
+        clip_selector,
+    )
+
+
+def _await_swap(page, selector: str) -> None:
+    """Mark the focused element, then wait until SELECTOR is a new element (an htmx poll replaced it)."""
+    page.evaluate("() => { document.activeElement.dataset.old = '1'; }")
+    page.wait_for_function(
+        "s => { const e = document.querySelector(s); return e && !e.dataset.old; }", arg=selector, timeout=10_000
+    )
+
+
+def test_answers_and_the_done_toggle_keep_the_focus_and_name_their_feedback(browser, live_server):
+    ctx, page = _learner(browser, live_server, "kb-answers@example.org")
+    page.goto(f"{live_server.url}/lessons/{LESSON}/practice")
+    _tab_to(page, "#q-wide-layer-axis-A")
+    page.keyboard.press("ArrowDown")  # B: a smaller batch (wrong)
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    feedback = page.locator("#q-wide-layer-axis .feedback")
+    expect(feedback).to_contain_text("Not yet")
+    # the new Check button has the focus, and names the feedback, so a screen reader reads it out there
+    assert _focused(page) == "q-wide-layer-axis-submit"
+    assert (
+        page.evaluate("() => document.activeElement.getAttribute('aria-describedby')") == "q-wide-layer-axis-feedback"
+    )
+    assert feedback.get_attribute("id") == "q-wide-layer-axis-feedback"
+    screenshot(page, "keyboard-feedback-laptop", full_page=False)
+    page.keyboard.press("Shift+Tab")  # back to the chosen option, then the right one, and Enter submits again
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    expect(feedback).to_contain_text("Correct")
+    assert _focused(page) == "q-wide-layer-axis-A"
+
+    # a written answer: the Save button keeps the focus and names the reference answer it revealed
+    _tab_to(page, "#q-format-roles-answer")
+    page.keyboard.type("E4M3 forward, E5M2 for gradients.")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator("#q-format-roles .reference")).to_be_visible()
+    assert _focused(page) == "q-format-roles-submit"
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-describedby')") == "q-format-roles-reference"
+
+    # the done toggle is swapped out of band: the new one has the focus, whichever way it was pressed
+    _tab_to(page, ".done-form button")
+    page.keyboard.press("Enter")
+    expect(page.locator(".done-form button")).to_have_text("Mark as not done")
+    assert _focused(page) == "done-toggle"
+    page.keyboard.press("Enter")
+    expect(page.locator(".done-form button")).to_have_text("Mark this part as done")
+    assert _focused(page) == "done-toggle"
+
+    # a worked problem's step (another lesson): the step's Check button keeps the focus
+    page.goto(f"{live_server.url}/lessons/planning-at-scale/plan")
+    _tab_to(page, "#q-plan-7b-first-move-A")
+    page.keyboard.press("Space")  # Tab into a radio group only focuses its first option
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator("#q-plan-7b-first-move .feedback")).to_be_visible()
+    assert _focused(page) == "q-plan-7b-first-move-submit"
+    ctx.close()
+
+
+@pytest.mark.parametrize(("width", "height", "name"), [(1280, 900, "laptop"), (390, 844, "phone390")])
+def test_opening_a_part_moves_the_focus_to_its_heading(browser, live_server, width, height, name):
+    ctx, page = _learner(browser, live_server, f"kb-parts-{name}@example.org", width, height)
+    page.goto(f"{live_server.url}/lessons/{LESSON}/orient")
+    _tab_to(page, ".pacing a[href$='/deep-dives']")
+    if name == "phone390":  # the chip strip scrolls sideways: the focused chip's whole ring is inside it
+        room = _ring_room(page, ".pacing ol")
+        assert min(room.values()) >= RING, room
+        screenshot(page, "keyboard-pacing-chip-phone390", full_page=False)
+    page.keyboard.press("Enter")
+    heading = page.locator(".part-wrap h2")
+    expect(heading).to_have_text("Concept deep dives")
+    expect(heading).to_be_focused()  # read out by a screen reader; the next Tab goes into the part
+    screenshot(page, f"keyboard-part-heading-{name}", full_page=False)
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => !!document.activeElement.closest('.part-wrap')")
+    # a pause's answer: its Save button keeps the focus and names the reference answer it revealed
+    pause = page.locator(".pause").first
+    pause_id = pause.get_attribute("id")
+    _tab_to(page, f"#{pause_id} textarea")
+    page.keyboard.type("The scale moves the values into range.")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#{pause_id} .reference")).to_be_visible()
+    assert _focused(page) == f"{pause_id}-submit"
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-describedby')") == f"{pause_id}-reference"
+    # the "next part" link at the foot does the same
+    _tab_to(page, ".part-foot a.next")
+    page.keyboard.press("Enter")
+    expect(heading).to_have_text("Put it back into code")
+    expect(heading).to_be_focused()
+    ctx.close()
+
+
+def test_a_polling_job_card_and_the_jobs_list_keep_the_focus(browser, live_server):
+    ctx, page = _learner(browser, live_server, "kb-jobs@example.org")
+    page.goto(f"{live_server.url}/labs/fp8-step")
+    card = page.locator("#job-list article.job")
+    _tab_to(page, "#p-steps")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("2000")  # long enough to stay in flight while the focus is watched; cancelled below
+    _tab_to(page, "#lab-form button[type=submit]")
+    page.keyboard.press("Enter")
+    expect(card).to_have_attribute("data-status", re.compile("queued|running"))
+    job_id = card.get_attribute("id").removeprefix("job-")
+    _tab_to(page, "#job-list form button", limit=10)
+    # the card replaces itself every 1-2 s: wait for a new one, then the focus must be on its Cancel button
+    _await_swap(page, "#job-list form button")
+    assert _focused(page) == f"job-{job_id}-cancel"
+
+    page.goto(f"{live_server.url}/jobs")  # the list refreshes itself every 3 s while a job is in flight
+    _tab_to(page, f"tr[data-job='{job_id}'] button", limit=40)
+    _await_swap(page, f"tr[data-job='{job_id}'] button")
+    assert _focused(page) == f"jobs-{job_id}-cancel"
+    page.keyboard.press("Enter")  # cancel it by keyboard: the worker is free for the other tests
+    expect(page.locator(f"tr[data-job='{job_id}']")).to_have_attribute("data-status", "cancelled", timeout=30_000)
+
+    # on a phone a run's link starts its row inside a box that scrolls sideways: its ring is not cut off
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/jobs")
+    _tab_to(page, f"tr[data-job='{job_id}'] a", limit=40)
+    room = _ring_room(page, ".table-wrap")
+    assert room["left"] >= RING, room
+    screenshot(page, "keyboard-jobs-phone390", full_page=False)
+    ctx.close()
