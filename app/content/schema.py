@@ -363,6 +363,12 @@ class Numeric(QuestionBase):
     )
     answer: float | None = Field(None, description="The answer of a fixed (non-generated) question.")
     unit: str = Field("", description="Unit of the answer, e.g. 'ms', 'GB', '%'; empty for a pure number.")
+    answer_in: Text = Field(
+        "",
+        max_length=40,
+        description="What a unitless answer counts, named beside the answer box and in the feedback: 'GPU-hours', "
+        "'billion tokens'. Display only: it converts nothing, so a question with a `unit` has none.",
+    )
     tolerance: Tolerance = Field(
         default_factory=lambda: Tolerance.model_validate({"rel": 0.01}), description="How close counts as correct."
     )
@@ -377,7 +383,16 @@ class Numeric(QuestionBase):
             raise ValueError(f"exactly one of `generator` (parameterized) or `answer` (fixed); found {both}")
         if self.answer is not None and self.params:
             raise ValueError("`params` only together with a `generator`; found params with a fixed answer")
+        if self.answer_in and self.unit:
+            raise ValueError(
+                f"`answer_in` only for a unitless answer (it converts nothing); this one's unit is {self.unit!r}"
+            )
         return self
+
+    @property
+    def shown_unit(self) -> str:
+        """The unit the page and the feedback name: `unit`, else `answer_in`."""
+        return self.unit or self.answer_in
 
 
 class NumericStep(Numeric):

@@ -247,3 +247,23 @@ def test_a_refused_self_check_shows_its_error_before_its_button(learner, db):
     assert r.status_code == 400
     message = _error_at_its_field(r.text, "selfcheck-defend-plan-error")
     assert message.startswith("Tick only the points listed") and message.endswith(".")
+
+
+def test_a_unitless_answer_names_what_it_counts_and_a_known_mistake_is_explained(learner, db):
+    """budget-gpu-hours has no unit to convert, but its box says GPU-hours, the learner may type them, and the
+    feedback names them; an answer that counts 2·N·D is told so, and it is a try."""
+    lesson, version, _ = lesson_service.current(db, lesson_id=PLAN)
+    q = lesson.questions["budget-gpu-hours"]
+    page = learner.get(f"/lessons/{PLAN}/compute-budget").text
+    assert 'for="q-budget-gpu-hours-answer">Your answer (in GPU-hours)</label>' in page
+    seed = learning.variant_seed(_me(learner), "budget-gpu-hours")
+    v = make_variant(q, seed)
+    url = f"/lessons/{PLAN}/questions/budget-gpu-hours"
+    third = learner.post(url, {"answer": f"{v.answer / 3:.1f}", "version": version, "seed": seed}).text
+    assert "the forward pass alone" in third and " GPU-hours. That counts 2·N·D" in third
+    assert db.query(Attempt).filter_by(question_id="budget-gpu-hours").count() == 1
+    typed = learner.post(url, {"answer": f"{v.answer:.1f} GB", "version": version, "seed": seed})
+    assert typed.status_code == 400 and "Type the number of GPU-hours alone; drop “GB”." in typed.text
+    right = learner.post(url, {"answer": f"{v.answer:.1f} GPU-hours", "version": version, "seed": seed}).text
+    assert "Correct" in right and "GPU-hours" in right
+    assert [a.status for a in db.query(Attempt).filter_by(question_id="budget-gpu-hours")] == ["incorrect", "correct"]

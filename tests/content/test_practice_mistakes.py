@@ -82,3 +82,14 @@ def test_the_accepted_range_reads_as_the_question_sets_it():
     q = numeric("absmax_int8", tolerance={"abs": 0})
     fb = grade(q, make_variant(q, seed=0), "24")
     assert fb.message == "Not quite: 24 is not the answer, which is exact here." and fb.counts_as_attempt
+
+
+def test_answer_in_is_only_for_a_unitless_answer():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="`answer_in` only for a unitless answer .*unit is 'ms'"):
+        numeric("fp8_step_time", answer_in="milliseconds")
+    q = numeric("gpu_hours", answer_in="GPU-hours", tolerance={"rel": 0.01})
+    v = make_variant(q, seed=0)
+    assert grade(q, v, "84.26 gpu-hours").message == "Correct: 84.26 GPU-hours."
+    assert grade(q, v, "90").message == "Not quite: 90 GPU-hours is outside the accepted range (±1%)."

@@ -70,7 +70,7 @@ def _band(q: Numeric) -> str:
     """The accepted range, as the incorrect feedback names it: "±0.5 ms", "±2%", "±0.5%" (it was "±0%")."""
     tol = q.tolerance
     if tol.abs is not None:
-        return f"±{with_unit(tol.abs, q.unit)}"
+        return f"±{with_unit(tol.abs, q.shown_unit)}"
     return f"±{fmt_number(round((tol.rel or 0.0) * 100, 6))}%"
 
 
@@ -107,27 +107,33 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     assert isinstance(q, Numeric)
     if variant is None:
         variant = make_variant(question, 0)
+    raw = (raw_answer or "").strip()
+    if q.answer_in and raw.lower().endswith(q.answer_in.lower()):  # "84 GPU-hours" where the box asks for GPU-hours
+        raw = raw[: -len(q.answer_in)]
     try:
-        value, unit = parse_number(raw_answer)
+        value, unit = parse_number(raw)
+        if unit and q.answer_in:
+            raise ValueError(f"Type the number of {q.answer_in} alone; drop “{unit}”.")
         value = convert(value, unit, q.unit)
     except ValueError as exc:
         return Feedback("invalid", str(exc), unit=q.unit)
     if variant.answer is None:  # make_variant gives every numeric question an answer
         raise ValueError(f"question {question.id!r}: its variant has no answer")
     expected = float(variant.answer)
-    text = with_unit(expected, q.unit)
+    text = with_unit(expected, q.shown_unit)
     slip = _slip(value, expected, q, variant)
     if slip:
         return Feedback("hint", slip, unit=q.unit)
+    shown = with_unit(value, q.shown_unit)
     if _within(value, expected, q):
-        return Feedback("correct", f"Correct: {with_unit(value, q.unit)}.", expected, q.unit, text, variant.explanation)
+        return Feedback("correct", f"Correct: {shown}.", expected, q.unit, text, variant.explanation)
     mistake = _mistake(value, expected, q, variant)
     if mistake:
-        message = f"Not quite: {with_unit(value, q.unit)}. {mistake}"
+        message = f"Not quite: {shown}. {mistake}"
     elif q.tolerance.abs == 0:
-        message = f"Not quite: {with_unit(value, q.unit)} is not the answer, which is exact here."
+        message = f"Not quite: {shown} is not the answer, which is exact here."
     else:
-        message = f"Not quite: {with_unit(value, q.unit)} is outside the accepted range ({_band(q)})."
+        message = f"Not quite: {shown} is outside the accepted range ({_band(q)})."
     return Feedback(
         "incorrect",
         message,
