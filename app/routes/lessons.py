@@ -330,6 +330,10 @@ def answer_step(
             )
         else:
             error, feedback = feedback.message, None
+    attempts = learning.latest_attempts(db, user=user, lesson_id=lesson_id)
+    # The problem comes back whole: the other steps' boxes keep the learner's last answers (they were blank after
+    # each step's check, so a chain of steps lost its earlier numbers). A page load shows them blank, as questions.
+    drafts = {s.id: a.answer for s in body.steps if (a := attempts.get(f"{question_id}:{s.id}"))}
     ctx = {
         "lesson": lesson,
         "version": current_version,
@@ -338,8 +342,8 @@ def answer_step(
         "q": body,
         "step_feedback": {step_id: feedback} if feedback else {},
         "step_error": {step_id: error} if error else {},
-        "drafts": {step_id: answer},
-        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
+        "drafts": drafts | {step_id: answer},
+        "attempts": attempts,
     }
     return _answered(request, "lessons/_multistep.html", ctx, error=error, item=f"q-{question_id}")
 

@@ -267,3 +267,15 @@ def test_a_unitless_answer_names_what_it_counts_and_a_known_mistake_is_explained
     right = learner.post(url, {"answer": f"{v.answer:.1f} GPU-hours", "version": version, "seed": seed}).text
     assert "Correct" in right and "GPU-hours" in right
     assert [a.status for a in db.query(Attempt).filter_by(question_id="budget-gpu-hours")] == ["incorrect", "correct"]
+
+
+def test_checking_a_step_keeps_the_earlier_steps_answers_in_their_boxes(learner, db):
+    _, version, _ = lesson_service.current(db, lesson_id=PLAN)
+    url = f"/lessons/{PLAN}/questions/tp8-zero1-70b/steps"
+    learner.post(f"{url}/total-state", {"answer": "1120 GB", "version": version})
+    learner.post(f"{url}/third-option", {"answer": "A", "version": version})
+    html = learner.post(f"{url}/fsdp-node", {"answer": "141", "version": version}).text
+    assert re.search(r'id="q-tp8-zero1-70b-total-state-answer"[^>]*value="1120 GB"', html)
+    assert re.search(r'id="q-tp8-zero1-70b-fsdp-node-answer"[^>]*value="141"', html)
+    assert re.search(r'id="q-tp8-zero1-70b-third-option-A"[^>]*value="A" checked', html)
+    assert re.search(r'id="q-tp8-zero1-70b-tp8-zero1-answer"[^>]*value=""', html)  # never tried: blank
