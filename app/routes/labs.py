@@ -230,6 +230,9 @@ def submit_job(
     notice_session.watch(request.session, job.id)  # whatever page the learner is on hears when it is done
     if is_htmx(request):  # the caller's hx-target decides where the new job card goes
         ctx = card_context(db, settings, job, user)
+        if form.get("had_errors"):  # the form still shows the refused try's errors: it comes along, without them
+            fields = [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
+            ctx |= {"form_oob": True, "lab": spec.name, "module": spec, "fields": fields, "values": form}
         response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)
         # replaced cards refresh themselves; the lab page refreshes its list of earlier runs
         response.headers["HX-Trigger"] = "job-submitted, lab-runs-changed"

@@ -113,6 +113,20 @@ def test_fp8_step_form_is_grouped_and_run_is_near_its_top(browser, live_server, 
     )  # nothing changed in the FP8 fold: it stays folded
     assert _overflow(page) == 0 and _sticking_out(page) == []
     screenshot(page, f"lab-form-groups-refused-{name}")
+
+    # corrected and run from the keyboard: the run starts, and the form drops the refused try's errors (they stayed,
+    # aria-invalid and all, beside a running job) while the values typed and the focus on Run stay
+    page.locator("#p-lr").fill("0.01")
+    page.locator("#p-steps").fill("20")
+    page.locator("#lab-run").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#job-list article.job")).to_have_count(1)
+    expect(page.locator("#lab-form-wrap .error")).to_have_count(0)
+    expect(page.locator("#lab-form [aria-invalid]")).to_have_count(0)
+    expect(page.locator("#p-lr")).to_have_attribute("aria-describedby", "h-lr")
+    expect(page.locator("#p-lr")).to_have_value("0.01")
+    expect(page.locator("#p-steps")).to_have_value("20")
+    expect(page.locator("#lab-run")).to_be_focused()
     ctx.close()
 
 
