@@ -190,7 +190,7 @@ def test_a_lesson_without_a_lab_offers_none(learner, lesson_id, first, last, int
 
 def test_a_lesson_with_a_lab_still_offers_it_everywhere(learner):
     html = learner.get(f"/lessons/{LESSON}/orient").text
-    assert f'<a href="/lessons/{LESSON}/lab">Hands-on lab</a>' in _header(html)
+    assert f'<a class="keep" href="/lessons/{LESSON}/lab">Hands-on lab</a>' in _header(html)  # no "Hands-/on"
     pacing = _pacing(html)
     for sid, title in (("atlas", "Knowledge atlas"), ("lab", "Hands-on lab"), ("references", "Go deeper")):
         assert re.search(rf'href="/lessons/{LESSON}/{sid}"[^>]*>{title}</a>', pacing), sid

@@ -653,3 +653,27 @@ def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server,
     expect(alert).to_be_hidden()
     expect(page).to_have_url(url)
     ctx.close()
+
+
+# Chips of the phone's pacing strip wider than the strip itself: a long title ran past both edges ("…and pipeline").
+WIDE_CHIPS = """[...document.querySelectorAll('.pacing li')]
+  .filter(li => li.getBoundingClientRect().width > li.parentElement.clientWidth)
+  .map(li => li.textContent.replace(/\\s+/g, ' ').trim())"""
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS[1:])
+def test_a_long_part_title_wraps_inside_its_pacing_chip(browser, live_server, seeded, width, height, name):
+    ctx = _context(browser, width, height)
+    page = ctx.new_page()
+    login(page, live_server.url, LEARNER)
+    page.goto(f"{live_server.url}/lessons/precision-by-numbers/collectives-memory")
+    current = page.locator(".pacing li.current")
+    expect(current).to_contain_text("Collectives, memory and pipelines")
+    assert page.evaluate(WIDE_CHIPS) == []
+    strip, chip = page.locator(".pacing ol").bounding_box(), current.bounding_box()
+    assert strip and chip and chip["x"] >= strip["x"] and chip["x"] + chip["width"] <= strip["x"] + strip["width"]
+    page.goto(f"{live_server.url}/lessons/{LESSON}/orient")
+    link = page.locator("#lesson-head a", has_text="Hands-on lab")
+    assert link.evaluate("a => a.getClientRects().length") == 1  # one line box: "Hands-/on lab" made two
+    screenshot(page, f"polish-pacing-chips-{name}", full_page=False)
+    ctx.close()
