@@ -61,7 +61,10 @@ def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Respons
     before = notice_session.pending(session)
     for job in notices.finished_jobs(db, owner=user, ids=notice_session.watched(session)):
         notice_session.forget(session, job.id)
-        notice_session.add(session, _job_notice(job))
+        # a cancelled run (by the learner, or replaced by a newer one) is no news; it stayed watched, and this
+        # poll ran every few seconds for the rest of the session
+        if job.status != "cancelled":
+            notice_session.add(session, _job_notice(job))
     if notice_session.grades_due(session):
         session[notice_session.CHECKED] = time.time()
         seen = session.get(notice_session.GRADES_SEEN)

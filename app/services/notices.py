@@ -21,10 +21,11 @@ MAX_NOTICES = 5  # kept in the session cookie, so a handful at most
 
 
 def finished_jobs(db: Session, *, owner: User, ids: list[int]) -> list[Job]:
-    """The learner's jobs among `ids` that have finished (succeeded or failed), oldest first."""
+    """The learner's jobs among `ids` that have finished (succeeded, failed or cancelled), oldest first."""
     if not ids:
         return []
-    q = select(Job).where(Job.owner_id == owner.id, Job.id.in_(ids), Job.status.in_(("succeeded", "failed")))
+    done = ("succeeded", "failed", "cancelled")
+    q = select(Job).where(Job.owner_id == owner.id, Job.id.in_(ids), Job.status.in_(done))
     return list(db.scalars(q.order_by(Job.id)))
 
 

@@ -97,3 +97,16 @@ def test_notices_need_a_login(client, db):
     assert client.get("/notices", headers=HX).status_code == 401
     assert 'id="notices"' not in client.get("/").text  # the welcome page has no notices area
     assert db.query(Job).count() == 0
+
+
+def test_a_cancelled_run_is_no_news_and_stops_the_poll(client, db, settings):
+    """A cancelled run stayed watched: no notice came, and the notices poll ran every 3 s for the whole session."""
+    client.register("ann@example.org")
+    client.get("/notices", headers=HX)  # the new session's one grade check
+    job_id = _submit(client)
+    assert 'hx-trigger="every 3s"' in client.get("/labs").text
+    assert client.post(f"/jobs/{job_id}/cancel", headers=HX).status_code == 200
+    assert db.get(Job, job_id).status == "cancelled"
+    poll = client.get("/notices", headers=HX).text
+    assert "data-notice" not in poll and 'hx-trigger="every 3s"' not in poll
+    assert 'hx-get="/notices"' not in client.get("/labs").text  # nothing left to wait for
