@@ -324,7 +324,7 @@ def test_lab_form_shows_every_error_next_to_its_field(browser, live_server, widt
 
 
 @pytest.mark.parametrize("width,height,name", WIDTHS[:2])
-def test_registration_shows_every_error_at_once(browser, live_server, width, height, name):
+def test_registration_shows_every_error_at_once(browser, live_server, seeded, width, height, name):
     ctx = _context(browser, width, height)
     page = ctx.new_page()
     page.goto(f"{live_server.url}/register")
@@ -337,8 +337,22 @@ def test_registration_shows_every_error_at_once(browser, live_server, width, hei
     expect(page.locator("#password-error")).to_contain_text("(you gave 5)")
     expect(page.locator("#email")).to_have_value("not an address")  # what was typed stays
     expect(page.locator("#password")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#email")).to_be_focused()  # the first field to fix, not the top of the reloaded page
     assert _overflow(page) <= 0
     screenshot(page, f"polish-register-errors-{name}")
+    page.locator("#email").fill(f"fixed-{name}@example.org")
+    page.locator("#display_name").fill("Fay")
+    page.locator("#password").fill("short")
+    page.keyboard.press("Enter")
+    expect(page.locator("#password-error")).to_be_visible()
+    expect(page.locator("#password")).to_be_focused()
+    # a refused login: the email stays, the focus is on the password to type again
+    page.goto(f"{live_server.url}/login")
+    page.locator("#email").fill(LEARNER)
+    page.locator("#password").fill("not the password")
+    page.keyboard.press("Enter")
+    expect(page.locator("#login-error")).to_be_visible()
+    expect(page.locator("#password")).to_be_focused()
     ctx.close()
 
 
