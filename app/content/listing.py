@@ -165,13 +165,15 @@ MENTION_CONTEXT = 40  # characters shown either side of a mention
 
 
 def part_mentions(files: dict, path: str, lowest: int) -> list[tuple[str, int, str]]:
-    """(file, line, the words around it) for each line of the version, but the edited file's, that names a part
-    numbered `lowest` or more: making room renumbers those parts but not the text that names them."""
+    """(file, line, the words around it) for each line of the version, but the edited file's and comment lines, that
+    names a part numbered `lowest` or more: making room renumbers those parts but not the text that names them."""
     found = []
     for name in sorted(files):
         if name == path:
             continue  # written now, against the new numbers
         for line_no, line in enumerate(files[name].splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue  # a YAML comment: the author's note, never on a learner's page
             hits = [m for m in _PART_MENTION.finditer(line) if int(m.group(1)) >= lowest]
             if hits:
                 start, end = max(hits[0].start() - MENTION_CONTEXT, 0), hits[-1].end() + MENTION_CONTEXT

@@ -469,7 +469,7 @@ def test_make_room_lists_the_lines_that_name_a_moved_part_by_number():
     from app.content import listing
 
     files = {
-        "lesson.yaml": "title: L\nsummary: Parts 1 and 2 set up; part 3 measures.\n",
+        "lesson.yaml": "title: L\nsummary: Parts 1 and 2 set up; part 3 measures.\n  # Part 3 · an author's note\n",
         "parts/a.yaml": "number: 1\nbody: as part 2 shows, and Part 01 of the figure\n",
         "parts/b.yaml": "number: 2\n",
         "parts/c.yaml": "number: 3\nbody: " + "x" * 60 + " (see part 2) " + "y" * 60 + "\n",
