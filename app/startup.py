@@ -35,6 +35,7 @@ def check_database(settings: Settings) -> None:
     to fix. Each of these used to end start-up in a long traceback from deep inside a migration."""
     _check_data_dir(settings)
     name = "DATABASE_URL" if settings.database_url else "COURSE_DATA_DIR"
+    fix = "name a file in a folder" if settings.database_url else "point it at a folder"  # SQLite's errors' advice
     try:
         url = make_url(settings.db_url)
         engine = make_engine(settings.db_url)
@@ -57,7 +58,6 @@ def check_database(settings: Settings) -> None:
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         if url.get_backend_name() == "sqlite":
-            fix = "name a file in a folder" if settings.database_url else "point it at a folder"
             raise SettingsError(
                 f"{name}: cannot open the SQLite database {url.database}: {reason}; {fix} this user can write"
             ) from None
@@ -68,10 +68,10 @@ def check_database(settings: Settings) -> None:
     finally:
         engine.dispose()
     if url.get_backend_name() == "sqlite":
-        _check_sqlite_writable(url.database, name, bool(settings.database_url))
+        _check_sqlite_writable(url.database, name, fix)
 
 
-def _check_sqlite_writable(database: str | None, name: str, from_url: bool) -> None:
+def _check_sqlite_writable(database: str | None, name: str, fix: str) -> None:
     """SQLite opens a file it may not write read-only, so the connect above succeeds and the first migration or
     sign-up failed deep inside a write. access(2) answers for this user and for a read-only mount, root included.
     (A read-only folder fails the connect already: WAL mode opens its -wal and -shm files there.)"""
@@ -79,7 +79,6 @@ def _check_sqlite_writable(database: str | None, name: str, from_url: bool) -> N
         return
     path = os.path.abspath(database)
     if os.path.exists(path) and not os.access(path, os.W_OK):
-        fix = "name a file in a folder" if from_url else "point it at a folder"
         raise SettingsError(
             f"{name}: the SQLite database {path} is read-only for this user; give this user write access to it, "
             f"or {fix} this user can write"

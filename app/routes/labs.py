@@ -94,6 +94,11 @@ def _comparison(jobs: list[Job], a: int | None, b: int | None) -> dict:
     }
 
 
+def _form_fields(spec: catalog.LabSpec, host: HostCapacity) -> list:
+    """The lab form's fields: the lab's parameters, then the backend choice this host can offer."""
+    return [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
+
+
 def _lab_context(
     db: Session,
     user: User,
@@ -116,7 +121,7 @@ def _lab_context(
     return {
         "lab": spec.name,
         "module": spec,
-        "fields": [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)],
+        "fields": _form_fields(spec, host),
         "values": {},
         "errors": {},
         "latest": latest,
@@ -231,8 +236,13 @@ def submit_job(
     if is_htmx(request):  # the caller's hx-target decides where the new job card goes
         ctx = card_context(db, settings, job, user)
         if form.get("had_errors"):  # the form still shows the refused try's errors: it comes along, without them
-            fields = [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
-            ctx |= {"form_oob": True, "lab": spec.name, "module": spec, "fields": fields, "values": form}
+            ctx |= {
+                "form_oob": True,
+                "lab": spec.name,
+                "module": spec,
+                "fields": _form_fields(spec, host),
+                "values": form,
+            }
         response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)
         # replaced cards refresh themselves; the lab page refreshes its list of earlier runs
         response.headers["HX-Trigger"] = "job-submitted, lab-runs-changed"

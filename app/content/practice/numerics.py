@@ -64,6 +64,11 @@ NO_OWN_SHARE = (
 )
 
 
+def no_own_share(answer: float, gpus: int) -> list[tuple[float, str]]:
+    """The mistake of moving all of the data, not (N−1)/N of it, for an answer proportional to (N−1)/N."""
+    return [(answer * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+
+
 def _ring(p):
     r = calc.ring_allreduce(p["size"], int(p["gpus"]))
     mistakes = [(r["half"], ONE_PHASE), (2 * p["size"], NO_OWN_SHARE)]
@@ -73,7 +78,7 @@ def _ring(p):
 def _collective_time(p):
     gpus = int(p["gpus"])
     r = calc.collective_time(p["size"] * 1e9, gpus, p["bandwidth"] * 1e9, p["kind"])
-    mistakes = [(r["ms"] * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+    mistakes = no_own_share(r["ms"], gpus)
     if p["kind"] == "all-reduce":
         mistakes.append((r["ms"] / 2, ONE_PHASE))
     else:

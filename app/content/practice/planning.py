@@ -8,7 +8,7 @@ from labs.words import count
 
 from .. import calc
 from .family import Generator
-from .numerics import NO_OWN_SHARE, ONE_PHASE
+from .numerics import ONE_PHASE, no_own_share
 
 
 def _state(p):
@@ -103,7 +103,7 @@ def _fsdp_step(p):
 def _fsdp(p):
     r = _fsdp_step(p)
     gpus, collectives = int(p["gpus"]), int(p["collectives"])
-    mistakes = [(r["comm_ms"] * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+    mistakes = no_own_share(r["comm_ms"], gpus)
     if collectives == 3:
         mistakes.append(
             (
