@@ -394,6 +394,21 @@ class Numeric(QuestionBase):
         """The unit the page and the feedback name: `unit`, else `answer_in`."""
         return self.unit or self.answer_in
 
+    @property
+    def answer_in_one(self) -> str:
+        """`answer_in` for a count of one: "GPU-hour" for "GPU-hours"; "billion tokens" stays (its first word
+        is the one a number agrees with)."""
+        first, _, rest = self.answer_in.partition(" ")
+        if first.endswith("s") and not first.endswith("ss"):
+            first = first[:-1]
+        return f"{first} {rest}" if rest else first
+
+    def unit_for(self, x: float) -> str:
+        """The unit named after the number x: `answer_in`'s words agree with a count of one."""
+        if not self.unit and self.answer_in and abs(x) == 1:
+            return self.answer_in_one
+        return self.shown_unit
+
 
 class NumericStep(Numeric):
     id: Id = Field(description="Stable id of the step; its attempts are saved under it.")

@@ -93,3 +93,8 @@ def test_answer_in_is_only_for_a_unitless_answer():
     v = make_variant(q, seed=0)
     assert grade(q, v, "84.26 gpu-hours").message == "Correct: 84.26 GPU-hours."
     assert grade(q, v, "90").message == "Not quite: 90 GPU-hours is outside the accepted range (±1%)."
+    assert grade(q, v, "1").message == "Not quite: 1 GPU-hour is outside the accepted range (±1%)."
+    assert grade(q, v, "1 GPU-hour").status == "incorrect"  # the singular is read like the plural
+    tokens = numeric("gpu_hours", answer_in="billion tokens", tolerance={"abs": 1})
+    assert "(±1 billion tokens)" in grade(tokens, make_variant(tokens, seed=0), "1").message  # "billion" agrees
+    assert tokens.body.answer_in_one == "billion tokens" and q.body.answer_in_one == "GPU-hour"

@@ -70,7 +70,7 @@ def _band(q: Numeric) -> str:
     """The accepted range, as the incorrect feedback names it: "±0.5 ms", "±2%", "±0.5%" (it was "±0%")."""
     tol = q.tolerance
     if tol.abs is not None:
-        return f"±{with_unit(tol.abs, q.shown_unit)}"
+        return f"±{with_unit(tol.abs, q.unit_for(tol.abs))}"
     return f"±{fmt_number(round((tol.rel or 0.0) * 100, 6))}%"
 
 
@@ -108,8 +108,10 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     if variant is None:
         variant = make_variant(question, 0)
     raw = (raw_answer or "").strip()
-    if q.answer_in and raw.lower().endswith(q.answer_in.lower()):  # "84 GPU-hours" where the box asks for GPU-hours
-        raw = raw[: -len(q.answer_in)]
+    for words in (q.answer_in, q.answer_in_one) if q.answer_in else ():  # "84 GPU-hours", "1 GPU-hour"
+        if raw.lower().endswith(words.lower()):
+            raw = raw[: -len(words)]
+            break
     try:
         value, unit = parse_number(raw)
         if unit and q.answer_in:
@@ -120,11 +122,11 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     if variant.answer is None:  # make_variant gives every numeric question an answer
         raise ValueError(f"question {question.id!r}: its variant has no answer")
     expected = float(variant.answer)
-    text = with_unit(expected, q.shown_unit)
+    text = with_unit(expected, q.unit_for(expected))
     slip = _slip(value, expected, q, variant)
     if slip:
         return Feedback("hint", slip, unit=q.unit)
-    shown = with_unit(value, q.shown_unit)
+    shown = with_unit(value, q.unit_for(value))
     if _within(value, expected, q):
         return Feedback("correct", f"Correct: {shown}.", expected, q.unit, text, variant.explanation)
     mistake = _mistake(value, expected, q, variant)
