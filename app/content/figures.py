@@ -63,12 +63,21 @@ class FigureError(ValueError):
 
 
 def _done(
-    *, name: str, title: str, svg: str, alt: str, columns: list[str], rows: list[list[str]], numbers: dict[str, float]
+    *,
+    name: str,
+    title: str,
+    svg: str,
+    alt: str,
+    columns: list[str],
+    rows: list[list[str]],
+    numbers: dict[str, float],
+    narrow_svg: str = "",
 ) -> Rendered:
     box = re.search(r'viewBox="0 0 (\d+) \d+"', svg)
     width = int(box.group(1)) if box else 0
     return Rendered(
-        name=name, title=title, svg=svg, width=width, alt=alt, columns=columns, rows=rows, numbers=numbers
+        name=name, title=title, svg=svg, narrow_svg=narrow_svg, width=width, alt=alt, columns=columns, rows=rows,
+        numbers=numbers,
     )  # fmt: skip
 
 
@@ -730,15 +739,6 @@ def draw_memory(p: MemoryParams) -> Rendered:
         )
         for c in p.configs
     ]  # fmt: skip
-    width = 760
-    left, right, top, bar_h, gap = 170, 40, 64, 22, 12
-    height = top + len(mems) * (bar_h + gap) + 70
-    pw = width - left - right
-    x_max = max(max(m["total_gb"] for m in mems), p.hbm_gb) * 1.08
-
-    def px(gb: float) -> float:
-        return left + gb / x_max * pw
-
     title = f"Memory per GPU, {p.params / 1e9:g}B parameters, {p.seq:,}-token sequences"
     alt = (
         f"Stacked bars of GB per GPU for each configuration, against the {p.hbm_gb:g} GB of one GPU: "
@@ -749,52 +749,9 @@ def draw_memory(p: MemoryParams) -> Rendered:
         )
         + "."
     )
-    out = svg_open(width, height, title, alt)
-    out.append(_title_line(title))
-    lx = left
-    for _, name, colour in parts:
-        out.append(f'<rect x="{lx}" y="32" width="12" height="12" fill="{colour}"/>')
-        out.append(_text(lx + 16, 42, name))
-        lx += 16 + 8 * len(name) + 18
-    base = top + len(mems) * (bar_h + gap)
-    hx = px(p.hbm_gb)
-    out.append(
-        f'<line x1="{hx:.1f}" x2="{hx:.1f}" y1="{top - 6}" y2="{base}" stroke="{RED}" stroke-width="2" '
-        'stroke-dasharray="6 4"/>'
-    )
-    for i, (c, m) in enumerate(zip(p.configs, mems)):
-        y = top + i * (bar_h + gap)
-        out.append(
-            _text(left - 8, y + bar_h - 6, c.label, anchor="end", extra=' font-weight="600"' if not m["fits"] else "")
-        )
-        x = float(left)
-        for key, name, colour in parts:
-            w = px(m[key]) - left
-            if w > 0:
-                out.append(
-                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"><title>{escape(name)}: {m[key]:.1f} GB</title></rect>'
-                )
-            x += w
-        halo = ' paint-order="stroke" stroke="#fff" stroke-width="4"'  # legible where the 80 GB line crosses
-        out.append(
-            _text(x + 4, y + bar_h - 6, f"{m['total_gb']:.1f} GB", fill="#111" if m["fits"] else RED, extra=halo)
-        )
-    out.append(_text(hx, base + 14, f"{p.hbm_gb:g} GB per GPU", anchor="middle", fill=RED))
-    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{base + 24}" y2="{base + 24}" stroke="#333"/>')
-    step = 20 if x_max <= 200 else 50 if x_max <= 500 else 200
-    for t in range(0, int(x_max) + 1, step):
-        out.append(f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{base + 24}" y2="{base + 28}" stroke="#333"/>')
-        out.append(_text(px(t), base + 42, str(t), anchor="middle", fill="#333"))
-    out.append(
-        _text(
-            left + pw / 2,
-            base + 58,
-            "GB per GPU (activations: first pipeline stage, one microbatch in flight per stage)",
-            anchor="middle",
-            fill="#444",
-        )
-    )
-    out.append("</svg>")
+    x_max = max(max(m["total_gb"] for m in mems), p.hbm_gb) * 1.08
+    wide = _memory_wide(p, mems, parts, x_max, title, alt)
+    narrow = _memory_narrow(p, mems, parts, x_max, title, alt)
     rows = [
         [
             c.label,
@@ -814,7 +771,8 @@ def draw_memory(p: MemoryParams) -> Rendered:
     return _done(
         name="memory-anatomy",
         title=title,
-        svg="\n".join(out),
+        svg=wide,
+        narrow_svg=narrow,
         alt=alt,
         columns=[
             "configuration",
@@ -830,6 +788,115 @@ def draw_memory(p: MemoryParams) -> Rendered:
         rows=rows,
         numbers=numbers,
     )
+
+
+_MEMORY_AXIS = "GB per GPU (activations: first pipeline stage, one microbatch in flight per stage)"
+_HALO = ' paint-order="stroke" stroke="#fff" stroke-width="4"'  # legible where the GPU's memory line crosses
+
+
+def _memory_ticks(out: list[str], px: Callable[[float], float], x_max: float, y: float) -> None:
+    step = 20 if x_max <= 200 else 50 if x_max <= 500 else 200
+    for t in range(0, int(x_max) + 1, step):
+        out.append(f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{y}" y2="{y + 4}" stroke="#333"/>')
+        out.append(_text(px(t), y + 18, str(t), anchor="middle", fill="#333"))
+
+
+def _memory_wide(p: MemoryParams, mems: list[dict], parts: list, x_max: float, title: str, alt: str) -> str:
+    """Labels beside the bars, the totals after them: 760 px, for a laptop."""
+    width = 760
+    left, right, top, bar_h, gap = 170, 40, 64, 22, 12
+    height = top + len(mems) * (bar_h + gap) + 70
+    pw = width - left - right
+
+    def px(gb: float) -> float:
+        return left + gb / x_max * pw
+
+    out = svg_open(width, height, title, alt)
+    out.append(_title_line(title))
+    lx = left
+    for _, name, colour in parts:
+        out.append(f'<rect x="{lx}" y="32" width="12" height="12" fill="{colour}"/>')
+        out.append(_text(lx + 16, 42, name))
+        lx += 16 + 8 * len(name) + 18
+    base = top + len(mems) * (bar_h + gap)
+    hx = px(p.hbm_gb)
+    out.append(
+        f'<line x1="{hx:.1f}" x2="{hx:.1f}" y1="{top - 6}" y2="{base}" stroke="{RED}" stroke-width="2" '
+        'stroke-dasharray="6 4"/>'
+    )
+    for i, (c, m) in enumerate(zip(p.configs, mems)):
+        y = top + i * (bar_h + gap)
+        out.append(
+            _text(left - 8, y + bar_h - 6, c.label, anchor="end", extra=' font-weight="600"' if not m["fits"] else "")
+        )
+        x = _memory_bar(out, m, parts, px, left, y, bar_h)
+        out.append(
+            _text(x + 4, y + bar_h - 6, f"{m['total_gb']:.1f} GB", fill="#111" if m["fits"] else RED, extra=_HALO)
+        )
+    out.append(_text(hx, base + 14, f"{p.hbm_gb:g} GB per GPU", anchor="middle", fill=RED))
+    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{base + 24}" y2="{base + 24}" stroke="#333"/>')
+    _memory_ticks(out, px, x_max, base + 24)
+    out.append(_text(left + pw / 2, base + 58, _MEMORY_AXIS, anchor="middle", fill="#444"))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _memory_narrow(p: MemoryParams, mems: list[dict], parts: list, x_max: float, title: str, alt: str) -> str:
+    """The same bars for a phone, 340 px: each label and its total on a line above its bar, so the totals and
+    the GPU's memory line are on screen without scrolling sideways."""
+    width = 340
+    left, right, top, bar_h, row = 10, 14, 100, 16, 40
+    height = top + len(mems) * row + 92
+    pw = width - left - right
+
+    def px(gb: float) -> float:
+        return left + gb / x_max * pw
+
+    out = svg_open(width, height, title, alt)
+    first, _, rest = title.partition(", ")
+    out.append(f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(first)},</text>')
+    out.append(f'<text x="{left}" y="38" font-size="14" font-weight="600" fill="#111">{escape(rest)}</text>')
+    for k, (_, name, colour) in enumerate(parts):  # the legend in two columns
+        lx, ly = left + (k % 2) * 150, 58 + (k // 2) * 18
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
+        out.append(_text(lx + 16, ly, name))
+    base = top + len(mems) * row
+    hx = px(p.hbm_gb)
+    out.append(
+        f'<line x1="{hx:.1f}" x2="{hx:.1f}" y1="{top - 4}" y2="{base}" stroke="{RED}" stroke-width="2" '
+        'stroke-dasharray="6 4"/>'
+    )
+    for i, (c, m) in enumerate(zip(p.configs, mems)):
+        y = top + i * row
+        weight = ' font-weight="600"' if not m["fits"] else ""
+        out.append(_text(left, y + 10, c.label, extra=weight + _HALO))
+        total = f"{m['total_gb']:.1f} GB"
+        out.append(_text(width - right, y + 10, total, anchor="end", fill="#111" if m["fits"] else RED, extra=_HALO))
+        _memory_bar(out, m, parts, px, left, y + 15, bar_h)
+    out.append(_text(hx, base + 12, f"{p.hbm_gb:g} GB per GPU", anchor="middle", fill=RED, extra=_HALO))
+    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{base + 20}" y2="{base + 20}" stroke="#333"/>')
+    _memory_ticks(out, px, x_max, base + 20)
+    axis, _, why = _MEMORY_AXIS.partition(" (")
+    stage, _, flight = why.partition(", ")
+    for k, line in enumerate((axis, f"({stage},", flight)):
+        out.append(_text(left + pw / 2, base + 54 + 16 * k, line, anchor="middle", fill="#444"))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _memory_bar(
+    out: list[str], m: dict, parts: list, px: Callable[[float], float], left: float, y: float, bar_h: float
+) -> float:
+    """One stacked bar; returns where it ends."""
+    x = float(left)
+    for key, name, colour in parts:
+        w = px(m[key]) - left
+        if w > 0:
+            out.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{colour}"><title>{escape(name)}: {m[key]:.1f} GB</title></rect>'
+            )
+        x += w
+    return x
 
 
 # ---------------------------------------------------------------- registry
@@ -865,4 +932,6 @@ def render(name: str, params: dict, figure_id: str) -> Rendered:
             problems.append((("params", *e["loc"]), expected, found or repr(e.get("input"))))
         raise FigureError(problems) from None
     drawn = spec.draw(model)
-    return drawn.model_copy(update={"svg": _scope_ids(drawn.svg, figure_id)})
+    return drawn.model_copy(
+        update={"svg": _scope_ids(drawn.svg, figure_id), "narrow_svg": _scope_ids(drawn.narrow_svg, f"{figure_id}-n")}
+    )

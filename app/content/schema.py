@@ -631,6 +631,10 @@ class Rendered(BaseModel):
     name: str = Field(description="The registry name it was drawn by.")
     title: str = Field(description="Short title: the SVG <title> and the figure's accessible name.")
     svg: str = Field(description="The SVG document (role=img, <title>, <desc>), every string escaped.")
+    narrow_svg: str = Field(
+        "",
+        description="The same picture laid out for a phone (drawn in place of `svg` on a narrow screen); may be empty.",
+    )
     width: int = Field(description="Its viewBox width in px: the page never draws it wider than this.")
     alt: str = Field(description="Text alternative: what the picture shows, in sentences (also the <desc>).")
     columns: list[str] = Field(description="Header of the numbers table.")

@@ -100,6 +100,23 @@ def test_memory_figure_matches_calc_and_escapes_labels():
     _parse(d.svg)
 
 
+def test_memory_figure_has_a_phone_layout_with_the_same_numbers():
+    d = figures.render("memory-anatomy", {"configs": [{"label": "<b>DDP</b>", "dp": 8}, *MEMORY["configs"]]}, "f")
+    narrow = _parse(d.narrow_svg)
+    assert narrow.get("viewBox").startswith("0 0 340 ")  # a phone's column, drawn at about its own size
+    texts = ["".join(t.itertext()) for t in narrow.iter(f"{SVG}text")]
+    wide = ["".join(t.itertext()) for t in _parse(d.svg).iter(f"{SVG}text")]
+    totals = [f"{d.numbers[f'total_{i}']:.1f} GB" for i in range(3)]
+    assert all(t in texts and t in wide for t in totals)  # every bar's total, on both
+    assert "<b>DDP</b>" in texts and "80 GB per GPU" in texts
+    # its bars are the wide drawing's: the same segments, named the same
+    assert [r.findtext(f"{SVG}title") for r in narrow.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None] == [
+        r.findtext(f"{SVG}title") for r in _parse(d.svg).iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None
+    ]
+    # a figure without a phone layout has none
+    assert figures.render("ring-traffic", {}, "r").narrow_svg == ""
+
+
 # ---------------------------------------------------------------- figures in lessons
 
 
