@@ -184,6 +184,13 @@ def test_free_response_needs_text_then_reveals_reference():
     assert fb.status == "answered" and fb.message == "Range." and fb.counts_as_attempt
 
 
+def test_a_fraction_shown_as_a_percentage():
+    assert fill("at {{mfu|%}} MFU, × {{mfu}}", {"mfu": 0.4}) == "at 40% MFU, × 0.4"
+    assert fill("{{f|%}}", {"f": 0.55}) == "55%" and fill("{{f|%}}", {"f": 0.375}) == "37.5%"  # never rounded away
+    q = numeric("gpu_hours", params={"mfu": 0.3}, prompt="{{mfu|%}} MFU: GPU-hours?")
+    assert make_variant(q, seed=0).prompt == "30% MFU: GPU-hours?"
+
+
 def test_unknown_placeholder_and_params_are_reported():
     from app.content.practice import PracticeError, check_numeric
 

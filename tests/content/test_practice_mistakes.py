@@ -18,7 +18,7 @@ MISTAKES = [
     ("collective_time", {"size": 14, "gpus": 8, "bandwidth": 450, "kind": "all-reduce"}, 54.44, 27.22, "two phases"),
     # 6 · 1e9 · 20e9 ÷ (989e12 × 0.4) = 303,337 s = 84.26 GPU-hours; 2·N·D gives a third, peak FLOP/s 0.4 of it
     ("gpu_hours", {"params": 1, "tokens": 20}, 84.26, 28.09, "the forward pass alone"),
-    ("gpu_hours", {"params": 1, "tokens": 20}, 84.26, 33.7, "At 0.4 MFU"),
+    ("gpu_hours", {"params": 1, "tokens": 20}, 84.26, 33.7, "At 40% MFU they deliver 40% of it"),
     # 6 · 7e9 · 140e9 ÷ (8 × 989e12 × 0.4) = 516.2 h of wall clock; 4,130 GPU-hours
     ("train_hours", {"params": 7, "tokens": 140, "gpus": 8}, 516.2, 4130, "On 8 GPUs the wall clock"),
     # FSDP, 7B BF16 on 8 GPUs at 450 GB/s: 3 × 7/8 × 14 GB ÷ 450 GB/s = 81.7 ms; two collectives 54.4; no 7/8 93.3

@@ -65,13 +65,16 @@ PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*(?:\|([^}]*))?\}\}")
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
-    """Replace {{name}} / {{name|.2f}} with values; PracticeError names an unknown placeholder."""
+    """Replace {{name}} / {{name|.2f}} with values; {{name|%}} shows a fraction as a percentage (0.4 → "40%").
+    PracticeError names an unknown placeholder."""
 
     def sub(m: re.Match) -> str:
         name, spec = m.group(1), m.group(2)
         if name not in values:
             raise PracticeError(f"unknown placeholder {{{{{name}}}}}; available: {', '.join(sorted(values))}")
         v = values[name]
+        if spec and spec.strip() == "%" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return f"{fmt_number(round(v * 100, 9))}%"
         if spec:
             try:
                 return format(v, spec.strip())

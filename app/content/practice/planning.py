@@ -51,8 +51,8 @@ def _compute_mistakes(answer: float, mfu: float) -> list[tuple[float, str]]:
         ),
         (
             answer * mfu,
-            f"That assumes the GPUs run at their peak. At {mfu:g} MFU they deliver {mfu:g} of it, so the work "
-            f"takes 1/{mfu:g} times as long.",
+            f"That assumes the GPUs run at their peak. At {mfu:.0%} MFU they deliver {mfu:.0%} of it, so the work "
+            f"takes 1/{mfu:g} = {1 / mfu:.3g} times as long.",
         ),
     ]
 
@@ -257,7 +257,7 @@ FAMILIES: list[Generator] = [
         "train_hours",
         {"params": 7, "tokens": 140, "gpus": 8, "flops": 989, "mfu": 0.4},
         "h",
-        "{{params}}B parameters on {{tokens}}B tokens, {{gpus}} GPUs at {{flops}} TFLOP/s and {{mfu}} MFU: "
+        "{{params}}B parameters on {{tokens}}B tokens, {{gpus}} GPUs at {{flops}} TFLOP/s and {{mfu|%}} MFU: "
         "how many hours of wall-clock time?",
         "6 · N · D = {{flop|.3g}} FLOPs; ÷ ({{gpus}} × {{flops}}·10¹² × {{mfu}}) = {{answer|,.1f}} h "
         "({{days|.1f}} days, {{gpu_hours|,.0f}} GPU-hours).",
@@ -267,7 +267,7 @@ FAMILIES: list[Generator] = [
         "gpu_hours",
         {"params": 1, "tokens": 20, "gpus": 1, "flops": 989, "mfu": 0.4},
         "",
-        "{{params}}B parameters on {{tokens}}B tokens at {{flops}} TFLOP/s and {{mfu}} MFU: how many GPU-hours?",
+        "{{params}}B parameters on {{tokens}}B tokens at {{flops}} TFLOP/s and {{mfu|%}} MFU: how many GPU-hours?",
         "6 · N · D = {{flop|.3g}} FLOPs ÷ ({{flops}}·10¹² × {{mfu}}) = {{answer|,.0f}} GPU-hours.",
         _gpu_hours,
     ),
@@ -275,7 +275,7 @@ FAMILIES: list[Generator] = [
         "step_compute",
         {"params": 7, "tokens": 16384, "flops": 989, "mfu": 0.4},
         "s",
-        "{{params}}B parameters, {{tokens}} tokens per GPU per step, {{flops}} TFLOP/s at {{mfu}} MFU: seconds "
+        "{{params}}B parameters, {{tokens}} tokens per GPU per step, {{flops}} TFLOP/s at {{mfu|%}} MFU: seconds "
         "of compute per step?",
         "6 · N · tokens = {{flop|.3g}} FLOPs ÷ ({{flops}}·10¹² × {{mfu}}) = {{answer|.2f}} s.",
         _step_compute,
@@ -362,7 +362,7 @@ FAMILIES: list[Generator] = [
         "tp_ffn_min",
         {"degree": 8, "flops": 989, "bandwidth": 450, "mfu": 0.5},
         "",
-        "TP={{degree}} at {{flops}} TFLOP/s, {{mfu}} MFU, {{bandwidth}} GB/s: the smallest MLP width F whose "
+        "TP={{degree}} at {{flops}} TFLOP/s, {{mfu|%}} MFU, {{bandwidth}} GB/s: the smallest MLP width F whose "
         "GEMMs still outlast the all-reduce?",
         "F/(N−1) must reach P·MFU/W = {{ridge|,.0f}} FLOPs per byte: F > {{answer|,.0f}}.",
         _ffn_min,
