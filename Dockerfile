@@ -1,5 +1,5 @@
-# Image for docker-compose.yml. The GPU worker adds Transformer Engine through the `gpu` extra
-# on a CUDA base image; this default image is the CPU build used by web and worker-cpu.
+# Image for docker-compose.yml: the CPU build its web, dispatcher, ray-head and ray-cpu services run. The GPU
+# Ray node is Dockerfile.gpu (NGC PyTorch, whose Transformer Engine is preinstalled; not the `gpu` extra).
 # PYTHON_VERSION / EXTRAS: docker-compose.yml builds it with Python 3.12 and the `ray` extra (the Ray cluster's
 # Python must match the GPU image's).
 ARG PYTHON_VERSION=3.11
