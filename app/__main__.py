@@ -49,13 +49,15 @@ def _users_reset_link(settings: Settings, args) -> int:
             except resets.MailError as exc:
                 print(f"not mailed: {exc}; pass the link on yourself", file=sys.stderr)
             else:
-                print(f"mailed a reset link to {user.email} (works once, within {hours} hours)")
+                print(
+                    f"mailed a reset link to {user.email}, an account in {settings.db_where} (works once, within {hours} hours)"
+                )
                 return 0
     if not settings.public_url:
         print(
             "(COURSE_PUBLIC_URL is not set: the link assumes the course is at http://127.0.0.1:8000)", file=sys.stderr
         )
-    print(f"reset link for {user.email} (works once, within {hours} hours):\n{url}")
+    print(f"reset link for {user.email} in {settings.db_where} (works once, within {hours} hours):\n{url}")
     return 0
 
 
@@ -210,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
 
             check_bind(settings, args.host)
             check_port(args.host, args.port)
+        if args.cmd in ("serve", "dispatcher"):
+            from app.config import check_executor
+
+            check_executor(settings, args.cmd)
         if args.cmd in DB_COMMANDS:
             from app.startup import check_database
 
@@ -244,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         return node_health_main()
     if args.cmd == "migrate":
         _migrated(settings)
-        print("database is at the latest migration")
+        print(f"{settings.db_where} is at the latest migration")
         return 0
     if args.cmd == "users":
         return _users_reset_link(settings, args) if args.users_cmd == "reset-link" else _users_create(settings, args)

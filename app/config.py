@@ -6,6 +6,7 @@ signs sessions with a key that is printed in this file.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import secrets
@@ -126,6 +127,22 @@ def check_bind(settings: Settings, host: str) -> None:
         raise SettingsError(
             f"COURSE_SECRET_KEY: the development default may only serve on a loopback address, not --host {host}; "
             "set COURSE_SECRET_KEY to a long random string (and COURSE_ENV=production for a real deployment)"
+        )
+
+
+def check_executor(settings: Settings, command: str) -> None:
+    """A dispatcher (run alone, or started by `serve`) needs the ray package here; without it, it died in a
+    ModuleNotFoundError traceback and serve restarted it for ever."""
+    runs_dispatcher = command == "dispatcher" or (command == "serve" and settings.dispatcher)
+    if settings.executor == "ray" and runs_dispatcher and importlib.util.find_spec("ray") is None:
+        where = (
+            ""
+            if command == "dispatcher"
+            else " (serve starts the dispatcher; COURSE_DISPATCHER=0 if it runs elsewhere)"
+        )
+        raise SettingsError(
+            f"COURSE_EXECUTOR: ray needs the ray package on this host{where}; install it with "
+            ".venv/bin/python -m pip install -c constraints.txt -e '.[ray]'"
         )
 
 

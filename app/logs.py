@@ -14,19 +14,32 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s [pid %(process)d] %(message)s"
 _configured = False
 
 
-def configure(level: str = "INFO") -> None:
-    """One stderr handler on the root logger at `level`; repeated calls only change the level."""
+def configure(level: str = "INFO", *, access_log: bool = False) -> None:
+    """One stderr handler on the root logger at `level`; repeated calls only change the level. uvicorn's
+    per-request lines reach it only with `access_log` (COURSE_ACCESS_LOG)."""
     global _configured
     root = logging.getLogger()
     root.setLevel(level)
     if _configured:
+        _access(access_log)
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(handler)
     # uvicorn's loggers carry their own handlers only when uvicorn configures logging itself; the server
     # passes log_config=None, so they propagate here.
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    _access(access_log)
     _configured = True
+
+
+def _access(on: bool) -> None:
+    """uvicorn logs a request only when its access logger has a handler (hasHandlers(), checked per
+    connection), so "off" must leave it none: no propagation either. A web process of a multi-process server
+    runs this after uvicorn switched the logger off; it used to switch it back on, and every request was
+    logged."""
+    access = logging.getLogger("uvicorn.access")
+    access.handlers.clear()
+    access.propagate = on

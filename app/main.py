@@ -305,5 +305,5 @@ def web_process() -> FastAPI:
 
     die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
     settings = Settings.from_env()
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, access_log=settings.access_log)
     return create_app(settings, host=labhost.from_environment(), prepare=False, settle=True)

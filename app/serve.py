@@ -76,7 +76,7 @@ def warn_sqlite_processes(settings: Settings) -> None:
 def serve(settings: Settings, *, host: str, port: int) -> int:
     import uvicorn
 
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, access_log=settings.access_log)
     warn_sqlite_processes(settings)
     started = time.monotonic()
     try:

@@ -382,11 +382,15 @@ def test_cli_reset_link(settings, make_user, db, smtp_server):
     from app.services import resets
 
     assert link and resets.find(db, token=link.group(1)) is not None
+    assert f"reset link for ann@example.org in {settings.db_where} " in out.stdout  # which database it wrote to
     missing = _cli(settings, "users", "reset-link", "--email", "nobody@example.org")
     assert missing.returncode == 2 and "--email: no account" in missing.stderr
     url, inbox = smtp_server
     mailed = _cli(settings, "users", "reset-link", "--email", "ann@example.org", COURSE_SMTP_URL=url)
-    assert mailed.returncode == 0 and "mailed a reset link to ann@example.org" in mailed.stdout
+    assert (
+        mailed.returncode == 0
+        and f"mailed a reset link to ann@example.org, an account in {settings.db_where}" in mailed.stdout
+    )
     assert "/reset/" not in mailed.stdout and len(inbox.messages) == 1
     db.expire_all()
     assert resets.find(db, token=link.group(1)) is None  # the mailed link replaced the printed one

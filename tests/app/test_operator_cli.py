@@ -199,8 +199,9 @@ def test_a_read_only_sqlite_file_in_a_writable_folder_is_one_line(tmp_path):
     Root may write any file, so a read-only bind mount of the file, in a private mount namespace, takes that away."""
     if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
         pytest.skip("needs unshare -m (a private mount namespace) to make a file read-only for root")
-    assert _run(_env(tmp_path), "migrate").returncode == 0
+    migrated = _run(_env(tmp_path), "migrate")
     db = tmp_path / "data" / "course.db"
+    assert migrated.returncode == 0 and f"SQLite file {db} is at the latest migration" in migrated.stdout
     script = (
         f'mount --bind "{db}" "{db}" && mount -o remount,bind,ro "{db}" && '
         f'exec "{sys.executable}" -m app users create --email a@example.org --password "long enough"'
@@ -302,3 +303,17 @@ def test_several_web_processes_on_sqlite_in_production_warn(caplog):
     [record] = caplog.records
     assert record.getMessage().startswith("COURSE_WEB_PROCESSES=4 on SQLite (")
     assert "set DATABASE_URL=postgresql+psycopg://" in record.getMessage()
+
+
+@pytest.mark.parametrize("command", [["dispatcher"], ["serve", "--port", "0"]])
+def test_ray_executor_without_the_ray_package_is_a_configuration_error(tmp_path, command):
+    """A web host installed by `make run` has no ray: its dispatcher died in a ModuleNotFoundError traceback, and
+    serve restarted it for ever. sys.modules["ray"] = None is how Python marks a package it must not import."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['ray'] = None\n")
+    env = _env(tmp_path, COURSE_EXECUTOR="ray", PYTHONPATH=str(site))
+    line = _one_config_error(_run(env, *command), "COURSE_EXECUTOR: ray needs the ray package on this host")
+    assert "pip install -c constraints.txt -e '.[ray]'" in line
+    assert ("COURSE_DISPATCHER=0" in line) == (command[0] == "serve")
+    assert not (tmp_path / "data").exists()  # refused before anything was created

@@ -87,6 +87,8 @@ def test_several_web_processes_share_one_set_of_lab_workers(tmp_path):
         assert len(web) == 2, children
         for pid, _ in web:  # the web processes start no lab workers of their own
             assert not [c for c in _children(pid) if "app worker" in c[1]]
+        for _ in range(4):  # requests land on either web process
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5).read()
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -96,5 +98,25 @@ def test_several_web_processes_share_one_set_of_lab_workers(tmp_path):
             log.close()
     text = (tmp_path / "serve.log").read_text()
     assert "2 web process(es), 1 lab worker(s)" in text and "lab workers stopped" in text
+    # COURSE_ACCESS_LOG is off: no web process logs its requests (each one's logging set-up turned uvicorn's
+    # access logger back on after uvicorn switched it off)
+    assert "GET /login" not in text
     time.sleep(0.5)
     assert not _children(proc.pid)
+
+
+def test_access_log_switch_decides_whether_uvicorn_has_a_handler_for_requests():
+    """uvicorn logs requests only when its access logger has a handler (via propagation too)."""
+    import logging
+
+    from app import logs
+
+    access = logging.getLogger("uvicorn.access")
+    saved = access.propagate
+    try:
+        logs.configure("INFO", access_log=True)
+        assert access.hasHandlers()
+        logs.configure("INFO", access_log=False)  # a repeated call switches it too
+        assert not access.hasHandlers()
+    finally:
+        access.propagate = saved
