@@ -141,12 +141,17 @@ def test_reading_time_is_said_only_when_there_is_some(client, db):
     assert "· 3 min spent ·" in _card(client.get("/").text)
 
 
-def test_the_dashboard_reads_the_same_statements_however_much_the_learner_did(client, app, db):
+def test_the_dashboard_reads_the_same_statements_however_much_the_learner_did(client, app, db, monkeypatch):
     """The home page is hot: whatever the learner did in however many lessons, it reads with the same
     statements (the dashboard's is one, batched over lessons), never one more per lesson."""
     from sqlalchemy import event
 
     from app.services import lessons as lesson_service
+
+    # The catalogue of current versions is re-read every CURRENT_TTL_S (2 s): on a busy machine one of the two
+    # measured views re-read it and the other did not, and the counts differed by that one statement. Both
+    # views here use the remembered catalogue, so only the learner's own reads are compared.
+    monkeypatch.setattr(lesson_service, "CURRENT_TTL_S", 3600.0)
 
     client.register("ann@example.org")
     client.get("/")  # warm: the catalogue and the session touch
