@@ -17,6 +17,7 @@
   const items = Array.from(form.querySelectorAll(".rubric-item"));
   const total = document.getElementById("grade-total");
   let current = 0;
+  let visited = false;  // whether a rubric line has had the focus yet
 
   // What the form held when the page came: a change from it is unsaved work until the form is sent.
   const snapshot = () => JSON.stringify(Array.from(new FormData(form).entries()));
@@ -50,11 +51,33 @@
     item.scrollIntoView({ block: "nearest" });
   }
 
-  form.addEventListener("change", recompute);
+  // Every level radio is required: a save with a line unscored stops in the browser, on that line. Its message
+  // names the line (the browser's own, "Please select one of these options", does not, and on a phone the
+  // line's title is often scrolled away above the focused radio).
+  form.addEventListener("invalid", (e) => {
+    const radio = e.target;
+    if (!(radio instanceof HTMLInputElement) || radio.type !== "radio" || !radio.validity.valueMissing) return;
+    const item = radio.closest(".rubric-item");
+    if (item) radio.setCustomValidity(`Pick a level for line ${items.indexOf(item) + 1}, “${item.dataset.title}”, before saving.`);
+  }, true);
+  form.addEventListener("change", (e) => {
+    if (e.target instanceof HTMLInputElement && e.target.type === "radio") {
+      for (const r of form.querySelectorAll(`input[name="${e.target.name}"]`)) r.setCustomValidity("");
+    }
+    recompute();
+    // a line a refused save marked as unscored stops saying so once it has a level
+    const item = e.target instanceof Element ? e.target.closest(".rubric-item.unscored") : null;
+    if (item && item.querySelector("input[type=radio]:checked")) {
+      item.classList.remove("unscored");
+      const note = item.querySelector(".unscored-note");
+      if (note) note.hidden = true;
+    }
+  });
   form.addEventListener("focusin", (e) => {
     const i = items.findIndex((el) => el.contains(e.target));
     if (i >= 0) {
       current = i;
+      visited = true;
       items.forEach((el, j) => el.classList.toggle("current", j === current));
     }
   });
@@ -71,8 +94,10 @@
       return;
     }
     if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (e.key === "j") { e.preventDefault(); focusItem(current + 1); }
-    else if (e.key === "k") { e.preventDefault(); focusItem(current - 1); }
+    // Before any line has had the focus (the page just opened) j and k go to the current line: the first j lands
+    // on line 1 instead of skipping it.
+    if (e.key === "j") { e.preventDefault(); focusItem(visited ? current + 1 : current); }
+    else if (e.key === "k") { e.preventDefault(); focusItem(visited ? current - 1 : current); }
     else if (e.key === "f" || e.key === "n") {
       const box = document.getElementById(e.key === "f" ? "feedback" : "notes");
       if (box && !box.disabled) { e.preventDefault(); box.focus(); }
@@ -83,10 +108,15 @@
         e.preventDefault();
         radio.checked = true;
         radio.focus();
-        recompute();
+        radio.dispatchEvent(new Event("change", { bubbles: true }));  // as a click would: total, marks
       }
     }
   });
   recompute();
-  if (items.length) items[0].classList.add("current");
+  // A refused save focuses its first unscored line (autofocus) before this deferred script runs, so no focusin
+  // was seen: start from the line that has the focus, or digits would pick levels of line 1.
+  const focused = items.findIndex((el) => el.contains(document.activeElement));
+  current = focused >= 0 ? focused : 0;
+  visited = focused >= 0;
+  if (items.length) items[current].classList.add("current");
 })();

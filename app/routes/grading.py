@@ -114,6 +114,7 @@ def _review(
     error: str = "",
     message: str = "",
     posted: dict | None = None,
+    unscored: tuple[str, ...] = (),
     status_code: int = 200,
 ) -> Response:
     settings = request.app.state.settings
@@ -164,6 +165,7 @@ def _review(
         "notes": notes,
         "base_revision": base_revision,
         "unsaved": posted is not None,  # a refused save: what the form shows is not saved yet
+        "unscored": unscored,  # a save refused for lines left without a level: marked, the first one focused
         "mine": report.claimed_by_id == user.id,
         "error": error,
         "message": message,
@@ -237,7 +239,9 @@ def save_grade(
             rubric_version=cur.version,
         )
     except grading.GradingError as exc:
-        return _review(request, db, user, report, number, error=str(exc), posted=posted, status_code=409)
+        return _review(
+            request, db, user, report, number, error=str(exc), posted=posted, unscored=exc.unscored, status_code=409
+        )
     return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
 
 

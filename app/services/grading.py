@@ -32,7 +32,12 @@ OWN_REPORT = "This is your own report: another grader or an instructor grades it
 
 
 class GradingError(ValueError):
-    """A refused action; the message says why and what to do."""
+    """A refused action; the message says why and what to do. `unscored`: the rubric lines (item ids) a refused
+    save left without a level, for the form to mark."""
+
+    def __init__(self, message: str, *, unscored: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.unscored = unscored
 
 
 # ---------------------------------------------------------------- who sees what
@@ -357,7 +362,9 @@ def save_grade(
     scores, total, unscored = score(rubric, {k: v for k, v in levels.items() if v})
     if unscored:
         titles = ", ".join(item.title for item in rubric.items if item.id in unscored)
-        raise GradingError(f"Pick a level for every rubric line before saving; missing: {titles}.")
+        raise GradingError(
+            f"Pick a level for every rubric line before saving; missing: {titles}.", unscored=tuple(unscored)
+        )
     if len(feedback) > MAX_TEXT or len(notes) > MAX_TEXT:
         raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
     current = latest_grade(db, version=version)

@@ -1,0 +1,64 @@
+"""The grader's review page and the learner's reports list, as HTML: what the grader-journey audit fixed
+(tests/browser/test_grader_audit.py walks the same in Chromium)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.models import LabReport
+from tests.app.reporting import LESSON, grade_form, submit_report
+
+
+@pytest.fixture
+def report(client, db, settings):
+    submit_report(client, db, settings)
+    return db.query(LabReport).one()
+
+
+def _input(html: str, item: str, level: str) -> str:
+    found = re.search(rf'<input type="radio" name="level-{item}" value="{level}"[^>]*>', html)
+    assert found, (item, level)
+    return found.group(0)
+
+
+def test_a_save_refused_for_unscored_lines_marks_them_and_focuses_the_first(report, claimed_grader):
+    """The refusal named the lines only in a sentence at the top of the page, 20,000 px above the rubric on a
+    phone: now each line left without a level says so, its radios point at that message, the first is focused,
+    and every radio of the grader's form is required (the browser refuses before sending)."""
+    r = claimed_grader.post(
+        f"/grader/reports/{report.id}/grade",
+        data=grade_form(levels={"environment": "complete", "numerics": "shown"}, feedback="Half done."),
+    )
+    assert r.status_code == 409 and "missing: TP rank mapping and parity" in r.text
+    html = r.text
+    assert 'class="rubric-item" id="item-environment"' in html
+    assert 'class="rubric-item unscored" id="item-tp-mapping"' in html
+    assert 'id="unscored-tp-mapping">No level picked' in html
+    assert 'id="unscored-environment"' not in html
+    first = _input(html, "tp-mapping", "missing")
+    assert 'aria-describedby="unscored-tp-mapping"' in first and "autofocus" in first and "required" in first
+    assert "autofocus" not in _input(html, "tp-mapping", "shown")
+    assert "autofocus" not in _input(html, "timeline", "missing")
+    assert "checked" in _input(html, "numerics", "shown")  # what was picked is kept
+    assert "Half done." in html
+
+
+def test_a_grader_who_has_not_claimed_sees_no_required_radios(report, make_user, make_client, db):
+    from app.services import grading
+
+    hal = make_user("hal@example.org", roles=("grader",))
+    grading.assign(db, grader=hal, lesson_id=LESSON)
+    c = make_client()
+    c.login("hal@example.org")
+    html = c.get(f"/grader/reports/{report.id}").text
+    radio = _input(html, "environment", "missing")
+    assert "disabled" in radio and "required" not in radio
+
+
+@pytest.fixture
+def claimed_grader(report, make_user, make_client, db):
+    from tests.app.reporting import claimed_by_grader
+
+    return claimed_by_grader(make_user, make_client, db, report)
