@@ -62,3 +62,15 @@ def claimed_grader(report, make_user, make_client, db):
     from tests.app.reporting import claimed_by_grader
 
     return claimed_by_grader(make_user, make_client, db, report)
+
+
+def test_my_reports_links_a_graded_report_to_its_grade_and_feedback(report, claimed_grader, client):
+    """On My reports "Grade: 16 / 20" led nowhere near the feedback: the lesson's link opens the report page at its
+    draft form, the grade 3,500 px below it on a phone (a resubmission waiting for a grader already had such a
+    link). The graded line now links to the version's grade."""
+    assert claimed_grader.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    html = client.get("/reports").text
+    line = re.search(r'<p data-testid="grade">.*?</p>', html, re.S)
+    assert line, html
+    assert f'<a href="/lessons/{LESSON}/report#version-1">Read the grade and feedback</a>' in line.group(0)
+    assert 'id="version-1"' in client.get(f"/lessons/{LESSON}/report").text  # where the link lands
