@@ -86,7 +86,8 @@
     const t = e.target;
     const typing = t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type !== "radio") || t.isContentEditable;
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      if (form.querySelector("button[type=submit]")) { e.preventDefault(); form.requestSubmit(); }
+      // Save only: the foot of an unclaimed report holds a Claim button that belongs to the claim form
+      if (form.querySelector("button[type=submit]:not([form])")) { e.preventDefault(); form.requestSubmit(); }
       return;
     }
     if (typing) {

@@ -146,3 +146,26 @@ def test_a_save_the_server_refuses_for_unscored_lines_lands_on_the_first_of_them
     expect(g.locator("#item-numerics")).not_to_have_class(re.compile(r"\bunscored\b"))
     expect(g.locator("#unscored-numerics")).to_be_hidden()
     expect(g.locator("#grade-total")).to_have_text("6")
+
+
+def test_an_unclaimed_report_is_claimed_from_the_rubric(live_server, seeder, grader_page):
+    """Under an unclaimed report's rubric the foot said "Claim the report (above) to grade it": on a phone the claim
+    button was thousands of pixels up, and the page that answered the claim opened at the top again. The foot now
+    has the button, and the claimed page opens at the rubric."""
+    report_id = _submitted(seeder, "mo@example.org", "Mo")
+    g = grader_page("phone")
+    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.get_by_test_id("to-rubric").click()
+    claim = g.locator(".grade-foot").get_by_role("button", name="Claim to grade")
+    expect(claim).to_be_in_viewport()
+    g.keyboard.press("Control+Enter")  # saves a claimed grade; here there is nothing to save, and nothing is sent
+    g.wait_for_timeout(300)
+    expect(g.get_by_test_id("grading-error")).to_have_count(0)
+    assert g.url.endswith(f"/grader/reports/{report_id}#rubric-h"), g.url
+    claim.click()
+    expect(g.locator(".banner[role=status]")).to_contain_text("Claimed")
+    expect(g.locator("#rubric-h")).to_be_in_viewport()
+    assert g.url == f"{live_server.url}/grader/reports/{report_id}?v=1#rubric-h", g.url
+    expect(g.locator("#item-environment input[type=radio]").first).to_be_enabled()
+    expect(g.locator(".grade-foot").get_by_role("button", name="Save grade")).to_be_in_viewport()
+    screenshot(g, "audit-claimed-from-rubric-phone", full_page=False)
