@@ -51,8 +51,8 @@ def _compute_mistakes(answer: float, mfu: float) -> list[tuple[float, str]]:
         ),
         (
             answer * mfu,
-            f"That assumes the GPUs run at their peak. At {mfu:.0%} MFU they deliver {mfu:.0%} of it, so the work "
-            f"takes 1/{mfu:g} = {1 / mfu:.3g} times as long.",
+            f"That assumes the GPUs run at their peak. At {mfu * 100:.4g}% MFU they deliver {mfu * 100:.4g}% of it, so "
+            f"the work takes 1/{mfu:g} = {1 / mfu:.3g} times as long.",
         ),
     ]
 
