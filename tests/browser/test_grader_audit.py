@@ -72,7 +72,7 @@ def test_queue_on_a_phone_shows_every_column_without_swiping(live_server, seeder
 
 def test_queue_on_a_laptop_keeps_a_report_link_on_one_line(live_server, seeder, grader_page):
     """At 1280 px the narrow first column broke "Report 1" into two lines."""
-    report_id = _submitted(seeder, "rhea@example.org", "Rhea")
+    report_id = _submitted(seeder, "audit-laptop@example.org", "Ada Laptop")
     g = grader_page("laptop")
     g.goto(f"{live_server.url}/grader")
     link = g.locator(f"tr[data-report='{report_id}']").get_by_role("link", name=f"Report {report_id}")
