@@ -20,8 +20,8 @@ def configure(level: str = "INFO", *, access_log: bool = False) -> None:
     global _configured
     root = logging.getLogger()
     root.setLevel(level)
+    _access(access_log)
     if _configured:
-        _access(access_log)
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(FORMAT))
@@ -31,7 +31,6 @@ def configure(level: str = "INFO", *, access_log: bool = False) -> None:
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
-    _access(access_log)
     _configured = True
 
 

@@ -89,8 +89,8 @@ def _text(x: float, y: float, s: str, *, anchor: str = "start", fill: str = "#11
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}"{extra}>{escape(s)}</text>'
 
 
-def _title_line(title: str, x: float = 12) -> str:
-    return f'<text x="{x}" y="20" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>'
+def _title_line(title: str, x: float = 12, y: float = 20) -> str:
+    return f'<text x="{x}" y="{y}" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>'
 
 
 def _arrow_defs() -> str:
@@ -854,8 +854,8 @@ def _memory_narrow(p: MemoryParams, mems: list[dict], parts: list, x_max: float,
 
     out = svg_open(width, height, title, alt)
     first, _, rest = title.partition(", ")
-    out.append(f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(first)},</text>')
-    out.append(f'<text x="{left}" y="38" font-size="14" font-weight="600" fill="#111">{escape(rest)}</text>')
+    out.append(_title_line(f"{first},", left))
+    out.append(_title_line(rest, left, 38))
     for k, (_, name, colour) in enumerate(parts):  # the legend in two columns
         lx, ly = left + (k % 2) * 150, 58 + (k // 2) * 18
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
