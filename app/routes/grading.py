@@ -104,6 +104,11 @@ def assignments(
     return RedirectResponse("/grader?" + urlencode({"assign": kind, "email": email, "lesson": lesson_id}), 303)
 
 
+# Where a review page's message may be shown instead of its top: beside the control that was used, where the page
+# opens (the rubric's foot is thousands of pixels below the top on a phone).
+NOTICE_PLACES = ("rubric",)
+
+
 def _review(
     request: Request,
     db: SessionDep,
@@ -116,7 +121,10 @@ def _review(
     posted: dict | None = None,
     unscored: tuple[str, ...] = (),
     status_code: int = 200,
+    at: str = "",
 ) -> Response:
+    """The review page. `at`: where the control that was used sits ("rubric": the claim at the rubric's foot); the
+    page opens there, so its message and error are shown there too, not at the top of the page, out of view."""
     settings = request.app.state.settings
     versions = report_service.versions(db, report=report)
     version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
@@ -169,6 +177,7 @@ def _review(
         "mine": report.claimed_by_id == user.id,
         "error": error,
         "message": message,
+        "notice_at": at if at in NOTICE_PLACES else "",
         "query": urlencode(filters),
         "next_id": order[pos + 1] if 0 <= pos < len(order) - 1 else None,
         "prev_id": order[pos - 1] if pos > 0 else None,
@@ -185,12 +194,19 @@ def review_page(
 
 
 @router.post("/reports/{report_id}/claim")
-def claim(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
+def claim(
+    request: Request,
+    report: GradedReport,
+    user: GraderUser,
+    db: SessionDep,
+    at: Annotated[str, Form(max_length=16)] = "",
+) -> Response:
+    """`at=rubric`: claimed with the button at the rubric's foot; the answer opens at the rubric, and says so there."""
     try:
         grading.claim(db, report=report, grader=user)
     except grading.GradingError as exc:
-        return _review(request, db, user, report, error=str(exc), status_code=409)
-    return _review(request, db, user, report, message="Claimed: this report is yours to grade.")
+        return _review(request, db, user, report, error=str(exc), status_code=409, at=at)
+    return _review(request, db, user, report, message="Claimed: this report is yours to grade.", at=at)
 
 
 @router.post("/reports/{report_id}/release")
