@@ -139,9 +139,12 @@ def _review(
     picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
     feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
     base_revision = grade.revision if grade else 0
+    total = grade.total if grade else 0
     if posted is not None:  # a refused save: keep everything the grader typed and picked
         picked = posted["levels"]
         feedback, notes, base_revision = posted["feedback"], posted["notes"], posted["base_revision"]
+        # the total of those picks, not of the saved grade: without JavaScript nothing recounts it on the page
+        total = grading.score(lesson.rubric, {k: v for k, v in picked.items() if v})[1] if lesson.rubric else 0
     filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
     order = [
         r.report.id
@@ -169,6 +172,7 @@ def _review(
         "history": grading.grade_history(db, version=version),
         "graders": {u.id: u for u in grading.graders(db)},
         "picked": picked,
+        "total": total,
         "feedback": feedback,
         "notes": notes,
         "base_revision": base_revision,

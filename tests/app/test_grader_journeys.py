@@ -65,3 +65,17 @@ def test_claiming_still_needs_the_form_token(report, make_user, make_client, db)
     r = hal.post(f"/grader/reports/{report.id}/claim", data={"at": "rubric", "csrf_token": "forged"})
     assert r.status_code == 403
     assert db.get(LabReport, report.id).claimed_by_id is None
+
+
+def test_a_refused_save_shows_the_total_of_the_kept_picks(report, make_user, make_client, db):
+    """Without JavaScript nothing recounts the total: a refused save kept the grader's picks but said "Total: 0 / 20"
+    (the saved grade's total, none yet). It is now the total of the picks it kept."""
+    from tests.app.reporting import claimed_by_grader, grade_form
+
+    gina = claimed_by_grader(make_user, make_client, db, report)
+    r = gina.post(
+        f"/grader/reports/{report.id}/grade",
+        data=grade_form(levels={"environment": "complete", "numerics": "shown"}, feedback="Half done."),
+    )
+    assert r.status_code == 409
+    assert '<output id="grade-total" for="grade-form">4</output>' in r.text  # 2 + 2 of 20

@@ -66,3 +66,40 @@ def test_claiming_from_the_rubric_foot_says_so_at_the_rubric(live_server, seeder
     g.get_by_role("button", name="Claim this report").click()
     status = g.get_by_role("status").filter(has_text="Claimed: this report is yours to grade.")
     expect(status).to_be_in_viewport()
+
+
+LINES = ("environment", "numerics", "tp-mapping", "timeline", "reasoning", "stretch")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_grading_without_javascript(live_server, seeder, open_page, size):
+    """Claim, score every line, save and read the result with JavaScript off. A save the server refused kept the
+    picks and the feedback but said "Total: 0 / 20" with five lines scored: nothing recounts it without JavaScript,
+    so the page now comes with the total of the picks it kept."""
+    report_id = _submitted(seeder, f"journeys-nojs-{size}@example.org", "Noor")
+    g = open_page(size, GRADER, js=False)
+    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.get_by_test_id("to-rubric").click()
+    g.locator(".grade-foot").get_by_role("button", name="Claim to grade").click()
+    expect(g.get_by_role("status").filter(has_text="Claimed")).to_be_in_viewport()
+    for line in LINES[:-1]:
+        g.locator(f"#item-{line} input[type=radio]").last.check()  # the top level of each: 2+4+3+4+4 = 17
+    g.locator("#feedback").fill("Typed without JavaScript.")
+    posted = g.url
+    g.get_by_role("button", name="Save grade").click()  # the last line has no level: the browser keeps the form
+    g.wait_for_timeout(300)
+    assert g.url == posted
+    # a client that does not check `required` is refused by the server, with everything kept
+    g.evaluate("document.querySelectorAll('#grade-form input[required]').forEach(r => { r.required = false; })")
+    g.get_by_role("button", name="Save grade").click()
+    expect(g.get_by_test_id("grading-error")).to_contain_text("missing: Stretch sweep (over-sharding)")
+    expect(g.locator("#feedback")).to_have_value("Typed without JavaScript.")
+    expect(g.locator("#item-timeline input[type=radio]").last).to_be_checked()
+    expect(g.locator("#grade-total")).to_have_text("17")
+    screenshot(g, f"journeys-nojs-refused-{size}", full_page=False)
+    g.locator("#item-stretch input[type=radio]").last.check()
+    g.get_by_role("button", name="Save grade").click()
+    expect(g.get_by_role("status").filter(has_text="Grade saved")).to_be_in_viewport()
+    expect(g.locator("#grade-total")).to_have_text("20")
+    expect(g.locator("#feedback")).to_have_value("Typed without JavaScript.")
+    screenshot(g, f"journeys-nojs-saved-{size}", full_page=False)
