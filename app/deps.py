@@ -102,40 +102,53 @@ OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 
 class Viewer:
     """The login of one of the most-read pages (lesson parts, the dashboard), for `async def` handlers that
-    do their reads on the event loop: `await viewer.required()` / `await viewer.optional()`.
+    do their reads on the event loop: `await viewer.required()` / `await viewer.optional()` give a
+    `sessions.Reader` (the user's id, email, name and roles; no ORM object).
 
     Why: under load a lesson page spent more time handing work between the event loop and worker threads
     (two thread hops per request, each a wake-up and a GIL hand-over) than rendering; with its reads on the
     loop a page serves about twice the requests (bench/lesson_throughput.py). Only reads run there: in WAL
     mode SQLite readers never wait on a lock, PostgreSQL readers never wait on row locks, and the admission
     gate keeps a pool connection free for every admitted request (app/db.py), so a read waits for nothing
-    but the database itself. Anything that may wait on a lock (the session's touch or expiry, an API token's
-    last-use stamp) goes to a worker thread through `get_optional_user`, with the same rules as every other
-    route's CurrentUser / OptionalUser."""
+    but the database itself. The read is one Core statement on the request's connection, no ORM objects:
+    building the session, user and role objects was half the login's cost (bench/page_breakdown.py, row
+    `login`). Anything that may wait on a lock (the
+    session's touch or expiry, an API token's last-use stamp) goes to a worker thread through
+    `get_optional_user`, with the same rules as every other route's CurrentUser / OptionalUser."""
 
     def __init__(self, request: Request, db: Session):
         self.request, self.db = request, db
 
-    async def optional(self) -> User | None:
-        request, db = self.request, self.db
+    async def optional(self) -> sessions.Reader | None:
+        request = self.request
         sid = request.session.get(SESSION_KEY)
         if bearer_token(request) is None:
             if not isinstance(sid, str):
                 request.state.user = None
                 return None
             settings: Settings = request.app.state.settings
-            active = sessions.peek(db, token=sid, idle_s=settings.session_idle_s, max_s=settings.session_max_s)
-            if active is not None:
-                request.state.session_id = active.session.id
-                request.state.user = active.user
-                return active.user
-        return await run_in_threadpool(get_optional_user, request, db)  # a write to do, or a token, or no row
+            peeked = sessions.peek(
+                self.db.connection(), token=sid, idle_s=settings.session_idle_s, max_s=settings.session_max_s
+            )
+            if peeked is not None:
+                request.state.session_id = peeked.session_id
+                request.state.user = peeked.reader
+                return peeked.reader
+        return await run_in_threadpool(_optional_reader, request, self.db)  # a write to do, a token, or no row
 
-    async def required(self) -> User:
+    async def required(self) -> sessions.Reader:
         user = await self.optional()
         if user is None:
             raise LoginRequired()
         return user
+
+
+def _optional_reader(request: Request, db: Session) -> sessions.Reader | None:
+    """get_optional_user as a Reader, in the worker thread: a token's user loads its roles here, not on the loop."""
+    user = get_optional_user(request, db)
+    reader = None if user is None else sessions.Reader.of(user)
+    request.state.user = reader  # the page shows the same kind of user whichever way it was read
+    return reader
 
 
 async def get_viewer(request: Request, db: SessionDep) -> Viewer:  # no I/O here

@@ -7,6 +7,7 @@ lease and heartbeat, error and result. A queue, where one is used, carries only 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Protocol
 
 from sqlalchemy import (
     JSON,
@@ -67,6 +68,14 @@ class UTCDateTime(TypeDecorator):
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map = {datetime: UTCDateTime()}
+
+
+class Person(Protocol):
+    """Whom a read or a visit is for: a `User` row, or the `Reader` the most-read pages get instead
+    (app/services/sessions.py). Functions that only go by the user's id take this."""
+
+    @property
+    def id(self) -> int: ...
 
 
 class User(Base):

@@ -1,11 +1,13 @@
 """Cost of the per-request login lookup: the server-side session (token digest -> session, user and roles in one
-statement) against the signed-cookie lookup it replaced (user id -> user and roles), in the same process.
+statement) against the signed-cookie lookup it replaced (user id -> user and roles), in the same process; and
+the lesson pages' read of the same session as plain columns (`sessions.peek`, app/deps.py Viewer), no ORM.
 
     .venv/bin/python bench/session_lookup.py [--rounds 5] [--calls 2000] [--database-url URL]
 
 Both run against one SQLite file (or the given database) holding a learner and a few hundred other sessions,
 interleaved in rounds so a busy machine slows both alike; prints microseconds per call (fastest round: the
-least disturbed by other load; and the median round) and the ratio. Nothing here asserts a time.
+least disturbed by other load; and the median round) and each one's ratio to the first. Nothing here asserts
+a time.
 """
 
 from __future__ import annotations
@@ -54,23 +56,26 @@ def main() -> None:
             db.expunge_all()
             assert sessions.lookup(db, token=token, idle_s=DAY, max_s=14 * DAY) is not None
 
-        rounds: dict[str, list[float]] = {"user id (before)": [], "session (now)": []}
+        def by_peek() -> None:  # what lesson pages and the dashboard do: columns, no ORM objects
+            db.expunge_all()
+            assert sessions.peek(db.connection(), token=token, idle_s=DAY, max_s=14 * DAY) is not None
+
+        lookups = (("user id (before)", by_user_id), ("session (now)", by_session), ("peek (pages)", by_peek))
+        rounds: dict[str, list[float]] = {name: [] for name, _ in lookups}
         for _ in range(args.rounds):
-            for name, fn in (("user id (before)", by_user_id), ("session (now)", by_session)):
+            for name, fn in lookups:
                 start = time.perf_counter()
                 for _ in range(args.calls):
                     fn()
                 rounds[name].append((time.perf_counter() - start) / args.calls * 1e6)
     engine.dispose()
     print(f"{engine.dialect.name}; {args.rounds} rounds x {args.calls} calls; 320 sessions in the table")
-    print(f"{'lookup':<18} {'fastest us':>10} {'median us':>10}")
+    print(f"{'lookup':<18} {'fastest us':>10} {'median us':>10} {'x first':>8} {'(median)':>8}")
+    first = rounds["user id (before)"]
     for name, values in rounds.items():
-        print(f"{name:<18} {min(values):10.1f} {statistics.median(values):10.1f}")
-    (b_min, n_min), (b_med, n_med) = (
-        (min(v) for v in rounds.values()),
-        (statistics.median(v) for v in rounds.values()),
-    )
-    print(f"ratio now / before: {n_min / b_min:.2f} (fastest rounds), {n_med / b_med:.2f} (median rounds)")
+        fastest, median = min(values), statistics.median(values)
+        ratios = f"{fastest / min(first):8.2f} {median / statistics.median(first):8.2f}"
+        print(f"{name:<18} {fastest:10.1f} {median:10.1f} {ratios}")
 
 
 if __name__ == "__main__":

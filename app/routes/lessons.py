@@ -17,7 +17,7 @@ from app.content.practice import grade_step
 from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
 from app.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
 from app.lesson_pages import SECTIONS, kept, labs_shown, render_part, section_missing
-from app.models import User
+from app.models import Person
 from app.security import csrf_token_for
 from app.services import jobs as job_service
 from app.services import learning, own_runs
@@ -46,7 +46,7 @@ _VARIANTS_KEPT = 4096
 _variant_cache: dict[tuple[int, str, int], tuple[Question, Variant]] = {}
 
 
-def _variant(lesson: Lesson, user: User, question_id: str) -> Variant | None:
+def _variant(lesson: Lesson, user: Person, question_id: str) -> Variant | None:
     """The learner's own variant of a numeric question (None for other kinds)."""
     q = lesson.questions[question_id]
     if not isinstance(q.body, Numeric):
@@ -64,7 +64,7 @@ def _variants(lesson: Lesson, user, part) -> dict:
 
 def _part_context(
     db: SessionDep,
-    user: User,
+    user: Person,
     lesson: Lesson,
     version: int,
     current_version: int,

@@ -23,7 +23,7 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
-from app.models import Job, JobLoss, User, utcnow
+from app.models import Job, JobLoss, Person, User, utcnow
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.errors import Conflict
@@ -158,7 +158,7 @@ def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
     return None
 
 
-def list_jobs(db: Session, *, owner: User, lab: str | None = None, limit: int = 20) -> list[Job]:
+def list_jobs(db: Session, *, owner: Person, lab: str | None = None, limit: int = 20) -> list[Job]:
     q = select(Job).where(Job.owner_id == owner.id)
     if lab:
         q = q.where(Job.lab == lab)
@@ -443,7 +443,7 @@ def reap_expired(db: Session, *, now: datetime | None = None) -> list[int]:
 
 
 def latest_per_lab(
-    db: Session, *, owner: User, labs: Collection[str] | None = None, succeeded: bool = False
+    db: Session, *, owner: Person, labs: Collection[str] | None = None, succeeded: bool = False
 ) -> dict[str, Job]:
     """The owner's newest job of each lab (of `labs`, when given; only succeeded ones with `succeeded`), by lab
     name; labs they never ran are absent. One query: the inner SELECT picks each lab's newest id through the
@@ -459,7 +459,7 @@ def latest_per_lab(
     return {job.lab: job for job in db.scalars(select(Job).where(Job.id.in_(newest)))}
 
 
-def latest_succeeded(db: Session, *, owner: User, labs: Collection[str]) -> dict[str, Job]:
+def latest_succeeded(db: Session, *, owner: Person, labs: Collection[str]) -> dict[str, Job]:
     """The owner's newest succeeded job of each lab in `labs`. Lesson parts that show a learner's own runs call
     it; parts that do not never query."""
     return latest_per_lab(db, owner=owner, labs=labs, succeeded=True)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
-from app.models import Attempt, PartProgress, Response, User, UTCDateTime, utcnow
+from app.models import Attempt, PartProgress, Person, Response, User, UTCDateTime, utcnow
 from app.services.errors import FieldError
 
 MAX_ANSWER_CHARS = 5000
@@ -44,7 +44,7 @@ def check_answer_text(text: str, field: str = "answer") -> str:
     return text
 
 
-def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> PartProgress:
+def _progress_row(db: Session, user: Person, lesson_id: str, part_id: str) -> PartProgress:
     row = db.scalar(
         select(PartProgress).where(
             PartProgress.user_id == user.id, PartProgress.lesson_id == lesson_id, PartProgress.part_id == part_id
@@ -61,7 +61,7 @@ def _progress_row(db: Session, user: User, lesson_id: str, part_id: str) -> Part
     return row
 
 
-def visit(db: Session, *, user: User, lesson_id: str, part_id: str, version: int | None = None) -> None:
+def visit(db: Session, *, user: Person, lesson_id: str, part_id: str, version: int | None = None) -> None:
     """Record that the learner opened a part (where "resume" goes) and, given, the lesson version they read it
     under (what `version_read` goes by). A page asks `visit_due` first, so a repeat view of the latest-seen
     part writes nothing."""
@@ -273,7 +273,7 @@ _DASHBOARD = text(
 ).columns(kind=String, lesson_id=String, key=String, t1=UTCDateTime, t2=UTCDateTime, n=Integer)
 
 
-def dashboard(db: Session, *, user: User, lessons: list[tuple[Lesson, int]]) -> list[LessonProgress]:
+def dashboard(db: Session, *, user: Person, lessons: list[tuple[Lesson, int]]) -> list[LessonProgress]:
     """Progress per lesson for the home page: one query however many lessons there are. A lesson is
     `started` once the learner left any trace in it (a part opened, a try, a written answer, reading time)."""
     rows: dict[str, dict[str, ProgressView]] = {}
@@ -372,7 +372,7 @@ _LESSON_STATE = text(_STATE_SQL.format(runs="")).columns(**_COLUMNS)
 _LESSON_STATE_RUNS = text(_STATE_SQL.format(runs=_RUNS_SQL)).columns(**_COLUMNS)
 
 
-def lesson_state(db: Session, *, user: User, lesson_id: str, runs: bool = False) -> LessonState:
+def lesson_state(db: Session, *, user: Person, lesson_id: str, runs: bool = False) -> LessonState:
     """Everything a lesson page shows of the learner, in one round trip and without ORM objects: every part
     page asks, and three ORM queries with their identity-map bookkeeping were a fifth of a page's time.
     Rows come ordered by id, so the latest answer per item wins. `runs`: also the newest succeeded job id

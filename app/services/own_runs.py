@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Job, User
+from app.models import Job, Person
 from app.services import jobs as job_service
 from labs import catalog
 
@@ -168,7 +168,7 @@ def _nudge(lab: str) -> RunNote:
 
 
 def notes(
-    db: Session, *, user: User, labs: Collection[str], newest: Mapping[str, int] | None = None
+    db: Session, *, user: Person, labs: Collection[str], newest: Mapping[str, int] | None = None
 ) -> dict[str, RunNote]:
     """A note per lab in `labs`: the learner's latest succeeded run, or a nudge to run it. One query.
 

@@ -2,7 +2,8 @@
 
     start(db, user=…, user_agent=…, …)         -> token for the cookie (a fresh row; login, registration)
     lookup(db, token=…, idle_s=…, max_s=…)     -> Active(session, user) or None: every request with a cookie
-    peek(db, token=…, idle_s=…, max_s=…)       -> Active, or None when the lookup has a write to do (or none)
+    peek(conn, token=…, idle_s=…, max_s=…)     -> Peeked(session_id, Reader), or None when the lookup has a write to
+                                                  do (or finds nothing): the most-read pages' login, no ORM
     end(db, token=…)                            logout of this browser
     end_all(db, user=…, keep_id=None)           "log out everywhere"; a password change keeps its own session
     list_for(db, user=…)                        the account page's list of sessions
@@ -22,10 +23,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import Connection, bindparam, delete, select, update
 from sqlalchemy.orm import Session, joinedload
 
-from app.models import User, UserSession, utcnow
+from app.models import User, UserRole, UserSession, utcnow
 
 TOUCH_S = 60  # idle lifetimes are hours long: a minute of slack in last_seen_at costs nothing and saves a write a view
 
@@ -60,25 +61,77 @@ _LOOKUP = (
 )
 
 
+def _ended(*, created_at: datetime, last_seen_at: datetime, now: datetime, idle_s: int, max_s: int) -> bool:
+    return now - last_seen_at > timedelta(seconds=idle_s) or now - created_at > timedelta(seconds=max_s)
+
+
 def expired(row: UserSession, *, now: datetime, idle_s: int, max_s: int) -> bool:
-    return now - row.last_seen_at > timedelta(seconds=idle_s) or now - row.created_at > timedelta(seconds=max_s)
+    return _ended(created_at=row.created_at, last_seen_at=row.last_seen_at, now=now, idle_s=idle_s, max_s=max_s)
 
 
 def _find(db: Session, token: str) -> UserSession | None:
     return db.scalars(_LOOKUP, {"token_hash": digest(token)}).unique().one_or_none()
 
 
-def peek(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None:
-    """`lookup` for the event loop: the one read, and the live session when that is all there is to do.
-    None when there is no such session, or when it expired (a delete) or is due a touch (an update): a
-    write may wait on a lock, so the caller then does the whole `lookup` in a worker thread."""
-    row = _find(db, token)
-    if row is None:
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """A logged-in user as the most-read pages see them (lesson parts, the dashboard; app/deps.py Viewer):
+    the fields a page and its queries use, read-only and tied to no database session. Those pages only
+    read, and their one write (the visit) goes by `id`; anything that changes a user loads the `User`."""
+
+    id: int
+    email: str
+    display_name: str
+    roles: frozenset[str]
+
+    def has_role(self, role: str) -> bool:
+        return role in self.roles
+
+    @classmethod
+    def of(cls, user: User) -> Reader:
+        return cls(user.id, user.email, user.display_name, frozenset(user.roles))
+
+
+@dataclass(frozen=True, slots=True)
+class Peeked:
+    session_id: int
+    reader: Reader
+
+
+# The same join as _LOOKUP as plain columns (a row per role, or one row with a NULL role): no ORM objects,
+# no identity map, and no Session transaction around it. With both it was most of a lesson page's login.
+_PEEK = (
+    select(
+        UserSession.id,
+        UserSession.created_at,
+        UserSession.last_seen_at,
+        User.id,
+        User.email,
+        User.display_name,
+        UserRole.role,
+    )
+    .join(User, User.id == UserSession.user_id)
+    .outerjoin(UserRole, UserRole.user_id == User.id)
+    .where(UserSession.token_hash == bindparam("token_hash"))
+)
+
+
+def peek(conn: Connection, *, token: str, idle_s: int, max_s: int) -> Peeked | None:
+    """`lookup` for the event loop, on a plain pooled connection: the one read, and the live session when
+    that is all there is to do. None when there is no such session, or when it expired (a delete) or is due
+    a touch (an update): a write may wait on a lock, so the caller then does the whole `lookup` in a worker
+    thread."""
+    rows = conn.execute(_PEEK, {"token_hash": digest(token)}).all()
+    if not rows:
         return None
+    session_id, created_at, last_seen_at, user_id, email, display_name, _ = rows[0]
     now = utcnow()
-    if expired(row, now=now, idle_s=idle_s, max_s=max_s) or now - row.last_seen_at > timedelta(seconds=TOUCH_S):
+    if _ended(created_at=created_at, last_seen_at=last_seen_at, now=now, idle_s=idle_s, max_s=max_s) or (
+        now - last_seen_at > timedelta(seconds=TOUCH_S)
+    ):
         return None
-    return Active(row, row.user)
+    roles = frozenset(row[6] for row in rows if row[6] is not None)
+    return Peeked(session_id, Reader(user_id, email, display_name, roles))
 
 
 def lookup(db: Session, *, token: str, idle_s: int, max_s: int) -> Active | None:

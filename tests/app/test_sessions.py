@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import delete, event, select
 
-from app.models import User, UserSession, utcnow
+from app.models import User, UserRole, UserSession, utcnow
 from app.services import sessions
 from tests.app.aging import age_sessions
 
@@ -129,6 +129,34 @@ def test_only_a_digest_of_the_token_is_stored(db, make_user):
     active = sessions.lookup(db, token=token, idle_s=3600, max_s=86400)
     assert active is not None and active.user.email == "ann@example.org" and active.user.roles == {"learner"}
     assert sessions.lookup(db, token=token + "x", idle_s=3600, max_s=86400) is None
+
+
+def test_the_pages_peek_reads_what_the_full_lookup_reads_and_hands_every_write_back(db, make_user, settings):
+    """`peek` (lesson parts and the dashboard, app/deps.py Viewer) reads the session as plain columns. It must
+    name the same user with the same roles as `lookup`, find nothing for a wrong token, and answer None, so
+    that the caller does the whole lookup in a worker thread, whenever a write is due: a touch or an expiry."""
+    idle, life = settings.session_idle_s, settings.session_max_s
+    staff = make_user("sam@example.org", roles=("learner", "grader", "instructor"))
+    plain = make_user("pat@example.org")
+    db.execute(delete(UserRole).where(UserRole.user_id == plain.id))  # no role at all: the outer join's NULL row
+    db.commit()
+    db.expire(plain)
+    for user in (staff, plain):
+        token = sessions.start(db, user=user, idle_s=idle, max_s=life)
+        peeked = sessions.peek(db.connection(), token=token, idle_s=idle, max_s=life)
+        full = sessions.lookup(db, token=token, idle_s=idle, max_s=life)
+        assert peeked is not None and full is not None
+        assert peeked.session_id == full.session.id
+        assert peeked.reader == sessions.Reader.of(full.user)
+        assert (peeked.reader.id, peeked.reader.email, peeked.reader.roles) == (user.id, user.email, user.roles)
+        assert sessions.peek(db.connection(), token=token + "x", idle_s=idle, max_s=life) is None
+    assert plain.roles == set() and sessions.Reader.of(staff).has_role("grader")
+    age_sessions(db, last_seen_s=sessions.TOUCH_S + 5, created_s=sessions.TOUCH_S + 5)
+    assert sessions.peek(db.connection(), token=token, idle_s=idle, max_s=life) is None  # a touch is due
+    assert sessions.lookup(db, token=token, idle_s=idle, max_s=life) is not None  # which the lookup writes
+    assert sessions.peek(db.connection(), token=token, idle_s=idle, max_s=life) is not None
+    age_sessions(db, last_seen_s=30, created_s=life + 1)
+    assert sessions.peek(db.connection(), token=token, idle_s=idle, max_s=life) is None  # past its lifetime
 
 
 def test_account_page_lists_sessions_and_marks_this_one(client, make_client, db):
