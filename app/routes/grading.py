@@ -11,6 +11,7 @@ Reports a grader may not grade answer 404, like reports that do not exist.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -62,23 +63,42 @@ def queue_page(
     return render(request, "grader/index.html", ctx, block="queue")
 
 
-# What the queue page says after an assignment (POST, then redirect to ?assign=KIND&email=…&lesson=…): fixed
-# sentences, so the address can name a grader or lesson but never put words of its own on the page.
+# What the queue page says after an assignment (POST, then redirect to ?assign=KIND&email=…&for=LESSON#assign-h, at the
+# form): fixed sentences, so the address can name a grader or lesson but never put words of its own on the page. A
+# refusal names the form's field by its label, and the form comes back with what was typed, that field marked.
 ASSIGN_NOTES = {
-    "assigned": (False, "{email} now grades {lesson}."),
-    "removed": (False, "{email} no longer grades {lesson}."),
-    "no-grader": (True, "email: no grader with the email {email} (give the account the grader role first)."),
-    "no-lesson": (True, "lesson_id: there is no lesson {lesson!r}."),
+    "assigned": (None, "{email} now grades {lesson}."),
+    "removed": (None, "{email} no longer grades {lesson}."),
+    "already": (None, "{email} already grades {lesson}: nothing changed."),
+    "not-assigned": (None, "{email} does not grade {lesson}: nothing changed."),
+    "no-grader": (
+        "email",
+        "Grader's email: no grader with the email {email} (give the account the grader role first). Nothing changed.",
+    ),
+    "no-lesson": ("lesson", "Lesson: there is no lesson {lesson!r}. Nothing changed."),
 }
 
 
-def _assign_note(request: Request) -> tuple[bool, str] | None:
+@dataclass(frozen=True)
+class AssignNote:
+    field: str | None  # the form field a refusal is about ("email" | "lesson"), None when nothing was refused
+    words: str
+    email: str  # as typed (a refusal) or as stored (a change): the form shows it again after a refusal
+    lesson: str
+
+    @property
+    def is_error(self) -> bool:
+        return self.field is not None
+
+
+def _assign_note(request: Request) -> AssignNote | None:
     q = request.query_params
     found = ASSIGN_NOTES.get(q.get("assign", ""))
     if found is None:
         return None
-    is_error, words = found
-    return is_error, words.format(email=q.get("email", "")[:254], lesson=q.get("lesson", "")[:64])
+    field, words = found
+    email, lesson = q.get("email", "")[:254], q.get("for", "")[:64]
+    return AssignNote(field, words.format(email=email, lesson=lesson), email, lesson)
 
 
 @router.post("/assignments")
@@ -96,12 +116,14 @@ def assignments(
     elif lesson_service.current(db, lesson_id=lesson_id) is None:
         kind = "no-lesson"
     elif action == "remove":
-        grading.unassign(db, grader=grader, lesson_id=lesson_id)
-        kind, email = "removed", grader.email
+        kind = "removed" if grading.unassign(db, grader=grader, lesson_id=lesson_id) else "not-assigned"
+        email = grader.email
     else:
-        grading.assign(db, grader=grader, lesson_id=lesson_id)
-        kind, email = "assigned", grader.email
-    return RedirectResponse("/grader?" + urlencode({"assign": kind, "email": email, "lesson": lesson_id}), 303)
+        kind = "assigned" if grading.assign(db, grader=grader, lesson_id=lesson_id) else "already"
+        email = grader.email
+    # `for`, not `lesson`: the queue's lesson filter is `lesson`, and an assignment is no reason to filter the queue
+    query = urlencode({"assign": kind, "email": email, "for": lesson_id})
+    return RedirectResponse(f"/grader?{query}#assign-h", 303)
 
 
 # Where a review page's message may be shown instead of its top: beside the control that was used, where the page

@@ -58,13 +58,16 @@ def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
     return True
 
 
-def unassign(db: Session, *, grader: User, lesson_id: str) -> None:
+def unassign(db: Session, *, grader: User, lesson_id: str) -> bool:
+    """Stop `grader` grading `lesson_id`; False if they did not."""
     row = db.scalar(
         select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
     )
-    if row:
-        db.delete(row)
-        db.commit()
+    if row is None:
+        return False
+    db.delete(row)
+    db.commit()
+    return True
 
 
 def assignments(db: Session) -> list[tuple[User, str]]:

@@ -79,3 +79,92 @@ def test_a_refused_save_shows_the_total_of_the_kept_picks(report, make_user, mak
     )
     assert r.status_code == 409
     assert '<output id="grade-total" for="grade-form">4</output>' in r.text  # 2 + 2 of 20
+
+
+def _staff(make_user, make_client, email: str, roles):
+    make_user(email, roles=roles)
+    c = make_client()
+    c.login(email)
+    return c
+
+
+def _assignments(db) -> list[tuple[str, str]]:
+    from app.services import grading
+
+    db.expire_all()
+    return [(u.email, lesson) for u, lesson in grading.assignments(db)]
+
+
+def _assign_section(html: str) -> str:
+    return html[html.index('id="assign-h"') :]
+
+
+def _lesson_filter(html: str) -> str:
+    return html[html.index('id="f-lesson"') : html.index("</select>", html.index('id="f-lesson"'))]
+
+
+def test_the_assign_form_answers_at_the_form_and_keeps_a_refused_email(make_user, make_client, db):
+    """The assign form is at the foot of the queue page; its answer was a banner at the top (a screen or more above
+    on a phone), naming the fields by their form names (`email:`, `lesson_id:`), with the typed email gone. A refusal
+    now comes back at the form, names the field by its label, keeps what was typed and marks that field; nothing is
+    changed. A redirect after assigning also set the queue's lesson filter (both were `lesson=`)."""
+    ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",))
+    make_user("gus@example.org", roles=("grader",))
+    make_user("lea@example.org", roles=("learner",))
+    r = ivy.post(
+        "/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=False
+    )
+    assert r.status_code == 303 and r.headers["location"].endswith("#assign-h")
+    html = ivy.get(r.headers["location"]).text
+    section = _assign_section(html)
+    assert "Grader&#39;s email: no grader with the email nobody@example.org" in section
+    assert 'class="banner error" id="assign-note" role="alert"' in section
+    email_input = section[
+        section.index('<input id="a-email"') : section.index(">", section.index('<input id="a-email"'))
+    ]
+    assert 'value="nobody@example.org"' in email_input and 'aria-invalid="true"' in email_input
+    assert 'aria-describedby="assign-note"' in email_input
+    assert "no grader with the email" not in html[: html.index('id="assign-h"')]  # said once, at the form
+    # a learner is no grader either; nothing changes
+    r = ivy.post("/grader/assignments", data={"email": "lea@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    assert "Grader&#39;s email: no grader with the email lea@example.org" in r.text
+    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": "nope"}, follow_redirects=True)
+    section = _assign_section(r.text)
+    assert "Lesson: there is no lesson &#39;nope&#39;. Nothing changed." in section
+    assert '<select id="a-lesson" name="lesson_id" aria-invalid="true"' in section
+    assert 'value="gus@example.org"' in section  # the email typed with it is kept
+    assert _assignments(db) == []
+    # a change says so at the form, leaves the email field empty for the next one, and filters nothing
+    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    assert 'role="status" data-testid="assign-note">gus@example.org now grades transformer-scaling.' in r.text
+    assert "selected" not in _lesson_filter(r.text)
+    assert 'value="gus@example.org"' not in _assign_section(r.text)
+    assert _assignments(db) == [("gus@example.org", LESSON)]
+    # doing it twice, or removing what is not there, says that nothing changed
+    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    assert "gus@example.org already grades transformer-scaling: nothing changed." in r.text
+    r = ivy.post(
+        "/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": LESSON, "action": "remove"},
+        follow_redirects=True,
+    )
+    assert "gus@example.org no longer grades transformer-scaling." in r.text
+    r = ivy.post(
+        "/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": LESSON, "action": "remove"},
+        follow_redirects=True,
+    )
+    assert "gus@example.org does not grade transformer-scaling: nothing changed." in r.text
+    assert _assignments(db) == []
+
+
+def test_the_assign_form_needs_an_instructor_and_the_form_token(make_user, make_client, db):
+    make_user("gus@example.org", roles=("grader",))
+    ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",))
+    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON, "csrf_token": "forged"})
+    assert r.status_code == 403
+    gwen = _staff(make_user, make_client, "gwen@example.org", roles=("grader",))
+    r = gwen.post("/grader/assignments", data={"email": "gwen@example.org", "lesson_id": LESSON})
+    assert r.status_code in (403, 404)
+    assert 'id="assign-h"' not in gwen.get("/grader").text
+    assert _assignments(db) == []

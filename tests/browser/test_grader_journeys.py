@@ -103,3 +103,37 @@ def test_grading_without_javascript(live_server, seeder, open_page, size):
     expect(g.locator("#grade-total")).to_have_text("20")
     expect(g.locator("#feedback")).to_have_value("Typed without JavaScript.")
     screenshot(g, f"journeys-nojs-saved-{size}", full_page=False)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_assigning_graders_answers_at_the_form(live_server, seeder, open_page, size):
+    """The instructor's assign form sits under the queue; its answer was a banner at the top of the page (out of view
+    on a phone once a few reports are queued), naming the fields `email:` and `lesson_id:`, with the typed email
+    gone. The page now opens at the form with the answer there; a refused email is kept and marked; and assigning no
+    longer filters the queue by that lesson."""
+    prof = f"journeys-prof-{size}@example.org"
+    seeder.user(prof, roles=("instructor",), name="Prof")
+    ta = f"journeys-ta-{size}@example.org"
+    seeder.user(ta, roles=("grader",), name="TA")
+    _submitted(seeder, f"journeys-assign-{size}@example.org", "Ari")  # a queue above the form
+    p = open_page(size, prof)
+    p.goto(f"{live_server.url}/grader")
+    typo = f"journeys-tA-{size}@exmaple.org"
+    p.get_by_label("Grader's email").fill(typo)
+    p.get_by_role("button", name="Assign", exact=True).click()
+    note = p.get_by_role("alert").filter(has_text="Grader's email: no grader with the email")
+    expect(note).to_be_in_viewport()
+    email = p.get_by_label("Grader's email")
+    expect(email).to_have_value(typo)
+    expect(email).to_have_attribute("aria-invalid", "true")
+    p.keyboard.press("Tab")  # the page opened at the form's heading: the next Tab is the field to mend
+    expect(email).to_be_focused()
+    screenshot(p, f"journeys-assign-refused-{size}", full_page=False)
+    email.fill(ta)
+    p.get_by_role("button", name="Assign", exact=True).click()
+    done = p.get_by_role("status").filter(has_text=f"{ta} now grades transformer-scaling.")
+    expect(done).to_be_in_viewport()
+    expect(p.locator("#assign-h").locator("..")).to_contain_text(f"TA ({ta}) grades transformer-scaling")
+    expect(p.get_by_label("Lesson", exact=True).first).to_have_value("")  # the queue's filter: all you grade
+    expect(p.get_by_label("Grader's email")).to_have_value("")
+    screenshot(p, f"journeys-assign-done-{size}", full_page=False)
