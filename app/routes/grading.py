@@ -281,6 +281,13 @@ def save_grade(
             rubric_version=cur.version,
         )
     except grading.GradingError as exc:
+        if exc.newer is not None:
+            # The learner resubmitted while the grader scored: their work goes onto the new version, unsaved, based
+            # on that version's grade (if any), for them to check against what changed. The old version keeps its grade.
+            newer = report_service.version(db, report=report, number=exc.newer)
+            newer_grade = grading.latest_grade(db, version=newer) if newer else None
+            posted["base_revision"] = newer_grade.revision if newer_grade else 0
+            number = exc.newer
         return _review(
             request, db, user, report, number, error=str(exc), posted=posted, unscored=exc.unscored, status_code=409
         )

@@ -33,11 +33,13 @@ OWN_REPORT = "This is your own report: another grader or an instructor grades it
 
 class GradingError(ValueError):
     """A refused action; the message says why and what to do. `unscored`: the rubric lines (item ids) a refused
-    save left without a level, for the form to mark."""
+    save left without a level, for the form to mark. `newer`: the version a save was refused for, because the learner
+    submitted it after the grader opened the one they scored (the form carries their work over to it)."""
 
-    def __init__(self, message: str, *, unscored: tuple[str, ...] = ()):
+    def __init__(self, message: str, *, unscored: tuple[str, ...] = (), newer: int | None = None):
         super().__init__(message)
         self.unscored = unscored
+        self.newer = newer
 
 
 # ---------------------------------------------------------------- who sees what
@@ -352,8 +354,10 @@ def save_grade(
     latest = db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id))
     if version.number != latest:
         raise GradingError(
-            f"The learner submitted version {latest} after you opened version {version.number}. "
-            "Your scores and text are kept below; open the new version to grade it."
+            f"Not saved: the learner submitted version {latest} after you opened version {version.number}. "
+            f"This is version {latest}, with your scores and text carried over from version {version.number}: check "
+            "them against what changed, then save.",
+            newer=latest,
         )
     bad = []
     for item_id, level in levels.items():

@@ -3,6 +3,8 @@ walks the same in Chromium)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.models import LabReport
@@ -168,3 +170,76 @@ def test_the_assign_form_needs_an_instructor_and_the_form_token(make_user, make_
     assert r.status_code in (403, 404)
     assert 'id="assign-h"' not in gwen.get("/grader").text
     assert _assignments(db) == []
+
+
+def _resubmit(client, db, answer: str = "At TP=2.") -> None:
+    from app.models import ReportVersion
+
+    form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).first().evidence.items()}
+    form.update({"answer-numbers": "The gap is tiny.", "answer-sharding": answer})
+    r = client.post(
+        f"/lessons/{LESSON}/report", data={**form, "action": "submit-incomplete", "missing-ok": "answer-overlap"}
+    )
+    assert r.status_code == 200 and "Submitted as version" in r.text
+
+
+def test_an_older_version_shows_its_grade_read_only(report, client, make_user, make_client, db):
+    """Opened to read what version 1 got, its rubric was a live form with Save grade: a grader who changed a level
+    and saved was refused ("submitted version 2 after you opened version 1"). An older version's rubric is now read
+    only, with a link to grade the latest."""
+    from tests.app.reporting import claimed_by_grader, grade_form
+
+    gina = claimed_by_grader(make_user, make_client, db, report)
+    assert gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="V1 read well.")).status_code == 200
+    _resubmit(client, db)
+    old = gina.get(f"/grader/reports/{report.id}?v=1").text
+    assert "checked disabled" in _input(old, "environment", "complete")  # version 1's grade, as saved
+    assert "required" not in _input(old, "environment", "complete")
+    assert (
+        '<textarea id="feedback" name="feedback" maxlength="20000" aria-keyshortcuts="f" disabled>V1 read well.' in old
+    )
+    assert "Save grade</button>" not in old
+    assert 'data-testid="older-version">Version 1’s grade, kept as saved: only the latest version is graded.' in old
+    assert f'<a href="/grader/reports/{report.id}#rubric-h">Grade version 2</a>' in old
+    latest = gina.get(f"/grader/reports/{report.id}").text
+    assert "Save grade</button>" in latest and "required" in _input(latest, "environment", "complete")
+
+
+def test_a_save_refused_for_a_resubmission_carries_the_work_to_the_new_version(
+    report, client, make_user, make_client, db
+):
+    """The learner resubmitted while the grader scored version 1: the save was refused with "Your scores and text are
+    kept below; open the new version to grade it", and opening it lost them (the new version starts blank). The refusal
+    now shows the new version with the grader's scores and text filled in, not saved, ready to check and save;
+    version 1 keeps no grade it was not given."""
+    from app.models import Grade
+    from tests.app.reporting import claimed_by_grader, grade_form
+
+    gina = claimed_by_grader(make_user, make_client, db, report)
+    _resubmit(client, db, answer="Changed while under review.")
+    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=1, feedback="Typed on version 1."))
+    assert r.status_code == 409
+    text = " ".join(re.sub(r"<[^>]+>", "", r.text).split())
+    assert "Not saved: the learner submitted version 2 after you opened version 1." in text
+    assert "version <strong>2</strong> of 2" in r.text  # the page is version 2's
+    assert '<input type="hidden" name="version" value="2">' in r.text
+    assert '<input type="hidden" name="base_revision" value="0">' in r.text
+    assert "checked required" in _input(r.text, "environment", "complete")
+    assert ">Typed on version 1.</textarea>" in r.text
+    assert "The scores and text below are not saved yet: check each line against what changed." in text
+    assert "data-unsaved" in r.text
+    assert db.query(Grade).count() == 0
+    # saved from there, the grade is version 2's
+    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2, feedback="Typed on version 1."))
+    assert r.status_code == 200 and "Grade saved" in r.text
+    from app.models import ReportVersion
+
+    db.expire_all()
+    graded = [db.get(ReportVersion, g.version_id).number for g in db.query(Grade).all()]
+    assert graded == [2]
+
+
+def _input(html: str, item: str, level: str) -> str:
+    found = re.search(rf'<input type="radio" name="level-{item}" value="{level}"[^>]*>', html)
+    assert found, (item, level)
+    return found.group(0)

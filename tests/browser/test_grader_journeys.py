@@ -137,3 +137,60 @@ def test_assigning_graders_answers_at_the_form(live_server, seeder, open_page, s
     expect(p.get_by_label("Lesson", exact=True).first).to_have_value("")  # the queue's filter: all you grade
     expect(p.get_by_label("Grader's email")).to_have_value("")
     screenshot(p, f"journeys-assign-done-{size}", full_page=False)
+
+
+def _resubmit(seeder: Seeder, report_id: int, answer: str) -> None:
+    """The learner changes an answer and hands the report in again (a new version)."""
+    from app.models import LabReport, User
+    from app.services import lessons as lesson_service
+    from app.services import reports
+
+    with seeder.sessions() as db:
+        report = db.get(LabReport, report_id)
+        assert report is not None
+        owner, current = db.get(User, report.owner_id), lesson_service.current(db, lesson_id=report.lesson_id)
+        assert owner is not None and current is not None
+        draft = dict(report.draft or {})
+        report.draft = {**draft, "answers": {**draft.get("answers", {}), "sharding": answer}}
+        db.commit()
+        reports.submit(
+            db, settings=seeder.settings, report=report, lesson=current.lesson, lesson_version=current.version
+        )
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_resubmission_while_grading_keeps_the_graders_work(live_server, seeder, open_page, size):
+    """The learner resubmitted while the grader scored version 1: Save was refused, the work "kept below" on version
+    1's page, and following "open the new version" lost it. The refusal now opens version 2 with the picks and text
+    carried over, unsaved, to check against what changed; the grade saved is version 2's, and version 1's rubric reads
+    as an older version, not a form to save."""
+    report_id = _submitted(seeder, f"journeys-resub-{size}@example.org", "Rui")
+    g = open_page(size, GRADER)
+    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.get_by_role("button", name="Claim this report").click()
+    for line in LINES:
+        g.locator(f"#item-{line} input[type=radio]").last.check()
+    g.locator("#feedback").fill("Scored on version 1.")
+    _resubmit(seeder, report_id, "Sharding at TP=2, rewritten.")
+    g.get_by_role("button", name="Save grade").click()
+    expect(g.get_by_test_id("grading-error")).to_contain_text("submitted version 2 after you opened version 1")
+    expect(g.get_by_test_id("grading-error")).to_be_in_viewport()
+    assert g.url == f"{live_server.url}/grader/reports/{report_id}?v=2", g.url  # version 2's page, not version 1's
+    expect(g.get_by_test_id("resubmitted")).to_contain_text("not saved yet")
+    expect(g.get_by_test_id("changes")).to_contain_text("answer 3")
+    expect(g.locator("#feedback")).to_have_value("Scored on version 1.")
+    expect(g.locator("#item-stretch input[type=radio]").last).to_be_checked()
+    expect(g.locator("#grade-total")).to_have_text("20")
+    screenshot(g, f"journeys-resubmitted-carried-{size}", full_page=False)
+    g.get_by_role("button", name="Save grade").click()
+    expect(g.get_by_role("status").filter(has_text="Grade saved")).to_be_visible()
+    # version 1: no grade it was not given, and nothing to save there
+    g.goto(f"{live_server.url}/grader/reports/{report_id}?v=1")
+    g.get_by_test_id("to-rubric").click()
+    expect(g.get_by_test_id("older-version")).to_contain_text("Version 1 was not graded")
+    expect(g.get_by_role("button", name="Save grade")).to_have_count(0)
+    expect(g.locator("#item-environment input[type=radio]").first).to_be_disabled()
+    screenshot(g, f"journeys-older-version-{size}", full_page=False)
+    g.get_by_role("link", name="Grade version 2").click()
+    expect(g.locator("#grade-total")).to_have_text("20")
+    expect(g.locator("#feedback")).to_have_value("Scored on version 1.")
