@@ -142,6 +142,7 @@ def _review(
     message: str = "",
     posted: dict | None = None,
     unscored: tuple[str, ...] = (),
+    conflict: bool = False,
     status_code: int = 200,
     at: str = "",
 ) -> Response:
@@ -200,6 +201,7 @@ def _review(
         "base_revision": base_revision,
         "unsaved": posted is not None,  # a refused save: what the form shows is not saved yet
         "unscored": unscored,  # a save refused for lines left without a level: marked, the first one focused
+        "conflict": conflict,  # a save refused because another came first: a link to the saved grade (no reload)
         "mine": report.claimed_by_id == user.id,
         "error": error,
         "message": message,
@@ -289,7 +291,16 @@ def save_grade(
             posted["base_revision"] = newer_grade.revision if newer_grade else 0
             number = exc.newer
         return _review(
-            request, db, user, report, number, error=str(exc), posted=posted, unscored=exc.unscored, status_code=409
+            request,
+            db,
+            user,
+            report,
+            number,
+            error=str(exc),
+            posted=posted,
+            unscored=exc.unscored,
+            conflict=exc.conflict,
+            status_code=409,
         )
     return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
 

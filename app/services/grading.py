@@ -34,12 +34,16 @@ OWN_REPORT = "This is your own report: another grader or an instructor grades it
 class GradingError(ValueError):
     """A refused action; the message says why and what to do. `unscored`: the rubric lines (item ids) a refused
     save left without a level, for the form to mark. `newer`: the version a save was refused for, because the learner
-    submitted it after the grader opened the one they scored (the form carries their work over to it)."""
+    submitted it after the grader opened the one they scored (the form carries their work over to it). `conflict`: a
+    save refused because another save came first (the page links to the saved grade)."""
 
-    def __init__(self, message: str, *, unscored: tuple[str, ...] = (), newer: int | None = None):
+    def __init__(
+        self, message: str, *, unscored: tuple[str, ...] = (), newer: int | None = None, conflict: bool = False
+    ):
         super().__init__(message)
         self.unscored = unscored
         self.newer = newer
+        self.conflict = conflict
 
 
 # ---------------------------------------------------------------- who sees what
@@ -376,9 +380,8 @@ def save_grade(
         raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
     current = latest_grade(db, version=version)
     current_rev = current.revision if current else 0
-    conflict = _conflict_message(db, current)
     if base_revision != current_rev:
-        raise GradingError(conflict)
+        raise GradingError(_conflict_message(db, current), conflict=True)
     grade = Grade(
         version_id=version.id,
         revision=current_rev + 1,
@@ -397,7 +400,7 @@ def save_grade(
         db.flush()
     except IntegrityError:  # another save from the same revision got there between our read and insert
         db.rollback()
-        raise GradingError(_conflict_message(db, latest_grade(db, version=version))) from None
+        raise GradingError(_conflict_message(db, latest_grade(db, version=version)), conflict=True) from None
     db.execute(
         update(LabReport)
         .where(LabReport.id == report.id)
@@ -411,13 +414,14 @@ def save_grade(
 def _conflict_message(db: Session, current: Grade | None) -> str:
     if current is None:
         return (
-            "The grade changed while you were editing. Your scores and text are kept below; reload before saving again."
+            "Not saved: the grade changed while you were editing. Your scores and text are kept below; open the saved "
+            "grade before saving again."
         )
     grader = db.get(User, current.grader_id) if current.grader_id else None
     who = grader.display_name if grader else "a rubric recompute"
     return (
         f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
-        "your scores and text are kept below. Reload to see the saved grade, then save again if you still disagree."
+        "your scores and text are kept below. Open the saved grade to read it, then save again if you still disagree."
     )
 
 

@@ -194,3 +194,33 @@ def test_a_resubmission_while_grading_keeps_the_graders_work(live_server, seeder
     g.get_by_role("link", name="Grade version 2").click()
     expect(g.locator("#grade-total")).to_have_text("20")
     expect(g.locator("#feedback")).to_have_value("Scored on version 1.")
+
+
+def test_a_save_refused_for_a_conflict_links_to_the_saved_grade_without_javascript(
+    browser, live_server, seeder, open_page
+):
+    """Two saves from the same revision (two tabs): the second was refused with "Reload to see the saved grade".
+    Without JavaScript the refused page's address is the post's, so a reload sent the same save again and was refused
+    again. The refusal now links to the saved grade."""
+    report_id = _submitted(seeder, "journeys-conflict@example.org", "Cy")
+    first = open_page("phone", GRADER, js=False)
+    first.goto(f"{live_server.url}/grader/reports/{report_id}")
+    first.get_by_role("button", name="Claim this report").click()
+    second = first.context.new_page()
+    second.goto(f"{live_server.url}/grader/reports/{report_id}")
+    for pg, text in ((first, "Saved in the first tab."), (second, "Typed in the second tab.")):
+        for line in LINES:
+            pg.locator(f"#item-{line} input[type=radio]").last.check()
+        pg.locator("#feedback").fill(text)
+    first.get_by_role("button", name="Save grade").click()
+    expect(first.get_by_role("status").filter(has_text="Grade saved")).to_be_visible()
+    second.get_by_role("button", name="Save grade").click()
+    expect(second.get_by_test_id("grading-error")).to_contain_text("Not saved: this grade was saved meanwhile")
+    expect(second.get_by_test_id("grading-error")).not_to_contain_text("Reload")
+    assert second.url.endswith(f"/grader/reports/{report_id}/grade"), second.url  # a reload would post again
+    expect(second.locator("#feedback")).to_have_value("Typed in the second tab.")
+    screenshot(second, "journeys-conflict-nojs", full_page=False)
+    second.get_by_test_id("open-saved").click()
+    expect(second.locator("#feedback")).to_have_value("Saved in the first tab.")
+    expect(second.get_by_test_id("grading-error")).to_have_count(0)
+    assert second.url == f"{live_server.url}/grader/reports/{report_id}?v=1", second.url
