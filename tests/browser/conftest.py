@@ -100,6 +100,28 @@ def page(browser, request):
     context.close()
 
 
+SIZES = {"laptop": (1280, 800), "phone": (390, 844)}  # the two widths a journey is walked at
+
+
+@pytest.fixture
+def open_page(browser, live_server):
+    """`open_page(size, email, js=True)`: a page of its own browser context at SIZES[size], logged in as `email`,
+    JavaScript on or off; closed after the test."""
+    contexts = []
+
+    def make(size: str, email: str, *, js: bool = True):
+        ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])), java_script_enabled=js)
+        contexts.append(ctx)
+        pg = ctx.new_page()
+        pg.set_default_timeout(15_000)
+        login(pg, live_server.url, email)
+        return pg
+
+    yield make
+    for ctx in contexts:
+        ctx.close()
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

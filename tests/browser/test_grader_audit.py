@@ -10,10 +10,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import login, screenshot
+from tests.browser.conftest import SIZES, screenshot
 from tests.browser.seed import Seeder
 from tests.browser.test_lesson_quality import serious_violations
-from tests.browser.test_report_grading_tasks import SIZES, _grader, _submitted
+from tests.browser.test_report_grading_tasks import _grader, _submitted
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -29,21 +29,9 @@ def seeder(live_server):
 
 
 @pytest.fixture
-def grader_page(browser, live_server):
+def grader_page(open_page):
     """A logged-in grader's page at the size the test asks for (`grader_page(size)`)."""
-    contexts = []
-
-    def make(size: str):
-        ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])))
-        contexts.append(ctx)
-        pg = ctx.new_page()
-        pg.set_default_timeout(15_000)
-        login(pg, live_server.url, GRADER)
-        return pg
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
+    return lambda size: open_page(size, GRADER)
 
 
 def test_queue_on_a_phone_shows_every_column_without_swiping(live_server, seeder, grader_page):

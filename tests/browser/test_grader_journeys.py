@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import login, screenshot
+from tests.browser.conftest import SIZES, screenshot
 from tests.browser.seed import Seeder
-from tests.browser.test_report_grading_tasks import SIZES, _grader, _submitted
+from tests.browser.test_report_grading_tasks import _grader, _submitted
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -24,24 +24,6 @@ def seeder(live_server):
     _grader(s, GRADER)
     yield s
     s.close()
-
-
-@pytest.fixture
-def open_page(browser, live_server):
-    """`open_page(size, email, js=True)`: a page logged in as `email` at that size, JavaScript on or off."""
-    contexts = []
-
-    def make(size: str, email: str, *, js: bool = True):
-        ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])), java_script_enabled=js)
-        contexts.append(ctx)
-        pg = ctx.new_page()
-        pg.set_default_timeout(15_000)
-        login(pg, live_server.url, email)
-        return pg
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -8,13 +8,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import login, screenshot
+from tests.browser.conftest import SIZES, login, screenshot
 from tests.browser.seed import Seeder
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 LESSON = "transformer-scaling"
-SIZES = {"laptop": (1280, 800), "phone": (390, 844)}
 
 
 @pytest.fixture(scope="module")
