@@ -209,8 +209,8 @@ def run_one(executor: str, pg: Postgres, learners: int, drain_s: float) -> bool:
     from sqlalchemy import create_engine, func, select
     from sqlalchemy.orm import Session
 
-    from app import migrate
-    from app.models import Job, Response, User
+    from app.core import migrate
+    from app.core.models import Job, Response, User
 
     url = pg.new_database(f"bench_{executor}_{os.getpid()}")
     migrate.upgrade(url)

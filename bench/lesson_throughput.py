@@ -25,11 +25,11 @@ answered with anything but 200.
 Where a page's time went (py-spy --gil on the server, and sequential in-process calls), and what was done:
 - two thread hops per request (the login lookup, then the handler, each a worker-thread wake-up and a GIL
   hand-over), which under load cost more than the page's own work: lesson parts and the dashboard now do
-  their reads on the event loop (app/deps.py Viewer), about 2x the requests per second;
+  their reads on the event loop (app/web/deps.py Viewer), about 2x the requests per second;
 - a full garbage collection walking every lesson, template and library object every few thousand
   requests, an 80 ms pause that was the p99: a serving process freezes its start-up objects (startup.settle);
 - each learner's pause and question slots and pacing list re-rendered on every view: kept per learner
-  state (app/lesson_pages.py);
+  state (app/web/views/lesson_pages.py);
 - the routers matched in an order that put 26 routes before a part page's: the most-read pages come first.
 What is left, step by step in one process (bench/page_breakdown.py prints it): our middleware and the routing
 ~0.1 ms, dependency injection ~0.12 ms, the ORM login lookup (session, user, roles) ~0.4-0.5 ms, then the page's

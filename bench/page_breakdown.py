@@ -41,7 +41,7 @@ from fastapi import Request  # noqa: E402
 from fastapi.responses import PlainTextResponse  # noqa: E402
 from lesson_throughput import LESSON, Learner, answer_everything  # noqa: E402
 
-from app.deps import DbInt, SessionDep, ViewerDep  # noqa: E402
+from app.web.deps import DbInt, SessionDep, ViewerDep  # noqa: E402
 
 
 async def asgi_call(app: Any, method: str, path: str, cookie: str, body: bytes = b"") -> tuple[int, list, bytes]:
@@ -139,13 +139,13 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="bench-breakdown-")
     os.environ.update(COURSE_ENV="test", COURSE_DATA_DIR=tmp, COURSE_WORKERS="0", COURSE_SECRET_KEY="bench-secret")
     os.environ.pop("DATABASE_URL", None)
-    from app.main import create_app
+    from app.web.factory import create_app
 
     app = create_app(settle=True)
     app.add_api_route("/_probe/floor", _floor)
     app.add_api_route("/_probe/deps/{lesson_id}/{part_id}", _deps)
     app.add_api_route("/_probe/login/{lesson_id}/{part_id}", _login)
-    for _ in range(3):  # first in the route list, as the lesson routes are (app/main.py PAGE_ROUTERS)
+    for _ in range(3):  # first in the route list, as the lesson routes are (app/web/factory.py PAGE_ROUTERS)
         app.router.routes.insert(0, app.router.routes.pop())
 
     loop = asyncio.new_event_loop()

@@ -1,6 +1,6 @@
 """Cost of the per-request login lookup: the server-side session (token digest -> session, user and roles in one
 statement) against the signed-cookie lookup it replaced (user id -> user and roles), in the same process; and
-the lesson pages' read of the same session as plain columns (`sessions.peek`, app/deps.py Viewer), no ORM.
+the lesson pages' read of the same session as plain columns (`sessions.peek`, app/web/deps.py Viewer), no ORM.
 
     .venv/bin/python bench/session_lookup.py [--rounds 5] [--calls 2000] [--database-url URL]
 
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate  # noqa: E402
-from app.db import make_engine, make_sessionmaker  # noqa: E402
+from app.core.db import make_engine, make_sessionmaker  # noqa: E402
 from app.services import sessions, users  # noqa: E402
 
 DAY = 86400

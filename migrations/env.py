@@ -2,18 +2,18 @@
 
 from alembic import context
 
-from app.models import Base
+from app.core.models import Base
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url")
 if not url:
-    from app.config import Settings
+    from app.core.config import Settings
 
     url = Settings.from_env().db_url
 
 
 def run_migrations() -> None:
-    from app.db import make_engine
+    from app.core.db import make_engine
 
     connectable = config.attributes.get("connection")
     if connectable is not None:

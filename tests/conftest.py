@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
-from app import migrate
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
+from app.core import migrate
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +135,7 @@ def db(settings):
 
 @pytest.fixture
 def app(settings):
-    from app.main import create_app
+    from app.web.factory import create_app
 
     return create_app(settings)
 

@@ -50,7 +50,7 @@ def test_gpu_image_is_the_ngc_pytorch_image_with_transformer_engine():
 def test_production_refuses_default_secret():
     import pytest
 
-    from app.config import DEV_SECRET, Settings, SettingsError
+    from app.core.config import DEV_SECRET, Settings, SettingsError
 
     with pytest.raises(SettingsError, match="COURSE_SECRET_KEY"):
         Settings.from_env({"COURSE_ENV": "production"})

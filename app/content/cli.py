@@ -1,6 +1,6 @@
 """`python -m app lessons validate [ROOT]`: check every lesson folder and print what is wrong.
 
-The lead's app/__main__.py calls `validate_command(root)`; it prints one line per error
+app/cli/commands.py calls `validate_command(root)`; it prints one line per error
 (`file:line: field: expected …, found …`) and a summary, and returns the process exit code.
 """
 

@@ -1,5 +1,5 @@
 """A new question or part in the browser editor, which edits one lesson file at a time: the part files' `questions`
-blocks and `number` lines read and changed as text (every other line kept as written), for app/routes/authoring.py.
+blocks and `number` lines read and changed as text (every other line kept as written), for app/web/routes/authoring.py.
 
 A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
 question published on its own, or a part listing it first, were both refused. A new questions/NAME.yaml therefore
@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import yaml
 
-from app.config import ROOT
+from app.core.config import ROOT
 
 # The template's example questions, shown beside a new questions/NAME.yaml file (the page is all an author reads).
 TEMPLATE_QUESTIONS = ROOT / "lessons" / "_template" / "questions"

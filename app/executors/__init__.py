@@ -21,8 +21,8 @@ import sys
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.models import Job
+from app.core.config import Settings
+from app.core.models import Job
 
 
 def processes(settings: Settings) -> tuple[str, list[list[str]]]:

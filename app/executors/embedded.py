@@ -20,9 +20,9 @@ import socket
 import time
 from pathlib import Path
 
-from app import logs
-from app.config import ROOT, Settings
-from app.db import make_engine, make_sessionmaker
+from app.core import logs
+from app.core.config import ROOT, Settings
+from app.core.db import make_engine, make_sessionmaker
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
 from app.services import jobs as job_service
 from app.services import labhost

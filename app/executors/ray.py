@@ -62,12 +62,12 @@ from typing import Any
 
 from sqlalchemy import update
 
-from app import logs
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
+from app.core import logs
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker
+from app.core.models import ClusterNode, Job, utcnow
 from app.executors.labproc import Outcome, timed_out
 from app.executors.ray_node import remote_task
-from app.models import ClusterNode, Job, utcnow
 from app.services import bundles
 from app.services import cluster as cluster_service
 from app.services import jobs as job_service

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings
+from app.core.config import Settings
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
 from app.services import bundles
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE

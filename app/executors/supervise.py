@@ -17,8 +17,8 @@ import signal
 import subprocess
 import threading
 
-from app.config import ROOT, Settings
-from app.db import make_engine, make_sessionmaker
+from app.core.config import ROOT, Settings
+from app.core.db import make_engine, make_sessionmaker
 from app.services import jobs as job_service
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 A bundle is a folder holding result.json and the artifacts it lists: a job's output under
 data/jobs/<id>/ or an uploaded bundle under data/bundles/<id>/. Both are served the same way, by
-app/routes/artifacts.py; the functions here return an `Artifact` or raise NotFound.
+app/web/routes/artifacts.py; the functions here return an `Artifact` or raise NotFound.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.config import Settings
-from app.models import Bundle, Job
+from app.core.config import Settings
+from app.core.models import Bundle, Job
 from app.services.errors import NotFound
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.models import Bundle, User
+from app.core.config import Settings
+from app.core.models import Bundle, User
 from app.services.checks import schema_problem
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MB at most

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import ClusterNode, utcnow
+from app.core.models import ClusterNode, utcnow
 from app.services.labhost import HostCapacity
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity
 from labs.words import count

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
-from app.models import Job, User
+from app.core.config import Settings
+from app.core.models import Job, User
 from app.services import cluster as cluster_service
 from app.services import jobs as job_service
 from app.services import limits as limit_service

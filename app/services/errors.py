@@ -1,4 +1,4 @@
-"""Domain errors: what services raise instead of HTTP errors. One exception handler in app/main.py maps
+"""Domain errors: what services raise instead of HTTP errors. One exception handler in app/web/factory.py maps
 them to a status code (and a page or JSON body); services know nothing about HTTP.
 
 FieldError   bad input for one form field (routes usually catch it and show it next to the field)  -> 422

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.content.schema import Lesson
-from app.models import Bundle, Job, LabReport, ReportVersion
+from app.core.config import Settings
+from app.core.models import Bundle, Job, LabReport, ReportVersion
 from app.services import checks as checks_service
 from app.services import lessons as lesson_service
 from app.services.artifacts import Artifact, in_folder, resolve_artifact

@@ -9,7 +9,7 @@ import io
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
-from app.models import User
+from app.core.models import User
 from app.services import lessons as lesson_service
 from app.services.grading import queue
 

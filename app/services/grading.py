@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
-from app.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
+from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
 from app.services import lessons as lesson_service
 from app.services.evidence import slots
 
@@ -237,7 +237,7 @@ def queue(
 
 
 def graders(db: Session) -> list[User]:
-    from app.models import UserRole
+    from app.core.models import UserRole
 
     return list(
         db.scalars(

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
+from app.core.models import Job, JobLoss, Person, User, utcnow
 from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
-from app.models import Job, JobLoss, Person, User, utcnow
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.errors import Conflict

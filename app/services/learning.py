@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
-from app.models import Attempt, PartProgress, Person, Response, User, UTCDateTime, utcnow
+from app.core.models import Attempt, PartProgress, Person, Response, User, UTCDateTime, utcnow
 from app.services.errors import FieldError
 
 MAX_ANSWER_CHARS = 5000
@@ -330,7 +330,7 @@ class AttemptView(NamedTuple):
     question_id: str
     status: str
     created_at: datetime
-    id: int = 0  # rows are append-only: the newest id names the learner's latest state (app/lesson_pages.py)
+    id: int = 0  # rows are append-only: the newest id names the learner's latest state (app/web/views/lesson_pages.py)
 
 
 class LessonState(NamedTuple):

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.content import ContentError, validate_lesson_texts
 from app.content.loader import read_lesson_texts
 from app.content.schema import Lesson
-from app.models import LessonVersion, User
+from app.core.models import LessonVersion, User
 
 MAX_FILE_CHARS = 200_000
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Job, QueueLimit, User, utcnow
+from app.core.models import Job, QueueLimit, User, utcnow
 from app.services.errors import DomainError, FieldError
 
 # What a course starts with until an instructor changes it: enough for a learner to queue a few runs of each

@@ -3,7 +3,7 @@
 The pages keep the pending notices in the signed session cookie (a few short dicts), so showing them costs
 no query; the database is asked only by the small `/notices` poll: every few seconds while the learner has
 a job in flight, and at most every GRADE_CHECK_S otherwise (for grades). This module holds the queries;
-app/routes/pages.py keeps the session.
+app/web/routes/pages.py keeps the session.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Grade, Job, LabReport, ReportVersion, User, utcnow
+from app.core.models import Grade, Job, LabReport, ReportVersion, User, utcnow
 
 GRADE_CHECK_S = 120  # how often, at most, a session asks whether a new grade arrived
 GRADE_WINDOW = timedelta(days=14)  # a fresh session is told about grades this recent (it has no "seen" mark yet)

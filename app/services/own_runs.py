@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.models import Job, Person
+from app.core.models import Job, Person
 from app.services import jobs as job_service
 from labs import catalog
 

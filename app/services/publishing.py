@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from app.content import ContentError
-from app.models import User
+from app.core.models import User
 from app.services import grading
 from app.services import lessons as lesson_service
 

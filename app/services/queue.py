@@ -22,8 +22,8 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from app import executors
-from app.config import Settings
-from app.models import Job, utcnow
+from app.core.config import Settings
+from app.core.models import Job, utcnow
 from labs.words import count
 
 ACTIVE = ("queued", "running")

@@ -16,9 +16,9 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.config import Settings
 from app.content.schema import Lesson
-from app.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
+from app.core.config import Settings
+from app.core.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
 from app.services.evidence import Slot, run_checks, slots
 
 __all__ = ["Gap", "ReportError", "Slot", "slots"]  # Slot and slots re-exported: a report is made of its lesson's slots

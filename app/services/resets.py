@@ -23,9 +23,9 @@ from urllib.parse import unquote, urlsplit
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app import security
-from app.config import Settings
-from app.models import PasswordReset, User, utcnow
+from app.core import passwords
+from app.core.config import Settings
+from app.core.models import PasswordReset, User, utcnow
 from app.services import sessions, users
 from app.services.errors import FieldError
 from labs.words import count
@@ -90,7 +90,7 @@ def use(db: Session, *, token: str, new_password: str) -> User:
         raise ResetError("token", "this reset link was just used; ask your instructor for a new one")
     user = db.get(User, row.user_id)
     assert user is not None  # the row cascades with its user
-    user.password_hash = security.hash_password(new_password)
+    user.password_hash = passwords.hash_password(new_password)
     db.commit()
     sessions.end_all(db, user=user)
     return user

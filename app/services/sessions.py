@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, bindparam, delete, select, update
 from sqlalchemy.orm import Session, joinedload
 
-from app.models import User, UserRole, UserSession, utcnow
+from app.core.models import User, UserRole, UserSession, utcnow
 
 TOUCH_S = 60  # idle lifetimes are hours long: a minute of slack in last_seen_at costs nothing and saves a write a view
 
@@ -75,7 +75,7 @@ def _find(db: Session, token: str) -> UserSession | None:
 
 @dataclass(frozen=True, slots=True)
 class Reader:
-    """A logged-in user as the most-read pages see them (lesson parts, the dashboard; app/deps.py Viewer):
+    """A logged-in user as the most-read pages see them (lesson parts, the dashboard; app/web/deps.py Viewer):
     the fields a page and its queries use, read-only and tied to no database session. Those pages only
     read, and their one write (the visit) goes by `id`; anything that changes a user loads the `User`."""
 

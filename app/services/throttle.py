@@ -22,7 +22,7 @@ from sqlalchemy import case, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import LoginThrottle, utcnow
+from app.core.models import LoginThrottle, utcnow
 from app.services.errors import DomainError
 from labs.words import count
 

@@ -8,7 +8,7 @@ import secrets
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import ApiToken, User, utcnow
+from app.core.models import ApiToken, User, utcnow
 from app.services.errors import FieldError
 
 PREFIX = "cst_"  # course token: recognisable in logs and secret scanners

@@ -10,8 +10,8 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload
 
-from app import security
-from app.models import ROLES, User, UserRole
+from app.core import passwords
+from app.core.models import ROLES, User, UserRole
 from app.services import sessions, throttle
 from app.services.errors import FieldError
 
@@ -85,7 +85,7 @@ def create_user(
     check_new_user(email=email, password=password, display_name=display_name, roles=roles)
     # Hash before looking the email up: a taken address then costs what a new account costs, so the
     # response time does not answer "is this email registered?" on its own.
-    password_hash = security.hash_password(password)
+    password_hash = passwords.hash_password(password)
     if get_by_email(db, email=email):
         raise UserError("email", TAKEN)
     user = User(email=email, display_name=display_name, password_hash=password_hash)
@@ -132,7 +132,7 @@ def set_password(db: Session, *, user: User, password: str) -> int:
     """Set a password chosen for the user (an operator's reset: no current password asked) and end every session
     of theirs, as a reset link does; returns how many sessions ended."""
     check_password(password)
-    user.password_hash = security.hash_password(password)
+    user.password_hash = passwords.hash_password(password)
     db.commit()
     return sessions.end_all(db, user=user)
 
@@ -142,9 +142,9 @@ def authenticate(db: Session, *, email: str, password: str) -> User | None:
     answers take one argon2 verification."""
     user = get_by_email(db, email=email)
     if user is None:
-        security.verify_password(security.dummy_hash(), password)
+        passwords.verify_password(passwords.dummy_hash(), password)
         return None
-    return user if security.verify_password(user.password_hash, password) else None
+    return user if passwords.verify_password(user.password_hash, password) else None
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def change_password(
     """Set a new password if `current` is right (and `confirm`, when given, repeats `new`); ends every other
     session of the user (returns how many). Raises UserError with every problem at once in `errors`."""
     problems: dict[str, str] = {}
-    if not security.verify_password(user.password_hash, current):
+    if not passwords.verify_password(user.password_hash, current):
         problems["current_password"] = "this is not your current password"
     try:
         check_password(new, "new_password")
@@ -192,7 +192,7 @@ def change_password(
     if problems:
         field, message = next(iter(problems.items()))
         raise UserError(field, message, problems)
-    user.password_hash = security.hash_password(new)
+    user.password_hash = passwords.hash_password(new)
     db.commit()
     return sessions.end_all(db, user=user, keep_id=keep_session_id)
 

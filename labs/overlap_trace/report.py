@@ -54,7 +54,7 @@ def safety(schedule: str, ranks: list[dict], device: str) -> dict:
             if device == "cpu" and any(v is not None for v in seen)
             else "the all-gather's output buffer"
         )
-        # one table cell: at most app/result_excerpt.MAX_TEXT (200) characters, or the page cuts it
+        # one table cell: at most app/web/views/result_excerpt.MAX_TEXT (200) characters, or the page cuts it
         return {
             "safe_to_overlap": False,
             "must_wait": True,

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from app.models import UserSession, utcnow
+from app.core.models import UserSession, utcnow
 
 
 def age_sessions(db, *, last_seen_s: float = 0, created_s: float = 0) -> None:

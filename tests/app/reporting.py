@@ -51,7 +51,7 @@ LEVELS = {
 
 def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None):
     """Register a learner, give them finished runs of every lab, attach them and submit; returns the user."""
-    from app.models import User
+    from app.core.models import User
 
     client.register(email)
     learner = db.query(User).filter_by(email=email).one()

@@ -15,7 +15,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from sqlalchemy import func, select, update
 
-from app.models import ApiToken, PasswordReset, User, UserSession, utcnow
+from app.core.models import ApiToken, PasswordReset, User, UserSession, utcnow
 from tests.conftest import ROOT, free_port
 
 
@@ -327,7 +327,7 @@ def smtp_server():
 def test_with_smtp_the_link_is_mailed_not_shown(settings, smtp_server, make_user, db):
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from app.web.factory import create_app
     from tests.conftest import Browserless
 
     url, inbox = smtp_server
@@ -353,7 +353,7 @@ def test_with_smtp_the_link_is_mailed_not_shown(settings, smtp_server, make_user
 def test_a_mail_server_that_is_down_still_leaves_the_link_to_copy(settings, make_user):
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from app.web.factory import create_app
     from tests.conftest import Browserless
 
     app = create_app(dataclasses.replace(settings, smtp_url=f"smtp://127.0.0.1:{free_port()}"))

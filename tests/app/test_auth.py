@@ -1,7 +1,7 @@
 import pytest
 from sqlalchemy import func, select
 
-from app.models import User
+from app.core.models import User
 
 
 def test_register_login_logout(client):

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from app.models import LessonVersion
+from app.core.models import LessonVersion
 from app.services import lessons as lesson_service
 
 LESSON = "transformer-scaling"
@@ -205,7 +205,7 @@ def test_a_lesson_folder_that_fails_at_start_up_lists_its_problems_with_code_as_
 
     from fastapi.testclient import TestClient
 
-    from app.main import create_app
+    from app.web.factory import create_app
     from tests.conftest import ROOT, Browserless
 
     lessons = tmp_path / "lessons"

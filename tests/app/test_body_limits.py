@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app.bodies import AUTHORING_LIMIT, DEFAULT_LIMIT, UPLOAD_LIMIT
+from app.web.middleware.bodies import AUTHORING_LIMIT, DEFAULT_LIMIT, UPLOAD_LIMIT
 from tests.app.live import Live, course_server
 from tests.conftest import _new_pg_database
 

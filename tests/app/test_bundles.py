@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from app.models import Bundle
+from app.core.models import Bundle
 from app.services import bundles
 from tests.app import labruns
 from tests.app.reporting import LESSON

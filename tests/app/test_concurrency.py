@@ -3,7 +3,7 @@
 Issue 10, item 1: 60 learners loading six lesson parts at once got 40 answers that waited exactly 30 s and
 failed with `QueuePool limit of size 5 overflow 10 reached`, on SQLite and PostgreSQL alike: requests held
 a database connection while they waited for a thread and while the page rendered, and anyio's 40 threads
-fed a pool of 15 connections. Now the admission gate (app/admission.py), the thread pool and the database
+fed a pool of 15 connections. Now the admission gate (app/web/middleware/admission.py), the thread pool and the database
 pool are sized from one setting, and a request holds a connection only around its queries.
 """
 
@@ -21,12 +21,12 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from app.admission import RETRY_AFTER_S, Lane
-from app.config import Settings, SettingsError
-from app.deps import OptionalUser, get_current_user
-from app.models import User, UserRole
-from app.security import hash_password
+from app.core.config import Settings, SettingsError
+from app.core.models import User, UserRole
+from app.core.passwords import hash_password
 from app.services import tokens
+from app.web.deps import OptionalUser, get_current_user
+from app.web.middleware.admission import RETRY_AFTER_S, Lane
 from tests.app.live import course_server
 from tests.conftest import _new_pg_database
 
@@ -115,7 +115,7 @@ def test_overload_is_queued_or_answered_503_with_retry_after_never_a_hang(tmp_pa
 
 @pytest.fixture
 def small_app(settings):
-    from app.main import create_app
+    from app.web.factory import create_app
 
     return create_app(dataclasses.replace(settings, web_concurrency=3, web_queue_timeout_s=1.0))
 
@@ -156,8 +156,8 @@ def test_an_exhausted_pool_is_a_503_with_retry_after_not_a_500(small_app, small_
 def test_no_connection_is_held_after_the_user_lookup_or_while_a_page_renders(small_app, small_client, monkeypatch):
     """Between the user lookup and the handler (a thread hop away) and during the render, the request's
     session has given its connection back to the pool. Lesson parts look the user up on the event loop right
-    before their own reads (app/deps.py Viewer: no hop in between), so for them only the render is checked."""
-    from app import web
+    before their own reads (app/web/deps.py Viewer: no hop in between), so for them only the render is checked."""
+    from app.web import templates as web
 
     small_client.register("ann@example.org")
     pool = small_app.state.engine.pool
@@ -211,7 +211,7 @@ def test_a_lane_admits_in_order_queues_a_bounded_number_and_times_out():
 
 
 def test_a_password_post_waits_in_its_own_lane():
-    from app.main import _lane_of
+    from app.web.factory import _lane_of
 
     def lane(method: str, path: str) -> str:
         return _lane_of({"type": "http", "method": method, "path": path})

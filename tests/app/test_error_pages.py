@@ -69,7 +69,7 @@ def test_api_docs_load_swagger_ui_from_this_server(client):
 
 @pytest.fixture
 def job(client, db, settings):
-    from app.models import User
+    from app.core.models import User
 
     client.register("ann@example.org")
     return finished_job(db, settings, db.query(User).one(), "fp8-step")

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.models import Job, utcnow
+from app.core.models import Job, utcnow
 from app.services import jobs, limits, queue
 from app.services.labhost import HostCapacity
 

@@ -1,6 +1,6 @@
 """Template filters that turn plain messages into HTML."""
 
-from app.filters import ticks
+from app.web.filters import ticks
 
 
 def test_ticks_shows_code_spans_as_code_and_escapes_the_rest():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from app.models import Job, LabReport, User
+from app.core.models import Job, LabReport, User
 from app.services import grading
 from tests.app.reporting import LESSON, finished_job, grade_form, submit_report
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.models import LabReport
+from app.core.models import LabReport
 from tests.app.reporting import LESSON, grade_form, submit_report
 
 

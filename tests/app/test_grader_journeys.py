@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app.models import LabReport
+from app.core.models import LabReport
 from tests.app.reporting import LESSON, submit_report
 
 
@@ -173,7 +173,7 @@ def test_the_assign_form_needs_an_instructor_and_the_form_token(make_user, make_
 
 
 def _resubmit(client, db, answer: str = "At TP=2.") -> None:
-    from app.models import ReportVersion
+    from app.core.models import ReportVersion
 
     form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).first().evidence.items()}
     form.update({"answer-numbers": "The gap is tiny.", "answer-sharding": answer})
@@ -212,7 +212,7 @@ def test_a_save_refused_for_a_resubmission_carries_the_work_to_the_new_version(
     kept below; open the new version to grade it", and opening it lost them (the new version starts blank). The refusal
     now shows the new version with the grader's scores and text filled in, not saved, ready to check and save;
     version 1 keeps no grade it was not given."""
-    from app.models import Grade
+    from app.core.models import Grade
     from tests.app.reporting import claimed_by_grader, grade_form
 
     gina = claimed_by_grader(make_user, make_client, db, report)
@@ -232,7 +232,7 @@ def test_a_save_refused_for_a_resubmission_carries_the_work_to_the_new_version(
     # saved from there, the grade is version 2's
     r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2, feedback="Typed on version 1."))
     assert r.status_code == 200 and "Grade saved" in r.text
-    from app.models import ReportVersion
+    from app.core.models import ReportVersion
 
     db.expire_all()
     graded = [db.get(ReportVersion, g.version_id).number for g in db.query(Grade).all()]

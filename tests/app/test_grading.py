@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from app.db import make_engine, make_sessionmaker
-from app.models import Grade, Job, LabReport, ReportVersion, User
+from app.core.db import make_engine, make_sessionmaker
+from app.core.models import Grade, Job, LabReport, ReportVersion, User
 from app.services import grading, publishing
 from app.services import lessons as lesson_service
 from tests.app.reporting import LESSON, grade_form, submit_report

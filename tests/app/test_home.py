@@ -30,7 +30,7 @@ def test_start_resume_then_completed(client):
 
 def test_each_card_says_what_its_lesson_teaches(client):
     """A newcomer chooses between lessons by their summaries, rendered (maths and all) on the cards."""
-    from app.filters import md
+    from app.web.filters import md
 
     client.register("ann@example.org")
     html = client.get("/").text
@@ -46,7 +46,7 @@ def test_the_dashboard_counts_each_answered_question_once_and_only_the_learners(
     another learner's answers never do."""
     from sqlalchemy import select
 
-    from app.models import User
+    from app.core.models import User
     from app.services import learning
 
     client.register("ann@example.org")
@@ -127,7 +127,7 @@ def test_reading_time_is_said_only_when_there_is_some(client, db):
     """No '0 min spent' beside answered questions: no time, no mention; a few beats, 'under a minute'."""
     from sqlalchemy import update
 
-    from app.models import PartProgress
+    from app.core.models import PartProgress
 
     client.register("ann@example.org")
     card = _card(client.get("/").text)

@@ -2,7 +2,7 @@
 
 import json
 
-from app.models import Job
+from app.core.models import Job
 
 
 def _learner(client, email="ann@example.org"):
@@ -141,8 +141,8 @@ def test_the_jobs_card_says_what_was_lost_on_the_way_and_that_it_is_not_counted(
     import html
     import signal
 
+    from app.core.models import User
     from app.executors.labproc import signal_outcome
-    from app.models import User
     from app.services import jobs
     from app.services.labhost import HostCapacity
 
@@ -166,7 +166,7 @@ def _section(page: str, start_marker: str, end_marker: str) -> str:
 
 
 def _ann_and_host(db):
-    from app.models import User
+    from app.core.models import User
     from app.services.labhost import HostCapacity
 
     return db.query(User).filter(User.email == "ann@example.org").one(), HostCapacity.local_default()

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.models import utcnow
+from app.core.models import utcnow
 from app.services import jobs
 from app.services.labhost import HostCapacity
 
@@ -53,7 +53,7 @@ def test_an_attempt_lost_to_infrastructure_is_given_back_uncounted_then_fails_wi
 def test_each_lost_attempt_is_recorded_with_where_it_ran_and_what_followed(db, learner):
     """The cluster page's history: jobs.lost and the lease reaper each write one row per attempt they take back,
     a refused `lost` (not that worker's job any more) writes none, and the counts say where work was lost."""
-    from app.models import JobLoss
+    from app.core.models import JobLoss
 
     job = jobs.create_job(db, owner=learner, lab="env-check", params={}, max_attempts=3, host=LOCAL)
     jobs.claim_next(db, worker_id="w1", lease_s=30)

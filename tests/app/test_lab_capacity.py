@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.models import Job
+from app.core.models import Job
 from app.services.labhost import HostCapacity
+from app.web.factory import create_app
 from labs.catalog import Capacity
 from tests.conftest import Browserless
 

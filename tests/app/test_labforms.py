@@ -5,7 +5,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from app.models import Job
+from app.core.models import Job
 from app.services import labforms
 from labs import catalog
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import event
 
-from app.models import User
+from app.core.models import User
 from app.services import jobs, own_runs
 from tests.app import labruns
 from tests.app.reporting import LOCAL, failed_job, finished_job

@@ -4,7 +4,7 @@ learner something stale, someone else's, or let an ended session in.
 - pause and question slots are kept per (version, session, learner, newest answer and attempt): a new answer
   shows at once, another learner never sees it, and an old version's page stays closed;
 - the pacing list is kept per parts done: marking a part done (or not) shows at once;
-- lesson parts and the dashboard read the login on the event loop (app/deps.py Viewer): logout, lifetimes
+- lesson parts and the dashboard read the login on the event loop (app/web/deps.py Viewer): logout, lifetimes
   and the once-a-minute touch hold there exactly as on every other route;
 - a serving process builds the lessons and freezes its start-up objects (startup.settle).
 """
@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 
-from app.models import UserSession, utcnow
+from app.core.models import UserSession, utcnow
 from app.services import lessons as lesson_service
 from tests.app.aging import age_sessions
 
@@ -214,7 +214,7 @@ def test_an_api_token_opens_a_lesson_page_and_a_bad_one_is_refused(learner, app)
 
 
 def test_a_serving_process_builds_the_lessons_and_freezes_start_up_objects(settings):
-    from app.main import create_app
+    from app.web.factory import create_app
 
     lesson_service._built.clear()
     before = gc.get_freeze_count()

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from app.content import make_variant
-from app.models import Attempt, Response
+from app.core.models import Attempt, Response
 from app.services import learning
 from app.services import lessons as lesson_service
 

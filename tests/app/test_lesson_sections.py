@@ -1,15 +1,15 @@
 """The reference sections outside a lesson's timed parts (knowledge atlas, hands-on lab, "Go deeper") exist only
 when the lesson has something to show in them, and every place that offers one follows that: the pacing list,
-the header's lab link and the next step after the last part (app/lesson_pages.py `sections`)."""
+the header's lab link and the next step after the last part (app/web/views/lesson_pages.py `sections`)."""
 
 import re
 
 import pytest
 
-from app.config import ROOT
 from app.content import load_course
-from app.lesson_pages import SECTIONS, section_missing, sections
-from app.web import templates
+from app.core.config import ROOT
+from app.web.templates import templates
+from app.web.views.lesson_pages import SECTIONS, section_missing, sections
 
 
 @pytest.fixture(scope="module")

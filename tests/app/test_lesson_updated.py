@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import inspect, select, text, update
 from sqlalchemy.orm import Session
 
-from app import migrate
-from app.db import make_engine
-from app.models import PartProgress, utcnow
+from app.core import migrate
+from app.core.db import make_engine
+from app.core.models import PartProgress, utcnow
 from app.services import lessons as lesson_service
 from app.services import users
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app import security
-from app.models import LoginThrottle, utcnow
+from app.core import passwords
+from app.core.models import LoginThrottle, utcnow
 from app.services import throttle, users
 
 
@@ -99,19 +99,19 @@ def test_ipv6_clients_are_counted_per_64():
 def test_an_unknown_email_is_checked_against_the_dummy_hash(db, make_user, monkeypatch):
     make_user("ann@example.org")
     checked: list[str] = []
-    real = security.verify_password
+    real = passwords.verify_password
 
     def spy(password_hash: str, password: str) -> bool:
         checked.append(password_hash)
         return real(password_hash, password)
 
-    monkeypatch.setattr(security, "verify_password", spy)
+    monkeypatch.setattr(passwords, "verify_password", spy)
     assert users.authenticate(db, email="nobody@example.org", password="whatever1") is None
-    assert checked == [security.dummy_hash()]
+    assert checked == [passwords.dummy_hash()]
     checked.clear()
     assert users.authenticate(db, email="ann@example.org", password="whatever1") is None
-    assert len(checked) == 1 and checked[0] != security.dummy_hash() and checked[0].startswith("$argon2id$")
-    assert security.dummy_hash().split("$")[:4] == checked[0].split("$")[:4]  # same algorithm and parameters
+    assert len(checked) == 1 and checked[0] != passwords.dummy_hash() and checked[0].startswith("$argon2id$")
+    assert passwords.dummy_hash().split("$")[:4] == checked[0].split("$")[:4]  # same algorithm and parameters
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -135,8 +135,8 @@ def test_login_time_does_not_tell_whether_the_email_exists(db, make_user):
 def test_registering_a_taken_email_costs_a_hash_and_counts_against_the_address(client, make_client, monkeypatch, db):
     client.register("ann@example.org")
     hashed: list[str] = []
-    real = security.hash_password
-    monkeypatch.setattr(security, "hash_password", lambda p: hashed.append(p) or real(p))
+    real = passwords.hash_password
+    monkeypatch.setattr(passwords, "hash_password", lambda p: hashed.append(p) or real(p))
     other = make_client()
     r = other.register("ann@example.org", password="another password")
     assert r.status_code == 400 and "already exists" in r.text

@@ -2,9 +2,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from app import migrate
-from app.db import make_engine
-from app.models import Base
+from app.core import migrate
+from app.core.db import make_engine
+from app.core.models import Base
 
 
 def test_upgrade_downgrade_upgrade(db_url):

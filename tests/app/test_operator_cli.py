@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import migrate
-from app.__main__ import main
-from app.config import Settings, SettingsError
-from app.db import make_engine, make_sessionmaker
-from app.models import GraderAssignment
+from app.cli.commands import main
+from app.core import migrate
+from app.core.config import Settings, SettingsError
+from app.core.db import make_engine, make_sessionmaker
+from app.core.models import GraderAssignment
 from app.services import users
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port
@@ -228,7 +228,7 @@ def test_an_unreachable_postgres_is_one_line_without_the_password(tmp_path):
 
 @pytest.mark.postgres
 def test_a_missing_postgres_database_is_named(postgres_server, tmp_path):
-    from app.startup import check_database
+    from app.cli.startup import check_database
 
     s = Settings.from_env(_env(tmp_path), database_url=f"{postgres_server}/no_such_database")
     with pytest.raises(SettingsError, match='DATABASE_URL: cannot connect to .*"no_such_database" does not exist'):
@@ -236,7 +236,7 @@ def test_a_missing_postgres_database_is_named(postgres_server, tmp_path):
 
 
 def test_a_good_database_passes(settings):
-    from app.startup import check_database
+    from app.cli.startup import check_database
 
     check_database(settings)
     migrate.upgrade(settings.db_url)
@@ -293,10 +293,10 @@ def test_a_short_production_key_is_refused_with_how_to_make_one():
 
 
 def test_several_web_processes_on_sqlite_in_production_warn(caplog):
-    from app.serve import warn_sqlite_processes
+    from app.cli.serve import warn_sqlite_processes
 
     base = {"COURSE_ENV": "production", "COURSE_SECRET_KEY": LONG_KEY, "COURSE_WEB_PROCESSES": "4"}
-    with caplog.at_level(logging.WARNING, logger="app.serve"):
+    with caplog.at_level(logging.WARNING, logger="app.cli.serve"):
         warn_sqlite_processes(Settings.from_env(base))
         warn_sqlite_processes(Settings.from_env({**base, "DATABASE_URL": "postgresql+psycopg://u@h/db"}))
         warn_sqlite_processes(Settings.from_env({**base, "COURSE_WEB_PROCESSES": "1"}))

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.models import ClusterNode, Job, utcnow
+from app.core.models import ClusterNode, Job, utcnow
 from app.services import limits as limit_service
+from app.web.factory import create_app
 from tests.conftest import Browserless
 
 

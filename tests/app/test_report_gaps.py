@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from app.models import Bundle, LabReport, ReportVersion, User
+from app.core.models import Bundle, LabReport, ReportVersion, User
 from app.services import reports as report_service
 from tests.app.reporting import LESSON, failed_job, finished_job
 

@@ -2,7 +2,7 @@
 
 A 3.4 MB result.json over five submitted versions made a 41 MB report page that took 5.8 s to render.
 Pages now show one version in full (the others as a line and a link) and a bounded excerpt of each result
-(app/result_excerpt.py): the learner's report page and the grader's review page stay under PAGE_LIMIT
+(app/web/views/result_excerpt.py): the learner's report page and the grader's review page stay under PAGE_LIMIT
 however large the results, and say what they left out, with result.json one link away.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from app.models import Job, LabReport, User
-from app.result_excerpt import MAX_TABLE_ROWS, excerpt
+from app.core.models import Job, LabReport, User
 from app.services import grading
+from app.web.views.result_excerpt import MAX_TABLE_ROWS, excerpt
 from tests.app.reporting import LESSON, finished_job
 
 PAGE_LIMIT = 400 * 1024  # bytes of HTML: a few tens of KB of page plus four result excerpts

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from app.models import LabReport, ReportVersion, User
+from app.core.models import LabReport, ReportVersion, User
 from tests.app.reporting import LESSON, claimed_by_grader, failed_job, finished_job, grade_form, submit_report
 
 

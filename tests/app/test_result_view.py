@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from app import result_view as rv
+from app.web.views import result_view as rv
 from tests.app import labruns
 
 

@@ -1,6 +1,6 @@
 """Every route is reachable: no route listed earlier takes a request meant for a later one.
 
-The routers are included most-read first (app/main.py PAGE_ROUTERS), because a request is matched against
+The routers are included most-read first (app/web/factory.py PAGE_ROUTERS), because a request is matched against
 the routes one by one. Reordering them must never let a pattern such as /lessons/{lesson_id}/{part_id}
 swallow a fixed path such as /lessons/{lesson_id}/report. Each route gets a request for a concrete path of
 its own pattern, through the whole app (middleware, routing), and the route that matched is read back from
@@ -15,7 +15,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.main import API_ROUTERS, PAGE_ROUTERS
+from app.web.factory import API_ROUTERS, PAGE_ROUTERS
 
 
 def _concrete(path: str) -> str:

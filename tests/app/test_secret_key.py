@@ -14,7 +14,7 @@ import sys
 import itsdangerous
 import pytest
 
-from app.config import DEV_SECRET, Settings, SettingsError, check_bind, is_loopback
+from app.core.config import DEV_SECRET, Settings, SettingsError, check_bind, is_loopback
 from tests.conftest import ROOT, free_port
 
 
@@ -29,7 +29,7 @@ def dev_app(settings):
     """The app as the old image ran it: development mode, the published key."""
     import dataclasses
 
-    from app.main import create_app
+    from app.web.factory import create_app
 
     return create_app(dataclasses.replace(settings, environment="development", secret_key=DEV_SECRET))
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.main import create_app
-from app.security import csp
+from app.core.config import Settings
+from app.web.factory import create_app
+from app.web.middleware.headers import csp
 
 
 def _policy(response) -> str:
@@ -109,7 +109,7 @@ def test_production_cookies_are_secure_with_hsts(settings):
 
 
 def test_a_bad_secure_cookies_value_names_the_setting():
-    from app.config import SettingsError
+    from app.core.config import SettingsError
 
     with pytest.raises(SettingsError, match="COURSE_SECURE_COOKIES: got 'https', expected 1/true/yes/on or 0/false"):
         Settings.from_env({"COURSE_SECURE_COOKIES": "https"})

@@ -109,7 +109,7 @@ def test_access_log_switch_decides_whether_uvicorn_has_a_handler_for_requests():
     """uvicorn logs requests only when its access logger has a handler (via propagation too)."""
     import logging
 
-    from app import logs
+    from app.core import logs
 
     access = logging.getLogger("uvicorn.access")
     saved = access.propagate

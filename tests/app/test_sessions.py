@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import delete, event, select
 
-from app.models import User, UserRole, UserSession, utcnow
+from app.core.models import User, UserRole, UserSession, utcnow
 from app.services import sessions
 from tests.app.aging import age_sessions
 
@@ -96,7 +96,7 @@ def test_absolute_lifetime_ends_an_active_session(client, db, settings):
 
 
 def test_lifetimes_come_from_settings():
-    from app.config import Settings
+    from app.core.config import Settings
 
     s = Settings.from_env({"COURSE_SESSION_IDLE_HOURS": "2", "COURSE_SESSION_MAX_DAYS": "3"})
     assert (s.session_idle_s, s.session_max_s) == (7200, 3 * 86400)
@@ -132,7 +132,7 @@ def test_only_a_digest_of_the_token_is_stored(db, make_user):
 
 
 def test_the_pages_peek_reads_what_the_full_lookup_reads_and_hands_every_write_back(db, make_user, settings):
-    """`peek` (lesson parts and the dashboard, app/deps.py Viewer) reads the session as plain columns. It must
+    """`peek` (lesson parts and the dashboard, app/web/deps.py Viewer) reads the session as plain columns. It must
     name the same user with the same roles as `lookup`, find nothing for a wrong token, and answer None, so
     that the caller does the whole lookup in a worker thread, whenever a write is due: a touch or an expiry."""
     idle, life = settings.session_idle_s, settings.session_max_s

@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import sessionmaker
 
-from app import migrate
-from app.models import Job, User
+from app.core import migrate
+from app.core.models import Job, User
 from app.services import jobs, users
 from app.services.labhost import HostCapacity
 from tests.app.test_serve import _children

@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 
-from app.models import Job
+from app.core.models import Job
 from app.services import jobs
 from app.services.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for

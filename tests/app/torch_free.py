@@ -18,13 +18,13 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.config import Settings
-from app.main import PAGE_ROUTERS, create_app
-from app.models import Bundle, Grade, LabReport
+from app.core.config import Settings
+from app.core.models import Bundle, Grade, LabReport
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services import resets, users
 from app.services.tools import TOOLS
+from app.web.factory import PAGE_ROUTERS, create_app
 from labs import catalog
 from tests.app.reporting import grade_form
 from tests.conftest import Browserless
@@ -106,7 +106,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
         for route in (r for router in PAGE_ROUTERS for r in router.routes):
             if not isinstance(route, APIRoute) or "GET" not in route.methods:
                 continue
-            if route.endpoint.__module__ == "app.routes.artifacts":  # files, not pages (the job has not run)
+            if route.endpoint.__module__ == "app.web.routes.artifacts":  # files, not pages (the job has not run)
                 continue
             names = re.findall(r"{(\w+)}", route.path)
             if any(n not in values for n in names):

@@ -12,9 +12,9 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
-from app.models import Job, JobLoss, User, utcnow
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker
+from app.core.models import Job, JobLoss, User, utcnow
 from app.services import users
 from tests.app import labruns
 

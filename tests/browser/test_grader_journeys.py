@@ -123,7 +123,7 @@ def test_assigning_graders_answers_at_the_form(live_server, seeder, open_page, s
 
 def _resubmit(seeder: Seeder, report_id: int, answer: str) -> None:
     """The learner changes an answer and hands the report in again (a new version)."""
-    from app.models import LabReport, User
+    from app.core.models import LabReport, User
     from app.services import lessons as lesson_service
     from app.services import reports
 

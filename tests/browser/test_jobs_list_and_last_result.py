@@ -24,7 +24,7 @@ def _overflow(page) -> int:
 
 
 def _plant(s: Seeder, owner_id: int, **values) -> int:
-    from app.models import Job, utcnow
+    from app.core.models import Job, utcnow
 
     now = utcnow()
     with s.sessions() as db:
@@ -45,7 +45,7 @@ def _plant(s: Seeder, owner_id: int, **values) -> int:
 
 
 def _update(s: Seeder, job_id: int, **values) -> None:
-    from app.models import Job
+    from app.core.models import Job
 
     with s.sessions() as db:
         job = db.get(Job, job_id)
@@ -57,7 +57,7 @@ def _update(s: Seeder, job_id: int, **values) -> None:
 
 @pytest.mark.parametrize("width,height,name", [(1280, 900, "laptop"), (390, 844, "phone390")])
 def test_a_cancelled_newer_run_keeps_the_last_result_in_full(browser, live_server, width, height, name):
-    from app.models import utcnow
+    from app.core.models import utcnow
 
     s = Seeder(live_server.data)
     email = f"last-result-{name}@example.org"
@@ -95,7 +95,7 @@ def test_a_cancelled_newer_run_keeps_the_last_result_in_full(browser, live_serve
 def test_the_jobs_list_cancels_a_running_job_and_refreshes_itself_until_it_stops(
     browser, live_server, width, height, name
 ):
-    from app.models import utcnow
+    from app.core.models import utcnow
 
     s = Seeder(live_server.data)
     email = f"jobs-list-{name}@example.org"

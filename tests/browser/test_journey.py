@@ -109,7 +109,7 @@ def test_marking_a_part_done_ticks_it_and_the_toggle_follows(page, live_server):
 
 def test_back_and_forward_between_parts_bring_back_whole_pages(page, live_server):
     """Parts open through htmx (no reload) and push their address; the browser's back and forward buttons then
-    bring back the whole page of that part (htmx 4 fetches it again and swaps the <body>: app/web.py is_htmx),
+    bring back the whole page of that part (htmx 4 fetches it again and swaps the <body>: app/web/templates.py is_htmx),
     with its header, pacing list, rendered maths and working forms, and the answer saved meanwhile."""
     base = live_server.url
     register(page, base, "walker@example.org", name="Walt")

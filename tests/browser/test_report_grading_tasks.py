@@ -25,7 +25,7 @@ def seeder(live_server):
 
 def _submitted(seeder: Seeder, email: str, name: str) -> int:
     """A learner with a finished run of every lab, attached and submitted (unclaimed, ungraded); the report id."""
-    from app.models import User
+    from app.core.models import User
     from app.services import lessons as lesson_service
     from app.services import reports
 
@@ -46,7 +46,7 @@ def _submitted(seeder: Seeder, email: str, name: str) -> int:
 
 
 def _grader(seeder: Seeder, email: str) -> None:
-    from app.models import User
+    from app.core.models import User
     from app.services import grading
 
     uid = seeder.user(email, roles=("grader",))
@@ -185,7 +185,7 @@ def test_typed_answers_survive_uploads_and_attach_latest(browser, live_server, s
 def test_reloading_after_submit_does_not_hand_the_report_in_again(browser, live_server, seeder):
     """ "Submitted as version 1" was the answer to the POST itself: reloading it (and saying yes to the browser's
     "resubmit the form?") handed in version 2, the same as version 1, for the grader to find."""
-    from app.models import LabReport, ReportVersion
+    from app.core.models import LabReport, ReportVersion
 
     base = live_server.url
     owner_id = seeder.user("rhea@example.org", name="Rhea")

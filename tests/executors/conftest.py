@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app import migrate
-from app.config import Settings
-from app.db import make_engine, make_sessionmaker
+from app.core import migrate
+from app.core.config import Settings
+from app.core.db import make_engine, make_sessionmaker
 from tests.conftest import ROOT, Browserless, _new_pg_database, pg_url_by_socket
 from tests.executors.raycluster import pids_with, start_cluster
 
@@ -53,7 +53,7 @@ def ray_db(ray_settings):
 
 @pytest.fixture
 def ray_client(ray_settings):
-    from app.main import create_app
+    from app.web.factory import create_app
 
     with TestClient(create_app(ray_settings)) as c:
         yield Browserless(c)

@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from app.core.models import ClusterNode, Job
 from app.executors.ray import ALIVE_S
-from app.models import ClusterNode, Job
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port, wait_for
 from tests.executors.raycluster import NODE_JOB_MEMORY_MB

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from app.core.models import Job, JobLoss
 from app.executors.embedded import Worker
 from app.executors.labproc import LAB_NICE, JobCgroup
-from app.models import Job, JobLoss
 from app.services import jobs
 from app.services.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from app.models import ClusterNode, Job
+from app.core.models import ClusterNode, Job
 from tests.conftest import wait_for
 from tests.executors.conftest import lab_alive, lab_processes
 from tests.executors.raycluster import pids_with

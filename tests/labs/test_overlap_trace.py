@@ -87,7 +87,7 @@ def test_overlap_trace_on_gpu(tmp_path):
 
 
 def test_the_dependent_schedules_why_reads_its_count_and_fits_one_table_cell():
-    from app.result_excerpt import MAX_TEXT
+    from app.web.views.result_excerpt import MAX_TEXT
     from labs.overlap_trace.report import safety
 
     biggest = 16384 * 65536  # tokens × ffn at their upper bounds: every element of the gathered tensor

@@ -7,7 +7,7 @@ def test_count_uses_the_singular_only_for_one():
 
 
 def test_templates_have_count():
-    from app.web import templates
+    from app.web.templates import templates
 
     page = templates.env.from_string("{{ count(1, 'question') }} / {{ count(4, 'job') }} still open")
     assert page.render() == "1 question / 4 jobs still open"

@@ -41,7 +41,7 @@ export function mount(textarea, options = {}) {
     state: EditorState.create({
       doc: textarea.value,
       extensions: [
-        // First, so CodeMirror's <style> elements carry the page's CSP nonce (app/security.py) from the start.
+        // First, so CodeMirror's <style> elements carry the page's CSP nonce (app/web/middleware/headers.py) from the start.
         options.nonce ? EditorView.cspNonce.of(options.nonce) : [],
         basicSetup,
         yaml(),

@@ -1,0 +1,267 @@
+"""Command line for the course server (`python -m app`, through app/__main__.py).
+
+python -m app serve [--host 127.0.0.1] [--port 8000]   check labs, migrate, start lab workers once, serve
+python -m app worker                                  run one lab worker (refuses to start if a lab is broken)
+python -m app dispatcher                              ray mode: claim jobs in fair order and run them as Ray tasks
+python -m app ray-node-flags                          print the `ray start` flags that advertise this host's labs
+python -m app migrate                                 apply database migrations
+python -m app users create --email E --password P --role instructor [--role grader]
+                                                      (an existing user: adds the roles; --password replaces theirs)
+python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
+python -m app lessons validate [ROOT]                 check every lesson under lessons/ (or ROOT)
+python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+
+from app.core.config import Settings, SettingsError
+
+
+def _migrated(settings: Settings) -> None:
+    """Create the data dir and migrate: a command run before the first `serve` must work on a fresh checkout."""
+    from app.core import migrate
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade(settings.db_url)
+
+
+def _users_reset_link(settings: Settings, args) -> int:
+    from app.core.db import make_engine, make_sessionmaker
+    from app.services import resets, users
+
+    _migrated(settings)
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        user = users.get_by_email(db, email=args.email)
+        if user is None:
+            print(f"--email: no account has the address {args.email!r}", file=sys.stderr)
+            return 2
+        row, token = resets.issue(db, user=user, issued_by=None, lifetime_s=settings.reset_link_s)
+        url = resets.link(settings.public_url or "http://127.0.0.1:8000", token)
+        hours = settings.reset_link_s // 3600
+        if settings.smtp_url:
+            try:
+                resets.send(settings, user=user, url=url, expires_at=row.expires_at)
+            except resets.MailError as exc:
+                print(f"not mailed: {exc}; pass the link on yourself", file=sys.stderr)
+            else:
+                print(
+                    f"mailed a reset link to {user.email}, an account in {settings.db_where} (works once, within {hours} hours)"
+                )
+                return 0
+    if not settings.public_url:
+        print(
+            "(COURSE_PUBLIC_URL is not set: the link assumes the course is at http://127.0.0.1:8000)", file=sys.stderr
+        )
+    print(f"reset link for {user.email} in {settings.db_where} (works once, within {hours} hours):\n{url}")
+    return 0
+
+
+def _users_create(settings: Settings, args) -> int:
+    """A new account, or roles (and, when given, a password or name) for an existing one. An existing account is
+    never prompted for a password: one typed there used to be thrown away."""
+    from app.core.db import make_engine, make_sessionmaker
+    from app.services import users
+
+    _migrated(settings)
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        existing = users.get_by_email(db, email=args.email)
+        try:
+            if existing:
+                return _users_update(db, settings, existing, args)
+            password = args.password if args.password is not None else _read_password()
+            if password is None:
+                print("--password: required (no terminal to ask on, and nothing on stdin)", file=sys.stderr)
+                return 2
+            user = users.create_user(
+                db, email=args.email, password=password, display_name=args.name or "", roles=args.role or ["learner"]
+            )
+        except users.UserError as exc:
+            print(f"--{_FLAGS.get(exc.field, exc.field)}: {exc.message}", file=sys.stderr)
+            return 2
+    print(f"created {user.email} with roles {', '.join(sorted(user.roles))} in {settings.db_where}")
+    return 0
+
+
+def _read_password() -> str | None:
+    """Asked for on a terminal; else the first line of stdin (`printf '%s\\n' "$PW" | python -m app users create
+    ...`), so a script need not put the password in the process list. None: nothing to read."""
+    try:
+        if sys.stdin.isatty():
+            return getpass.getpass("Password: ")
+        return sys.stdin.readline().rstrip("\n") or None
+    except EOFError:
+        return None
+
+
+_FLAGS = {"roles": "role", "display_name": "name"}  # UserError fields -> this command's flags
+
+
+def _users_update(db, settings: Settings, user, args) -> int:
+    from app.services import users
+
+    # every value checked before anything is written: a refused password must not leave the roles added
+    if args.password is not None:
+        users.check_password(args.password)
+    if args.name:
+        users.check_display_name(args.name)
+    done = []
+    if args.role:
+        added = users.add_roles(db, user=user, roles=args.role)
+        done.append(f"added roles {', '.join(added)}" if added else f"already had roles {', '.join(sorted(args.role))}")
+    if args.password is not None:
+        ended = users.set_password(db, user=user, password=args.password)
+        done.append(f"set a new password (ended {ended} session(s))")
+    if args.name:
+        users.change_display_name(db, user=user, display_name=args.name)
+        done.append(f"renamed to {args.name.strip()!r}")
+    if not done:
+        done.append("nothing changed (it exists; --role adds roles, --password sets a new password)")
+    print(f"{user.email}: {'; '.join(done)}; roles now {', '.join(sorted(user.roles))} in {settings.db_where}")
+    return 0
+
+
+def _graders_assign(settings: Settings, args) -> int:
+    from app.core.db import make_engine, make_sessionmaker
+    from app.services import grading, users
+    from app.services import lessons as lesson_service
+
+    _migrated(settings)
+    with make_sessionmaker(make_engine(settings.db_url))() as db:
+        user = users.get_by_email(db, email=args.email)
+        if user is None or not user.roles & {"grader", "instructor"}:
+            print(
+                f"--email: no grader {args.email!r}; create one with `users create --role grader` first",
+                file=sys.stderr,
+            )
+            return 2
+        # Published lessons, and the folders `serve` publishes at start-up: assigning before the first `serve`
+        # must work. A typo used to be stored and grant nothing.
+        known = {lesson.id for lesson, _ in lesson_service.catalogue(db)}
+        if settings.lessons_dir.is_dir():
+            known |= {
+                p.name for p in settings.lessons_dir.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))
+            }
+        if args.lesson not in known:
+            print(
+                f"--lesson: no lesson {args.lesson!r}; known lessons: {', '.join(sorted(known)) or 'none'}",
+                file=sys.stderr,
+            )
+            return 2
+        new = grading.assign(db, grader=user, lesson_id=args.lesson)
+    print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson} in {settings.db_where}")
+    return 0
+
+
+NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
+DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    serve_p = sub.add_parser("serve", help="serve the course (embedded SQLite and worker by default)")
+    serve_p.add_argument("--host", default="127.0.0.1")
+    serve_p.add_argument("--port", type=int, default=8000)
+    worker = sub.add_parser("worker", help="run a worker that executes lab jobs")
+    worker.add_argument(
+        "--skip-lab-check", action="store_true", help="the caller has run `python -m labs check` (the server does)"
+    )
+    sub.add_parser("dispatcher", help="ray mode: claim queued jobs in fair order and run each as a Ray task")
+    sub.add_parser("ray-node-flags", help="print the `ray start` flags that advertise this host's lab capabilities")
+    sub.add_parser("dispatcher-health", help="exit 0 if this host's dispatcher completed a cycle in the last 30 s")
+    sub.add_parser("ray-node-health", help="exit 0 if a raylet runs here and the Ray head answers")
+    sub.add_parser("migrate", help="apply database migrations")
+    users_p = sub.add_parser("users", help="manage users")
+    users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
+    create = users_sub.add_parser("create", help="create a user, or add roles to an existing one")
+    create.add_argument("--email", required=True)
+    create.add_argument("--password", help="a new account's (prompted for when omitted); sets an existing one's")
+    create.add_argument("--name", default="", help="display name (default: the part of the address before @)")
+    create.add_argument(
+        "--role",
+        action="append",
+        choices=["learner", "instructor", "grader"],
+        help="repeat for several roles (default: learner)",
+    )
+    reset = users_sub.add_parser("reset-link", help="issue a one-time password-reset link for a user")
+    reset.add_argument("--email", required=True)
+    graders_p = sub.add_parser("graders", help="who grades which lesson's lab reports")
+    graders_sub = graders_p.add_subparsers(dest="graders_cmd", required=True)
+    assign = graders_sub.add_parser("assign", help="let a grader grade one lesson's lab reports")
+    assign.add_argument("--email", required=True)
+    assign.add_argument("--lesson", required=True, help="lesson id, e.g. transformer-scaling")
+    lessons_p = sub.add_parser("lessons", help="course content")
+    lessons_sub = lessons_p.add_subparsers(dest="lessons_cmd", required=True)
+    validate_p = lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
+    validate_p.add_argument(
+        "root", nargs="?", type=Path, help="a folder of lesson folders (default: the course's, COURSE_LESSONS_DIR)"
+    )
+    args = parser.parse_args(argv)
+
+    try:
+        # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)
+        settings = Settings.from_env(signs_sessions=args.cmd not in NODE_COMMANDS)
+        if args.cmd == "serve":
+            from app.cli.serve import check_port
+            from app.core.config import check_bind
+
+            check_bind(settings, args.host)
+            check_port(args.host, args.port)
+        if args.cmd in ("serve", "dispatcher"):
+            from app.core.config import check_executor
+
+            check_executor(settings, args.cmd)
+        if args.cmd in DB_COMMANDS:
+            from app.cli.startup import check_database
+
+            check_database(settings)
+    except SettingsError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+
+    if args.cmd == "serve":
+        from app.cli.serve import serve
+
+        return serve(settings, host=args.host, port=args.port)
+    if args.cmd == "worker":
+        from app.executors.embedded import main as worker_main
+
+        return worker_main(settings, check_labs=not args.skip_lab_check)
+    if args.cmd == "dispatcher":
+        from app.executors.ray import main as dispatcher_main
+
+        return dispatcher_main(settings)
+    if args.cmd == "ray-node-flags":
+        from app.executors.ray_node import node_flags_main
+
+        return node_flags_main(settings)
+    if args.cmd == "dispatcher-health":
+        from app.executors.ray import dispatcher_health_main
+
+        return dispatcher_health_main()
+    if args.cmd == "ray-node-health":
+        from app.executors.ray_node import node_health_main
+
+        return node_health_main()
+    if args.cmd == "migrate":
+        _migrated(settings)
+        print(f"{settings.db_where} is at the latest migration")
+        return 0
+    if args.cmd == "users":
+        return _users_reset_link(settings, args) if args.users_cmd == "reset-link" else _users_create(settings, args)
+    if args.cmd == "graders":
+        return _graders_assign(settings, args)
+    if args.cmd == "lessons":
+        from app.content.cli import validate_command
+
+        return validate_command(args.root or settings.lessons_dir)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""`python -m app serve`: check the labs, probe this host, prepare the database, start the lab workers
+once, and serve HTTP from one or several web processes.
+
+    COURSE_WEB_PROCESSES=4 COURSE_WORKERS=2 python -m app serve --host 0.0.0.0 --port 8000
+
+The process tree:
+
+    python -m app serve            this module: the supervisor
+    ├── python -m app worker       COURSE_WORKERS embedded lab workers, started here once (restarted if one dies),
+    │                              or, with COURSE_EXECUTOR=ray, one `python -m app dispatcher` (app/executors/)
+    ├── (thread) lease reaper      requeues jobs whose worker stopped renewing, whether or not any worker lives
+    └── web process(es)            uvicorn; with COURSE_WEB_PROCESSES > 1, uvicorn's own process manager
+                                   spawns them and each calls app.web.factory:web_process
+
+Nothing here imports torch: the lab check and the host probe run `python -m labs check|probe` in
+subprocesses, and the probe's answer reaches the web processes through the environment.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from app import executors
+from app.cli import startup
+from app.core import logs
+from app.core.config import Settings, SettingsError
+from app.executors.supervise import Reaper, Supervised
+from app.services import labhost
+
+log = logging.getLogger(__name__)
+
+
+def check_and_probe(settings: Settings) -> labhost.HostCapacity:
+    """Both subprocesses at once (each imports torch: a few seconds); LabHostError if either fails."""
+    with ThreadPoolExecutor(2) as pool:
+        checked = pool.submit(labhost.check_labs, settings.python)
+        probed = pool.submit(labhost.probe, settings.python)
+        checked.result()
+        return probed.result()
+
+
+def check_port(host: str, port: int) -> None:
+    """Bind host:port the way uvicorn will (SO_REUSEADDR, so a socket in TIME_WAIT from a restart does not count)
+    and let go. Without it, a port in use was found only after migrating, starting the lab workers and logging
+    "ready"; SettingsError names --port (or --host, for an address this machine does not have)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # uvicorn's own choice (uvicorn.config.bind_socket)
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise SettingsError(
+                f"--port: {host}:{port} is already in use (another server, or this one still running?); "
+                "stop that process or choose another --port"
+            ) from None
+        raise SettingsError(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def warn_sqlite_processes(settings: Settings) -> None:
+    """README: PostgreSQL for more than one web process. Several processes on one SQLite file do work (the tests
+    run two), but every write of every process queues behind one file lock: a warning, not a refusal."""
+    if settings.environment == "production" and settings.web_processes > 1 and settings.db_url.startswith("sqlite"):
+        log.warning(
+            "COURSE_WEB_PROCESSES=%d on SQLite (%s): several web processes share one write lock; "
+            "set DATABASE_URL=postgresql+psycopg://... for a deployment with more than one web process",
+            settings.web_processes,
+            settings.db_url.removeprefix("sqlite:///"),
+        )
+
+
+def serve(settings: Settings, *, host: str, port: int) -> int:
+    import uvicorn
+
+    logs.configure(settings.log_level, access_log=settings.access_log)
+    warn_sqlite_processes(settings)
+    started = time.monotonic()
+    try:
+        capacity = check_and_probe(settings)
+    except labhost.LabHostError as exc:
+        log.error("the course cannot start, because the labs cannot run here:\n%s", exc)
+        return 1
+    startup.prepare(settings)
+    name, commands = executors.processes(settings)
+    workers = Supervised(name, commands)
+    workers.start()
+    reaper = Reaper(settings)
+    reaper.start()
+    log.info(
+        "course at http://%s:%s (data: %s; database: %s; %d web process(es), %d %s(s), executor %s; ready in %.1f s)",
+        host,
+        port,
+        settings.data_dir,
+        settings.db_url.split("@")[-1],  # never log a password
+        settings.web_processes,
+        len(commands),
+        name,
+        settings.executor,
+        time.monotonic() - started,
+    )
+    try:
+        if settings.web_processes == 1:
+            from app.web.factory import create_app
+
+            app: Any = create_app(settings, host=capacity, prepare=False, settle=True)
+        else:
+            os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
+            app = "app.web.factory:web_process"  # uvicorn's process manager imports it in each web process
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            factory=settings.web_processes > 1,
+            workers=settings.web_processes if settings.web_processes > 1 else None,
+            log_config=None,  # app/core/logs.py configured logging; uvicorn's loggers propagate to it
+            access_log=settings.access_log,
+            server_header=False,
+            # A cap on open connections (idle keep-alive ones count), not the overload policy: that is the
+            # admission gate's (app/web/middleware/admission.py), which queues and answers 503 with Retry-After.
+            limit_concurrency=settings.web_max_connections,
+        )
+    finally:
+        reaper.stop()
+        workers.stop()
+    return 0

@@ -1,0 +1,1 @@
+"""Pure ASGI middleware: the admission gate, request body limits and security headers."""

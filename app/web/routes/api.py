@@ -1,0 +1,182 @@
+"""JSON API under /api/v1 for scripts and the interactive tools (OpenAPI at /api/v1/openapi.json).
+
+Authentication is the same signed session cookie as the pages; state-changing calls must send
+the session's CSRF token in the X-CSRF-Token header (GET /api/v1/me returns it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.core.models import Job
+from app.services import jobs as job_service
+from app.services import limits as limit_service
+from app.services import queue as queue_service
+from app.services.errors import Conflict
+from app.web.csrf import csrf_token_for
+from app.web.deps import CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from labs import catalog
+
+api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+
+
+class JobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    lab: str = Field(description="lab name, e.g. fp8-step")
+    params: dict[str, Any] = Field(default_factory=dict, description="the lab's parameters; see GET /api/v1/labs")
+    backend: str = Field(
+        "auto",
+        description="auto: the best backend this course's workers have; the job records the one that runs",
+        json_schema_extra={"enum": list(catalog.BACKEND_CHOICES)},  # the catalog's names; checked on submit
+    )
+    replace_queued: bool = Field(
+        False, description="cancel your still-queued runs of this lab first (running ones are left alone)"
+    )
+
+
+class JobOut(BaseModel):
+    id: int
+    lab: str
+    params: dict
+    backend: str
+    status: str
+    progress: float
+    message: str
+    attempts: int
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    result_url: str | None
+    label: str | None = Field(description="the honesty label of the backend that ran, once finished")
+    queue_position: int | None = Field(None, description="queued jobs that start before this one (0: next)")
+    eta_start_s: float | None = Field(None, description="estimated seconds until it starts (queued jobs)")
+    eta_done_s: float | None = Field(None, description="estimated seconds until it finishes")
+    eta_basis: str | None = Field(None, description="what the estimate is made from")
+    node: str | None = Field(None, description="the host that ran (or runs) the last attempt")
+
+
+def job_out(job: Job, est: queue_service.Estimate | None = None) -> JobOut:
+    env = (job.result or {}).get("environment", {})
+    return JobOut(
+        queue_position=est.position if est else None,
+        eta_start_s=est.start_in_s if est else None,
+        eta_done_s=est.done_in_s if est else None,
+        eta_basis=est.basis if est else None,
+        node=job.node,
+        id=job.id,
+        lab=job.lab,
+        params=job.params,
+        backend=job.backend,
+        status=job.status,
+        progress=job.progress,
+        message=job.message,
+        attempts=job.attempts,
+        error=job.error,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        result_url=f"/api/v1/jobs/{job.id}/result" if job.status == "succeeded" else None,
+        label=env.get("label"),
+    )
+
+
+@api.get("/me")
+def me(request: Request, user: CurrentUser) -> dict:
+    return {
+        "id": user.id,
+        "email": user.email,
+        "display_name": user.display_name,
+        "roles": sorted(user.roles),
+        "csrf_token": csrf_token_for(request.session),
+    }
+
+
+@api.get("/labs")
+def list_labs(user: CurrentUser, host: HostDep) -> list[dict]:
+    """Every lab of the catalog: its parameters' JSON Schema, its backends, and what `auto` runs here."""
+    return [
+        {
+            "name": spec.name,
+            "title": spec.title,
+            "question": spec.question,
+            "backends": list(spec.backends),
+            "auto_backend": host.resolve(spec, "auto"),
+            "params_schema": spec.params.model_json_schema(),
+        }
+        for spec in catalog.LABS.values()
+    ]
+
+
+@api.post("/jobs", status_code=201, response_model=JobOut)
+def submit(
+    body: JobIn, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
+) -> JobOut | JSONResponse:
+    """Queue a job. 422 names each bad field; when no GPU is online for a GPU backend the body's `offer` lists the
+    alternatives; 429 (with Retry-After when known) when you are at one of your limits, naming it."""
+    try:
+        job = job_service.create_job(
+            db,
+            owner=user,
+            lab=body.lab,
+            params=body.params,
+            backend=body.backend,
+            host=host,
+            replace_queued=body.replace_queued,
+        )
+    except job_service.JobInputError as exc:
+        content: dict = {"detail": str(exc), "errors": exc.errors}
+        if host.capacity.gpus == 0 and any(e["field"] == "backend" for e in exc.errors):
+            content["offer"] = {
+                "backend": "cpu",
+                "cpu_label": "CPU emulation: ranks run as CPU processes and FP8, where the lab uses it, is emulated in "
+                "software; timings are CPU timings, not GPU measurements",
+                "bundle_upload": "/api/v1/bundles",
+            }
+        return JSONResponse(content, status_code=422)
+    except limit_service.LimitReached as exc:
+        retry = exc.retry_after_s()
+        return JSONResponse(
+            {
+                "detail": exc.message,
+                "limit": exc.limit,
+                "frees_at": exc.frees_at.isoformat() if exc.frees_at else None,
+            },
+            status_code=429,
+            headers={"Retry-After": str(retry)} if retry else None,
+        )
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
+
+
+@api.get("/jobs", response_model=list[JobOut])
+def jobs(user: CurrentUser, db: SessionDep, settings: SettingsDep) -> list[JobOut]:
+    mine = job_service.list_jobs(db, owner=user, limit=100)
+    est = queue_service.estimates(db, settings, mine)
+    return [job_out(j, est.get(j.id)) for j in mine]
+
+
+@api.get("/jobs/{job_id}", response_model=JobOut)
+def job_status(job: ViewerJob, db: SessionDep, settings: SettingsDep) -> JobOut:
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
+
+
+@api.delete("/jobs/{job_id}", response_model=JobOut)
+def cancel_job(job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> JobOut | JSONResponse:
+    """Cancel a queued job (at once) or a running one (its worker stops it within a heartbeat: poll until it
+    reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel."""
+    if not job_service.may_cancel(job, user):
+        return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
+    job = job_service.cancel(db, job=job, by=user)
+    return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
+
+
+@api.get("/jobs/{job_id}/result")
+def job_result(job: ViewerJob) -> dict:
+    if job.status != "succeeded" or job.result is None:
+        raise Conflict(f"Job {job.id} is {job.status}; its result exists once it has succeeded.")
+    return job.result

@@ -1,0 +1,329 @@
+"""The grader's side: the queue, claiming, the review page with the rubric, regrade, CSV export.
+
+    GET  /grader                          queue, filterable by lesson, status and grader (stable order)
+    POST /grader/assignments              instructors: let a grader grade a lesson (or remove that)
+    GET  /grader/reports/{id}[?v=N]       review: evidence, checks, answers, rubric, notes, feedback
+    POST /grader/reports/{id}/claim|release|grade|regrade
+    GET  /grader/export.csv[?lesson=ID]   grades as CSV
+
+Reports a grader may not grade answer 404, like reports that do not exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.core.models import LabReport, User
+from app.services import evidence as evidence_service
+from app.services import grade_export, grading
+from app.services import lessons as lesson_service
+from app.services import reports as report_service
+from app.services import users as user_service
+from app.web.deps import DbInt, GradedReport, GraderUser, InstructorUser, PostedForm, SessionDep, csrf_protect
+from app.web.templates import render
+
+router = APIRouter(prefix="/grader", dependencies=[Depends(csrf_protect)])
+
+
+def _filters(lesson: str | None, status: str | None, grader: str | None) -> dict:
+    return {k: v for k, v in (("lesson", lesson), ("status", status), ("grader", grader)) if v}
+
+
+@router.get("")
+def queue_page(
+    request: Request,
+    user: GraderUser,
+    db: SessionDep,
+    lesson: str | None = None,
+    status: str | None = None,
+    grader: str | None = None,
+) -> Response:
+    allowed = grading.graded_lessons(db, user=user)
+    catalogue = [les for les, _ in lesson_service.catalogue(db) if les.lab is not None]
+    lessons = [les for les in catalogue if allowed is None or les.id in allowed]
+    rows = grading.queue(db, user=user, lesson_id=lesson, status=status, grader=grader)
+    ctx = {
+        "rows": rows,
+        "lessons": lessons,
+        "graders": grading.graders(db),
+        "filters": _filters(lesson, status, grader),
+        "query": urlencode(_filters(lesson, status, grader)),
+        "statuses": grading.QUEUE_STATUSES,
+        "assigned": allowed,
+        "assignments": grading.assignments(db) if user.has_role("instructor") else [],
+        "all_lessons": catalogue,
+        "assign_note": _assign_note(request),
+        "own": grading.own_in_queue(db, user=user),
+    }
+    return render(request, "grader/index.html", ctx, block="queue")
+
+
+# What the queue page says after an assignment (POST, then redirect to ?assign=KIND&email=…&for=LESSON#assign-h, at the
+# form): fixed sentences, so the address can name a grader or lesson but never put words of its own on the page. A
+# refusal names the form's field by its label, and the form comes back with what was typed, that field marked.
+ASSIGN_NOTES = {
+    "assigned": (None, "{email} now grades {lesson}."),
+    "removed": (None, "{email} no longer grades {lesson}."),
+    "already": (None, "{email} already grades {lesson}: nothing changed."),
+    "not-assigned": (None, "{email} does not grade {lesson}: nothing changed."),
+    "no-grader": (
+        "email",
+        "Grader's email: no grader with the email {email} (give the account the grader role first). Nothing changed.",
+    ),
+    "no-lesson": ("lesson", "Lesson: there is no lesson {lesson!r}. Nothing changed."),
+}
+
+
+@dataclass(frozen=True)
+class AssignNote:
+    field: str | None  # the form field a refusal is about ("email" | "lesson"), None when nothing was refused
+    words: str
+    email: str  # as typed (a refusal) or as stored (a change): the form shows it again after a refusal
+    lesson: str
+
+    @property
+    def is_error(self) -> bool:
+        return self.field is not None
+
+
+def _assign_note(request: Request) -> AssignNote | None:
+    q = request.query_params
+    found = ASSIGN_NOTES.get(q.get("assign", ""))
+    if found is None:
+        return None
+    field, words = found
+    email, lesson = q.get("email", "")[:254], q.get("for", "")[:64]
+    return AssignNote(field, words.format(email=email, lesson=lesson), email, lesson)
+
+
+@router.post("/assignments")
+def assignments(
+    request: Request,
+    user: InstructorUser,
+    db: SessionDep,
+    email: Annotated[str, Form(max_length=254)],
+    lesson_id: Annotated[str, Form(max_length=64)],
+    action: Annotated[str, Form()] = "assign",
+) -> Response:
+    grader = user_service.get_by_email(db, email=email)
+    if grader is None or not grader.roles & {"grader", "instructor"}:
+        kind = "no-grader"
+    elif lesson_service.current(db, lesson_id=lesson_id) is None:
+        kind = "no-lesson"
+    elif action == "remove":
+        kind = "removed" if grading.unassign(db, grader=grader, lesson_id=lesson_id) else "not-assigned"
+        email = grader.email
+    else:
+        kind = "assigned" if grading.assign(db, grader=grader, lesson_id=lesson_id) else "already"
+        email = grader.email
+    # `for`, not `lesson`: the queue's lesson filter is `lesson`, and an assignment is no reason to filter the queue
+    query = urlencode({"assign": kind, "email": email, "for": lesson_id})
+    return RedirectResponse(f"/grader?{query}#assign-h", 303)
+
+
+# Where a review page's message may be shown instead of its top: beside the control that was used, where the page
+# opens (the rubric's foot is thousands of pixels below the top on a phone).
+NOTICE_PLACES = ("rubric",)
+
+
+def _review(
+    request: Request,
+    db: SessionDep,
+    user: User,
+    report: LabReport,
+    number: int | None = None,
+    *,
+    error: str = "",
+    message: str = "",
+    posted: dict | None = None,
+    unscored: tuple[str, ...] = (),
+    conflict: bool = False,
+    status_code: int = 200,
+    at: str = "",
+) -> Response:
+    """The review page. `at`: where the control that was used sits ("rubric": the claim at the rubric's foot); the
+    page opens there, so its message and error are shown there too, not at the top of the page, out of view."""
+    settings = request.app.state.settings
+    versions = report_service.versions(db, report=report)
+    version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
+    if version is None:
+        raise HTTPException(404, f"Report {report.id} has no version {number}.")
+    lesson_then = evidence_service.lesson_of_version(db, report, version)
+    cur = lesson_service.current(db, lesson_id=report.lesson_id)
+    lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
+    grade = grading.latest_grade(db, version=version)
+    # A resubmission: what it replaces, how that was graded, and what the learner changed since.
+    resubmitted = grading.resubmission(db, version=version, versions=versions, lesson=lesson_then)
+    picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
+    feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
+    base_revision = grade.revision if grade else 0
+    total = grade.total if grade else 0
+    if posted is not None:  # a refused save: keep everything the grader typed and picked
+        picked = posted["levels"]
+        feedback, notes, base_revision = posted["feedback"], posted["notes"], posted["base_revision"]
+        # the total of those picks, not of the saved grade: without JavaScript nothing recounts it on the page
+        total = grading.score(lesson.rubric, {k: v for k, v in picked.items() if v})[1] if lesson.rubric else 0
+    filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
+    order = [
+        r.report.id
+        for r in grading.queue(
+            db,
+            user=user,
+            **{"lesson_id": filters.get("lesson"), "status": filters.get("status"), "grader": filters.get("grader")},
+        )
+    ]
+    pos = order.index(report.id) if report.id in order else -1
+    ctx = {
+        "report": report,
+        "owner": db.get(User, report.owner_id),
+        "holder": db.get(User, report.claimed_by_id) if report.claimed_by_id else None,
+        "versions": versions,
+        "version": version,
+        "is_latest": version.number == versions[0].number,
+        "lesson": lesson,
+        "lesson_then": lesson_then,
+        "lesson_version": lesson_version,
+        "evidence": evidence_service.evidence_views(db, settings, report, version, lesson_then),
+        "rubric": lesson.rubric,
+        "grade": grade,
+        "resubmitted": resubmitted,
+        "history": grading.grade_history(db, version=version),
+        "graders": {u.id: u for u in grading.graders(db)},
+        "picked": picked,
+        "total": total,
+        "feedback": feedback,
+        "notes": notes,
+        "base_revision": base_revision,
+        "unsaved": posted is not None,  # a refused save: what the form shows is not saved yet
+        "unscored": unscored,  # a save refused for lines left without a level: marked, the first one focused
+        "conflict": conflict,  # a save refused because another came first: a link to the saved grade (no reload)
+        "mine": report.claimed_by_id == user.id,
+        "error": error,
+        "message": message,
+        "notice_at": at if at in NOTICE_PLACES else "",
+        "query": urlencode(filters),
+        "next_id": order[pos + 1] if 0 <= pos < len(order) - 1 else None,
+        "prev_id": order[pos - 1] if pos > 0 else None,
+        "position": (pos + 1, len(order)) if pos >= 0 else None,
+    }
+    return render(request, "grader/review.html", ctx, block="review", status_code=status_code)
+
+
+@router.get("/reports/{report_id}")
+def review_page(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, v: DbInt | None = None
+) -> Response:
+    return _review(request, db, user, report, v)
+
+
+@router.post("/reports/{report_id}/claim")
+def claim(
+    request: Request,
+    report: GradedReport,
+    user: GraderUser,
+    db: SessionDep,
+    at: Annotated[str, Form(max_length=16)] = "",
+) -> Response:
+    """`at=rubric`: claimed with the button at the rubric's foot; the answer opens at the rubric, and says so there."""
+    try:
+        grading.claim(db, report=report, grader=user)
+    except grading.GradingError as exc:
+        return _review(request, db, user, report, error=str(exc), status_code=409, at=at)
+    return _review(request, db, user, report, message="Claimed: this report is yours to grade.", at=at)
+
+
+@router.post("/reports/{report_id}/release")
+def release(request: Request, report: GradedReport, user: GraderUser, db: SessionDep) -> Response:
+    try:
+        grading.release(db, report=report, user=user)
+    except grading.GradingError as exc:
+        return _review(request, db, user, report, error=str(exc), status_code=403)
+    return _review(request, db, user, report, message="Released back to the queue.")
+
+
+@router.post("/reports/{report_id}/grade")
+def save_grade(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, posted_form: PostedForm
+) -> Response:
+    form = {k: v for k, v in posted_form.items() if isinstance(v, str)}
+    try:
+        number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
+    except ValueError:
+        raise HTTPException(422, "version and base_revision must be whole numbers.") from None
+    if not (0 <= number < 2**31 and 0 <= base_revision < 2**31):
+        raise HTTPException(422, "version and base_revision must be whole numbers below 2147483648.")
+    version = report_service.version(db, report=report, number=number)
+    if version is None:
+        raise HTTPException(404, f"Report {report.id} has no version {number}.")
+    cur = lesson_service.current(db, lesson_id=report.lesson_id)
+    rubric = cur.lesson.rubric if cur else None
+    if cur is None or rubric is None:
+        raise HTTPException(
+            409, f"Lesson {report.lesson_id!r} has no rubric.yaml; an instructor must add one before grading."
+        )
+    levels = {item.id: form.get(f"level-{item.id}", "") for item in rubric.items}
+    feedback, notes = form.get("feedback", ""), form.get("notes", "")
+    posted = {"levels": levels, "feedback": feedback, "notes": notes, "base_revision": base_revision}
+    try:
+        grading.save_grade(
+            db,
+            report=report,
+            version=version,
+            grader=user,
+            base_revision=base_revision,
+            levels=levels,
+            feedback=feedback,
+            notes=notes,
+            rubric=rubric,
+            rubric_version=cur.version,
+        )
+    except grading.GradingError as exc:
+        if exc.newer is not None:
+            # The learner resubmitted while the grader scored: their work goes onto the new version, unsaved, based
+            # on that version's grade (if any), for them to check against what changed. The old version keeps its grade.
+            newer = report_service.version(db, report=report, number=exc.newer)
+            newer_grade = grading.latest_grade(db, version=newer) if newer else None
+            posted["base_revision"] = newer_grade.revision if newer_grade else 0
+            number = exc.newer
+        return _review(
+            request,
+            db,
+            user,
+            report,
+            number,
+            error=str(exc),
+            posted=posted,
+            unscored=exc.unscored,
+            conflict=exc.conflict,
+            status_code=409,
+        )
+    return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
+
+
+@router.post("/reports/{report_id}/regrade")
+def regrade(
+    request: Request, report: GradedReport, user: GraderUser, db: SessionDep, version: Annotated[DbInt, Form()]
+) -> Response:
+    v = report_service.version(db, report=report, number=version)
+    if v is None:
+        raise HTTPException(404, f"Report {report.id} has no version {version}.")
+    report_service.recheck(
+        db, settings=request.app.state.settings, version=v, lesson=evidence_service.lesson_of_version(db, report, v)
+    )
+    return _review(request, db, user, report, version, message="Automatic checks re-run.")
+
+
+@router.get("/export.csv")
+def export(user: GraderUser, db: SessionDep, lesson: str | None = None) -> Response:
+    body = grade_export.export_csv(db, user=user, lesson_id=lesson)
+    name = f"grades-{lesson or 'all'}.csv"
+    return Response(
+        body,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"},
+    )

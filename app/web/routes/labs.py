@@ -1,0 +1,288 @@
+"""Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
+fair queue and an ETA (polled by htmx), and cancel.
+
+    GET  /labs/{lab}                      the form, the latest run in full (and, when it has no result, the
+                                          last run that has one, in full too), earlier runs in a compact list,
+                                          and two runs side by side (?a=ID&b=ID, default: the last two that
+                                          succeeded)
+    GET  /labs/{lab}/runs                 the last result and earlier-runs list (htmx refreshes them after a
+                                          submission and when a polling card sees its run finish)
+    GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
+    POST /labs/{lab}/jobs                 submit; every invalid field comes back next to its input at once
+    GET  /jobs, /jobs/{id}                the learner's jobs (polling while one is in flight); one job's card
+                                          (it polls itself until done)
+    POST /jobs/{id}/cancel                cancel; back to the job's card, or to /jobs with next=/jobs
+
+Artifacts of jobs are served by app/web/routes/artifacts.py.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from app.core.config import Settings
+from app.core.models import Job, User
+from app.services import jobs as job_service
+from app.services import labforms
+from app.services import lessons as lesson_service
+from app.services import limits as limit_service
+from app.services import queue as queue_service
+from app.services.errors import NotFound
+from app.services.labhost import HostCapacity
+from app.web import notice_session
+from app.web.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from app.web.templates import is_htmx, render
+from app.web.views import result_view
+from labs import catalog
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+
+def _spec(lab: str) -> catalog.LabSpec:
+    if lab not in catalog.LABS:
+        raise NotFound(f"There is no lab called {lab!r}. Labs: {', '.join(catalog.names())}.")
+    return catalog.get(lab)
+
+
+def card_context(db: Session, settings: Settings, job: Job, user: User) -> dict:
+    return {
+        "job": job,
+        "estimates": queue_service.estimates(db, settings, [job]),
+        "user": user,
+        "losses": job_service.losses_of(db, [job]),
+    }
+
+
+def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> bool:
+    """A GPU backend was asked for (or `auto` on a lab that could use one) and no GPU is online to run it."""
+    return (
+        host.capacity.gpus == 0
+        and backend in catalog.GPU_BACKENDS
+        and any(b in catalog.GPU_BACKENDS for b in spec.backends)
+    )
+
+
+RUNS_SHOWN = 20  # earlier runs listed on a lab page; /jobs lists more
+
+
+def _comparison(jobs: list[Job], a: int | None, b: int | None) -> dict:
+    """The two runs to set side by side (A older, B newer by default) and their comparison, or a reason."""
+    done = [j for j in jobs if j.status == "succeeded" and j.result]
+    by_id = {j.id: j for j in done}
+    if a is None and b is None:
+        if len(done) < 2:
+            return {"choices": done, "a": None, "b": None, "comparison": None, "compare_error": ""}
+        a, b = done[1].id, done[0].id
+    ja, jb = by_id.get(a or -1), by_id.get(b or -1)
+    if ja is None or jb is None:
+        missing = a if ja is None else b
+        return {
+            "choices": done,
+            "a": ja,
+            "b": jb,
+            "comparison": None,
+            "compare_error": f"Run {missing} is not one of your finished runs of this lab; pick two from the lists.",
+        }
+    assert ja.result is not None and jb.result is not None  # `done` holds only runs with a result
+    return {
+        "choices": done,
+        "a": ja,
+        "b": jb,
+        "comparison": result_view.compare(ja.result, jb.result),
+        "compare_error": "",
+    }
+
+
+def _form_fields(spec: catalog.LabSpec, host: HostCapacity) -> list:
+    """The lab form's fields: the lab's parameters, then the backend choice this host can offer."""
+    return [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
+
+
+def _lab_context(
+    db: Session,
+    user: User,
+    host: HostCapacity,
+    spec: catalog.LabSpec,
+    settings: Settings,
+    a: int | None = None,
+    b: int | None = None,
+) -> dict:
+    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN + 1)
+    latest = jobs[0] if jobs else None
+    # When the newest run has no result (queued, running, cancelled, failed), the newest one that has stays in
+    # full under it instead of shrinking to a line among the earlier runs.
+    last_result = None
+    if latest is not None and latest.status != "succeeded":
+        last_result = next((j for j in jobs if j.status == "succeeded"), None)
+        if last_result is None and len(jobs) > RUNS_SHOWN:  # past the runs read: one more query
+            last_result = job_service.latest_succeeded(db, owner=user, labs=[spec.name]).get(spec.name)
+    shown = [j for j in (latest, last_result) if j is not None]
+    return {
+        "lab": spec.name,
+        "module": spec,
+        "fields": _form_fields(spec, host),
+        "values": {},
+        "errors": {},
+        "latest": latest,
+        "last_result": last_result,
+        "earlier": [j for j in jobs[1 : RUNS_SHOWN + 1] if j is not last_result],
+        "more_runs": len(jobs) > RUNS_SHOWN,
+        "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
+        "losses": job_service.losses_of(db, shown),  # the cards in full say what was lost on the way
+        "has_queued": any(j.status == "queued" for j in jobs),
+        "gpu_offline": False,
+        "lessons": lesson_service.using_lab(db, lab=spec.name),
+        **_comparison(jobs, a, b),
+    }
+
+
+@router.get("/labs")
+def labs_index(request: Request, user: CurrentUser, db: SessionDep) -> Response:
+    """Each lab with the question it answers, the lessons that use it, and the learner's latest run."""
+    latest = job_service.latest_per_lab(db, owner=user)
+    labs = [
+        {"spec": s, "latest": latest.get(s.name), "lessons": lesson_service.using_lab(db, lab=s.name)}
+        for s in catalog.LABS.values()
+    ]
+    return render(request, "labs/index.html", {"labs": labs})
+
+
+@router.get("/labs/{lab}")
+def lab_page(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings, a, b))
+
+
+@router.get("/labs/{lab}/runs")
+def lab_runs(
+    request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
+) -> Response:
+    ctx = _lab_context(db, user, host, _spec(lab), settings)
+    return render(request, "labs/lab.html", ctx, block="earlier_runs")
+
+
+@router.get("/labs/{lab}/compare")
+def lab_compare(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    a: DbInt | None = None,
+    b: DbInt | None = None,
+) -> Response:
+    ctx = _lab_context(db, user, host, _spec(lab), settings, a, b)
+    return render(request, "labs/lab.html", ctx, block="compare")
+
+
+@router.post("/labs/{lab}/jobs")
+def submit_job(
+    request: Request,
+    lab: str,
+    user: CurrentUser,
+    db: SessionDep,
+    host: HostDep,
+    settings: SettingsDep,
+    formdata: PostedForm,
+) -> Response:
+    spec = _spec(lab)
+    form: dict = {k: v for k, v in formdata.items() if isinstance(v, str)}
+    form.update({k: formdata.getlist(k) for k in formdata.keys() if len(formdata.getlist(k)) > 1})
+    params, errors = labforms.parse_form(lab, formdata)
+    # "Run it on CPU instead", offered when no GPU is online, re-sends the form with this button
+    backend = "cpu" if form.get("fallback") == "cpu" else str(form.get("backend", "auto"))
+    job = None
+    gpu_offline = False
+    if not errors:
+        try:
+            job = job_service.create_job(
+                db,
+                owner=user,
+                lab=lab,
+                params=params,
+                backend=backend,
+                host=host,
+                replace_queued=form.get("replace_queued") == "on",
+            )
+        except job_service.JobInputError as exc:
+            for e in exc.errors:  # the first message per field sits next to it
+                errors.setdefault(e["field"].split(".")[0], e["message"])
+            gpu_offline = "backend" in errors and _gpu_offline(host, spec, host.resolve(spec, backend))
+        except limit_service.LimitReached as exc:
+            errors["limit"] = exc.message
+    if job is None:
+        ctx = {
+            **_lab_context(db, user, host, spec, settings),
+            "values": form,
+            "errors": errors,
+            "gpu_offline": gpu_offline,
+        }
+        response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
+        if is_htmx(request):  # errors go back into the form, next to their fields
+            response.headers["HX-Retarget"] = "#lab-form-wrap"
+            response.headers["HX-Reswap"] = "innerHTML"
+        return response
+    notice_session.watch(request.session, job.id)  # whatever page the learner is on hears when it is done
+    if is_htmx(request):  # the caller's hx-target decides where the new job card goes
+        ctx = card_context(db, settings, job, user)
+        if form.get("had_errors"):  # the form still shows the refused try's errors: it comes along, without them
+            ctx |= {
+                "form_oob": True,
+                "lab": spec.name,
+                "module": spec,
+                "fields": _form_fields(spec, host),
+                "values": form,
+            }
+        response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)
+        # replaced cards refresh themselves; the lab page refreshes its list of earlier runs
+        response.headers["HX-Trigger"] = "job-submitted, lab-runs-changed"
+        return response
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+
+
+@router.get("/jobs")
+def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    """The learner's jobs, newest first; while any is queued or running the list polls itself (htmx) and those
+    rows have a Cancel button."""
+    jobs = job_service.list_jobs(db, owner=user, limit=100)
+    ctx = {
+        "jobs": jobs,
+        "estimates": queue_service.estimates(db, settings, jobs),
+        "in_flight": any(not j.finished for j in jobs),
+    }
+    return render(request, "jobs/list.html", ctx, block="jobs")
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
+    if job.finished:  # seen finishing (its page, or its card polling on a lab page): nothing left to announce
+        notice_session.forget(request.session, job.id)
+    response = render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+    if job.finished and is_htmx(request):  # a polling card's last answer: the lab page's last result is this now
+        response.headers["HX-Trigger"] = "lab-runs-changed"
+    return response
+
+
+@router.post("/jobs/{job_id}/cancel")
+def cancel_job(
+    request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep, formdata: PostedForm
+) -> Response:
+    if not job_service.may_cancel(job, user):
+        raise HTTPException(403, "Only the job's owner or an instructor can cancel it.")
+    job = job_service.cancel(db, job=job, by=user)
+    if formdata.get("next") == "/jobs":  # the list's button: back to the list (htmx follows, selecting #jobs)
+        return RedirectResponse("/jobs", status_code=303)
+    if is_htmx(request):
+        return render(request, "jobs/job.html", card_context(db, settings, job, user), block="job_card")
+    return RedirectResponse(f"/jobs/{job.id}", status_code=303)

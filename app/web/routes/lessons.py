@@ -1,0 +1,388 @@
+"""Lesson pages: the six timed parts, reference sections, pause-and-reason answers, practice.
+
+Every page is rendered from one published lesson version; answers carry the version they were
+given under, and an answer posted against an outdated version is refused with the text kept.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.content import Variant, grade, make_variant
+from app.content.practice import grade_step
+from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
+from app.core.models import Person
+from app.services import jobs as job_service
+from app.services import learning, own_runs
+from app.services import lessons as lesson_service
+from app.web.csrf import csrf_token_for
+from app.web.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
+from app.web.templates import is_htmx, render, templates
+from app.web.views.lesson_pages import SECTIONS, kept, labs_shown, render_part, section_missing
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+
+def _lesson(db: SessionDep, lesson_id: str, version: int | None = None) -> tuple[lesson_service.Current, int]:
+    """(the version shown, the current version number); 404 with the reason when missing."""
+    cur = lesson_service.current(db, lesson_id=lesson_id)
+    if cur is None:
+        raise HTTPException(404, f"There is no lesson {lesson_id!r}.")
+    if version is None or version == cur.version:
+        return cur, cur.version
+    old = lesson_service.at_version(db, lesson_id=lesson_id, version=version)
+    if old is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version} (the current one is {cur.version}).")
+    return old, cur.version
+
+
+# A variant depends only on the question (fixed per lesson version) and the learner's seed, and drawing one
+# (generating its numbers and text) took more time than the rest of a practice page: keep the recent ones.
+_VARIANTS_KEPT = 4096
+_variant_cache: dict[tuple[int, str, int], tuple[Question, Variant]] = {}
+
+
+def _variant(lesson: Lesson, user: Person, question_id: str) -> Variant | None:
+    """The learner's own variant of a numeric question (None for other kinds)."""
+    q = lesson.questions[question_id]
+    if not isinstance(q.body, Numeric):
+        return None
+    seed = learning.variant_seed(user.id, question_id)
+    key = (id(q), question_id, seed)  # safe: the entry holds q, so no other object can take its id meanwhile
+    return kept(_variant_cache, _VARIANTS_KEPT, key, lambda: (q, make_variant(q, seed)))[1]
+
+
+def _variants(lesson: Lesson, user, part) -> dict:
+    """Variants of the questions this part shows: parts without questions draw none."""
+    ids = [qid for b in (part.blocks if part else []) if b.kind == "questions" for qid in b.ids]
+    return {qid: _variant(lesson, user, qid) for qid in ids}
+
+
+def _part_context(
+    db: SessionDep,
+    user: Person,
+    lesson: Lesson,
+    version: int,
+    current_version: int,
+    part_id: str,
+    state: learning.LessonState | None = None,
+) -> dict:
+    part = lesson.part(part_id)
+    shown = labs_shown(part)
+    state = state or learning.lesson_state(db, user=user, lesson_id=lesson.id, runs=bool(shown))
+    return {
+        "lesson": lesson,
+        "version": version,
+        "current_version": current_version,
+        "part_id": part_id,
+        "part": part,
+        "section": SECTIONS.get(part_id),
+        "progress": state.progress,
+        "responses": state.responses,
+        "attempts": state.attempts,
+        "variants": _variants(lesson, user, part),
+        "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
+        # the learner's own lab runs, only for parts whose sections show one: their ids came with the state,
+        # so the jobs are read only when the learner has run one of those labs
+        "runs": own_runs.notes(db, user=user, labs=shown, newest=state.runs),
+        "feedback": {},
+    }
+
+
+@router.get("/lessons/{lesson_id}")
+def lesson_start(lesson_id: str, user: CurrentUser, db: SessionDep, v: DbInt | None = None):
+    (lesson, version, _), current_version = _lesson(db, lesson_id, v)
+    part = learning.resume_part(db, user=user, lesson=lesson)
+    suffix = f"?v={version}" if version != current_version else ""
+    return RedirectResponse(f"/lessons/{lesson_id}/{part}{suffix}", status_code=303)
+
+
+@router.get("/lessons/{lesson_id}/{part_id}")
+async def lesson_part(
+    request: Request, lesson_id: str, part_id: str, viewer: ViewerDep, db: SessionDep, v: DbInt | None = None
+):
+    """The most-read page: its reads run on the event loop, its one possible write in a worker thread
+    (app/web/deps.py Viewer says why)."""
+    user = await viewer.required()
+    (lesson, version, key), current_version = _lesson(db, lesson_id, v)
+    part = lesson.part(part_id)
+    if part is None and part_id not in SECTIONS:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    if part is None and (missing := section_missing(lesson, part_id)):
+        raise HTTPException(404, missing)  # a lesson without a lab (atlas, references) links to none
+    state = learning.lesson_state(db, user=user, lesson_id=lesson_id, runs=bool(labs_shown(part)))
+    update = None
+    if part is not None and version == current_version and learning.visit_due(state.progress, part_id, version):
+        # "Updated since you last read it": once, on the first part the learner opens under a newer version than
+        # they last read (that visit records it); the versions' notes are read only then, so almost never
+        seen = learning.version_read(state.progress)
+        if seen is not None and seen < version:
+            update = lesson_service.update_since(db, lesson_id=lesson_id, seen=seen, version=version)
+        # where "resume" goes, and the version read; what the page shows of progress is the done ticks, which a
+        # visit does not change
+        await run_in_threadpool(learning.visit, db, user=user, lesson_id=lesson_id, part_id=part_id, version=version)
+    ctx = _part_context(db, user, lesson, version, current_version, part_id, state)
+    ctx["update"] = update
+    ctx["head_oob"] = update is not None and is_htmx(request)  # lesson.html: the header is swapped in as well
+    if ctx["part"] is not None:  # the shared body is rendered once per version; only the learner's bits here
+        ctx["part_html"] = render_part(
+            templates.env, key, {**ctx, "user": user, "csrf_token": csrf_token_for(request.session)}
+        )
+    return render(request, "lessons/lesson.html", ctx, block="part")
+
+
+@router.post("/lessons/{lesson_id}/progress/{part_id}/done")
+def toggle_done(
+    request: Request,
+    lesson_id: str,
+    part_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    done: Annotated[str, Form()] = "1",
+):
+    (lesson, version, _), current_version = _lesson(db, lesson_id)
+    if lesson.part(part_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    learning.set_done(db, user=user, lesson_id=lesson_id, part_id=part_id, done=done == "1")
+    ctx = _part_context(db, user, lesson, version, current_version, part_id)
+    if is_htmx(request):  # the pacing list, and the toggle out of band so its label follows
+        return render(request, "lessons/_done_toggled.html", ctx)
+    return render(request, "lessons/lesson.html", ctx)
+
+
+@router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)
+def reading_time(
+    lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, seconds: Annotated[int, Form(ge=0, le=3600)] = 0
+):
+    (lesson, _, _), _ = _lesson(db, lesson_id)
+    if lesson.part(part_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
+    learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
+
+
+def _stale(version: int, current_version: int) -> str | None:
+    if version != current_version:
+        return (
+            f"This lesson was updated to version {current_version} after you opened it (you answered version "
+            f"{version}). Your text is still in the box: reload the page and submit it again."
+        )
+    return None
+
+
+def _answered(request: Request, fragment: str, ctx: dict, *, error: str | None, item: str) -> Response:
+    """An answer's re-rendered piece: to htmx, the piece alone, swapped in place; to a plain form post (no
+    JavaScript), the same piece in a whole page, with a link back to the part that holds it (`item` is the
+    piece's element id: pause-<id> or q-<id>)."""
+    lesson = ctx["lesson"]
+    kind, _, item_id = item.partition("-")
+    holder = next(
+        (
+            part
+            for part in lesson.parts
+            for b in part.blocks
+            if (kind == "pause" and b.kind == "section" and b.pause and b.pause.id == item_id)
+            or (kind == "q" and b.kind == "questions" and item_id in b.ids)
+        ),
+        lesson.parts[0],
+    )
+    page = {**ctx, "fragment": fragment, "back": holder, "back_url": f"/lessons/{lesson.id}/{holder.id}#{item}"}
+    return render(request, "lessons/answered.html", page, block="answer", status_code=400 if error else 200)
+
+
+@router.post("/lessons/{lesson_id}/pauses/{pause_id}")
+def answer_pause(
+    request: Request,
+    lesson_id: str,
+    pause_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+):
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    pause = next((p for p in lesson.pauses if p.id == pause_id), None)
+    if pause is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no pause-and-reason prompt {pause_id!r}.")
+    error = _stale(version, current_version)
+    if not error:
+        try:
+            learning.save_response(
+                db, user=user, lesson_id=lesson_id, version=version, item_id=pause_id, kind="pause", text=answer
+            )
+        except learning.AnswerError as exc:
+            error = exc.message
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "pause": pause,
+        "error": error,
+        "draft": answer,
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
+    return _answered(request, "lessons/_pause.html", ctx, error=error, item=f"pause-{pause_id}")
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}")
+def answer_question(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+    seed: Annotated[DbInt, Form()] = -1,
+):
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    if question is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r}.")
+    my_seed = learning.variant_seed(user.id, question_id)
+    variant = _variant(lesson, user, question_id)
+    error = _stale(version, current_version)
+    feedback = None
+    if not error and isinstance(question.body, Numeric) and seed != my_seed:
+        error = "This answer was for a different variant of the question than yours; reload the page to see your own."
+    if not error and isinstance(question.body, FreeResponse):
+        try:
+            learning.check_answer_text(answer)
+        except learning.AnswerError as exc:
+            error = exc.message
+    if not error:
+        feedback = grade(question, variant, answer)
+        if feedback.counts_as_attempt:
+            if isinstance(question.body, FreeResponse):
+                learning.save_response(
+                    db,
+                    user=user,
+                    lesson_id=lesson_id,
+                    version=version,
+                    item_id=question_id,
+                    kind="free_response",
+                    text=answer,
+                )
+            learning.record_attempt(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                seed=my_seed,
+                answer=answer,
+                status=feedback.status,
+            )
+        else:
+            error = feedback.message
+            feedback = None
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "qid": question_id,
+        "q": question.body,
+        "variant": variant,
+        "seed": variant.seed if variant else 0,  # as the part's slot has it (_question_slot.html): one piece
+        "feedback": feedback,
+        "error": error,
+        "draft": answer,
+        "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
+    return _answered(request, "lessons/_question.html", ctx, error=error, item=f"q-{question_id}")
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}/steps/{step_id}")
+def answer_step(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    step_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    answer: Annotated[str, Form(max_length=20000)] = "",
+    version: Annotated[DbInt, Form()] = 0,
+):
+    """One step of a multi-step problem: graded like a practice question; the re-rendered problem opens
+    that step's worked solution once it has been tried."""
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    body = question.body if question else None
+    if question is None or not isinstance(body, MultiStep) or body.step(step_id) is None:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no problem {question_id!r} with a step {step_id!r}.")
+    error = _stale(version, current_version)
+    feedback = None
+    if not error:
+        feedback = grade_step(question, step_id, answer)
+        if feedback.counts_as_attempt:
+            learning.record_step(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                step_ids=[s.id for s in body.steps],
+                step_id=step_id,
+                answer=answer,
+                status=feedback.status,
+            )
+        else:
+            error, feedback = feedback.message, None
+    attempts = learning.latest_attempts(db, user=user, lesson_id=lesson_id)
+    # The problem comes back whole: the other steps' boxes keep the learner's last answers (they were blank after
+    # each step's check, so a chain of steps lost its earlier numbers). A page load shows them blank, as questions.
+    drafts = {s.id: a.answer for s in body.steps if (a := attempts.get(f"{question_id}:{s.id}"))}
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "current_version": current_version,
+        "qid": question_id,
+        "q": body,
+        "step_feedback": {step_id: feedback} if feedback else {},
+        "step_error": {step_id: error} if error else {},
+        "drafts": drafts | {step_id: answer},
+        "attempts": attempts,
+    }
+    return _answered(request, "lessons/_multistep.html", ctx, error=error, item=f"q-{question_id}")
+
+
+@router.post("/lessons/{lesson_id}/questions/{question_id}/self-check")
+def self_check(
+    request: Request,
+    lesson_id: str,
+    question_id: str,
+    user: CurrentUser,
+    db: SessionDep,
+    point: Annotated[list[int] | None, Form()] = None,
+    version: Annotated[DbInt, Form()] = 0,
+):
+    """Save the self-check points a learner ticks after the reference answer of a free-response question."""
+    (lesson, _, _), current_version = _lesson(db, lesson_id)
+    question = lesson.questions.get(question_id)
+    if question is None or not isinstance(question.body, FreeResponse) or not question.body.self_check:
+        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r} with a self-check.")
+    error = _stale(version, current_version)
+    if not error:
+        try:
+            learning.save_self_check(
+                db,
+                user=user,
+                lesson_id=lesson_id,
+                version=version,
+                question_id=question_id,
+                ticked=point or [],
+                points=len(question.body.self_check),
+            )
+        except learning.AnswerError as exc:
+            error = exc.message
+    ctx = {
+        "lesson": lesson,
+        "version": current_version,
+        "qid": question_id,
+        "q": question.body,
+        "selfcheck_error": error,
+        "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
+    }
+    return _answered(request, "lessons/_selfcheck.html", ctx, error=error, item=f"q-{question_id}")

@@ -1,0 +1,317 @@
+"""Learner lab reports: assemble evidence and answers, upload bundles, submit, see checks and grades.
+
+GET  /reports                                     my reports, one per lesson with a lab
+GET  /lessons/{id}/report[?v=N]                   the report page (draft, one version in full, the others listed)
+POST /lessons/{id}/report                         action=save | submit | submit-incomplete | attach-latest
+POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
+GET  /bundles/{id}                                 an uploaded bundle, for its owner
+POST /api/v1/bundles, GET /api/v1/bundles/{id}    the same upload for scripts
+
+Evidence and bundle files are served by app/web/routes/artifacts.py.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.datastructures import FormData, UploadFile
+
+from app.content.schema import Lesson
+from app.core.models import Bundle, LabReport, User
+from app.services import bundles as bundle_service
+from app.services import evidence as evidence_service
+from app.services import grading
+from app.services import lessons as lesson_service
+from app.services import reports as report_service
+from app.services.errors import NotFound
+from app.web.deps import CurrentUser, DbInt, LessonWithLab, OwnedBundle, PostedForm, SessionDep, csrf_protect
+from app.web.middleware.bodies import UPLOAD_LIMIT
+from app.web.templates import render
+from labs.words import count
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
+# "Submit report" hands in a complete draft at once; an incomplete one comes back with its gaps listed and a
+# second button, "Submit with these missing", that posts action=submit-incomplete with each listed gap as a
+# `missing-ok` field. It submits only if every gap the draft has then was among those confirmed.
+SUBMIT_ACTIONS = ("submit", "submit-incomplete")
+api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+
+
+def _ref_value(ref: dict | None) -> str:
+    if not ref:
+        return ""
+    kind = "job" if "job" in ref else "bundle"
+    return f"{kind}:{ref[kind]}"
+
+
+def _page(
+    request: Request,
+    db: SessionDep,
+    user: User,
+    lesson: Lesson,
+    lesson_version: int,
+    report: LabReport | None,
+    *,
+    errors: dict | None = None,
+    message: str = "",
+    upload_error: str = "",
+    form: dict | None = None,
+    status_code: int = 200,
+    show: int | None = None,
+    gaps: list[report_service.Gap] | None = None,
+    unconfirmed: frozenset[str] = frozenset(),
+) -> Response:
+    settings = request.app.state.settings
+    assert lesson.lab is not None  # LessonWithLab
+    draft = (report.draft if report else None) or {}
+    evidence = draft.get("evidence", {})
+    slots = report_service.slots(lesson)
+    picks = {s.id: _ref_value(evidence.get(s.id)) for s in slots}
+    answers = dict(draft.get("answers", {}))
+    if form is not None:  # a refused post: show what the learner sent, not the stored draft
+        picks = {s.id: form.get(f"evidence-{s.id}", "") for s in slots}
+        answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
+    # One version is shown in full (the latest, or ?v=N); the others are a line each with a link, so the page
+    # costs one version's results however often the learner submitted (issue 10, item 9).
+    versions = report_service.versions(db, report=report) if report else []
+    shown = next((v for v in versions if v.number == show), None) if show else (versions[0] if versions else None)
+    if show and shown is None:
+        raise NotFound(f"Your lab report has no version {show}.")
+    history = [
+        {"version": v, "grade": grading.latest_grade(db, version=v), "summary": report_service.summary(v.checks or {})}
+        for v in versions[:MAX_VERSIONS_LISTED]
+    ]
+    current = None
+    if shown is not None:
+        assert report is not None
+        current = {
+            "version": shown,
+            "grade": grading.latest_grade(db, version=shown),
+            "summary": report_service.summary(shown.checks or {}),
+            "evidence": evidence_service.evidence_views(
+                db, settings, report, shown, evidence_service.lesson_of_version(db, report, shown)
+            ),
+        }
+    ctx = {
+        "lesson": lesson,
+        "lesson_version": lesson_version,
+        "report": report,
+        "slots": slots,
+        "picks": picks,
+        "answers": answers,
+        "states": evidence_service.slot_states(db, settings, lesson, evidence),
+        "candidates": {s.id: report_service.candidates(db, owner=user, lab=s.lab) for s in slots},
+        "history": history,
+        "earlier": [v.number for v in versions[MAX_VERSIONS_LISTED:]],
+        "current": current,
+        "rubric": lesson.rubric,
+        "errors": errors or {},
+        "gaps": gaps or [],
+        "unconfirmed": unconfirmed,
+        "message": message,
+        "upload_error": upload_error,
+        "max_upload_mb": bundle_service.MAX_UPLOAD_BYTES // (1024 * 1024),
+    }
+    return render(request, "reports/report.html", ctx, block="report", status_code=status_code)
+
+
+@router.get("/reports")
+def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
+    rows = []
+    for lesson, _ in lesson_service.catalogue(db):
+        if lesson.lab is None:
+            continue
+        report = report_service.get_report(db, owner=user, lesson_id=lesson.id)
+        latest = report_service.latest_version(db, report=report) if report else None
+        grade = grading.latest_grade(db, version=latest) if latest else None
+        # a resubmission not graded yet: the grade the learner has is still the last graded version's
+        earlier = (
+            grading.last_graded(db, report_id=report.id, before=latest.number)
+            if report is not None and latest is not None and grade is None
+            else None
+        )
+        rows.append({"lesson": lesson, "report": report, "latest": latest, "grade": grade, "earlier": earlier})
+    return render(request, "reports/index.html", {"rows": rows})
+
+
+@router.get("/lessons/{lesson_id}/report")
+def report_page(
+    request: Request,
+    lesson_id: str,
+    cur: LessonWithLab,
+    user: CurrentUser,
+    db: SessionDep,
+    v: DbInt | None = None,
+    submitted: DbInt | None = None,
+    missing: DbInt | None = None,
+) -> Response:
+    """The report page; `v` shows that submitted version in full instead of the latest. `submitted` (and
+    `missing`) come from the redirect after a submit: the page says so, in fixed words, if that version exists."""
+    lesson, version = cur.lesson, cur.version
+    report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
+    message = ""
+    if submitted and report is not None and report_service.version(db, report=report, number=submitted):
+        left = f", with {count(missing, 'item')} missing as you confirmed" if missing else ""
+        message = f"Submitted as version {submitted}{left}. The automatic checks ran; a grader will pick it up."
+    return _page(request, db, user, lesson, version, report, show=v, message=message)
+
+
+@router.post("/lessons/{lesson_id}/report")
+def report_post(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, posted: PostedForm
+) -> Response:
+    lesson, version = cur.lesson, cur.version
+    assert lesson.lab is not None  # LessonWithLab
+    form = {k: v for k, v in posted.items() if isinstance(v, str)}
+    action = form.get("action", "save")
+    report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+
+    def page(**kw) -> Response:  # the report page again, with what this post adds (message, gaps, errors)
+        return _page(request, db, user, lesson, version, report, **kw)
+
+    if action == "attach-latest":
+        if _has_draft_fields(form):  # the button sends the form: keep what was typed before attaching
+            try:
+                _save_posted(db, report, user, lesson, form)
+            except report_service.ReportError as exc:
+                return page(errors=exc.errors, form=form, status_code=422)
+        filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
+        msg = (
+            f"Attached your latest runs to {count(len(filled), 'item')}."
+            if filled
+            else "No empty item had a finished run to attach."
+        )
+        return page(message=msg)
+    try:
+        _save_posted(db, report, user, lesson, form)
+        if action in SUBMIT_ACTIONS:
+            gaps = report_service.gaps(lesson, report.draft)
+            confirmed = set(posted.getlist("missing-ok")) if action == "submit-incomplete" else set()
+            # An empty draft goes on to submit, which refuses it: there is nothing to hand in knowingly.
+            if not report_service.is_empty(report.draft) and any(g.field not in confirmed for g in gaps):
+                unconfirmed = frozenset(g.field for g in gaps if confirmed and g.field not in confirmed)
+                return page(gaps=gaps, unconfirmed=unconfirmed)
+            v = report_service.submit(
+                db, settings=request.app.state.settings, report=report, lesson=lesson, lesson_version=version
+            )
+            # Post, then redirect: reloading the page that says "Submitted" must not hand the report in again.
+            query = urlencode({"submitted": v.number, **({"missing": len(gaps)} if gaps else {})})
+            return RedirectResponse(f"/lessons/{lesson_id}/report?{query}", status_code=303)
+    except report_service.ReportError as exc:
+        return page(errors=exc.errors, form=form, status_code=422)
+    return page(message="Draft saved.")
+
+
+def _has_draft_fields(form: dict) -> bool:
+    """Whether a post carries the report form's fields (a script may post an action alone)."""
+    return any(k.startswith(("evidence-", "answer-")) for k in form)
+
+
+def _save_posted(db: SessionDep, report: LabReport, user: User, lesson: Lesson, form: dict) -> None:
+    """Save the report form's picks and answers as the draft; ReportError if a pick is refused."""
+    assert lesson.lab is not None  # LessonWithLab
+    evidence = {s.id: form.get(f"evidence-{s.id}", "") for s in report_service.slots(lesson)}
+    answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
+    report_service.save_draft(db, report=report, owner=user, lesson=lesson, evidence=evidence, answers=answers)
+
+
+def _read_upload(form: FormData) -> tuple[str, bytes, dict]:
+    upload = form.get("bundle")
+    if not isinstance(upload, UploadFile):
+        raise bundle_service.BundleError("choose a .zip file to upload (form field `bundle`)")
+    data = upload.file.read(bundle_service.MAX_UPLOAD_BYTES + 1)  # a worker thread: reading may touch disk
+    if not data and not upload.filename:  # the button pressed with no file chosen sends an empty, nameless part
+        raise bundle_service.BundleError("choose a .zip file to upload first")
+    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    return upload.filename or "bundle.zip", data, fields
+
+
+@router.post("/lessons/{lesson_id}/report/bundles", max_body_size=UPLOAD_LIMIT)
+def upload_bundle(
+    request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, form: PostedForm
+) -> Response:
+    lesson, version = cur.lesson, cur.version
+    report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
+    posted = {k: v for k, v in form.items() if isinstance(v, str)}
+    if _has_draft_fields(posted):  # the upload button sends the whole report form: save what was typed first
+        try:
+            _save_posted(db, report, user, lesson, posted)
+        except report_service.ReportError as exc:
+            return _page(request, db, user, lesson, version, report, errors=exc.errors, form=posted, status_code=422)
+    try:
+        filename, data, fields = _read_upload(form)
+        bundle = bundle_service.ingest(
+            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
+        )
+    except bundle_service.BundleError as exc:
+        kept = " Your draft, answers included, is saved." if _has_draft_fields(posted) else ""
+        return _page(
+            request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.{kept}", status_code=422
+        )
+    slot_id = fields.get("slot") or next(
+        (s.id for s in report_service.slots(lesson) if s.lab == bundle.lab and s.kind == "evidence"), ""
+    )
+    try:
+        report_service.attach(db, report=report, owner=user, lesson=lesson, slot_id=slot_id, ref={"bundle": bundle.id})
+    except report_service.ReportError as exc:
+        return _page(
+            request,
+            db,
+            user,
+            lesson,
+            version,
+            report,
+            status_code=422,
+            upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.",
+        )
+    title = next(s.title for s in report_service.slots(lesson) if s.id == slot_id)
+    return _page(
+        request,
+        db,
+        user,
+        lesson,
+        version,
+        report,
+        message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.",
+    )
+
+
+@router.get("/bundles/{bundle_id}")
+def bundle_page(request: Request, bundle: OwnedBundle) -> Response:
+    return render(request, "reports/bundle.html", {"bundle": bundle})
+
+
+def _bundle_json(bundle: Bundle) -> dict:
+    env = bundle.result.get("environment", {})
+    return {
+        "id": bundle.id,
+        "lab": bundle.lab,
+        "filename": bundle.filename,
+        "size_bytes": bundle.size_bytes,
+        "label": env.get("label"),
+        "emulated": bool(env.get("emulated")),
+        "artifacts": [a["name"] for a in bundle.result.get("artifacts", [])],
+        "url": f"/bundles/{bundle.id}",
+        "created_at": bundle.created_at,
+    }
+
+
+@api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
+def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
+    """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
+    try:
+        filename, data, _ = _read_upload(form)
+        bundle = bundle_service.ingest(
+            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
+        )
+    except bundle_service.BundleError as exc:
+        return JSONResponse({"detail": f"Upload refused: {exc}."}, status_code=422)
+    return _bundle_json(bundle)
+
+
+@api.get("/bundles/{bundle_id}")
+def api_bundle(bundle: OwnedBundle) -> dict:
+    return _bundle_json(bundle)

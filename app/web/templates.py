@@ -1,0 +1,63 @@
+"""Template rendering: a page and its htmx fragment come from the same template.
+
+When a request carries `HX-Request`, only the named block is rendered; otherwise the whole
+page (extending base.html) is. All text is autoescaped. Filters live in app/web/filters.py.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from jinja2_fragments.fastapi import Jinja2Blocks
+from starlette.responses import Response
+
+from app.core.config import ROOT
+from app.core.db import release
+from app.web import filters
+from app.web.csrf import csrf_token_for
+from app.web.views import lesson_pages
+
+# auto_reload off: Jinja's default stats every template file on every render to see whether it changed
+# (4.6% of a lesson page's time in the profile); templates change only with a deploy, which restarts.
+templates = Jinja2Blocks(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(ROOT / "templates"), autoescape=jinja2.select_autoescape(), auto_reload=False
+    )
+)
+filters.install(templates.env)
+templates.env.globals["check_link"] = lesson_pages.check_link  # a pause's link, kept per answer
+templates.env.globals["pacing"] = functools.partial(lesson_pages.pacing, templates.env)  # kept per parts done
+
+
+def is_htmx(request: Request) -> bool:
+    """An htmx request that swaps a piece of the page. A history restore is not one: it puts the answer in
+    place of <body>, so it gets the whole page. htmx 4.0.1 (htmx.js #restoreHistory, on every back or forward)
+    sends HX-History-Restore-Request without HX-Request; htmx 2 sent both, on a history-cache miss."""
+    headers = request.headers
+    return headers.get("hx-request") == "true" and headers.get("hx-history-restore-request") != "true"
+
+
+def render(
+    request: Request, name: str, context: dict | None = None, *, block: str | None = None, status_code: int = 200
+) -> Response:
+    """Render `name`; with HX-Request and a `block`, only that block (the fragment).
+
+    The request's database transaction ends first (app/core/db.py `release`): the template reads what the
+    handler loaded, and no connection waits on the render."""
+    db = getattr(request.state, "db", None)
+    if db is not None:
+        release(db)
+    ctx = dict(context or {})
+    ctx.setdefault("user", getattr(request.state, "user", None))
+    ctx["csrf_token"] = csrf_token_for(request.session)
+    kwargs: dict[str, Any] = {"status_code": status_code}
+    if block and is_htmx(request):
+        kwargs["block_name"] = block
+    response = templates.TemplateResponse(request, name, ctx, **kwargs)
+    # One URL answers with a page or, to htmx, a piece of it: a cache (the browser's, on back and forward
+    # between sites) must not hand one out for the other.
+    response.headers.append("Vary", "HX-Request")
+    return response

@@ -1,0 +1,364 @@
+"""How a lab result reads on a page: the answer first, human values, notes said once, long tables folded.
+
+result.json is written for scripts (floats at full precision, `null`, `true`, byte counts); this module is
+the one place that turns it into what a learner reads: "100% of tokens", "4.0 MiB", "yes", "—" with the
+reason. `present(result)` shapes one result for `templates/jobs/_result.html`; `compare(a, b)` sets the
+key numbers of two runs of a lab side by side for the lab page. Both are pure functions of the JSON (no
+database, no HTTP), so uploaded bundles and report evidence render the same way as jobs. `present` reads
+the bounded excerpt of the result (app/web/views/result_excerpt.py), never the raw JSON, so a huge upload cannot
+make a huge page; what the excerpt left out is said in `cut_notes` and each table's `cut_note`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from app.web.views.result_excerpt import MAX_LABEL, cut, excerpt
+from labs import catalog
+from labs.resources import fmt_bytes
+
+PREVIEW_ROWS = 5  # a table longer than FOLD_AFTER rows shows this many, the rest behind <details>
+FOLD_AFTER = 8
+MISSING = "—"
+FOOTNOTE_AT = 60  # characters: a note shared by several numbers and longer than this is said once, below
+CARD_NOTE_AT = 100  # characters: a number's own note longer than this goes below too (a card is a number and a
+# few words; one paragraph in one card made its whole row of cards tall and mostly empty), all but a short heading
+CARD_HEAD_AT = 40
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+# ---- numbers as people write them ---------------------------------------------------------------
+
+
+def number(v: float | int) -> str:
+    """A number with sensible precision: 209062 -> '209,062', 724.2502 -> '724.3', 0.000689 -> '0.00069',
+    6.07e-07 -> '6.07 × 10⁻⁷'. Whole numbers keep every digit; others four significant digits."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not math.isfinite(v):
+        return "not a number" if math.isnan(v) else ("∞" if v > 0 else "−∞")
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if float(v).is_integer() and a < 1e15:
+        return f"{int(v):,}"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1e-4:
+        return f"{v:.4g}" if a >= 0.01 else f"{v:.2g}"
+    exponent = math.floor(math.log10(a))
+    mantissa = v / 10**exponent
+    return f"{mantissa:.3g} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
+def human(value: Any, unit: str | None = None) -> str:
+    """One value with its unit in words: bytes in binary units, fractions as percentages, booleans as
+    yes/no, None as a dash (the caller shows the reason next to it)."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not isinstance(value, int | float):
+        return f"{value} {unit}" if unit else str(value)
+    unit = (unit or "").strip()
+    if unit in ("bytes", "B"):
+        return fmt_bytes(value) if abs(value) >= 1024 else f"{number(value)} B"
+    if unit.startswith("fraction"):  # "fraction of tokens" -> "100% of tokens"
+        rest = unit[len("fraction") :].strip()
+        pct = 100 * value
+        text = f"{pct:.0f}%" if abs(pct - round(pct)) < 0.05 else f"{pct:.1f}%"
+        return f"{text} {rest}".strip()
+    if unit in ("x", "×"):
+        return f"{value:.2f}×"
+    if unit in ("%", "percent"):
+        return f"{number(value)}%"
+    return f"{number(value)} {unit}".strip()
+
+
+_SCIENTIFIC = re.compile(r"^[-+]?\d+(?:\.\d+)?[eE][-+]?\d+$")
+
+
+def cell(value: Any, column: str = "") -> str:
+    """A table cell: the column header carries the unit, so only bytes columns are converted. A number a lab
+    wrote as text in e-notation ('6.07e-07') is shown as a number too."""
+    if isinstance(value, str) and _SCIENTIFIC.match(value.strip()):
+        return number(float(value))
+    if isinstance(value, int | float) and not isinstance(value, bool) and "bytes" in column.lower():
+        return human(value, "bytes")
+    return human(value)
+
+
+def _is_scientific(value: Any) -> bool:
+    return isinstance(value, str) and bool(_SCIENTIFIC.match(value.strip()))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# ---- one result ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    label: str
+    text: str  # the value in words, unit included
+    note: str = ""  # what is particular to this number
+    marks: list[int] = field(default_factory=list)  # footnotes: notes several numbers share, or a long one of its own
+    missing: bool = False
+    restates_label: bool = False  # its note was the honesty label (e.g. a "Backend" item): no news in an answer
+
+
+LONG_CELL = 40  # characters: a longer cell wraps; shorter ones stay on one line and the table scrolls instead
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    numeric: bool = False
+
+    @property
+    def css(self) -> str:
+        return "num" if self.numeric else ("long" if len(self.text) > LONG_CELL else "")
+
+
+@dataclass
+class TableView:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    cut_note: str = ""  # "the first 50 of 2,000 rows": the excerpt's bound, said under the table
+
+    @cached_property
+    def numeric_columns(self) -> set[int]:
+        """Columns whose every filled cell is a number: right-aligned, header included."""
+        cols = set(range(len(self.columns)))
+        for r in self.rows:
+            cols -= {i for i, c in enumerate(r) if not c.numeric and c.text != MISSING}
+        return cols
+
+    @property
+    def folded(self) -> bool:
+        return len(self.rows) > FOLD_AFTER
+
+    @property
+    def preview(self) -> list[list[Cell]]:
+        return self.rows[:PREVIEW_ROWS] if self.folded else self.rows
+
+
+@dataclass
+class ResultView:
+    lab: str
+    title: str
+    question: str
+    answer: str
+    answer_from_lab: bool  # False: built here from the summary (a result from before labs wrote one)
+    label: str
+    emulated: bool
+    backend: str
+    items: list[Item]
+    footnotes: list[str]
+    plots: list[dict]  # artifacts; "wide" (timelines) keep their drawn width and scroll on narrow screens
+    tables: list[TableView]
+    downloads: list[dict]
+    cut_notes: list[str] = field(default_factory=list)  # what the excerpt left out ("1,900 more summary rows")
+
+
+def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], set[str]]:
+    """Each item's note split into its clauses, and the clauses said by two or more items (footnotes); the
+    honesty label (already shown once, prominently) is dropped wherever a lab repeated it."""
+    split = []
+    for row in summary:
+        note = (row.get("note") or "").strip()
+        if label:
+            note = note.replace(label, "").strip(" ;")
+        parts = [p.strip() for p in note.split("; ")] if note else []
+        split.append([p for p in parts if p])
+    counts: dict[str, int] = {}
+    for parts in split:
+        for p in set(parts):
+            counts[p] = counts.get(p, 0) + 1
+    # Only a long clause is worth a footnote: a short one (a definition, "64 of 64 tokens") reads best in place.
+    return split, {p for p in counts if counts[p] > 1 and len(p) > FOOTNOTE_AT}
+
+
+def _headed(note: str) -> tuple[str, str]:
+    """A long note split into what its card keeps and its footnote: "not measured on CPU: PyTorch keeps ..."
+    keeps its short heading in the card; a note without one goes below whole."""
+    head, sep, rest = note.partition(": ")
+    if sep and len(head) <= CARD_HEAD_AT and rest:
+        return head, rest[:1].upper() + rest[1:]
+    return "", note
+
+
+def _lower_first(text: str) -> str:
+    """'Final loss' -> 'final loss' inside a sentence; 'FP8 recipe' and 'TP=2 step' keep their capitals."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
+def _fallback_answer(title: str, items: list[Item]) -> str:
+    """A sentence from the first numbers of the summary, for results written before labs stated an answer."""
+    shown = [i for i in items if not i.missing and not i.restates_label][:3]
+    if not shown:
+        return f"{title}: this run finished; its numbers are below."
+    parts = [f"{_lower_first(i.label)} was {i.text}" for i in shown]
+    joined = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    return f"In this run, {joined}."
+
+
+def present(result: dict) -> ResultView:
+    lab = str(result.get("lab", ""))
+    spec = catalog.LABS.get(lab)
+    env, results = result.get("environment"), result.get("results")
+    env = env if isinstance(env, dict) else {}
+    results = results if isinstance(results, dict) else {}
+    ex = excerpt(result)  # bounded: the rest stays in result.json, one link away
+    label = ex.label
+    summary = ex.summary
+    split, shared = _notes(summary, label)
+    footnotes: list[str] = []  # numbered in the order the cards first point to them
+
+    def mark(note: str) -> int:
+        if note not in footnotes:
+            footnotes.append(note)
+        return footnotes.index(note) + 1
+
+    items = []
+    for row, clauses in zip(summary, split):
+        value = row.get("value")
+        marks = [mark(c) for c in clauses if c in shared]
+        own = "; ".join(c for c in clauses if c not in shared)
+        if len(own) > CARD_NOTE_AT:
+            own, rest = _headed(own)
+            marks.append(mark(rest))
+        text = human(value, row.get("unit"))
+        if value is None and not own and not marks:
+            own = "not reported by this run"
+        restates = bool(label) and label in str(row.get("note") or "")
+        items.append(Item(str(row.get("label", "")), text, own, marks, missing=value is None, restates_label=restates))
+    title = spec.title if spec else lab
+    answer = results.get("answer")
+    tables = []
+    for t in ex.tables:
+        columns = [str(c) for c in t.columns]
+        rows = [
+            [
+                Cell(cell(v, columns[i] if i < len(columns) else ""), _is_number(v) or _is_scientific(v))
+                for i, v in enumerate(r)
+            ]
+            for r in t.rows
+        ]
+        tables.append(TableView(str(t.title), columns, rows, t.cut_note))
+    stated = isinstance(answer, str) and bool(answer.strip())
+    return ResultView(
+        lab=lab,
+        title=title,
+        question=spec.question if spec else "",
+        answer=cut(answer, MAX_LABEL) if stated else _fallback_answer(title, items),
+        answer_from_lab=stated,
+        label=label,
+        emulated=ex.emulated,
+        backend=str(cut(str(env.get("backend", "")))),
+        items=items,
+        footnotes=footnotes,
+        plots=[{**a, "wide": str(a.get("name", "")).startswith("timeline")} for a in ex.plots],
+        tables=tables,
+        downloads=ex.downloads,
+        cut_notes=ex.notes,
+    )
+
+
+# ---- two runs side by side ----------------------------------------------------------------------
+
+
+@dataclass
+class CompareRow:
+    label: str
+    a: str
+    b: str
+    change: str = ""  # "+12.3 ms (1.41×)" for two numbers of the same unit
+    differs: bool = False
+
+
+@dataclass
+class Comparison:
+    params: list[CompareRow]  # the parameters that differ
+    same_params: str  # the ones that do not, compactly
+    answers: tuple[str, str]
+    labels: tuple[str, str]
+    numbers: list[CompareRow]
+
+
+def _change(a: Any, b: Any, unit: str | None) -> str:
+    if not (_is_number(a) and _is_number(b)) or not (math.isfinite(a) and math.isfinite(b)):
+        return ""
+    diff = b - a
+    if diff == 0:
+        return "same"
+    sign = "+" if diff > 0 else "−"
+    text = sign + human(abs(diff), unit)
+    ratio = b / a if a else 0.0
+    # A ratio says more than the difference when the two are of one sign and clearly apart.
+    if (
+        ratio > 0
+        and abs(ratio - 1) >= 0.01
+        and (unit or "") not in ("x", "×")
+        and not (unit or "").startswith("fraction")
+    ):
+        text += f" ({ratio:.2f}× A)"
+    return text
+
+
+def compare(result_a: dict, result_b: dict) -> Comparison:
+    """The parameters that differ and every summary number of both runs, matched by label, with B − A."""
+    pa, pb = result_a.get("params") or {}, result_b.get("params") or {}
+    params, same = [], []
+    for key in dict.fromkeys([*pa, *pb]):
+        va, vb = pa.get(key), pb.get(key)
+        if va == vb:
+            same.append(f"{key}={_param_text(va)}")
+        else:
+            params.append(CompareRow(key, _param_text(va), _param_text(vb), differs=True))
+    rows_a = {str(r.get("label")): r for r in (result_a.get("results") or {}).get("summary") or []}
+    rows_b = {str(r.get("label")): r for r in (result_b.get("results") or {}).get("summary") or []}
+    numbers = []
+    for label in dict.fromkeys([*rows_a, *rows_b]):
+        ra, rb = rows_a.get(label, {}), rows_b.get(label, {})
+        unit = ra.get("unit") or rb.get("unit")
+        va, vb = ra.get("value"), rb.get("value")
+        ta = human(va, unit) if label in rows_a else f"{MISSING} (not in this run)"
+        tb = human(vb, unit) if label in rows_b else f"{MISSING} (not in this run)"
+        numbers.append(CompareRow(label, ta, tb, _change(va, vb, unit), differs=ta != tb))
+    va, vb = present(result_a), present(result_b)
+    return Comparison(
+        params=params,
+        same_params=", ".join(same),
+        answers=(va.answer, vb.answer),
+        labels=(va.label, vb.label),
+        numbers=numbers,
+    )
+
+
+def _param_text(v: Any) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    return str(v)
+
+
+def params_text(lab: str, params: dict | None) -> str:
+    """A run's parameters at a glance: the ones that differ from the lab's defaults ('defaults' if none)."""
+    spec = catalog.LABS.get(lab)
+    params = params or {}
+    defaults = {}
+    if spec is not None:
+        defaults = {k: f.default for k, f in spec.params.model_fields.items()}
+    changed = [f"{k}={_param_text(v)}" for k, v in params.items() if k not in defaults or defaults[k] != v]
+    return ", ".join(changed) if changed else "defaults"
