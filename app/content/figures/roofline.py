@@ -1,0 +1,162 @@
+"""The tensor-parallel MLP's communication roofline against a node's compute and NVLink."""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from labs.trace.svgplot import PALETTE, svg_open
+
+from .. import calc
+from ..schema import Rendered
+from .base import GREEN, RED, FigureSpec, Params, finish, text_at, title_line
+
+
+class RooflineParams(Params):
+    ffn: int = Field(14336, ge=64, le=1_000_000, description="MLP width F (Llama-3-8B: 14,336).")
+    degrees: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1, description="TP degrees marked.")
+    mfu: float = Field(0.5, gt=0, le=1, description="Fraction of peak the GEMMs sustain.")
+    node: Literal["H100-SXM", "H200"] = Field("H100-SXM", description="Node from labs/costmodel.py.")
+
+    @model_validator(mode="after")
+    def _degrees(self) -> RooflineParams:
+        bad = [d for d in self.degrees if not 2 <= d <= 64]
+        if bad:
+            raise ValueError(f"degrees between 2 and 64; found {bad}")
+        return self
+
+
+def draw_roofline(p: RooflineParams) -> Rendered:
+    fig = calc.node_figures(p.node)
+    width, height = 780, 380
+    left, right, top, bottom = 70, 236, 40, 56
+    pw, ph = width - left - right, height - top - bottom
+    x_lo, x_hi, y_lo, y_hi = 2.0, 5.0, 1.5, 3.5  # log10: 100..100k FLOP/byte; ~30..3000 TFLOP/s
+
+    def px(i: float) -> float:
+        return left + (math.log10(i) - x_lo) / (x_hi - x_lo) * pw
+
+    def py(tf: float) -> float:
+        return top + ph - (math.log10(tf) - y_lo) / (y_hi - y_lo) * ph
+
+    title = f"Tensor-parallel MLP on {fig['gpus']}× {p.node}: where NVLink, not the GEMMs, sets the pace"
+    roofs = []
+    for i, (prec, dashed) in enumerate((("bf16", False), ("fp8", True))):
+        peak = fig[f"{prec}_tflops"] * p.mfu
+        ridge = peak * 1e12 / fig["link_bytes_per_s"]
+        roofs.append((prec, peak, ridge, dashed, PALETTE[i + 1]))
+    points = [(d, calc.tp_mlp_intensity(p.ffn, d, p.mfu, node=p.node, precision="bf16")) for d in p.degrees]
+    fp8_points = [(d, calc.tp_mlp_intensity(p.ffn, d, p.mfu, node=p.node, precision="fp8")) for d in p.degrees]
+    alt = (
+        f"Log-log roofline. x: FLOPs each rank computes per byte it sends over NVLink in the MLP block, F/(N−1) "
+        f"with F = {p.ffn:,}. y: attainable TFLOP/s, the lower of the GEMMs' {p.mfu:.0%}-of-peak rate and x × "
+        f"{fig['link_gbs']:g} GB/s. The ridge (communication takes as long as compute) sits at "
+        f"{roofs[0][2]:,.0f} FLOP/byte for BF16 ({roofs[0][1]:,.0f} TFLOP/s) and {roofs[1][2]:,.0f} for FP8 "
+        f"({roofs[1][1]:,.0f} TFLOP/s). "
+        + "; ".join(
+            f"TP={d}: {r['intensity']:,.0f} FLOP/byte, "
+            + ("communication-bound in BF16" if r["comm_bound"] else "compute-bound in BF16")
+            + (", communication-bound in FP8" if f8["comm_bound"] else ", compute-bound in FP8")
+            for (d, r), (_, f8) in zip(points, fp8_points)
+        )
+        + "."
+    )
+    out = svg_open(width, height, title, alt)
+    out.append(title_line(title))
+    for e in range(int(x_lo), int(x_hi) + 1):
+        x = px(10.0**e)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#ddd"/>')
+        out.append(text_at(x, top + ph + 18, f"{10**e:,}", anchor="middle", fill="#333"))
+    for tf in (30, 100, 300, 1000, 3000):
+        y = py(tf)
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(text_at(left - 6, y + 4, f"{tf:,}", anchor="end", fill="#333"))
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+    out.append(
+        text_at(
+            left + pw / 2, height - 22, "FLOPs per byte sent over NVLink, per rank: F / (N − 1)  (log)", anchor="middle"
+        )
+    )
+    out.append(
+        f'<text transform="translate(16 {top + ph / 2:.1f}) rotate(-90)" text-anchor="middle" fill="#111">'
+        "attainable TFLOP/s (log)</text>"
+    )
+    legend_y = top + 10
+    for prec, peak, ridge, dashed, colour in roofs:
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        xs = [10 ** (x_lo + k * (x_hi - x_lo) / 60) for k in range(61)]
+        pts = [(px(i), py(min(peak, i * fig["link_bytes_per_s"] / 1e12))) for i in xs]
+        path = " ".join(f"{'M' if k == 0 else 'L'}{x:.1f},{y:.1f}" for k, (x, y) in enumerate(pts))
+        out.append(
+            f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}><title>{prec.upper()} roof</title></path>'
+        )
+        out.append(
+            f'<line x1="{px(ridge):.1f}" x2="{px(ridge):.1f}" y1="{py(peak):.1f}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="2 3"/>'
+        )
+        lx = left + pw + 12
+        out.append(
+            f'<line x1="{lx}" x2="{lx + 22}" y1="{legend_y}" y2="{legend_y}" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
+        out.append(text_at(lx + 28, legend_y + 4, f"{prec.upper()} at {p.mfu:.0%}: {peak:,.0f} TF/s"))
+        out.append(text_at(lx + 28, legend_y + 18, f"ridge {ridge:,.0f} FLOP/B", fill="#444"))
+        legend_y += 40
+    for prec, pts_ in (("BF16", points), ("FP8", fp8_points)):
+        for d, r in pts_:
+            x, y = px(r["intensity"]), py(r["attainable_tflops"])
+            colour = RED if r["comm_bound"] else GREEN
+            fill = colour if prec == "BF16" else "#fff"
+            tip = f"TP={d}, {prec}: {r['intensity']:,.0f} FLOP/byte, {r['attainable_tflops']:,.0f} TFLOP/s"
+            out.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{fill}" stroke="{colour}" stroke-width="2">'
+                f"<title>{escape(tip)}</title></circle>"
+            )
+            if prec == "BF16":
+                out.append(text_at(x, y + 20, f"TP={d}", anchor="middle", fill=colour, extra=' font-weight="600"'))
+    lx = left + pw + 12
+    out.append(f'<circle cx="{lx + 11}" cy="{legend_y}" r="5" fill="{GREEN}" stroke="{GREEN}" stroke-width="2"/>')
+    out.append(text_at(lx + 28, legend_y + 4, "compute-bound (BF16 filled,"))
+    out.append(text_at(lx + 28, legend_y + 18, "FP8 hollow)"))
+    out.append(f'<circle cx="{lx + 11}" cy="{legend_y + 34}" r="5" fill="#fff" stroke="{RED}" stroke-width="2"/>')
+    out.append(text_at(lx + 28, legend_y + 38, "communication-bound"))
+    out.append(text_at(lx, legend_y + 64, f"MLP block, F = {p.ffn:,}", fill="#444"))
+    out.append(text_at(lx, legend_y + 80, "Predicted from datasheet", fill="#444"))
+    out.append(text_at(lx, legend_y + 94, "figures, not measured", fill="#444"))
+    out.append("</svg>")
+    rows = [
+        [
+            f"TP={d}",
+            f"{r['intensity']:,.0f}",
+            f"{r['attainable_tflops']:,.0f}",
+            "yes" if r["comm_bound"] else "no",
+            "yes" if f8["comm_bound"] else "no",
+        ]
+        for (d, r), (_, f8) in zip(points, fp8_points)
+    ]
+    numbers: dict[str, float] = {"ridge_bf16": roofs[0][2], "ridge_fp8": roofs[1][2]}
+    for (d, r), (_, f8) in zip(points, fp8_points):
+        numbers[f"intensity_{d}"] = r["intensity"]
+        numbers[f"comm_bound_bf16_{d}"] = float(r["comm_bound"])
+        numbers[f"comm_bound_fp8_{d}"] = float(f8["comm_bound"])
+    return finish(
+        name="tp-roofline",
+        title=title,
+        svg="\n".join(out),
+        alt=alt,
+        columns=[
+            "degree",
+            "FLOP per NVLink byte",
+            "attainable TFLOP/s (BF16)",
+            "comm-bound in BF16",
+            "comm-bound in FP8",
+        ],
+        rows=rows,
+        numbers=numbers,
+    )
+
+
+SPEC = FigureSpec(
+    "tp-roofline", "TP MLP communication roofline against a node's compute and NVLink", RooflineParams, draw_roofline
+)
