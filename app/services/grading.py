@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import CursorResult, case, func, select, update
+from sqlalchemy import ColumnElement, CursorResult, and_, case, false, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -190,6 +190,33 @@ def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVers
     return None
 
 
+def _queue_where(
+    user: User, *, lesson_id: str | None, status: str | None, grader: str | None
+) -> list[ColumnElement[bool]]:
+    """The conditions of the queue `user` sees with these filters, with no statement of its own: `queue` lists the
+    reports they pick and `neighbours` finds one report's place among them, so both read the same queue."""
+    where: list[ColumnElement[bool]] = [
+        LabReport.status.in_(QUEUE_STATUSES),
+        LabReport.owner_id != user.id,
+        LabReport.submitted_at.is_not(None),  # the order's key; set with the status at every submit
+        select(ReportVersion.id).where(ReportVersion.report_id == LabReport.id).exists(),
+    ]
+    if not user.has_role("instructor"):  # a grader: the lessons assigned to them; anyone else: nothing
+        assigned = select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)
+        where.append(LabReport.lesson_id.in_(assigned) if user.has_role("grader") else false())
+    if lesson_id:
+        where.append(LabReport.lesson_id == lesson_id)
+    if status in QUEUE_STATUSES:
+        where.append(LabReport.status == status)
+    if grader == "me":
+        where.append(LabReport.claimed_by_id == user.id)
+    elif grader == "none":
+        where.append(LabReport.claimed_by_id.is_(None))
+    elif grader and grader.isdigit() and int(grader) < 2**31:
+        where.append(LabReport.claimed_by_id == int(grader))
+    return where
+
+
 def queue(
     db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
 ) -> list[QueueRow]:
@@ -197,21 +224,8 @@ def queue(
 
     grader: 'me', 'none' (unclaimed) or a user id as text.
     """
-    q = select(LabReport).where(LabReport.status.in_(QUEUE_STATUSES), LabReport.owner_id != user.id)
-    lessons = graded_lessons(db, user=user)
-    if lessons is not None:
-        q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
-    if lesson_id:
-        q = q.where(LabReport.lesson_id == lesson_id)
-    if status in QUEUE_STATUSES:
-        q = q.where(LabReport.status == status)
-    if grader == "me":
-        q = q.where(LabReport.claimed_by_id == user.id)
-    elif grader == "none":
-        q = q.where(LabReport.claimed_by_id.is_(None))
-    elif grader and grader.isdigit() and int(grader) < 2**31:
-        q = q.where(LabReport.claimed_by_id == int(grader))
-    reports = db.scalars(q.order_by(LabReport.submitted_at, LabReport.id)).all()
+    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    reports = db.scalars(select(LabReport).where(*where).order_by(LabReport.submitted_at, LabReport.id)).all()
     rows = []
     for r in reports:
         v = db.scalar(
@@ -234,6 +248,61 @@ def queue(
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """A report's place in a queue: the reports before and after it (None at the ends), and "position of total"."""
+
+    previous: int | None
+    next: int | None
+    position: int  # from 1
+    total: int
+
+
+def neighbours(
+    db: Session,
+    *,
+    user: User,
+    report: LabReport,
+    lesson_id: str | None = None,
+    status: str | None = None,
+    grader: str | None = None,
+) -> Neighbours | None:
+    """Where `report` stands in the queue `queue` lists for the same user and filters; None when they leave it out.
+
+    One statement, whatever the queue's length: the queue's order is (submitted_at, id), so the report's key finds
+    its neighbours by keyset (the last row before it, the first after it) and its position by counting the rows
+    before it, each a subquery over the same conditions; the review page reads it for every report it shows.
+    """
+    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    at, rid = report.submitted_at, report.id
+    if at is None:
+        return None
+    before = or_(LabReport.submitted_at < at, and_(LabReport.submitted_at == at, LabReport.id < rid))
+    after = or_(LabReport.submitted_at > at, and_(LabReport.submitted_at == at, LabReport.id > rid))
+    counted = select(func.count()).select_from(LabReport)
+    row = db.execute(
+        select(
+            select(LabReport.id)
+            .where(*where, before)
+            .order_by(LabReport.submitted_at.desc(), LabReport.id.desc())
+            .limit(1)
+            .scalar_subquery(),
+            select(LabReport.id)
+            .where(*where, after)
+            .order_by(LabReport.submitted_at, LabReport.id)
+            .limit(1)
+            .scalar_subquery(),
+            counted.where(*where, before).scalar_subquery(),
+            counted.where(*where).scalar_subquery(),
+            counted.where(*where, LabReport.id == rid).scalar_subquery(),
+        )
+    ).one()
+    previous, following, earlier, total, present = row
+    if not present:
+        return None
+    return Neighbours(previous=previous, next=following, position=earlier + 1, total=total)
 
 
 def graders(db: Session) -> list[User]:

@@ -169,15 +169,14 @@ def _review(
         # the total of those picks, not of the saved grade: without JavaScript nothing recounts it on the page
         total = grading.score(lesson.rubric, {k: v for k, v in picked.items() if v})[1] if lesson.rubric else 0
     filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
-    order = [
-        r.report.id
-        for r in grading.queue(
-            db,
-            user=user,
-            **{"lesson_id": filters.get("lesson"), "status": filters.get("status"), "grader": filters.get("grader")},
-        )
-    ]
-    pos = order.index(report.id) if report.id in order else -1
+    place = grading.neighbours(
+        db,
+        user=user,
+        report=report,
+        lesson_id=filters.get("lesson"),
+        status=filters.get("status"),
+        grader=filters.get("grader"),
+    )
     ctx = {
         "report": report,
         "owner": db.get(User, report.owner_id),
@@ -207,9 +206,9 @@ def _review(
         "message": message,
         "notice_at": at if at in NOTICE_PLACES else "",
         "query": urlencode(filters),
-        "next_id": order[pos + 1] if 0 <= pos < len(order) - 1 else None,
-        "prev_id": order[pos - 1] if pos > 0 else None,
-        "position": (pos + 1, len(order)) if pos >= 0 else None,
+        "next_id": place.next if place else None,
+        "prev_id": place.previous if place else None,
+        "position": (place.position, place.total) if place else None,
     }
     return render(request, "grader/review.html", ctx, block="review", status_code=status_code)
 
