@@ -10,6 +10,7 @@ python -m app users create --email E --password P --role instructor [--role grad
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
 python -m app lessons validate [ROOT]                 check every lesson under lessons/ (or ROOT)
 python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
+python -m app settings-doc [--check]                  regenerate (or verify) docs/settings.md from the settings model
 """
 
 from __future__ import annotations
@@ -157,6 +158,29 @@ def _graders_assign(settings: Settings, args) -> int:
     return 0
 
 
+def _settings_doc(path: Path, *, check: bool) -> int:
+    """Write the settings table, or with check=True say whether the committed one is the model's (exit 1 if not),
+    as `python -m labs schema --check` does for the result schema."""
+    from app.core.config import settings_markdown
+
+    table = settings_markdown()
+    current = path.read_text(encoding="utf-8") if path.is_file() else None
+    if check:
+        if current == table:
+            return 0
+        print(
+            f"{path} differs from the settings in app/core/config.py; "
+            "regenerate it with `python -m app settings-doc` and commit it",
+            file=sys.stderr,
+        )
+        return 1
+    if current != table:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(table, encoding="utf-8")
+        print(f"wrote {path}")
+    return 0
+
+
 NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
 DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders")
 
@@ -201,7 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     validate_p.add_argument(
         "root", nargs="?", type=Path, help="a folder of lesson folders (default: the course's, COURSE_LESSONS_DIR)"
     )
+    doc_p = sub.add_parser("settings-doc", help="write docs/settings.md from the settings model")
+    doc_p.add_argument("--check", action="store_true", help="exit 1 if the committed file differs, writing nothing")
     args = parser.parse_args(argv)
+
+    if args.cmd == "settings-doc":  # documents the settings, so it reads none (a bad one must not stop it)
+        from app.core.config import ROOT, SETTINGS_DOC
+
+        return _settings_doc(ROOT / SETTINGS_DOC, check=args.check)
 
     try:
         # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)

@@ -1,7 +1,14 @@
 """One settings object, read from the environment (COURSE_* variables and DATABASE_URL).
 
-Outside development a default or missing secret key is refused, so a deployed server never
-signs sessions with a key that is printed in this file.
+Two classes, one source. `CourseEnv` is what an operator writes: every variable's name, default, bounds
+and reason, in the operator's units (hours, days, MiB); docs/settings.md is generated from it
+(`python -m app settings-doc`). `Settings` is what the code reads: the same values in the code's units
+(seconds, bytes, absolute paths), built by `Settings.from_env`, and a frozen dataclass so a test can
+`dataclasses.replace` one value.
+
+A value the app cannot use stops it with one line naming the variable, the value and what was expected
+(`SettingsError`; `python -m app` prints it as `configuration error: ...`). Outside development a default
+or missing secret key is refused, so a deployed server never signs sessions with a key printed in this file.
 """
 
 from __future__ import annotations
@@ -11,9 +18,17 @@ import ipaddress
 import os
 import secrets
 import sys
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
+
+import annotated_types
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from labs.resources import MIB, default_job_memory_bytes
 
@@ -25,53 +40,348 @@ class SettingsError(ValueError):
     pass
 
 
-def _int(env: dict, name: str, default: int, lo: int, hi: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}: got {raw!r}, expected a whole number from {lo} to {hi}") from None
-    if not lo <= value <= hi:
-        raise SettingsError(f"{name}: got {value}, expected a whole number from {lo} to {hi}")
-    return value
-
-
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
+ON_OFF = f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
 
 
-def _flag(env: dict, name: str, default: bool) -> bool:
-    """An on/off setting. Anything but the usual spellings is refused: `COURSE_DISPATCHER=false` once meant on,
-    since only "0" counted as off."""
-    raw = (env.get(name) or "").strip().lower()
-    if raw == "":
-        return default
-    if raw in TRUE_WORDS or raw in FALSE_WORDS:
-        return raw in TRUE_WORDS
-    raise SettingsError(f"{name}: got {env.get(name)!r}, expected {'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}")
+def _on_off(raw: object) -> object:
+    """Only the usual spellings: `COURSE_DISPATCHER=false` must not read as on, nor `t` or `y` as anything."""
+    if isinstance(raw, bool):
+        return raw
+    word = str(raw).strip().lower()
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise ValueError(f"got {raw!r}, expected {ON_OFF}")
 
 
-# Below this, no lab runs at all: one Python process with torch imported holds ~450 MiB before a lab allocates
-# anything (labs.resources.PROCESS_BASE_BYTES). The top is only a guard against a typo in the unit.
-JOB_MEMORY_MB_RANGE = (512, 4 * 2**20)
+def _smtp_scheme(url: str) -> str:
+    if url and urlsplit(url).scheme not in ("smtp", "smtps", "smtp+starttls"):
+        raise ValueError(f"got scheme {urlsplit(url).scheme!r}, expected smtp://, smtp+starttls:// or smtps://")
+    return url
 
 
-def _job_memory_bytes(env: dict) -> int:
-    """COURSE_JOB_MEMORY_MB in MiB, checked like every number here (`8G` or `abc` once fell back to the default
-    without a word); unset: labs.resources' default, a share of this host's memory."""
-    mb = _int(env, "COURSE_JOB_MEMORY_MB", 0, *JOB_MEMORY_MB_RANGE)
-    return mb * MIB if mb else default_job_memory_bytes()
+def _cased(convert):
+    return BeforeValidator(lambda raw: convert(raw.strip()) if isinstance(raw, str) else raw)
 
+
+OnOff = Annotated[bool, BeforeValidator(_on_off)]
+Environment = Annotated[Literal["development", "test", "production"], _cased(str.lower)]
+LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _cased(str.upper)]
+Executor = Annotated[Literal["embedded", "ray"], _cased(str.lower)]
+SmtpUrl = Annotated[str, AfterValidator(_smtp_scheme)]
 
 # A key shorter than this is guessable offline from one signed cookie; token_urlsafe(48) gives 64 characters.
 MIN_SECRET_CHARS = 32
 MAKE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(48))"'
 
 
-def _secret_key(env: dict, environment: str) -> str:
-    secret = env.get("COURSE_SECRET_KEY", "")
+class CourseEnv(BaseSettings):
+    """The environment variables an operator sets, in the order docs/settings.md lists them. Unset or empty
+    means the default. The bounds are the sane range, and a value outside them is a typo caught at start-up."""
+
+    # Validation runs on variable names (the aliases); names are case-sensitive as the shell's are.
+    model_config = SettingsConfigDict(frozen=True, case_sensitive=True, env_ignore_empty=True, extra="ignore")
+
+    environment: Environment = Field(
+        "development",
+        alias="COURSE_ENV",
+        description="`production`: `COURSE_SECRET_KEY` required, Secure cookies and HSTS on by default",
+    )
+    secret_key: str = Field(
+        "",
+        alias="COURSE_SECRET_KEY",
+        json_schema_extra={"accepts": f"text; in production at least {MIN_SECRET_CHARS} characters"},
+        description=(
+            f"signs session cookies; unset: a published development key (test: a random one), refused off "
+            f"loopback; in production required, at least {MIN_SECRET_CHARS} characters (`{MAKE_SECRET}`)"
+        ),
+    )
+    data_dir: Path | None = Field(
+        None,
+        alias="COURSE_DATA_DIR",
+        description=(
+            "the SQLite file (`course.db`), job bundles (`jobs/`) and uploads (`bundles/`); unset: `data/` in the "
+            "checkout"
+        ),
+    )
+    lessons_dir: Path | None = Field(
+        None,
+        alias="COURSE_LESSONS_DIR",
+        description="the lesson folders published at start-up; unset: `lessons/` in the checkout",
+    )
+    database_url: str = Field(
+        "",
+        alias="DATABASE_URL",
+        json_schema_extra={"accepts": "a `postgresql+psycopg://` (or `sqlite:///`) URL"},
+        description="the database, `postgresql+psycopg://user:pw@host/db`; unset: the SQLite file `course.db` in the data folder",
+    )
+    secure_cookies: OnOff | None = Field(
+        None,
+        alias="COURSE_SECURE_COOKIES",
+        description="cookies only over HTTPS, and HSTS; unset: on in production; off for a plain-HTTP trial",
+    )
+    web_processes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        alias="COURSE_WEB_PROCESSES",
+        description="uvicorn processes serving HTTP (lab workers are started once, not per process)",
+    )
+    web_concurrency: int = Field(
+        8,
+        ge=1,
+        le=256,
+        alias="COURSE_WEB_CONCURRENCY",
+        description=(
+            "requests one web process works on at once; its threads and database connections are this plus "
+            "its password-hashing slots (cores ÷ (2 × `COURSE_WEB_PROCESSES`), at least 1)"
+        ),
+    )
+    web_queue: int = Field(
+        512,
+        ge=0,
+        le=100_000,
+        alias="COURSE_WEB_QUEUE",
+        description="requests one web process keeps waiting for a slot; beyond that, 503 with Retry-After",
+    )
+    web_queue_timeout: int = Field(
+        15,
+        ge=1,
+        le=120,
+        alias="COURSE_WEB_QUEUE_TIMEOUT",
+        description="seconds a request waits for a slot (or a database lock) before a 503",
+    )
+    web_max_connections: int = Field(
+        4096,
+        ge=16,
+        le=1_000_000,
+        alias="COURSE_WEB_MAX_CONNECTIONS",
+        description="open HTTP connections per web process, idle ones too (uvicorn's hard cap)",
+    )
+    executor: Executor = Field(
+        "embedded",
+        alias="COURSE_EXECUTOR",
+        description="embedded: lab workers started by serve; ray: a dispatcher submits Ray tasks",
+    )
+    ray_address: str = Field(
+        "",
+        alias="RAY_ADDRESS",
+        json_schema_extra={"accepts": "host:port"},
+        description="Ray's own: the head the dispatcher joins (`ray-head:6379`); unset: Ray's auto-detection",
+    )
+    dispatcher: OnOff = Field(
+        True,
+        alias="COURSE_DISPATCHER",
+        description="ray mode: serve also starts the dispatcher; off when it runs as its own service",
+    )
+    workers: int = Field(
+        1,
+        ge=0,
+        le=8,
+        alias="COURSE_WORKERS",
+        description="embedded lab workers started with the server; 0 to run `python -m app worker` yourself",
+    )
+    # Below 512, no lab runs at all: a Python process with torch imported holds ~450 MiB before a lab allocates
+    # anything (labs.resources.PROCESS_BASE_BYTES). The top is only a guard against a typo in the unit.
+    job_memory_mb: int | None = Field(
+        None,
+        ge=512,
+        le=4 * 2**20,
+        alias="COURSE_JOB_MEMORY_MB",
+        description=(
+            "MiB one lab run may use: the form refuses runs estimated above it, the worker enforces it; unset: a "
+            "quarter of this host's memory, at most 8 GiB. In Ray mode set it on each lab host"
+        ),
+    )
+    job_time_limit: int = Field(
+        600, ge=5, le=7200, alias="COURSE_JOB_TIME_LIMIT", description="seconds before a lab run is killed"
+    )
+    lease_seconds: int = Field(
+        30,
+        ge=2,
+        le=3600,
+        alias="COURSE_LEASE_SECONDS",
+        description="a running job whose heartbeat is older than this is requeued, or failed after its last attempt",
+    )
+    max_attempts: int = Field(
+        2,
+        ge=1,
+        le=10,
+        alias="COURSE_MAX_ATTEMPTS",
+        description="attempts before a job whose worker or node vanished is failed",
+    )
+    unplaceable_seconds: int = Field(
+        600,
+        ge=5,
+        le=86400,
+        alias="COURSE_UNPLACEABLE_SECONDS",
+        description="a queued job no online node could ever run is failed with the reason after this long",
+    )
+    session_idle_hours: int = Field(
+        72,
+        ge=1,
+        le=24 * 90,
+        alias="COURSE_SESSION_IDLE_HOURS",
+        description="a login unused this long ends (a learner back after a long weekend logs in again)",
+    )
+    session_max_days: int = Field(
+        14, ge=1, le=365, alias="COURSE_SESSION_MAX_DAYS", description="every login ends this long after it began"
+    )
+    reset_link_hours: int = Field(
+        48,
+        ge=1,
+        le=24 * 14,
+        alias="COURSE_RESET_LINK_HOURS",
+        description="a password-reset link works once, within this long",
+    )
+    smtp_url: SmtpUrl = Field(
+        "",
+        alias="COURSE_SMTP_URL",
+        json_schema_extra={"accepts": "an `smtp://`, `smtp+starttls://` or `smtps://` URL"},
+        description=(
+            "mails password-reset links through `smtps://user:password@host:port` (or `smtp://`, "
+            "`smtp+starttls://`); unset: the instructor is shown the link to pass on"
+        ),
+    )
+    mail_from: str = Field(
+        "",
+        alias="COURSE_MAIL_FROM",
+        json_schema_extra={"accepts": "an email address"},
+        description="the From address of reset mails; unset: `course@` the SMTP host",
+    )
+    public_url: str = Field(
+        "",
+        alias="COURSE_PUBLIC_URL",
+        json_schema_extra={"accepts": "a URL"},
+        description=(
+            "the address learners use (`https://course.example.org`), for links in mail and from the CLI; unset: "
+            "the address a request came to, and `http://127.0.0.1:8000` from `users reset-link`"
+        ),
+    )
+    log_level: LogLevel = Field("INFO", alias="COURSE_LOG_LEVEL", description="logging level of the server and workers")
+    access_log: OnOff = Field(
+        False,
+        alias="COURSE_ACCESS_LOG",
+        description="one log line per request; off by default, since it costs every request a write",
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only what `read` hands in: os.environ or a .env file read behind its back would leak into tests."""
+        return (init_settings,)
+
+    @classmethod
+    def read(cls, env: Mapping[str, str]) -> CourseEnv:
+        """The values in `env`, not in os.environ: a test, or a node's command, passes its own."""
+        try:
+            return cls(**_MappingSource(cls, env)())
+        except ValidationError as exc:
+            raise SettingsError(_first_error(exc, env)) from None
+
+
+class _MappingSource(EnvSettingsSource):
+    """pydantic-settings' environment reader (names, empty values, case) over a mapping of our choosing."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
+        self._mapping = env
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k: v for k, v in self._mapping.items() if not (self.env_ignore_empty and v == "")}
+
+
+def _field_by_alias(name: str) -> FieldInfo | None:
+    return next((f for f in CourseEnv.model_fields.values() if f.alias == name), None)
+
+
+def _first_error(exc: ValidationError, env: Mapping[str, str]) -> str:
+    """`NAME: got VALUE, expected WHAT` for the first bad variable; WHAT comes from the field, as in the docs."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0])
+    if error["type"] == "value_error":  # our own validators say what they got and expected
+        return f"{name}: {error['ctx']['error']}"
+    info = _field_by_alias(name)
+    expected = allowed(info) if info is not None else error["msg"]
+    if error["type"] in ("greater_than_equal", "less_than_equal"):
+        return f"{name}: got {str(error['input']).strip()}, expected {expected}"
+    return f"{name}: got {env.get(name, error['input'])!r}, expected {expected}"
+
+
+def _bare(annotation: Any) -> Any:
+    """The type under Optional and Annotated: `OnOff | None` -> bool."""
+    while True:
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) is Annotated:
+            annotation = args[0]
+        elif type(None) in args:
+            annotation = next(a for a in args if a is not type(None))
+        else:
+            return annotation
+
+
+def allowed(info: FieldInfo) -> str:
+    """What a variable accepts, in words: the error message and the docs table both say it this way."""
+    kind = _bare(info.annotation)
+    if typing.get_origin(kind) is Literal:
+        return "one of " + ", ".join(typing.get_args(kind))
+    if kind is bool:
+        return ON_OFF
+    if kind is int:
+        lo = next((m.ge for m in info.metadata if isinstance(m, annotated_types.Ge)), None)
+        hi = next((m.le for m in info.metadata if isinstance(m, annotated_types.Le)), None)
+        return f"a whole number from {lo} to {hi}"
+    if isinstance(info.json_schema_extra, dict) and "accepts" in info.json_schema_extra:
+        return str(info.json_schema_extra["accepts"])
+    if kind is Path:
+        return "a folder"
+    return "text"
+
+
+def _shown_default(info: FieldInfo) -> str:
+    if info.default is None or info.default == "":
+        return "unset"
+    if isinstance(info.default, bool):
+        return "on" if info.default else "off"
+    return f"`{info.default}`"
+
+
+SETTINGS_DOC = "docs/settings.md"
+
+
+def settings_markdown() -> str:
+    """docs/settings.md: the table of every variable `CourseEnv` reads, rendered from its fields."""
+    rows = [
+        f"| `{info.alias}` | {_shown_default(info)} | {allowed(info)} | {info.description} |"
+        for info in CourseEnv.model_fields.values()
+    ]
+    return "\n".join(
+        [
+            "# Settings",
+            "",
+            "<!-- Generated from app/core/config.py by `python -m app settings-doc`; edit the model, not this file. -->",
+            "",
+            "Every setting is an environment variable; unset or empty means the default. A value outside what",
+            "a variable accepts stops `python -m app` before anything starts, with one line naming it:",
+            "`configuration error: COURSE_WORKERS: got 99, expected a whole number from 0 to 8` (exit status 2).",
+            "",
+            "| variable | default | accepts | what it sets |",
+            "| --- | --- | --- | --- |",
+            *rows,
+            "",
+        ]
+    )
+
+
+def _secret_key(secret: str, environment: str) -> str:
+    """The key that signs sessions: refused when missing, the published default or short in production."""
     if not secret:
         if environment == "production":
             raise SettingsError(
@@ -86,26 +396,6 @@ def _secret_key(env: dict, environment: str) -> str:
             f"make one with `{MAKE_SECRET}`"
         )
     return secret
-
-
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-EXECUTORS = ("embedded", "ray")
-
-
-def _choice(env: dict, name: str, default: str, allowed: tuple[str, ...]) -> str:
-    raw = env.get(name) or default
-    raw = raw.upper() if allowed[0].isupper() else raw.lower()
-    if raw not in allowed:
-        raise SettingsError(f"{name}: got {env.get(name)!r}, expected one of {', '.join(allowed)}")
-    return raw
-
-
-def _smtp_url(raw: str) -> str:
-    if raw and urlsplit(raw).scheme not in ("smtp", "smtps", "smtp+starttls"):
-        raise SettingsError(
-            f"COURSE_SMTP_URL: got scheme {urlsplit(raw).scheme!r}, expected smtp://, smtp+starttls:// or smtps://"
-        )
-    return raw
 
 
 LOOPBACK_NAMES = ("localhost",)
@@ -131,8 +421,8 @@ def check_bind(settings: Settings, host: str) -> None:
 
 
 def check_executor(settings: Settings, command: str) -> None:
-    """A dispatcher (run alone, or started by `serve`) needs the ray package here; without it, it died in a
-    ModuleNotFoundError traceback and serve restarted it for ever."""
+    """A dispatcher (run alone, or started by `serve`) needs the ray package here; without it, it would die in a
+    ModuleNotFoundError traceback and serve would restart it for ever."""
     runs_dispatcher = command == "dispatcher" or (command == "serve" and settings.dispatcher)
     if settings.executor == "ray" and runs_dispatcher and importlib.util.find_spec("ray") is None:
         where = (
@@ -148,45 +438,42 @@ def check_executor(settings: Settings, command: str) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    environment: str = "development"  # development | test | production
-    data_dir: Path = ROOT / "data"  # SQLite file, job bundles and uploads live here
-    database_url: str = ""  # empty: SQLite file under data_dir
-    secret_key: str = DEV_SECRET  # signs session cookies
-    lessons_dir: Path = ROOT / "lessons"  # authored course content (data, no code)
-    embedded_workers: int = 1  # worker processes started with the server; 0 = run `python -m app worker` yourself
-    job_time_limit_s: int = 600  # a lab subprocess is killed after this
-    lease_s: int = 30  # a running job whose heartbeat is older than this is requeued or failed
-    heartbeat_s: float = 2.0  # how often the worker renews its lease while a lab runs
-    max_attempts: int = 2  # attempts before a job whose worker vanished is failed
-    python: str = field(default_factory=lambda: sys.executable)  # interpreter that runs `python -m labs`
-    secure_cookies: bool = (
-        False  # cookies only over HTTPS; on by default in production (COURSE_SECURE_COOKIES=0 to opt out)
-    )
-    web_processes: int = 1  # uvicorn worker processes serving HTTP; the lab workers are started once, not per process
-    log_level: str = "INFO"  # the stdlib logging level of the server and workers
-    access_log: bool = False  # one log line per request: off by default, since it costs every request a write
-    # How much one web process takes on at once (app/web/middleware/admission.py). One number sizes the thread pool, the
-    # database pool and the admission gate together, so a request admitted is never left waiting for a
-    # connection or a thread; what is not admitted waits in a bounded queue or is told to come back (503).
-    web_concurrency: int = 8  # requests one web process works on at once = its threads = its database connections
-    web_queue: int = 512  # requests one web process keeps waiting for a slot; beyond that: 503 with Retry-After
-    web_queue_timeout_s: float = 15.0  # the longest a request waits for a slot (or a database lock) before a 503
-    web_max_connections: int = 4096  # open HTTP connections per web process, idle ones too (uvicorn's hard cap)
-    session_idle_s: int = 72 * 3600  # a session unused this long ends (a learner back after a long weekend logs in)
-    session_max_s: int = 14 * 24 * 3600  # every session ends this long after login, however active
-    reset_link_s: int = 48 * 3600  # a password-reset link works once, within this long of being issued
-    smtp_url: str = ""  # smtp[s]://user:password@host:port; empty: reset links are shown to the instructor to pass on
-    mail_from: str = ""  # the From address of reset mails (default: course@<smtp host>)
-    public_url: str = ""  # the address learners use (https://course.example.org), for links in mail and the CLI
-    # The per-job memory budget the workers enforce on a lab's process group (COURSE_JOB_MEMORY_MB; by default a
-    # quarter of this host's memory, at most 8 GiB: labs.resources.default_job_memory_bytes).
-    job_memory_bytes: int = field(default_factory=default_job_memory_bytes)
-    executor: str = "embedded"  # embedded: worker processes started by serve | ray: a dispatcher submits Ray tasks
-    ray_address: str = ""  # the Ray cluster the dispatcher joins (e.g. ray-head:6379); empty: RAY_ADDRESS or auto
-    dispatcher: bool = True  # ray mode: serve also starts the dispatcher (0 when it runs as its own service)
-    # A queued job no online node could ever run (a GPU backend with every GPU node gone) is failed with the
-    # reason after this long, instead of waiting for a node that may not come back.
-    unplaceable_s: int = 600
+    """The settings in the units the code works in; what each means, and its bounds, is on `CourseEnv`."""
+
+    environment: str
+    data_dir: Path  # absolute
+    database_url: str  # empty: the SQLite file under data_dir (db_url)
+    secret_key: str
+    lessons_dir: Path  # absolute
+    embedded_workers: int
+    job_time_limit_s: int
+    lease_s: int
+    max_attempts: int
+    secure_cookies: bool
+    web_processes: int
+    log_level: str
+    access_log: bool
+    # How much one web process takes on at once (app/web/middleware/admission.py). One number sizes the thread
+    # pool, the database pool and the admission gate together, so a request admitted is never left waiting for
+    # a connection or a thread; what is not admitted waits in a bounded queue or is told to come back (503).
+    web_concurrency: int
+    web_queue: int
+    web_queue_timeout_s: float
+    web_max_connections: int
+    session_idle_s: int
+    session_max_s: int
+    reset_link_s: int
+    smtp_url: str
+    mail_from: str
+    public_url: str  # without a trailing slash
+    job_memory_bytes: int
+    executor: str
+    ray_address: str
+    dispatcher: bool
+    unplaceable_s: int
+    # Not read from the environment: the worker's own pace, and the interpreter that runs `python -m labs`.
+    heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
+    python: str = field(default_factory=lambda: sys.executable)
 
     @property
     def db_url(self) -> str:
@@ -213,52 +500,44 @@ class Settings:
         """Threads, and database connections, one web process needs: one per request it admits."""
         return self.web_concurrency + self.password_concurrency
 
-    @property
-    def jobs_dir(self) -> Path:
-        return self.data_dir / "jobs"
-
     @classmethod
-    def from_env(cls, env: dict | None = None, *, signs_sessions: bool = True, **overrides) -> Settings:
-        """The settings, every value checked (SettingsError names the first bad one).
+    def from_env(cls, env: Mapping[str, str] | None = None, *, signs_sessions: bool = True, **overrides) -> Settings:
+        """The settings, every value checked (SettingsError names the first bad one); `overrides` replace values.
 
         signs_sessions=False for commands that serve nothing and sign nothing (a Ray node's `ray-node-flags` and
         the health checks): the secret key is then neither required nor read, so a node, which has none, starts.
         """
-        env = dict(os.environ if env is None else env)
-        environment = env.get("COURSE_ENV", "development")
-        if environment not in ("development", "test", "production"):
-            raise SettingsError(f"COURSE_ENV: got {environment!r}, expected development, test or production")
-        # a key nobody can know: nothing that runs without one signs anything with it
-        secret = _secret_key(env, environment) if signs_sessions else secrets.token_urlsafe(32)
-        values = dict(
-            environment=environment,
-            data_dir=Path(env.get("COURSE_DATA_DIR") or ROOT / "data").resolve(),
-            database_url=env.get("DATABASE_URL", ""),
-            secret_key=secret,
-            lessons_dir=Path(env.get("COURSE_LESSONS_DIR") or ROOT / "lessons").resolve(),
-            embedded_workers=_int(env, "COURSE_WORKERS", 1, 0, 8),
-            job_time_limit_s=_int(env, "COURSE_JOB_TIME_LIMIT", 600, 5, 7200),
-            lease_s=_int(env, "COURSE_LEASE_SECONDS", 30, 2, 3600),
-            max_attempts=_int(env, "COURSE_MAX_ATTEMPTS", 2, 1, 10),
-            secure_cookies=_flag(env, "COURSE_SECURE_COOKIES", environment == "production"),
-            web_processes=_int(env, "COURSE_WEB_PROCESSES", 1, 1, 64),
-            log_level=_choice(env, "COURSE_LOG_LEVEL", "INFO", LOG_LEVELS),
-            access_log=_flag(env, "COURSE_ACCESS_LOG", False),
-            web_concurrency=_int(env, "COURSE_WEB_CONCURRENCY", 8, 1, 256),
-            web_queue=_int(env, "COURSE_WEB_QUEUE", 512, 0, 100_000),
-            web_queue_timeout_s=float(_int(env, "COURSE_WEB_QUEUE_TIMEOUT", 15, 1, 120)),
-            web_max_connections=_int(env, "COURSE_WEB_MAX_CONNECTIONS", 4096, 16, 1_000_000),
-            session_idle_s=_int(env, "COURSE_SESSION_IDLE_HOURS", 72, 1, 24 * 90) * 3600,
-            session_max_s=_int(env, "COURSE_SESSION_MAX_DAYS", 14, 1, 365) * 24 * 3600,
-            reset_link_s=_int(env, "COURSE_RESET_LINK_HOURS", 48, 1, 24 * 14) * 3600,
-            smtp_url=_smtp_url(env.get("COURSE_SMTP_URL", "")),
-            mail_from=env.get("COURSE_MAIL_FROM", ""),
-            public_url=env.get("COURSE_PUBLIC_URL", "").rstrip("/"),
-            executor=_choice(env, "COURSE_EXECUTOR", "embedded", EXECUTORS),
-            ray_address=env.get("RAY_ADDRESS", ""),
-            dispatcher=_flag(env, "COURSE_DISPATCHER", True),
-            unplaceable_s=_int(env, "COURSE_UNPLACEABLE_SECONDS", 600, 5, 86400),
-            job_memory_bytes=_job_memory_bytes(env),
+        e = CourseEnv.read(os.environ if env is None else env)
+        values: dict[str, Any] = dict(
+            environment=e.environment,
+            data_dir=(e.data_dir or ROOT / "data").resolve(),
+            database_url=e.database_url,
+            # a key nobody can know: nothing that runs without one signs anything with it
+            secret_key=_secret_key(e.secret_key, e.environment) if signs_sessions else secrets.token_urlsafe(32),
+            lessons_dir=(e.lessons_dir or ROOT / "lessons").resolve(),
+            embedded_workers=e.workers,
+            job_time_limit_s=e.job_time_limit,
+            lease_s=e.lease_seconds,
+            max_attempts=e.max_attempts,
+            secure_cookies=e.environment == "production" if e.secure_cookies is None else e.secure_cookies,
+            web_processes=e.web_processes,
+            log_level=e.log_level,
+            access_log=e.access_log,
+            web_concurrency=e.web_concurrency,
+            web_queue=e.web_queue,
+            web_queue_timeout_s=float(e.web_queue_timeout),
+            web_max_connections=e.web_max_connections,
+            session_idle_s=e.session_idle_hours * 3600,
+            session_max_s=e.session_max_days * 24 * 3600,
+            reset_link_s=e.reset_link_hours * 3600,
+            smtp_url=e.smtp_url,
+            mail_from=e.mail_from,
+            public_url=e.public_url.rstrip("/"),
+            job_memory_bytes=e.job_memory_mb * MIB if e.job_memory_mb else default_job_memory_bytes(),
+            executor=e.executor,
+            ray_address=e.ray_address,
+            dispatcher=e.dispatcher,
+            unplaceable_s=e.unplaceable_seconds,
         )
         values.update(overrides)
         return cls(**values)
