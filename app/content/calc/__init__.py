@@ -12,7 +12,7 @@ the numbers, so the page, the tests and the practice engine all read the same ar
 
 Each calculation returns a flat dict of named numbers (bools render as yes/no). The modules:
 
-    fp8.py       FP32 scales, FP8 rounding, clipping, accumulation (bit-identical to labs/fp8.py)
+    fp8.py       FP32 scales, FP8 rounding, clipping, accumulation (bit-identical to labs/numerics/fp8.py)
     quant.py     integer absmax quantization, per tensor and per block
     parallel.py  overlap, collectives (with the ring's latency term), pipeline bubbles, the TP limit
     memory.py    training state under DP/ZeRO/TP/PP and activations with and without recomputation
@@ -20,7 +20,7 @@ Each calculation returns a flat dict of named numbers (bools render as yes/no). 
 
 Everything is plain Python, so the web tier never imports torch. FP8 rules follow Transformer Engine
 (shared/DESIGN.md) in one arithmetic: scale = (fp8_max / amax) / 2**margin computed in FP32; quantize = multiply in FP32,
-clamp to ±fp8_max explicitly, round to the nearest FP8 value (ties to even). labs/fp8.py runs the same
+clamp to ±fp8_max explicitly, round to the nearest FP8 value (ties to even). labs/numerics/fp8.py runs the same
 rules with torch; tests/content/test_calc.py checks that both give the same bits over the worked numbers
 and random cases.
 """

@@ -1,6 +1,6 @@
 """FP8 in one arithmetic: FP32 scales and products, round-to-nearest-even onto the FP8 grid.
 
-The rules are Transformer Engine's (shared/DESIGN.md), the same ones labs/fp8.py runs with torch; this
+The rules are Transformer Engine's (shared/DESIGN.md), the same ones labs/numerics/fp8.py runs with torch; this
 module is plain Python so the web tier never imports torch. tests/content/test_calc.py checks the two
 give the same bits.
 """
@@ -64,7 +64,7 @@ def clip_threshold(fmt: str) -> float:
     """Scaled magnitudes above this lose more than rounding to the clamp: fp8_max plus half its ulp.
 
     Up to there a value rounds to fp8_max anyway (ties go to fp8_max, whose mantissa is even), so only
-    values beyond it count as clipped; labs/fp8.py counts clips the same way.
+    values beyond it count as clipped; labs/numerics/fp8.py counts clips the same way.
     """
     fmt = _fmt(fmt)
     mant, _ = FP8_BITS[fmt]

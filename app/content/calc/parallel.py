@@ -1,6 +1,6 @@
 """Time on the wire and on the timeline: overlap, collectives, pipeline bubbles, the TP limit.
 
-Hardware numbers come from labs/costmodel.py's node table (torch-free), so the lesson, the interactive
+Hardware numbers come from labs/parallel/costmodel.py's node table (torch-free), so the lesson, the interactive
 tools and the tp-sweep lab's predictions quote one H100/H200 figure each.
 """
 
@@ -12,7 +12,7 @@ from ._base import CalcError, at_least, fraction, positive, whole
 
 
 def node_figures(node: str = "H100-SXM") -> dict:
-    """The datasheet figures of one node in labs/costmodel.py, per GPU, in the units the lesson quotes."""
+    """The datasheet figures of one node in labs/parallel/costmodel.py, per GPU, in the units the lesson quotes."""
     spec = NODES.get(node)
     if spec is None:
         raise CalcError(f"node must be one of {', '.join(NODES)}, got {node!r}")
@@ -32,7 +32,7 @@ def node_figures(node: str = "H100-SXM") -> dict:
 
 
 def _peak(node: str | None, flops: float | None, bandwidth: float | None, precision: str) -> tuple[float, float]:
-    """(FLOP/s, link bytes/s): given explicitly, or read from a node of labs/costmodel.py."""
+    """(FLOP/s, link bytes/s): given explicitly, or read from a node of labs/parallel/costmodel.py."""
     if node is not None:
         if flops is not None or bandwidth is not None:
             raise CalcError("give either node or flops and bandwidth, not both")

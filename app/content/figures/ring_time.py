@@ -17,7 +17,7 @@ class RingTimeParams(Params):
     size_mb: float = Field(256, gt=0, le=1e6, description="Array size in MB (10^6 bytes).")
     alpha_us: float = Field(5, ge=0, le=1000, description="Latency of one ring step, µs (an assumption).")
     node: Literal["H100-SXM", "H200"] = Field(
-        "H100-SXM", description="Node from labs/costmodel.py for the link bandwidth."
+        "H100-SXM", description="Node from labs/parallel/costmodel.py for the link bandwidth."
     )
     gpus: list[int] = Field(
         default_factory=lambda: [2, 8, 64, 128, 256, 512, 1024], min_length=2, description="Ring sizes drawn."

@@ -19,7 +19,7 @@ class RooflineParams(Params):
     ffn: int = Field(14336, ge=64, le=1_000_000, description="MLP width F (Llama-3-8B: 14,336).")
     degrees: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1, description="TP degrees marked.")
     mfu: float = Field(0.5, gt=0, le=1, description="Fraction of peak the GEMMs sustain.")
-    node: Literal["H100-SXM", "H200"] = Field("H100-SXM", description="Node from labs/costmodel.py.")
+    node: Literal["H100-SXM", "H200"] = Field("H100-SXM", description="Node from labs/parallel/costmodel.py.")
 
     @model_validator(mode="after")
     def _degrees(self) -> RooflineParams:

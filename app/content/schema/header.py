@@ -21,7 +21,7 @@ class Anchor(Strict):
 
 
 class Computed(Strict):
-    calc: Text = Field(description="Name of a calculation in app/content/calc.py's registry, e.g. 'fp8_scale'.")
+    calc: Text = Field(description="Name of a calculation in the registry of app/content/calc/, e.g. 'fp8_scale'.")
     args: dict[str, float | int | str | list[float]] = Field(
         default_factory=dict, description="Keyword arguments passed to the calculation."
     )

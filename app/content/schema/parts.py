@@ -45,7 +45,7 @@ class Pause(Strict):
 
 class FigureRef(Strict):
     id: Id = Field(description="Stable id of the figure, unique in the lesson.")
-    name: Text = Field(description="A figure from app/content/figures.py, e.g. 'fp8-number-line'.")
+    name: Text = Field(description="A figure from app/content/figures/, e.g. 'fp8-number-line'.")
     params: dict[str, Any] = Field(default_factory=dict, description="The figure's parameters (see its model).")
     caption: Markdown | None = Field(None, description="Text under the picture.")
 

@@ -81,7 +81,7 @@ ParamSpec = float | int | str | list[float] | Range | Choices
 class Numeric(QuestionBase):
     kind: Literal["numeric"] = Field(description="A number with a unit, graded within a tolerance.")
     generator: Text | None = Field(
-        None, description="Name of a generator in app/content/practice.py; its params vary per learner."
+        None, description="Name of a generator in app/content/practice/; its params vary per learner."
     )
     params: dict[str, ParamSpec] = Field(
         default_factory=dict,
