@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from . import calc
 from .practice.answers import convert, parse_number
+from .schema import PauseCheck
 
 # ---------------------------------------------------------------- the parts of a tool
 
@@ -475,3 +476,9 @@ def check_link(tool_name: str, inputs: Mapping[str, Any], predicts: str | None, 
         query["predict"] = f"{predicted:.6g}"
     scenario = [(label(tool, k), _query_value(values[k])) for k in inputs]
     return CheckLink(f"/play/{tool_name}?{urlencode(query)}#tool-{tool_name}", tool, about, predicted, scenario)
+
+
+def pause_link(check: PauseCheck, answer: str | None = None) -> CheckLink:
+    """The link of a pause's `check`, carrying the number `answer` (the learner's text) predicts. It lives
+    here rather than on PauseCheck so that the schema stays data: the schema imports no tool."""
+    return check_link(check.tool, check.inputs, check.predicts, answer)

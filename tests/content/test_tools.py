@@ -93,6 +93,16 @@ def test_check_link_carries_every_input_and_the_learners_number():
     assert "predict=" not in no_number.url and "predicts=total" in no_number.url
 
 
+def test_a_pauses_link_is_its_checks_link(l06):
+    checks = [p.check for p in l06.pauses if p.check]
+    assert checks, "lesson 06 has pauses with a check"
+    for check in checks:
+        link = tools.pause_link(check, "17 ms")
+        assert link == tools.check_link(check.tool, check.inputs, check.predicts, "17 ms")
+        assert link.url.startswith(f"/play/{check.tool}?")
+    assert tools.pause_link(checks[0]).predicted is None
+
+
 def test_parallel_axis_default_shows_where_tp_stops_paying(l06):
     """The default is the lesson's Llama-3-8B MLP (mlp-tp8's F, H = 4096) in FP8: TP = 8 over-shards."""
     params, _ = tools.validate(AXIS, {})
