@@ -1,0 +1,31 @@
+"""The README stays a page a newcomer reads in minutes, and every link in it and in docs/ leads somewhere."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import ROOT
+
+README_LIMIT = 8000  # bytes: what it is, the two commands, the layout, where to read on; the rest is in docs/
+GUIDES = ("operating", "deploying", "settings", "architecture", "authoring", "testing")
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_readme_is_short():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size} bytes; move detail to docs/"
+
+
+def test_the_readme_points_at_every_guide():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [g for g in GUIDES if f"(docs/{g}.md)" not in readme] == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_relative_link_resolves(doc):
+    targets = LINK.findall(doc.read_text(encoding="utf-8"))
+    broken = [t for t in targets if "://" not in t and not (doc.parent / t).exists()]
+    assert broken == []
