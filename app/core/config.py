@@ -19,7 +19,7 @@ import os
 import secrets
 import sys
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -61,7 +61,8 @@ def _smtp_scheme(url: str) -> str:
     return url
 
 
-def _cased(convert):
+def _cased(convert: Callable[[str], str]) -> BeforeValidator:
+    """A choice in whatever case the operator typed: `COURSE_LOG_LEVEL=debug` means DEBUG."""
     return BeforeValidator(lambda raw: convert(raw.strip()) if isinstance(raw, str) else raw)
 
 
@@ -288,7 +289,8 @@ class CourseEnv(BaseSettings):
 
 
 class _MappingSource(EnvSettingsSource):
-    """pydantic-settings' environment reader (names, empty values, case) over a mapping of our choosing."""
+    """pydantic-settings' environment reader (names, empty values, case) over a mapping of our choosing.
+    `_load_env_vars` is the one method that reads os.environ; tests/app/test_settings.py notices if that moves."""
 
     def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
         self._mapping = env
