@@ -62,6 +62,7 @@ def _grader(make_user, db, email="gina@example.org", roles=("grader",)):
     return user
 
 
+@pytest.mark.both_backends  # the statements are the dialect's
 def test_the_review_page_reads_the_same_statements_with_2_and_50_reports_queued(
     app, make_client, make_user, db, seed, monkeypatch
 ):
@@ -135,6 +136,7 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     assert c.get(f"/grader/reports/{hidden}").status_code == 404
 
 
+@pytest.mark.both_backends  # keyset comparisons on timestamps: each backend stores and compares its own way
 def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed):
     """Against the queue itself, the page's own list: every report under every filter, ties in submission time
     included (ordered by id), and for an instructor, who sees every lesson."""

@@ -12,17 +12,15 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.content import Variant, grade, make_variant
-from app.content.practice import grade_step
-from app.content.schema import FreeResponse, Lesson, MultiStep, Numeric, Question
+from app.content.schema import Lesson
 from app.core.models import Person
+from app.services import answering, learning, own_runs
 from app.services import jobs as job_service
-from app.services import learning, own_runs
 from app.services import lessons as lesson_service
 from app.web.csrf import csrf_token_for
 from app.web.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
 from app.web.templates import is_htmx, render, templates
-from app.web.views.lesson_pages import SECTIONS, kept, labs_shown, render_part, section_missing
+from app.web.views.lesson_pages import SECTIONS, labs_shown, render_part, section_missing
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -38,28 +36,6 @@ def _lesson(db: SessionDep, lesson_id: str, version: int | None = None) -> tuple
     if old is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version} (the current one is {cur.version}).")
     return old, cur.version
-
-
-# A variant depends only on the question (fixed per lesson version) and the learner's seed, and drawing one
-# (generating its numbers and text) took more time than the rest of a practice page: keep the recent ones.
-_VARIANTS_KEPT = 4096
-_variant_cache: dict[tuple[int, str, int], tuple[Question, Variant]] = {}
-
-
-def _variant(lesson: Lesson, user: Person, question_id: str) -> Variant | None:
-    """The learner's own variant of a numeric question (None for other kinds)."""
-    q = lesson.questions[question_id]
-    if not isinstance(q.body, Numeric):
-        return None
-    seed = learning.variant_seed(user.id, question_id)
-    key = (id(q), question_id, seed)  # safe: the entry holds q, so no other object can take its id meanwhile
-    return kept(_variant_cache, _VARIANTS_KEPT, key, lambda: (q, make_variant(q, seed)))[1]
-
-
-def _variants(lesson: Lesson, user, part) -> dict:
-    """Variants of the questions this part shows: parts without questions draw none."""
-    ids = [qid for b in (part.blocks if part else []) if b.kind == "questions" for qid in b.ids]
-    return {qid: _variant(lesson, user, qid) for qid in ids}
 
 
 def _part_context(
@@ -84,7 +60,7 @@ def _part_context(
         "progress": state.progress,
         "responses": state.responses,
         "attempts": state.attempts,
-        "variants": _variants(lesson, user, part),
+        "variants": answering.part_variants(lesson, user=user, part=part),
         "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
         # the learner's own lab runs, only for parts whose sections show one: their ids came with the state,
         # so the jobs are read only when the learner has run one of those labs
@@ -164,15 +140,6 @@ def reading_time(
     learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
 
 
-def _stale(version: int, current_version: int) -> str | None:
-    if version != current_version:
-        return (
-            f"This lesson was updated to version {current_version} after you opened it (you answered version "
-            f"{version}). Your text is still in the box: reload the page and submit it again."
-        )
-    return None
-
-
 def _answered(request: Request, fragment: str, ctx: dict, *, error: str | None, item: str) -> Response:
     """An answer's re-rendered piece: to htmx, the piece alone, swapped in place; to a plain form post (no
     JavaScript), the same piece in a whole page, with a link back to the part that holds it (`item` is the
@@ -204,21 +171,14 @@ def answer_pause(
     version: Annotated[DbInt, Form()] = 0,
 ):
     (lesson, _, _), current_version = _lesson(db, lesson_id)
-    pause = next((p for p in lesson.pauses if p.id == pause_id), None)
-    if pause is None:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no pause-and-reason prompt {pause_id!r}.")
-    error = _stale(version, current_version)
-    if not error:
-        try:
-            learning.save_response(
-                db, user=user, lesson_id=lesson_id, version=version, item_id=pause_id, kind="pause", text=answer
-            )
-        except learning.AnswerError as exc:
-            error = exc.message
+    answered = answering.answer_pause(
+        db, user=user, lesson=lesson, current_version=current_version, pause_id=pause_id, version=version, answer=answer
+    )
+    error = answered.error
     ctx = {
         "lesson": lesson,
         "version": current_version,
-        "pause": pause,
+        "pause": answering.pause(lesson, pause_id),
         "error": error,
         "draft": answer,
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
@@ -238,54 +198,25 @@ def answer_question(
     seed: Annotated[DbInt, Form()] = -1,
 ):
     (lesson, _, _), current_version = _lesson(db, lesson_id)
-    question = lesson.questions.get(question_id)
-    if question is None:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r}.")
-    my_seed = learning.variant_seed(user.id, question_id)
-    variant = _variant(lesson, user, question_id)
-    error = _stale(version, current_version)
-    feedback = None
-    if not error and isinstance(question.body, Numeric) and seed != my_seed:
-        error = "This answer was for a different variant of the question than yours; reload the page to see your own."
-    if not error and isinstance(question.body, FreeResponse):
-        try:
-            learning.check_answer_text(answer)
-        except learning.AnswerError as exc:
-            error = exc.message
-    if not error:
-        feedback = grade(question, variant, answer)
-        if feedback.counts_as_attempt:
-            if isinstance(question.body, FreeResponse):
-                learning.save_response(
-                    db,
-                    user=user,
-                    lesson_id=lesson_id,
-                    version=version,
-                    item_id=question_id,
-                    kind="free_response",
-                    text=answer,
-                )
-            learning.record_attempt(
-                db,
-                user=user,
-                lesson_id=lesson_id,
-                version=version,
-                question_id=question_id,
-                seed=my_seed,
-                answer=answer,
-                status=feedback.status,
-            )
-        else:
-            error = feedback.message
-            feedback = None
+    answered = answering.answer_question(
+        db,
+        user=user,
+        lesson=lesson,
+        current_version=current_version,
+        question_id=question_id,
+        version=version,
+        answer=answer,
+        seed=seed,
+    )
+    variant, error = answered.variant, answered.error
     ctx = {
         "lesson": lesson,
         "version": current_version,
         "qid": question_id,
-        "q": question.body,
+        "q": answering.question(lesson, question_id).body,
         "variant": variant,
         "seed": variant.seed if variant else 0,  # as the part's slot has it (_question_slot.html): one piece
-        "feedback": feedback,
+        "feedback": answered.feedback,
         "error": error,
         "draft": answer,
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
@@ -308,28 +239,18 @@ def answer_step(
     """One step of a multi-step problem: graded like a practice question; the re-rendered problem opens
     that step's worked solution once it has been tried."""
     (lesson, _, _), current_version = _lesson(db, lesson_id)
-    question = lesson.questions.get(question_id)
-    body = question.body if question else None
-    if question is None or not isinstance(body, MultiStep) or body.step(step_id) is None:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no problem {question_id!r} with a step {step_id!r}.")
-    error = _stale(version, current_version)
-    feedback = None
-    if not error:
-        feedback = grade_step(question, step_id, answer)
-        if feedback.counts_as_attempt:
-            learning.record_step(
-                db,
-                user=user,
-                lesson_id=lesson_id,
-                version=version,
-                question_id=question_id,
-                step_ids=[s.id for s in body.steps],
-                step_id=step_id,
-                answer=answer,
-                status=feedback.status,
-            )
-        else:
-            error, feedback = feedback.message, None
+    answered = answering.answer_step(
+        db,
+        user=user,
+        lesson=lesson,
+        current_version=current_version,
+        question_id=question_id,
+        step_id=step_id,
+        version=version,
+        answer=answer,
+    )
+    feedback, error = answered.feedback, answered.error
+    body = answering.multistep(lesson, question_id, step_id)
     attempts = learning.latest_attempts(db, user=user, lesson_id=lesson_id)
     # The problem comes back whole: the other steps' boxes keep the learner's last answers (they were blank after
     # each step's check, so a chain of steps lost its earlier numbers). A page load shows them blank, as questions.
@@ -360,28 +281,20 @@ def self_check(
 ):
     """Save the self-check points a learner ticks after the reference answer of a free-response question."""
     (lesson, _, _), current_version = _lesson(db, lesson_id)
-    question = lesson.questions.get(question_id)
-    if question is None or not isinstance(question.body, FreeResponse) or not question.body.self_check:
-        raise HTTPException(404, f"Lesson {lesson_id!r} has no question {question_id!r} with a self-check.")
-    error = _stale(version, current_version)
-    if not error:
-        try:
-            learning.save_self_check(
-                db,
-                user=user,
-                lesson_id=lesson_id,
-                version=version,
-                question_id=question_id,
-                ticked=point or [],
-                points=len(question.body.self_check),
-            )
-        except learning.AnswerError as exc:
-            error = exc.message
+    error = answering.self_check(
+        db,
+        user=user,
+        lesson=lesson,
+        current_version=current_version,
+        question_id=question_id,
+        version=version,
+        ticked=point or [],
+    ).error
     ctx = {
         "lesson": lesson,
         "version": current_version,
         "qid": question_id,
-        "q": question.body,
+        "q": answering.question(lesson, question_id).body,
         "selfcheck_error": error,
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
