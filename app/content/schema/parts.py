@@ -18,9 +18,9 @@ class PauseCheck(Strict):
     """Where a pause's prediction can be checked: an interactive tool and the inputs that pose the scenario.
 
     The pause shows a "predict, then check" link to the tool on /play with these inputs and, once the
-    learner has answered, the number their answer predicts (app/content/tools.py reads it). The loader
-    checks that the tool is one of the lesson's `interactive` tools, that `inputs` are valid inputs of
-    it and that `predicts` is one of its outputs.
+    learner has answered, the number their answer predicts (`pause_link` in app/content/tools.py builds it:
+    the schema imports no tool). The loader checks that the tool is one of the lesson's `interactive` tools,
+    that `inputs` are valid inputs of it and that `predicts` is one of its outputs.
     """
 
     tool: Id = Field(description="An id from lesson.yaml `interactive`, e.g. 'overlap-window'.")
@@ -28,12 +28,6 @@ class PauseCheck(Strict):
         default_factory=dict, description="Tool inputs that set up the pause's scenario."
     )
     predicts: Text | None = Field(None, description="The tool output the learner's prediction is about.")
-
-    def link(self, answer: str | None = None):
-        """The /play link for this check, carrying the number `answer` (the learner's text) predicts."""
-        from ..tools import check_link  # tools imports calc and practice; the schema stays import-light
-
-        return check_link(self.tool, self.inputs, self.predicts, answer)
 
 
 class Pause(Strict):

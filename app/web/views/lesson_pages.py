@@ -27,7 +27,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from app.content.schema import Lesson, Part, PauseCheck, SectionBlock
-from app.content.tools import CheckLink
+from app.content.tools import CheckLink, pause_link
 
 T = TypeVar("T")
 
@@ -74,11 +74,11 @@ _links: dict[tuple[int, str | None], tuple[PauseCheck, CheckLink]] = {}
 
 
 def check_link(check: PauseCheck, answer: str | None) -> CheckLink:
-    """`check.link(answer)`, kept per (check, answer): what templates/lessons/_pause.html calls."""
+    """`pause_link(check, answer)`, kept per (check, answer): what templates/lessons/_pause.html calls."""
     if answer is not None and len(answer) > _LINK_ANSWER_CHARS:
-        return check.link(answer)
+        return pause_link(check, answer)
     key = (id(check), answer)  # safe: the entry holds `check`, so no other object can take its id meanwhile
-    return kept(_links, _LINKS_KEPT, key, lambda: (check, check.link(answer)))[1]
+    return kept(_links, _LINKS_KEPT, key, lambda: (check, pause_link(check, answer)))[1]
 
 
 # The reference sections outside the timed parts, in the order the pacing list shows them. A lesson has one
