@@ -34,12 +34,11 @@ from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabula
     Capacity,
     Problem,
     Resources,
-    fmt_bytes,
     no_fp8_recipe,
     no_limits,
 )
 from labs.result_common import LabResults
-from labs.words import count
+from labs.words import byte_size, count
 
 
 @dataclass(frozen=True)
@@ -124,8 +123,8 @@ class LabSpec:
             out.append(
                 Problem(
                     mf,
-                    f"{mf}: this run needs about {fmt_bytes(need.memory_bytes)} of memory "
-                    f"({need.memory_note}), over the per-job budget of {fmt_bytes(capacity.memory_bytes)}; "
+                    f"{mf}: this run needs about {byte_size(need.memory_bytes)} of memory "
+                    f"({need.memory_note}), over the per-job budget of {byte_size(capacity.memory_bytes)}; "
                     f"make the run smaller",
                 )
             )

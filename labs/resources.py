@@ -49,14 +49,6 @@ DEFAULT_JOB_MEMORY_CAP = 8 * 2**30
 MIB = 2**20
 
 
-def fmt_bytes(n: float) -> str:
-    """4194304 -> '4.0 MiB' (binary units, one decimal)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
-
-
 def _host_memory_bytes() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

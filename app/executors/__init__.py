@@ -5,10 +5,9 @@
                                                     job, placed by Ray on a node with the GPUs/CPUs it needs;
                         app/executors/ray_node.py   the task on the node, and the node's flags and health
 
-The small interface both share, for the server and the pages:
-
-    processes(settings)   the commands `python -m app serve` starts and supervises (app/executors/supervise.py)
-    slots(settings, db)   how many jobs run at once now (the queue's ETA divides by it)
+`processes(settings)` gives the commands `python -m app serve` starts and supervises for either
+(app/executors/supervise.py). How many jobs run at once, which the queue's ETA divides by, is
+`slots` in app/services/queue.py: services sit below executors and cannot ask them.
 
 Both run `python -m labs run` through app/executors/labproc.py (process group, time limit, memory budget)
 and both claim through app/services/jobs.py in the order of app/services/queue.py.
@@ -18,11 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
 from app.core.config import Settings
-from app.core.models import Job
 
 
 def processes(settings: Settings) -> tuple[str, list[list[str]]]:
@@ -32,11 +27,3 @@ def processes(settings: Settings) -> tuple[str, list[list[str]]]:
     # The parent has already run the lab check; each worker need not import every runner again.
     cmd = [sys.executable, "-m", "app", "worker", "--skip-lab-check"]
     return "lab worker", [cmd for _ in range(settings.embedded_workers)]
-
-
-def slots(settings: Settings, db: Session) -> int:
-    """Jobs that run at once: the embedded workers, or in the cluster as many as run now (at least one)."""
-    if settings.executor == "embedded" and settings.embedded_workers:
-        return settings.embedded_workers
-    running = db.scalar(select(func.count()).where(Job.status == "running")) or 0
-    return max(1, int(running))

@@ -19,14 +19,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.models import Bundle, User
 from app.services.checks import schema_problem
+from labs.api import byte_size
 
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MB at most
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MiB at most
 MAX_TOTAL_BYTES = 100 * 1024 * 1024  # expanded, all entries together
 MAX_ENTRIES = 200  # the largest lab writes ~20 files; more is not a lab bundle
 MAX_RATIO = 100  # per entry, expanded / compressed; JSON traces compress ~10-20x, bombs 1000x+
@@ -46,10 +46,6 @@ class BundleError(ValueError):
 class _Entry:
     info: zipfile.ZipInfo
     path: str  # normalised, relative to the bundle root
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1024 / 1024:.1f} MB"
 
 
 def _safe_name(info: zipfile.ZipInfo) -> str:
@@ -99,7 +95,7 @@ def _entries(zf: zipfile.ZipFile) -> list[_Entry]:
             )
         declared += info.file_size
         if declared > MAX_TOTAL_BYTES:
-            raise BundleError(f"the zip expands to more than {_mb(MAX_TOTAL_BYTES)}, the limit for a bundle")
+            raise BundleError(f"the zip expands to more than {byte_size(MAX_TOTAL_BYTES)}, the limit for a bundle")
         if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
             raise BundleError(
                 f"entry {info.filename!r} expands {info.file_size // max(info.compress_size, 1)}x "
@@ -141,7 +137,9 @@ def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> None:
                 if written > e.info.file_size:
                     raise BundleError(f"entry {e.info.filename!r} expands beyond the size it declares: refused")
                 if total > MAX_TOTAL_BYTES:
-                    raise BundleError(f"the zip expands to more than {_mb(MAX_TOTAL_BYTES)}, the limit for a bundle")
+                    raise BundleError(
+                        f"the zip expands to more than {byte_size(MAX_TOTAL_BYTES)}, the limit for a bundle"
+                    )
                 out.write(chunk)
 
 
@@ -152,7 +150,7 @@ def _read_result(dest: Path) -> dict:
             "the zip has no result.json at its top level (zip the folder `python -m labs run --out` wrote)"
         )
     if path.stat().st_size > MAX_RESULT_BYTES:
-        raise BundleError(f"result.json is {_mb(path.stat().st_size)}; at most {_mb(MAX_RESULT_BYTES)}")
+        raise BundleError(f"result.json is {byte_size(path.stat().st_size)}; at most {byte_size(MAX_RESULT_BYTES)}")
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -187,7 +185,9 @@ def unpack(data: bytes, dest: Path) -> dict:
     """Extract a lab's zipped output folder into `dest` under the upload rules (sizes, names, ratio, schema) and
     return its result.json; BundleError otherwise. The Ray dispatcher stores a task's returned output with it."""
     if len(data) > MAX_UPLOAD_BYTES:
-        raise BundleError(f"the output is {_mb(len(data))} zipped; at most {_mb(MAX_UPLOAD_BYTES)} is accepted")
+        raise BundleError(
+            f"the output is {byte_size(len(data))} zipped; at most {byte_size(MAX_UPLOAD_BYTES)} is accepted"
+        )
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
@@ -205,7 +205,9 @@ def unpack(data: bytes, dest: Path) -> dict:
 def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data: bytes) -> Bundle:
     """Validate and store an uploaded zip; BundleError (nothing stored) when any rule fails."""
     if len(data) > MAX_UPLOAD_BYTES:
-        raise BundleError(f"the file is {_mb(len(data))}; a bundle may be at most {_mb(MAX_UPLOAD_BYTES)} compressed")
+        raise BundleError(
+            f"the file is {byte_size(len(data))}; a bundle may be at most {byte_size(MAX_UPLOAD_BYTES)} compressed"
+        )
     if not data:
         raise BundleError("the file is empty")
     try:
@@ -262,10 +264,3 @@ def get_for(db: Session, *, bundle_id: int, user: User) -> Bundle | None:
     if bundle is None or not (bundle.owner_id == user.id or user.has_role("instructor")):
         return None
     return bundle
-
-
-def list_bundles(db: Session, *, owner: User, lab: str | None = None) -> list[Bundle]:
-    q = select(Bundle).where(Bundle.owner_id == owner.id)
-    if lab:
-        q = q.where(Bundle.lab == lab)
-    return list(db.scalars(q.order_by(Bundle.id.desc()).limit(50)))

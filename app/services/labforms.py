@@ -21,7 +21,9 @@ from pydantic import ValidationError
 from pydantic_core.core_schema import ErrorType
 
 from app.services.labhost import HostCapacity
-from labs import catalog
+from labs import api, catalog
+
+BOUND_DIGITS = 15  # significant digits of a field's limit: all a float has, so 0.1 reads 0.1 and 5000 reads 5,000
 
 
 @dataclass
@@ -81,13 +83,13 @@ class FormField:
             return "one of " + ", ".join(map(str, self.choices))
         if self.kind == "multi_choice":
             return "one or more of " + ", ".join(map(str, self.choices))
-        lo, hi = self.minimum, self.maximum
+        lo, hi, in_list = self.minimum, self.maximum, self.kind == "int_list"
         if lo is not None and hi is not None:
-            text = f"{_num(lo)} to {_num(hi)}"
+            text = f"{_num(lo, in_list=in_list)} to {_num(hi, in_list=in_list)}"
         elif lo is not None:
-            text = f"at least {_num(lo)}"
+            text = f"at least {_num(lo, in_list=in_list)}"
         elif hi is not None:
-            text = f"at most {_num(hi)}"
+            text = f"at most {_num(hi, in_list=in_list)}"
         else:
             text = ""
         if self.kind == "int_list":
@@ -110,8 +112,10 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else str(v)
+def _num(v: float, *, in_list: bool = False) -> str:
+    """A bound as labs/words.py writes numbers, to every digit it has: a limit is exact, never rounded. In a
+    comma-separated list field a thousands separator would read as two values, so it has none."""
+    return api.number(v, BOUND_DIGITS, grouping=not in_list)
 
 
 def _field_from_schema(name: str, prop: dict, defs: dict) -> FormField:
@@ -242,10 +246,10 @@ def _expected(f: FormField) -> str:
     return f"{what}{' from ' + limits if limits and ' to ' in limits else (', ' + limits if limits else '')}"
 
 
-def _bound(ctx: dict) -> str:
+def _bound(ctx: dict, *, in_list: bool = False) -> str:
     for key, words in (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt", "less than")):
         if key in ctx:
-            return f"{words} {_num(ctx[key])}"
+            return f"{words} {_num(ctx[key], in_list=in_list)}"
     return ""
 
 
@@ -288,7 +292,7 @@ def field_errors(exc: ValidationError, fields: dict[str, FormField] | None = Non
         elif kind == "missing":
             message = f"{name}: required"
         elif _bound(ctx):
-            message = f"{name}: {'each ' if item else ''}{_bound(ctx)}, got {_shown(value)}"
+            message = f"{name}: {'each ' if item else ''}{_bound(ctx, in_list=item)}, got {_shown(value, in_list=item)}"
         elif kind in ("too_short", "too_long"):
             n = ctx.get("min_length" if kind == "too_short" else "max_length")
             words = "at least" if kind == "too_short" else "at most"
@@ -303,9 +307,11 @@ def field_errors(exc: ValidationError, fields: dict[str, FormField] | None = Non
     return out
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, *, in_list: bool = False) -> str:
     if isinstance(value, str):
         return repr(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _num(value, in_list=in_list)
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return str(value)

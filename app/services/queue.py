@@ -21,10 +21,9 @@ from datetime import datetime
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from app import executors
 from app.core.config import Settings
 from app.core.models import Job, utcnow
-from labs.words import count
+from labs.api import count
 
 ACTIVE = ("queued", "running")
 ETA_SAMPLE = 20  # recent runs an estimate is made from; older runs say less about today's cluster
@@ -125,16 +124,12 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     return Estimate(pos, start, start + own_typical, basis_own)
 
 
-def fmt_duration(seconds: float | None) -> str:
-    """12 -> 'under a minute'; 200 -> 'about 3 min'; 4000 -> 'about 1 h 7 min'."""
-    if seconds is None:
-        return "unknown"
-    if seconds < 60:
-        return "under a minute"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return f"about {minutes} min"
-    return f"about {minutes // 60} h {minutes % 60} min"
+def slots(settings: Settings, db: Session) -> int:
+    """Jobs that run at once: the embedded workers, or in the cluster as many as run now (at least one)."""
+    if settings.executor == "embedded" and settings.embedded_workers:
+        return settings.embedded_workers
+    running = db.scalar(select(func.count()).where(Job.status == "running")) or 0
+    return max(1, int(running))
 
 
 def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Estimate]:
@@ -142,5 +137,5 @@ def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Est
     active = [j for j in jobs if not j.finished]
     if not active:
         return {}
-    slots = executors.slots(settings, db)
-    return {j.id: estimate(db, job=j, slots=slots) for j in active}
+    n = slots(settings, db)
+    return {j.id: estimate(db, job=j, slots=n) for j in active}

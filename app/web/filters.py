@@ -22,7 +22,9 @@ from app.core.models import utcnow
 from app.services.lesson_export import changed_files
 from app.web import notice_session
 from app.web.views import result_view
-from labs.words import count
+from labs import api
+
+FLOAT_HUGE = 1e6  # see num
 
 
 def when(dt: datetime | None) -> str:
@@ -75,11 +77,15 @@ def ticks(text: str | None) -> Markup:
     )
 
 
-def num(v: Any) -> Any:
-    """Floats to 4 significant digits for tables and summaries; everything else unchanged."""
+def num(v: Any, digits: int = 4, **options: Any) -> Any:
+    """A number as labs/words.py writes it (grades, calculator outputs); anything else unchanged. A whole int
+    keeps every digit; a float is a power of ten from FLOAT_HUGE, as a calculator's outputs span many orders
+    of magnitude (a scale of 448 million reads "4.48 × 10⁸", not nine digits). `{{ x|num(huge=1e15) }}`."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return v
     if isinstance(v, float):
-        return f"{v:.4g}"
-    return v
+        options.setdefault("huge", FLOAT_HUGE)
+    return api.number(v, digits, **options)
 
 
 def two(n: Any) -> str:
@@ -87,19 +93,13 @@ def two(n: Any) -> str:
 
 
 def span(seconds: float | timedelta | None) -> str:
-    """A duration as people say it: '0.4 s', '17 s', '2 min 05 s', '1 h 03 min'."""
-    if seconds is None:
-        return ""
-    s = seconds.total_seconds() if isinstance(seconds, timedelta) else float(seconds)
-    if s < 10:
-        return f"{s:.1f} s"
-    if s < 60:
-        return f"{s:.0f} s"
-    m, sec = divmod(int(round(s)), 60)
-    if m < 60:
-        return f"{m} min {sec:02d} s"
-    h, m = divmod(m, 60)
-    return f"{h} h {m:02d} min"
+    """A duration as people say it (labs/words.py): '0.4 s', '17 s', '2 min 05 s', '1 h 03 min'."""
+    return "" if seconds is None else api.duration(seconds)
+
+
+def eta(seconds: float | None) -> str:
+    """The job card's estimate: 'under a minute', 'about 3 min', 'unknown' when there is none."""
+    return "unknown" if seconds is None else api.duration(seconds, about=True)
 
 
 def job_duration(job: Any) -> str:
@@ -113,8 +113,6 @@ def job_duration(job: Any) -> str:
 
 
 def install(env: Environment) -> None:
-    from app.services.queue import fmt_duration  # the job card's ETA
-
     env.filters.update(
         when=when,
         md=md,
@@ -126,7 +124,7 @@ def install(env: Environment) -> None:
         number=result_view.number,
         span=span,
         duration=job_duration,
-        eta=fmt_duration,
+        eta=eta,
     )
     env.globals.update(
         code_lines=code_lines,
@@ -135,6 +133,6 @@ def install(env: Environment) -> None:
         params_text=result_view.params_text,
         notice_pending=notice_session.pending,
         notice_poll=notice_session.poll_trigger,
-        count=count,  # {{ count(n, "job") }}: "1 job", "2 jobs"
+        count=api.count,  # {{ count(n, "job") }}: "1 job", "2 jobs"
         changed_files=changed_files,  # the instructor's version list: what each version changed
     )

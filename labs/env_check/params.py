@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from labs.params import LabParams
-from labs.resources import PROCESS_BASE_BYTES, Resources, fmt_bytes
+from labs.resources import PROCESS_BASE_BYTES, Resources
+from labs.words import byte_size
 
 
 class EnvCheckParams(LabParams):
@@ -20,5 +21,5 @@ def resources(params: Params, backend: str) -> Resources:
         gpus=1 if gpu else 0,
         cpus=1,
         memory_bytes=PROCESS_BASE_BYTES,
-        memory_note=f"one process with torch: {fmt_bytes(PROCESS_BASE_BYTES)}",
+        memory_note=f"one process with torch: {byte_size(PROCESS_BASE_BYTES)}",
     )

@@ -9,7 +9,8 @@ from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources, fmt_bytes
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources
+from labs.words import byte_size
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
 CPU_FLOP_BUDGET = 2e12
@@ -273,7 +274,7 @@ def resources(p: Params, backend: str) -> Resources:
             cpus=1,
             memory_bytes=PROCESS_BASE_BYTES + weights,
             memory_note=(
-                f"process {fmt_bytes(PROCESS_BASE_BYTES)} + 2 models x {n:,} params x 4 B = {fmt_bytes(weights)} "
+                f"process {byte_size(PROCESS_BASE_BYTES)} + 2 models x {n:,} params x 4 B = {byte_size(weights)} "
                 "on the host (the tensors live on the GPU)"
             ),
             memory_field="d_model",
@@ -290,11 +291,11 @@ def resources(p: Params, backend: str) -> Resources:
         cpus=1,
         memory_bytes=total,
         memory_note=(
-            f"process {fmt_bytes(BASE_BYTES)} + {SAFETY} x (state {n:,} params x {STATE_BYTES_PER_PARAM} B = "
-            f"{fmt_bytes(state)}; activations {p.n_layers} layers x {tokens:,} tokens x ({ACT_ELEMS_PER_D_MODEL} x "
-            f"d_model {p.d_model} + {ACT_ELEMS_PER_FFN} x ffn {p.ffn}) x 4 B = {fmt_bytes(acts)}; attention scores "
-            f"{p.batch} x {p.n_heads} heads x {p.seq}² x 4 B = {fmt_bytes(attn)}; logits {LOGIT_COPIES} x {tokens:,} "
-            f"tokens x {p.vocab:,} vocab x 4 B = {fmt_bytes(logits)})"
+            f"process {byte_size(BASE_BYTES)} + {SAFETY} x (state {n:,} params x {STATE_BYTES_PER_PARAM} B = "
+            f"{byte_size(state)}; activations {p.n_layers} layers x {tokens:,} tokens x ({ACT_ELEMS_PER_D_MODEL} x "
+            f"d_model {p.d_model} + {ACT_ELEMS_PER_FFN} x ffn {p.ffn}) x 4 B = {byte_size(acts)}; attention scores "
+            f"{p.batch} x {p.n_heads} heads x {p.seq}² x 4 B = {byte_size(attn)}; logits {LOGIT_COPIES} x {tokens:,} "
+            f"tokens x {p.vocab:,} vocab x 4 B = {byte_size(logits)})"
         ),
         memory_field="d_model",
     )

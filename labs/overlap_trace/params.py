@@ -8,7 +8,8 @@ from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
 from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources, fmt_bytes
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources
+from labs.words import byte_size
 
 Schedule = Literal["immediate", "windowed", "dependent"]
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
@@ -147,12 +148,12 @@ def resources(params: Params, backend: str) -> Resources:
         cpus=1 if gpu else p.ranks,
         memory_bytes=total,
         memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher x {fmt_bytes(PROCESS_BASE_BYTES)} + tracker {fmt_bytes(TRACKER_BYTES)} "
-            f"= {fmt_bytes(processes)}"
+            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
+            f"= {byte_size(processes)}"
             + (
                 ""
                 if gpu
-                else f", + {SAFETY} x {p.ranks} ranks x {fmt_bytes(per_rank)} of FP32 tensors each (the full "
+                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} of FP32 tensors each (the full "
                 f"w1 ffn({p.ffn}) x hidden({p.hidden}), and per step about 3.25 x tokens({p.tokens}) x ffn for "
                 "the gathered buffer and its copies)"
             )

@@ -9,7 +9,8 @@ from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
 from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources, fmt_bytes
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources
+from labs.words import byte_size
 
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
 TOLERANCES = {
@@ -261,12 +262,12 @@ def resources(params: Params, backend: str) -> Resources:
         cpus=1 if gpu else ranks,
         memory_bytes=total,
         memory_note=(
-            f"{ranks} rank(s) + 1 launcher x {fmt_bytes(PROCESS_BASE_BYTES)} + tracker {fmt_bytes(TRACKER_BYTES)} "
-            f"= {fmt_bytes(processes)}, + {SAFETY} x the larger of: while the ranks run, "
-            f"{fmt_bytes(ranks_bytes)} in the ranks (each builds the full block: 2 x ffn({params.ffn}) x "
-            f"hidden({params.hidden}) x 4 B = {fmt_bytes(2 * unit)}, plus its shards, gradients"
-            f"{'' if gpu else ' and activations'}) and {fmt_bytes(received)} of gradients sent to the launcher; "
-            f"after, the launcher's {fmt_bytes(launcher)} (those gradients and the unsharded TP=1 reference)"
+            f"{ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
+            f"= {byte_size(processes)}, + {SAFETY} x the larger of: while the ranks run, "
+            f"{byte_size(ranks_bytes)} in the ranks (each builds the full block: 2 x ffn({params.ffn}) x "
+            f"hidden({params.hidden}) x 4 B = {byte_size(2 * unit)}, plus its shards, gradients"
+            f"{'' if gpu else ' and activations'}) and {byte_size(received)} of gradients sent to the launcher; "
+            f"after, the launcher's {byte_size(launcher)} (those gradients and the unsharded TP=1 reference)"
         ),
         ranks_field="degrees",
         memory_field="ffn",

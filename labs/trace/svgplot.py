@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from labs.trace.timeline import LANES, Interval
+from labs.words import number
 
 # Colour-blind-safe palette (Okabe-Ito), dark enough for 3:1 contrast on white.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#8a6d00", "#56B4E9", "#333333"]
@@ -57,14 +58,10 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return ticks
 
 
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1e5 or abs(v) < 1e-3:
-        return f"{v:.1e}"
-    if float(v).is_integer():
-        return f"{v:.0f}"  # 10000 as "10000", not .4g's "1e+04" (a log axis's round ticks)
-    return f"{v:.4g}"  # 1500 stays "1500", 0.25 stays "0.25"
+def _axis_label(v: float) -> str:
+    """A tick label: three significant digits, a power of ten outside [0.001, 100000) ("2.5 × 10⁻⁴") so a
+    label stays within about nine characters; the y axis's margin grows to fit the longest."""
+    return number(v, 3, tiny=1e-3, huge=1e5)
 
 
 def line_chart(
@@ -83,8 +80,6 @@ def line_chart(
     longest = max((len(s.name) for s in series), default=0)
     right = max(170, 40 + 7 * longest)
     width += right - 170
-    left, top, bottom = 64, 36, 46
-    pw, ph = width - left - right, height - top - bottom
 
     def ty(v: float) -> float:
         return math.log10(v) if log_y else v
@@ -94,6 +89,13 @@ def line_chart(
     xs = [p[0] for p in pts] or [0.0, 1.0]
     ys = [p[1] for p in pts] or [0.0, 1.0]
     xt, yt = _nice_ticks(min(xs), max(xs)), _nice_ticks(min(ys), max(ys))
+    ylabels = [_axis_label(10**t if log_y else t) for t in yt]
+    # The y tick labels end 6 px left of the plot and must clear the rotated axis title (~22 px): ~6.5 px a
+    # character at this size, so a long label ("2.5 × 10⁻⁴") widens the margin and the picture with it.
+    left = max(64, 28 + math.ceil(6.5 * max(map(len, ylabels))))
+    width += left - 64
+    top, bottom = 36, 46
+    pw, ph = width - left - right, height - top - bottom
     x0, x1 = min(xt[0], min(xs)), max(xt[-1], max(xs))
     y0, y1 = min(yt[0], min(ys)), max(yt[-1], max(ys))
     x1 = x1 if x1 > x0 else x0 + 1
@@ -107,15 +109,14 @@ def line_chart(
 
     out = svg_open(width, height, title, description)
     out.append(f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
-    for t in yt:
+    for t, label in zip(yt, ylabels):
         y = py(t)
-        label = _fmt(10**t if log_y else t)
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#333">{label}</text>')
     for t in xt:
         x = px(t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#333"/>')
-        out.append(f'<text x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle" fill="#333">{_fmt(t)}</text>')
+        out.append(f'<text x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle" fill="#333">{_axis_label(t)}</text>')
     out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
     out.append(
         f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="#111">{escape(xlabel)}</text>'
@@ -170,10 +171,6 @@ def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
     return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
-def _fmt_ms(v: float) -> str:
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
-
-
 def svg_timeline(
     spans,
     *,
@@ -218,7 +215,7 @@ def svg_timeline(
     for t in _ticks(0.0, hi - lo):
         x = px(lo + t)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{axis_y}" stroke="#e4e4e4"/>')
-        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{_fmt_ms(t)}</text>')
+        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{number(t, 3)}</text>')
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
     out.append(
         f'<text x="{left + pw / 2:.1f}" y="{axis_y + 36}" text-anchor="middle" fill="#111">'

@@ -129,10 +129,11 @@ def test_bad_uploads_are_refused_with_the_reason_and_nothing_is_stored(db, setti
 
 
 def test_oversized_upload_is_refused_before_it_is_opened(db, settings, owner):
-    with pytest.raises(bundles.BundleError, match="at most 20.0 MB compressed"):
+    with pytest.raises(bundles.BundleError, match="at most 20.0 MiB compressed") as exc:
         bundles.ingest(
             db, settings=settings, owner=owner, filename="big.zip", data=b"\0" * (bundles.MAX_UPLOAD_BYTES + 1)
         )
+    assert " MB" not in str(exc.value)  # 2**20 bytes is a MiB; a MB is 10**6
     _nothing_stored(db, settings)
 
 

@@ -48,7 +48,7 @@ def test_bad_value_is_shown_next_to_its_field(client, db):
     assert 'data-field="steps"' in r.text and "steps: at least 2, got 1" in r.text
     data.update(steps="two")
     r = client.post("/labs/fp8-step/jobs", data=data)
-    assert r.status_code == 422 and "steps: a whole number from 2 to 5000, got &#39;two&#39;" in r.text
+    assert r.status_code == 422 and "steps: a whole number from 2 to 5,000, got &#39;two&#39;" in r.text
     assert db.query(Job).count() == 0
 
 
@@ -94,7 +94,7 @@ def test_degrees_are_read_as_people_type_them(typed, parsed):
     [
         ({"degrees": "1,,2"}, "degrees", "degrees: whole numbers separated by commas, e.g. 1, 2, 4, got '1,,2'"),
         ({"degrees": "1,2,3,4,8"}, "degrees", "degrees: at most 4 values, got 5"),
-        ({"tokens": "16,384"}, "tokens", "tokens: at most 8192, got 16384"),  # a thousands separator is read
+        ({"tokens": "16,384"}, "tokens", "tokens: at most 8,192, got 16,384"),  # a thousands separator is read
         ({"predict_node": "B200"}, "predict_node", "predict_node: one of H200 or H100-SXM, got B200"),
     ],
 )

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from labs import catalog
-from labs.resources import Capacity, fmt_bytes
+from labs.resources import Capacity
+from labs.words import byte_size
 from tests.labs import runs
 
 MEDIUM = {
@@ -40,7 +41,7 @@ def test_estimate_covers_the_measured_peak_of_the_process_tree(lab, size, params
     need = spec.resources(spec.params.model_validate(done.params), "cpu")
     measured = done.measured.peak_rss_bytes
     ratio = need.memory_bytes / measured
-    detail = f"estimate {fmt_bytes(need.memory_bytes)} vs measured {fmt_bytes(measured)} ({need.memory_note})"
+    detail = f"estimate {byte_size(need.memory_bytes)} vs measured {byte_size(measured)} ({need.memory_note})"
     assert ratio >= 1.0, "underestimate: " + detail
     assert ratio <= MAX_OVER, "estimate too far above the measurement: " + detail
     if spec.name in ("tp-sweep", "overlap-trace"):  # the ranks and the resource tracker were counted

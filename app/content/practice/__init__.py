@@ -15,7 +15,7 @@ with the key, one step of a multi-step problem at a time).
 
 from .answers import parse_number
 from .family import Generator
-from .generators import GENERATORS, PracticeError, Variant, check_numeric, fill, fmt_number, make_variant
+from .generators import GENERATORS, PracticeError, Variant, check_numeric, fill, make_variant
 from .grading import Feedback, Status, grade, grade_step, step_question
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "Variant",
     "check_numeric",
     "fill",
-    "fmt_number",
     "grade",
     "grade_step",
     "step_question",

@@ -13,7 +13,7 @@ import math
 import operator
 import re
 
-from .generators import fmt_number
+from labs.api import number
 
 # ---------------------------------------------------------------- parsing answers
 
@@ -47,6 +47,21 @@ _UNITS: dict[str, tuple[str, float]] = {
     "x": ("factor", 1.0),
     "×": ("factor", 1.0),
 }
+# A power of ten as labs/words.py writes it in prompts and results ("6.07 × 10⁻⁷", "1 × 10¹⁸", "10⁹"), or with a
+# raised dot ("1.2·10²⁰", "6.07·10^-7"): read as e-notation, so a learner may type back what a prompt shows.
+_SUPERSCRIPT_DIGITS = str.maketrans("⁻⁺⁰¹²³⁴⁵⁶⁷⁸⁹", "-+0123456789")
+_POWER_OF_TEN = re.compile(
+    r"(?:(\d(?:[\d,]*\d)?(?:\.\d*)?)\s*[×x*·]\s*|(?<![\d.]))10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)"
+    r"|(\d(?:[\d,]*\d)?(?:\.\d*)?)\s*·\s*10\s*\^\s*([-+]?\d+)"
+)
+
+
+def _e_notation(m: re.Match) -> str:
+    if m.group(2) is not None:
+        return f"{m.group(1) or '1'}e{m.group(2).translate(_SUPERSCRIPT_DIGITS)}"
+    return f"{m.group(3)}e{m.group(4)}"
+
+
 _NUMBER = re.compile(r"^([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)\s*(.*)$", re.IGNORECASE)
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 
@@ -120,6 +135,7 @@ def parse_number(raw: str) -> tuple[float, str]:
     it is neither a number nor a plain calculation of numbers."""
     text = (raw or "").strip().replace("−", "-").replace("\u00a0", " ").replace("_", "")
     text = re.sub(r"(?<=\d) (?=\d{3}\b)", "", text)  # "16 384" -> "16384"
+    text = _POWER_OF_TEN.sub(_e_notation, text)  # "6.07 × 10⁻⁷" -> "6.07e-7"
     if not text:
         raise ValueError("Type a number first.")
     if _OPERATOR.search(text):
@@ -157,7 +173,8 @@ def convert(value: float, unit: str, target: str) -> float:
 
 
 def with_unit(x: float, unit: str) -> str:
+    """An answer as the prompt would show it ("6.07 × 10⁻⁷ s", "40%"), which parse_number reads back."""
     if not unit:
-        return fmt_number(x)
+        return number(x)
     sep = "" if unit in ("%", "x", "×") else " "
-    return f"{fmt_number(x)}{sep}{unit}"
+    return f"{number(x)}{sep}{unit}"

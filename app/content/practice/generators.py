@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from labs.api import number, percent
+
 from .. import calc
 from ..schema import Choices, Numeric, Question, Range
 from . import numerics, planning
@@ -44,21 +46,14 @@ class PracticeError(ValueError):
 # ---------------------------------------------------------------- number formatting and placeholders
 
 
-def fmt_number(v: Any) -> str:
-    """Readable number: integers with thousands separators, others to 4 significant digits."""
-    if isinstance(v, bool):
-        return "yes" if v else "no"
+def shown(v: Any) -> str:
+    """A placeholder's value in a prompt: numbers as labs/words.py writes them everywhere ("16,384",
+    "6.07 × 10⁻⁷"), which app/content/practice/answers.py reads back; a tuple as "(1, 2)"; text as it is."""
     if isinstance(v, str):
         return v
-    if isinstance(v, (list, tuple)):
-        return "(" + ", ".join(fmt_number(x) for x in v) + ")"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
-        return f"{int(v):,}"
-    text = f"{v:.4g}"
-    if "e" in text:
-        mant, exp = text.split("e")
-        return f"{mant}·10^{int(exp)}"
-    return text
+    if isinstance(v, list | tuple):
+        return "(" + ", ".join(shown(x) for x in v) + ")"
+    return number(v)
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*(?:\|([^}]*))?\}\}")
@@ -74,13 +69,13 @@ def fill(template: str, values: dict[str, Any]) -> str:
             raise PracticeError(f"unknown placeholder {{{{{name}}}}}; available: {', '.join(sorted(values))}")
         v = values[name]
         if spec and spec.strip() == "%" and isinstance(v, (int, float)) and not isinstance(v, bool):
-            return f"{fmt_number(round(v * 100, 9))}%"
+            return percent(v)
         if spec:
             try:
                 return format(v, spec.strip())
             except (TypeError, ValueError) as exc:
                 raise PracticeError(f"format {spec!r} does not apply to {name}={v!r}: {exc}") from None
-        return fmt_number(v)
+        return shown(v)
 
     return PLACEHOLDER.sub(sub, template)
 

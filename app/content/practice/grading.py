@@ -17,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from labs.api import number, percent
+
 from ..schema import FreeResponse, MultiStep, Numeric, Question, SingleChoice
 from .answers import convert, parse_number, with_unit
-from .generators import Variant, fmt_number, make_variant
+from .generators import Variant, make_variant
 
 Status = Literal["correct", "incorrect", "invalid", "answered", "hint"]
 
@@ -47,10 +49,7 @@ class Feedback:
 def _slip(value: float, expected: float, q: Numeric, variant: Variant) -> str | None:
     """The hint for a recognised slip, or None when the answer is simply wrong."""
     if q.unit == "%" and expected and not _within(value, expected, q) and _within(value * 100, expected, q):
-        return (
-            f"{fmt_number(value)} looks like a fraction. As a percentage? "
-            f"Multiply by 100 (here: {fmt_number(value * 100)}%)."
-        )
+        return f"{number(value)} looks like a fraction. As a percentage? Multiply by 100 (here: {percent(value)})."
     for slip_value, message in variant.values.get("slips", ()):
         if not _within(value, expected, q) and _within(value, float(slip_value), q):
             return str(message)
@@ -67,11 +66,11 @@ def _mistake(value: float, expected: float, q: Numeric, variant: Variant) -> str
 
 
 def _band(q: Numeric) -> str:
-    """The accepted range, as the incorrect feedback names it: "±0.5 ms", "±2%", "±0.5%" (it was "±0%")."""
+    """The accepted range, as the incorrect feedback names it: "±0.5 ms", "±2%", "±0.5%"."""
     tol = q.tolerance
     if tol.abs is not None:
         return f"±{with_unit(tol.abs, q.unit_for(tol.abs))}"
-    return f"±{fmt_number(round((tol.rel or 0.0) * 100, 6))}%"
+    return f"±{percent(tol.rel or 0.0)}"
 
 
 def _within(value: float, expected: float, q: Numeric) -> bool:

@@ -18,8 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from app.web.views.result_excerpt import MAX_LABEL, cut, excerpt
-from labs import catalog
-from labs.resources import fmt_bytes
+from labs import api, catalog
 
 PREVIEW_ROWS = 5  # a table longer than FOLD_AFTER rows shows this many, the rest behind <details>
 FOLD_AFTER = 8
@@ -28,31 +27,16 @@ FOOTNOTE_AT = 60  # characters: a note shared by several numbers and longer than
 CARD_NOTE_AT = 100  # characters: a number's own note longer than this goes below too (a card is a number and a
 # few words; one paragraph in one card made its whole row of cards tall and mostly empty), all but a short heading
 CARD_HEAD_AT = 40
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+CARD_DECIMALS = 5  # 0.000689 reads "0.00069": a card gives a small number's size, not all its digits
 
 
 # ---- numbers as people write them ---------------------------------------------------------------
 
 
 def number(v: float | int) -> str:
-    """A number with sensible precision: 209062 -> '209,062', 724.2502 -> '724.3', 0.000689 -> '0.00069',
-    6.07e-07 -> '6.07 × 10⁻⁷'. Whole numbers keep every digit; others four significant digits."""
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if not math.isfinite(v):
-        return "not a number" if math.isnan(v) else ("∞" if v > 0 else "−∞")
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if float(v).is_integer() and a < 1e15:
-        return f"{int(v):,}"
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 1e-4:
-        return f"{v:.4g}" if a >= 0.01 else f"{v:.2g}"
-    exponent = math.floor(math.log10(a))
-    mantissa = v / 10**exponent
-    return f"{mantissa:.3g} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+    """A number on a card or in a table (labs/words.py via labs.api), at most CARD_DECIMALS places: 209062 -> '209,062',
+    0.000689 -> '0.00069', 6.07e-07 -> '6.07 × 10⁻⁷'."""
+    return api.number(v, decimals=CARD_DECIMALS)
 
 
 def human(value: Any, unit: str | None = None) -> str:
@@ -66,12 +50,10 @@ def human(value: Any, unit: str | None = None) -> str:
         return f"{value} {unit}" if unit else str(value)
     unit = (unit or "").strip()
     if unit in ("bytes", "B"):
-        return fmt_bytes(value) if abs(value) >= 1024 else f"{number(value)} B"
+        return api.byte_size(value)
     if unit.startswith("fraction"):  # "fraction of tokens" -> "100% of tokens"
         rest = unit[len("fraction") :].strip()
-        pct = 100 * value
-        text = f"{pct:.0f}%" if abs(pct - round(pct)) < 0.05 else f"{pct:.1f}%"
-        return f"{text} {rest}".strip()
+        return f"{api.percent(value, decimals=1)} {rest}".strip()
     if unit in ("x", "×"):
         return f"{value:.2f}×"
     if unit in ("%", "percent"):

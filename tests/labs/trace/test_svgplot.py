@@ -48,4 +48,17 @@ def test_log_axis_ticks_are_plain_round_numbers():
     series = [svgplot.Series("scale", [0, 1, 2], [1.0, 100.0, 10000.0])]
     svg = svgplot.line_chart(series, title="t", xlabel="step", ylabel="value", log_y=True)
     labels = [t.text for t in _texts(svg) if t.get("text-anchor") == "end"]
-    assert "10000" in labels and not [lab for lab in labels if "e+" in lab], labels
+    assert "10,000" in labels and not [lab for lab in labels if "e+" in lab], labels
+
+
+def test_tiny_and_huge_axis_values_read_as_powers_of_ten_that_fit_the_margin():
+    """labs/words.py: an axis says 2.5 × 10⁻⁴ as the result card does, never 2.5e-04."""
+    series = [svgplot.Series("loss gap", [0, 1, 2, 3], [1e-4, 2e-4, 3e-4, 4e-4])]
+    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="step", ylabel="gap"))
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    assert "1 × 10⁻⁴" in [t.text for t in labels] and not [t.text for t in labels if "e-" in t.text]
+    longest = max(labels, key=lambda t: len(t.text))
+    # the label's left end (about 6.5 px a character) clears the rotated y-axis title at x = 14
+    assert float(longest.get("x")) - 6.5 * len(longest.text) > 20
+    huge = svgplot.line_chart([svgplot.Series("flops", [0, 1], [0.0, 4e5])], title="t", xlabel="x", ylabel="y")
+    assert "4 × 10⁵" in [t.text for t in _texts(huge)]

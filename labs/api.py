@@ -1,0 +1,63 @@
+"""The door from the app into the labs: everything `app` uses from `labs`, besides labs/catalog.py, is here.
+
+The app imports `labs.api` and `labs.catalog` only (an import-linter contract in .importlinter says so), so
+the rest of `labs` can be moved and renamed without reading the app. Everything here is torch-free: the
+web tier imports it at start-up and must never import torch (tests/app/test_torch_free.py).
+
+    wording      numbers, byte sizes, durations and counts as people read them (labs/words.py), the one
+                 formatter of result cards, practice prompts, refusals and plot axes
+    resources    what a job may use: MIB, the CPU rank slots a CPU host offers, a host's Capacity and the
+                 per-job memory budget when the deployment sets none
+    exits        how `python -m labs run` says it ended: exits.OK, BAD_PARAMS, STOPPED, EXTERNAL_STOPS,
+                 signal_of (labs/exits.py), read by app/executors/labproc.py
+    params       the base model of every lab's parameters and pydantic errors in the learner's terms
+    results      validate_result: the check a result.json passes before the app shows or grades it
+    cost model   NODES and predict_sweep: the predicted tensor-parallel step the lessons' tools share
+    charts       the SVG line chart and per-rank timeline (labs/trace/svgplot.py) and the timeline's spans
+                 and overlap arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
+"""
+
+from __future__ import annotations
+
+from labs import exits
+from labs.parallel.costmodel import NODES, Node, predict_sweep
+from labs.params import LabParams, describe_error
+from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
+from labs.runtime import validate_result
+from labs.trace.svgplot import PALETTE, Series, line_chart, svg_open, svg_timeline
+from labs.trace.timeline import Span, overlap_metrics
+from labs.words import byte_size, count, duration, number, percent, power_of_ten
+
+__all__ = [
+    # wording
+    "byte_size",
+    "count",
+    "duration",
+    "number",
+    "percent",
+    "power_of_ten",
+    # resources
+    "MIB",
+    "MIN_CPU_SLOTS",
+    "Capacity",
+    "default_job_memory_bytes",
+    # exits
+    "exits",
+    # params
+    "LabParams",
+    "describe_error",
+    # results
+    "validate_result",
+    # cost model
+    "NODES",
+    "Node",
+    "predict_sweep",
+    # charts
+    "PALETTE",
+    "Series",
+    "Span",
+    "line_chart",
+    "overlap_metrics",
+    "svg_open",
+    "svg_timeline",
+]
