@@ -23,7 +23,3 @@ def signal_of(exitcode: int | None) -> signal.Signals | None:
         return signal.Signals(-exitcode)
     except ValueError:
         return None
-
-
-def stopped_from_outside(exitcode: int | None) -> bool:
-    return signal_of(exitcode) in EXTERNAL_STOPS

@@ -5,7 +5,6 @@ Nothing here is measured. Every number it returns is a prediction and the labs l
 GEMM (roofline):   t = max(2·m·n·k / (peak · GEMM_EFFICIENCY),  bytes moved / HBM bandwidth)
 collective (alpha-beta, ring over NVLink):
     all-reduce     t = alpha + 2·(p-1)/p · bytes / link bandwidth
-    all-gather     t = alpha + (p-1)/p · bytes(gathered) / link bandwidth
 
 The block is the one the lab runs: column-parallel fc1 (hidden -> ffn/p), gelu, row-parallel fc2
 (ffn/p -> hidden), one all-reduce of (tokens, hidden) forward and one backward. Like the lab's code,
@@ -77,12 +76,6 @@ def all_reduce_s(nbytes: float, p: int, node: Node) -> float:
     if p <= 1:
         return 0.0
     return node.collective_latency_s + 2.0 * (p - 1) / p * nbytes / node.link_bytes_per_s
-
-
-def all_gather_s(gathered_bytes: float, p: int, node: Node) -> float:
-    if p <= 1:
-        return 0.0
-    return node.collective_latency_s + (p - 1) / p * gathered_bytes / node.link_bytes_per_s
 
 
 def predict_mlp(tokens: int, hidden: int, ffn: int, degree: int, node: Node, precision: str = "bf16") -> dict:
