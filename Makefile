@@ -24,6 +24,7 @@ lint:
 	.venv/bin/ruff check app labs tests bench migrations
 	.venv/bin/ruff format --check app labs tests bench migrations
 	.venv/bin/mypy
+	.venv/bin/lint-imports  # the layer contracts in .importlinter
 
 # Lesson-page throughput under wrk against a bare FastAPI endpoint measured in the same run.
 bench:

@@ -33,7 +33,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs import exits
+from app.services.jobs import Progress
+from labs.api import exits
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
@@ -41,12 +42,6 @@ WATCH_S = 0.1  # how often the watchdog sums the group's memory
 LAB_NICE = 10  # the lab's CPU priority below the web server (0) in the embedded mode
 CGROUP_NAME = "course-labs"
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-@dataclass
-class Progress:
-    fraction: float
-    message: str
 
 
 @dataclass(frozen=True)

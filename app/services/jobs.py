@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -23,16 +24,24 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from app.core.models import Job, JobLoss, Person, User, utcnow
-from app.executors.labproc import Progress  # noqa: F401  (what a heartbeat records; the lab runner makes it)
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.errors import Conflict
 from app.services.labhost import HostCapacity
 from labs import catalog
-from labs.params import describe_error
+from labs.api import describe_error
 
 BACKEND_CHOICES = catalog.BACKEND_CHOICES
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Progress:
+    """What a heartbeat records: how far the lab says it is and its last line (app/executors/labproc.py reads
+    them from the lab's progress events)."""
+
+    fraction: float
+    message: str
 
 
 class JobInputError(ValueError):
@@ -136,10 +145,6 @@ def set_backend(db: Session, *, job: Job, backend: str) -> None:
     job.backend, job.ranks, job.gpus = backend, need.ranks, need.gpus
     job.queue = "gpu" if backend in catalog.GPU_BACKENDS else "cpu"
     db.commit()
-
-
-def get_job(db: Session, *, job_id: int) -> Job | None:
-    return db.get(Job, job_id)
 
 
 def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
