@@ -8,7 +8,7 @@ data flow and its backward is the mirror image:
     scatter_to_tp_region    forward: split (last dim);      backward: all-gather (last dim)
     gather_from_tp_region   forward: all-gather (last dim); backward: split (last dim)
 
-(tests/labs/test_tp.py reads each function's "forward: X; backward: Y" line and checks it on gloo.)
+(tests/labs/parallel/test_tp.py reads each function's "forward: X; backward: Y" line and checks it on gloo.)
 
 An MLP block split this way needs exactly one all-reduce forward and one backward:
 

@@ -1,6 +1,6 @@
 """Practice engine: variants and grading. Pure functions: no HTTP, no database.
 
-Three question kinds (see app/content/schema.py):
+Three question kinds (see app/content/schema/questions.py):
 - single_choice: `grade(q, None, "A")` returns that option's own feedback.
 - free_response: `grade(q, None, text)` accepts any non-empty text as `answered` and hands back the
   reference answer; the app stores the learner's text before it shows the reference.

@@ -1,7 +1,7 @@
 """Numeric question generators: each learner's own variant, drawn deterministically from a seed.
 
 A generator is a family of problems: default parameters (a seed's worked numbers), a unit and a solver
-that reuses app/content/calc.py, so a question and the lesson's worked example share one arithmetic.
+that reuses app/content/calc/, so a question and the lesson's worked example share one arithmetic.
 `make_variant(question, seed)` draws the question's `params` ranges from a random stream fixed by
 (question id, seed), solves, and fills the prompt, hint and explanation; `check_numeric` is what the
 loader runs so an author learns at validation time that a generator, parameter or placeholder is wrong.
