@@ -1,5 +1,6 @@
-"""The Ray executor's dispatcher: it turns queued jobs into Ray tasks (the task itself, and what a node says about
-itself, are in app/executors/ray_node.py).
+"""The Ray executor's dispatcher: it turns queued jobs into Ray tasks. Beside it: the task itself, and what a node
+says about itself (app/executors/ray_node.py); what a job needs and which nodes may take work
+(app/executors/ray_resources.py); reaching the head and the health check's files (app/executors/ray_health.py).
 
     python -m app dispatcher          # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
     python -m app dispatcher-health   # 0 if this host's dispatcher completed a cycle lately (compose health check)
@@ -50,12 +51,10 @@ import os
 import shutil
 import signal
 import socket
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -67,25 +66,25 @@ from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import ClusterNode, Job, utcnow
 from app.executors.labproc import Outcome, timed_out
+from app.executors.ray_health import Health, connect, dispatcher_health_main, wait_for_head
 from app.executors.ray_node import remote_task
+from app.executors.ray_resources import DEAD_NODE_S, Need, alive_nodes, need_for
 from app.services import bundles
 from app.services import cluster as cluster_service
 from app.services import jobs as job_service
 from app.services import queue as queue_service
-from app.services.cluster import LABEL_PREFIX, TE_RESOURCE, Node, node_memory_budget
+from app.services.cluster import TE_RESOURCE, Node, node_memory_budget
 from labs import catalog
 from labs.words import count
+
+__all__ = ["Dispatcher", "dispatcher_health_main", "main"]  # app/cli/commands.py: `dispatcher`, `dispatcher-health`
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.5  # the dispatcher's loop: claim, renew, cancel
 SNAPSHOT_S = 2.0  # how often the node list is written for the web tier
 FORCE_CANCEL_AFTER_S = 10.0  # a task that ignores a polite cancel is killed with its worker
-# A task's stream can report its node dead before `ray.nodes()` does (the GCS marks a node dead only after its
-# health checks fail: ~15 s by default). For this long the dispatcher believes the task: the node offers nothing,
-# so the job it gave back waits in the fair queue instead of being sent to a host that is gone.
-DEAD_NODE_S = 120.0
-NODE_DEATH_ERRORS = ("NodeDiedError", "LocalRayletDiedError")
+NODE_DEATH_ERRORS = ("NodeDiedError", "LocalRayletDiedError")  # the node is gone, not just the task's worker
 DEADLINE_SLACK_S = 30.0  # the node enforces the time limit; the dispatcher steps in only if the node cannot
 INFRA_ERRORS = (
     "WorkerCrashedError",
@@ -97,154 +96,6 @@ INFRA_ERRORS = (
     "ObjectFetchTimedOutError",
     "RayActorError",
 )
-
-
-# Touched after each cycle that completed (Ray listed, the database read and written), never before one: a
-# dispatcher that runs but cannot reach its database or Ray must fail its health check, not pass it.
-ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"
-FAILING_FILE = ALIVE_FILE.with_suffix(".failing")  # why the last cycle or connect failed; removed by a good cycle
-# A cycle is TICK_S plus its database and Ray calls; this much without one is a dispatcher that is stuck or failing
-# (compose: checked every 10 s, unhealthy after 3 misses).
-ALIVE_S = 30.0
-
-
-def dispatcher_health_main() -> int:
-    """`python -m app dispatcher-health`: 0 if this container's dispatcher completed a cycle in the last ALIVE_S
-    seconds; otherwise 1, with the dispatcher's last error when it left one."""
-    try:
-        why = "; its last error: " + FAILING_FILE.read_text().strip()
-    except OSError:
-        why = ""
-    try:
-        age = time.time() - ALIVE_FILE.stat().st_mtime
-    except OSError:
-        print(f"the dispatcher has not completed a cycle yet{why}", file=sys.stderr)
-        return 1
-    if age > ALIVE_S:
-        print(f"the dispatcher last completed a cycle {age:.0f} s ago{why}", file=sys.stderr)
-        return 1
-    return 0
-
-
-# Reaching the head. ray.init is not the probe: against an address where nothing listens, Ray 2.60 makes 20
-# GcsClient attempts of ~40 s each (RAY_NUM_REDIS_GET_RETRIES; ray/_private/node.py `_init_gcs_client`) inside C++,
-# where no signal handler runs, logging only its own "Failed to connect to GCS" lines; a server being stopped then
-# waits out its 15 s for the dispatcher. A plain TCP connect with a timeout answers in seconds and can be stopped.
-CONNECT_PROBE_S = 2.0  # a head that has not accepted a TCP connection in this long is taken as not there
-CONNECT_RETRY_S = 5.0
-CONNECT_REMIND_S = 60.0  # the error is logged again this often while the head stays away
-HEAD_START = "ray start --head --port={port} --num-cpus=0 --num-gpus=0"  # README, Deploying: bare metal
-
-
-def head_address(address: str) -> tuple[str, int] | None:
-    """(host, port) of a `host:port` RAY_ADDRESS; None for `auto` or a `ray://` client address, which Ray
-    resolves itself (and fails fast on)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or "://" in address or not port.isdigit():
-        return None
-    return host.strip("[]"), int(port)
-
-
-# The client's opening of an HTTP/2 connection (RFC 9113 §3.4): the preface, then an empty SETTINGS frame. A gRPC
-# server, the Ray head's GCS among them, answers with a SETTINGS frame of its own (checked against a Ray 2.60 head).
-H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-H2_SETTINGS = 4  # the frame type, byte 3 of a frame's 9-byte header
-
-
-def not_a_ray_head(where: tuple[str, int]) -> str | None:
-    """Why what listens at `where` cannot be a Ray head, or None when it may be one; OSError when nothing accepts a
-    TCP connection. ray.init against another kind of server (an HTTP server, Redis on the old default port) waits
-    in C++ for minutes as it does against nothing; a server that does not answer HTTP/2 is no GCS. A cluster with
-    RAY_USE_TLS speaks TLS first, so only the TCP connection is checked there."""
-    with socket.create_connection(where, timeout=CONNECT_PROBE_S) as conn:
-        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
-            return None
-        conn.sendall(H2_GREETING)
-        got = b""
-        try:
-            while len(got) < 9 and (chunk := conn.recv(9 - len(got))):
-                got += chunk
-        except OSError:  # a timeout, or the server hung up on the greeting
-            pass
-    if len(got) == 9 and got[3] == H2_SETTINGS:
-        return None
-    reply = f"its reply began {got[:12]!r}" if got else f"it said nothing in {CONNECT_PROBE_S:.0f} s"
-    return f"something answers at {where[0]}:{where[1]} but it is no Ray head (not gRPC: {reply})"
-
-
-def cannot_reach(address: str, why: str) -> str:
-    """The one error an operator needs when the dispatcher has no Ray cluster to use."""
-    where = head_address(address)
-    port = where[1] if where else 6379
-    named = f"RAY_ADDRESS={address}" if address != "auto" else "RAY_ADDRESS (unset: Ray looked for a head on this host)"
-    return (
-        f"the dispatcher cannot reach the Ray cluster at {named}: {why.rstrip('.')}. Start the head there first "
-        f"(`{HEAD_START.format(port=port)}`, README: Deploying) or set RAY_ADDRESS to the head's host:port; "
-        f"no lab job runs until the dispatcher connects"
-    )
-
-
-# ---------------------------------------------------------------- the dispatcher
-
-
-def alive_nodes(listed: list[dict], dead: Mapping[str, float], now: float) -> tuple[dict[str, dict], dict[str, float]]:
-    """The nodes work may go to, from `ray.nodes()`: alive, and not reported dead by a task's stream in the last
-    DEAD_NODE_S seconds. Also the reports still worth keeping: a node Ray no longer lists alive needs none (its id
-    never comes back: a restarted host joins as a new node), and after DEAD_NODE_S Ray's own word wins again."""
-    nodes: dict[str, dict] = {}
-    still_dead: dict[str, float] = {}
-    for n in listed:
-        if not n.get("Alive"):
-            continue
-        node_id = n["NodeID"]
-        if node_id in dead and now - dead[node_id] < DEAD_NODE_S:
-            still_dead[node_id] = dead[node_id]
-            continue
-        nodes[node_id] = {
-            "hostname": n.get("NodeManagerHostname", ""),
-            "resources": {k: v for k, v in (n.get("Resources") or {}).items() if not k.startswith("node:")},
-            "labels": {k: v for k, v in (n.get("Labels") or {}).items() if k.startswith(LABEL_PREFIX)},
-        }
-    return nodes, still_dead
-
-
-@dataclass
-class Need:
-    cpus: float
-    gpus: int
-    te_gpus: int
-    memory_bytes: int
-
-    def fits(self, free: Mapping[str, float]) -> bool:
-        return (
-            free.get("CPU", 0) >= self.cpus
-            and free.get("GPU", 0) >= self.gpus
-            and free.get(TE_RESOURCE, 0) >= self.te_gpus
-            and free.get("memory", 0) >= self.memory_bytes
-        )
-
-    def take(self, free: dict[str, float]) -> None:
-        free["CPU"] = free.get("CPU", 0) - self.cpus
-        free["GPU"] = free.get("GPU", 0) - self.gpus
-        free[TE_RESOURCE] = free.get(TE_RESOURCE, 0) - self.te_gpus
-        free["memory"] = free.get("memory", 0) - self.memory_bytes
-
-    def within(self, memory_budget: int) -> Need:
-        """Ray's logical memory on a node: the catalog's estimate, but no more than that node lets a job use."""
-        return replace(self, memory_bytes=min(self.memory_bytes, memory_budget))
-
-
-def need_for(lab: str, params: dict, backend: str) -> Need:
-    """What a job asks Ray for; its memory is the catalog's estimate until `within` a node's budget."""
-    spec = catalog.get(lab)
-    res = spec.resources(spec.params.model_validate(params), backend)
-    gpu = backend in catalog.GPU_BACKENDS
-    return Need(
-        cpus=float(res.cpus if gpu else res.ranks),
-        gpus=res.gpus if gpu else 0,
-        te_gpus=res.gpus if backend == "te" else 0,
-        memory_bytes=res.memory_bytes,
-    )
 
 
 @dataclass
@@ -274,71 +125,13 @@ class Dispatcher:
         self.nodes: dict[str, dict] = {}  # node id -> totals, from ray.nodes()
         self.dead: dict[str, float] = {}  # node id -> when a task's stream said it died (see DEAD_NODE_S)
         self._snapshot_at = 0.0
-        self._failing = FAILING_FILE.exists()
+        self.health = Health()
 
     # -- cluster
 
     @property
     def ray_address(self) -> str:
         return self.settings.ray_address or os.environ.get("RAY_ADDRESS") or "auto"
-
-    def wait_for_head(self) -> bool:
-        """Until a server that may be a Ray head answers at RAY_ADDRESS (True: `not_a_ray_head`) or the dispatcher
-        is stopped (False); the reason is logged once a minute and left for the health check meanwhile."""
-        address = self.ray_address
-        where = head_address(address)
-        if where is None:
-            return not self.stopping.is_set()
-        logged_at: float | None = None
-        while not self.stopping.is_set():
-            try:
-                why = not_a_ray_head(where)
-                if why is None:
-                    if logged_at is not None:
-                        log.info("the Ray head at RAY_ADDRESS=%s answers now; connecting", address)
-                    return True
-            except OSError as exc:
-                why = f"nothing answers at {where[0]}:{where[1]} ({exc.strerror or exc})"
-            if logged_at is None or time.monotonic() - logged_at >= CONNECT_REMIND_S:
-                log.error("%s; trying again every %.0f s", cannot_reach(address, why), CONNECT_RETRY_S)
-                logged_at = time.monotonic()
-            self._failed(cannot_reach(address, why))
-            self.stopping.wait(CONNECT_RETRY_S)
-        return False
-
-    def connect(self) -> bool:
-        """ray.init; False (with the error logged once, no traceback) if it fails."""
-        import ray
-
-        try:
-            ray.init(
-                address=self.ray_address,
-                namespace="course",
-                log_to_driver=False,  # lab output comes back through the stream, not the driver's stdout
-                logging_level=logging.WARNING,
-            )
-        except Exception as exc:  # the head answered the probe but is no Ray head, or refused us (RAY_AUTH_TOKEN)
-            message = cannot_reach(self.ray_address, f"{type(exc).__name__}: {exc}")
-            self._failed(message)
-            log.error("%s", message)
-            return False
-        log.info("dispatcher %s connected to Ray %s at %s", self.id, ray.__version__, self.ray_address)
-        return True
-
-    # -- health (dispatcher_health_main reads these files)
-
-    def _completed(self) -> None:
-        ALIVE_FILE.touch()
-        if self._failing:
-            FAILING_FILE.unlink(missing_ok=True)
-            self._failing = False
-
-    def _failed(self, why: str) -> None:
-        try:
-            FAILING_FILE.write_text(f"{utcnow():%Y-%m-%d %H:%M:%S} UTC: {why}\n")
-            self._failing = True
-        except OSError:  # the health check then says less, which is no reason to stop dispatching
-            log.debug("could not write %s", FAILING_FILE, exc_info=True)
 
     def refresh_nodes(self) -> list[Node]:
         import ray
@@ -707,13 +500,13 @@ class Dispatcher:
             signal.signal(signal.SIGTERM, stop)
             signal.signal(signal.SIGINT, stop)
 
-        ALIVE_FILE.unlink(missing_ok=True)  # a previous run's last cycle says nothing about this one
+        self.health.starting()
         handle_signals()  # while waiting for the head, a stop ends the wait at once
-        if not self.wait_for_head():
+        if not wait_for_head(self.ray_address, self.stopping, self.health):
             log.info("dispatcher %s stopped before it connected to Ray", self.id)
             self.engine.dispose()
             return 0
-        if not self.connect():
+        if not connect(self.ray_address, self.id, self.health):
             self.engine.dispose()
             return 1
         handle_signals()  # again: ray.init installs a SIGTERM handler of its own (sys.exit), which ours replace
@@ -724,9 +517,9 @@ class Dispatcher:
             except Exception as exc:  # the database or the cluster may be restarting; leases protect the jobs
                 log.exception("dispatcher %s: a tick failed; trying again", self.id)
                 first = next(iter(str(exc).strip().splitlines()), "")[:300]  # SQLAlchemy's errors run to many lines
-                self._failed(f"a cycle failed: {type(exc).__name__}: {first}")
+                self.health.failed(f"a cycle failed: {type(exc).__name__}: {first}")
             else:
-                self._completed()
+                self.health.completed()
             self.stopping.wait(TICK_S)
         self.shutdown()
         return 0

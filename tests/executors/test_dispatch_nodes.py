@@ -1,10 +1,11 @@
-"""Which nodes the Ray dispatcher offers work to (app/executors/ray.py `alive_nodes`), from `ray.nodes()` as Ray
-2.60 shapes it and what the tasks' streams have said about their nodes. The same path with a real cluster and a
+"""Which nodes the Ray dispatcher offers work to (app/executors/ray_resources.py `alive_nodes`), from `ray.nodes()`
+as Ray 2.60 shapes it and what the tasks' streams have said about their nodes. The same path with a real cluster and a
 killed node is in test_ray.py."""
 
 from __future__ import annotations
 
-from app.executors.ray import DEAD_NODE_S, alive_nodes, node_memory_budget
+from app.executors.ray_resources import DEAD_NODE_S, alive_nodes
+from app.services.cluster import node_memory_budget
 
 
 def _listed(node_id: str, alive: bool = True, gpus: float = 4.0) -> dict:

@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from app.core.models import ClusterNode, Job
-from app.executors.ray import ALIVE_S
+from app.executors.ray_health import ALIVE_S
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port, wait_for
 from tests.executors.raycluster import NODE_JOB_MEMORY_MB
