@@ -10,7 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from labs.params import LabParams
 from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, Problem, Resources
-from labs.words import byte_size
+from labs.words import byte_size, power_of_ten
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
 CPU_FLOP_BUDGET = 2e12
@@ -235,8 +235,8 @@ def limits(p: Params, backend: str) -> list[Problem]:
             return [
                 Problem(
                     "steps",
-                    f"steps, batch, seq, d_model, n_layers, ffn: about {flops:.2g} FLOPs per run, over the cpu backend's "
-                    f"budget of {CPU_FLOP_BUDGET:.0e} (6 x params({param_count(p)}) x batch({p.batch}) x seq({p.seq}) x "
+                    f"steps, batch, seq, d_model, n_layers, ffn: about {power_of_ten(flops, 2)} FLOPs per run, over the cpu "
+                    f"backend's budget of {power_of_ten(CPU_FLOP_BUDGET, 1)} (6 x params({param_count(p)}) x batch({p.batch}) x seq({p.seq}) x "
                     f"steps({p.steps})); make the run smaller or use a GPU backend",
                 )
             ]

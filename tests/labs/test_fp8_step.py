@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from labs import catalog
 from labs.fp8_step import report
 from labs.fp8_step.params import Params
 from labs.fp8_step.run import OUTLIER_TARGET
@@ -160,3 +161,12 @@ def test_gpu_run_measures_peak_memory(tmp_path):
 )
 def test_the_answer_says_a_small_loss_gap_with_its_size(x, text):
     assert report.percent(x) == text
+
+
+def test_a_run_over_the_cpu_flop_budget_says_both_as_powers_of_ten():
+    spec = catalog.get("fp8-step")
+    (problem,) = spec.problems(
+        spec.params.model_validate({"steps": 5000, "batch": 64}), "cpu", catalog.Capacity.local()
+    )
+    assert problem.field == "steps" and "about 3.2 × 10¹² FLOPs per run" in problem.message
+    assert "budget of 2 × 10¹²" in problem.message and "e+" not in problem.message
