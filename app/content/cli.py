@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from labs.words import count
+from labs.api import count
 
 from .loader import load_course
 

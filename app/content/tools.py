@@ -26,6 +26,8 @@ from urllib.parse import urlencode
 import annotated_types as at
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from labs.api import number
+
 from . import calc
 from .practice.answers import convert, parse_number
 from .schema import PauseCheck
@@ -124,7 +126,7 @@ class AxisIn(Inputs):
 
 
 def parallel_axis(p: AxisIn) -> dict:
-    from labs.parallel.costmodel import predict_sweep
+    from labs.api import predict_sweep
 
     return predict_sweep(p.tokens, p.hidden, p.ffn, [1, 2, 4, 8], p.node, p.precision)
 
@@ -293,9 +295,7 @@ TOOLS: dict[str, Tool] = {
 
 
 def _fmt_bound(x: float) -> str:
-    if float(x).is_integer() and abs(x) < 1e15:
-        return f"{int(x):,}"
-    return f"{x:g}".replace("e+", "e")
+    return number(x, 15)
 
 
 def expected(tool: Tool, name: str) -> str:

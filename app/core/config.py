@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from labs.resources import MIB, default_job_memory_bytes
+from labs.api import MIB, default_job_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_SECRET = "development-only-secret-change-me"

@@ -75,7 +75,7 @@ from app.services import jobs as job_service
 from app.services import queue as queue_service
 from app.services.cluster import TE_RESOURCE, Node, node_memory_budget
 from labs import catalog
-from labs.words import count
+from labs.api import count
 
 __all__ = ["Dispatcher", "dispatcher_health_main", "main"]  # app/cli/commands.py: `dispatcher`, `dispatcher-health`
 

@@ -30,7 +30,7 @@ from app.core.config import Settings
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
 from app.services import bundles
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
-from labs.resources import MIB, MIN_CPU_SLOTS
+from labs.api import MIB, MIN_CPU_SLOTS
 
 log = logging.getLogger(__name__)
 

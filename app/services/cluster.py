@@ -18,8 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.core.models import ClusterNode, utcnow
 from app.services.labhost import HostCapacity
-from labs.resources import MIB, MIN_CPU_SLOTS, Capacity
-from labs.words import count
+from labs.api import MIB, MIN_CPU_SLOTS, Capacity, count
 
 FRESH_S = 30  # a snapshot older than this says nothing about the cluster now
 TE_RESOURCE = "course_te_gpu"  # custom resource a node declares per GPU where Transformer Engine FP8 works

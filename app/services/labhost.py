@@ -18,8 +18,8 @@ import os
 import subprocess
 from dataclasses import asdict, dataclass
 
+from labs.api import LabParams
 from labs.catalog import BACKENDS, GPU_BACKENDS, Capacity, LabSpec, Problem
-from labs.params import LabParams
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from app.core.config import Settings
 from app.core.models import PasswordReset, User, utcnow
 from app.services import sessions, users
 from app.services.errors import FieldError
-from labs.words import count
+from labs.api import count
 
 SMTP_TIMEOUT_S = 20  # a slow mail server must not hold an instructor's request for longer
 

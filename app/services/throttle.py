@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.core.models import LoginThrottle, utcnow
 from app.services.errors import DomainError
-from labs.words import count
+from labs.api import count
 
 
 class Throttled(DomainError):

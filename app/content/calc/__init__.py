@@ -31,6 +31,8 @@ import inspect
 import re
 from collections.abc import Callable
 
+from labs.api import power_of_ten
+
 from ._base import CalcError
 from .fp8 import (
     FLT_MAX,
@@ -140,7 +142,6 @@ def evaluate(name: str, args: dict) -> dict:
         raise CalcError(f"{name}: {exc}") from None
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 
 
@@ -148,7 +149,7 @@ def format_value(value, spec: str) -> str:
     """Render one computed value: bools as yes/no, numbers with a Python format spec.
 
     Two additions for large numbers in prose: ".Nsci" gives N significant digits as a power of ten,
-    1.2e20 → "1.2·10²⁰" (".2sci"), and SPEC_million / _billion / _trillion scales first,
+    1.2e20 → "1.2 × 10²⁰" (".2sci"), and SPEC_million / _billion / _trillion scales first,
     1.04e10 → "10.4 billion" (".3g_billion").
     """
     if isinstance(value, bool):
@@ -158,9 +159,7 @@ def format_value(value, spec: str) -> str:
         return f"{format_value(value / _SCALES[scaled.group(2)], scaled.group(1))} {scaled.group(2)}"
     sci = re.fullmatch(r"\.(\d+)sci", spec)
     if sci and isinstance(value, (int, float)) and value != 0:
-        mantissa, exponent = f"{float(value):.{max(int(sci.group(1)) - 1, 0)}e}".split("e")
-        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
-        return f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+        return power_of_ten(float(value), int(sci.group(1)))
     try:
         return format(value, spec)
     except (TypeError, ValueError) as exc:

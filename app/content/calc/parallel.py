@@ -6,7 +6,7 @@ tools and the tp-sweep lab's predictions quote one H100/H200 figure each.
 
 from __future__ import annotations
 
-from labs.parallel.costmodel import NODES
+from labs.api import NODES
 
 from ._base import CalcError, at_least, fraction, positive, whole
 

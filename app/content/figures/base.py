@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from labs.trace.svgplot import PALETTE
+from labs.api import PALETTE
 
 from ..schema import Rendered
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from labs.trace.svgplot import svg_open
+from labs.api import svg_open
 
 from .. import calc
 from ..schema import Rendered

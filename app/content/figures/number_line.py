@@ -6,7 +6,7 @@ import math
 
 from pydantic import Field, model_validator
 
-from labs.trace.svgplot import svg_open
+from labs.api import svg_open
 
 from .. import calc
 from ..schema import Rendered

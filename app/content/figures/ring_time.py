@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from labs.trace.svgplot import Series, line_chart
+from labs.api import Series, line_chart
 
 from .. import calc
 from ..schema import Rendered

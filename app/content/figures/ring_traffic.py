@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from labs.trace.svgplot import Series, line_chart
+from labs.api import Series, line_chart
 
 from .. import calc
 from ..schema import Rendered

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from labs.trace.svgplot import PALETTE, svg_open
+from labs.api import PALETTE, svg_open
 
 from .. import calc
 from ..schema import Rendered

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from labs.trace.svgplot import svg_timeline
-from labs.trace.timeline import Span, overlap_metrics
+from labs.api import Span, overlap_metrics, svg_timeline
 
 from .. import calc
 from ..schema import Rendered

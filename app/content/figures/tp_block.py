@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from labs.trace.svgplot import svg_open
+from labs.api import svg_open
 
 from .. import calc
 from ..schema import Rendered

@@ -4,7 +4,7 @@ solver converts and calls app/content/calc."""
 
 from __future__ import annotations
 
-from labs.words import count
+from labs.api import count
 
 from .. import calc
 from .family import Generator

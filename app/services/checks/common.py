@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labs.runtime import validate_result
+from labs.api import validate_result
 
 STATUSES = ("pass", "warn", "fail", "not_gradable", "info")
 

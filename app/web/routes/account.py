@@ -25,7 +25,7 @@ from app.services import resets, sessions, tokens
 from app.services import users as user_service
 from app.web.deps import CurrentUser, DbInt, InstructorUser, SessionDep, SettingsDep, csrf_protect
 from app.web.templates import render
-from labs.words import count
+from labs.api import count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 

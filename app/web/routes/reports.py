@@ -29,7 +29,7 @@ from app.services.errors import NotFound
 from app.web.deps import CurrentUser, DbInt, LessonWithLab, OwnedBundle, PostedForm, SessionDep, csrf_protect
 from app.web.middleware.bodies import UPLOAD_LIMIT
 from app.web.templates import render
-from labs.words import count
+from labs.api import count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
