@@ -189,4 +189,4 @@ def test_fp8_range_shows_readable_numbers_below_a_million(learner):
     fragment = learner.get("/play/fp8-range", params={"amax": 240, "value": 300, "fmt": "E5M2"}, headers=HX).text
     assert "<dd>71,680</dd>" in fragment and "clipped at ±57,344" in fragment and "e+0" not in fragment
     big = learner.get("/play/fp8-range", params={"amax": 1e-6, "value": 1, "fmt": "E4M3"}, headers=HX).text
-    assert "<dd>4.48e+08</dd>" in big  # a scale of 448 million keeps its exponent instead of nine digits
+    assert "<dd>4.48 × 10⁸</dd>" in big  # a scale of 448 million keeps its exponent instead of nine digits
