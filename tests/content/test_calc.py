@@ -1,6 +1,6 @@
 """The calculation registry: seed numbers, clear errors, and FP8 numbers bit-identical to labs.fp8.
 
-app/content/calc.py is pure Python (the web tier never imports torch); this test may import labs.fp8,
+app/content/calc/ is pure Python (the web tier never imports torch); this test may import labs.numerics.fp8,
 and with it torch, to check that the lesson's FP8 arithmetic is the lab's.
 """
 
