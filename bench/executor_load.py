@@ -10,7 +10,7 @@ and queue latency (submit -> start, from the jobs table) p50/p99 over the jobs t
 database: every registered learner, every acknowledged answer and every acknowledged job is there, and every job
 ended (succeeded, failed or cancelled), none left queued or running. Exit 1 if any check fails.
 
-Embedded: `python -m app serve` with one lab worker (the README's shape). Ray: the same server with
+Embedded: `python -m app serve` with one lab worker (the shape of docs/deploying.md). Ray: the same server with
 COURSE_EXECUTOR=ray and its dispatcher, against a local cluster (a head and one node with four CPU slots, the
 tests' helper). Loopback only; every loop is bounded in count and time.
 """

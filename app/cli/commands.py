@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return node_flags_main(settings)
     if args.cmd == "dispatcher-health":
-        from app.executors.ray import dispatcher_health_main
+        from app.executors.ray_health import dispatcher_health_main
 
         return dispatcher_health_main()
     if args.cmd == "ray-node-health":

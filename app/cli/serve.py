@@ -64,7 +64,7 @@ def check_port(host: str, port: int) -> None:
 
 
 def warn_sqlite_processes(settings: Settings) -> None:
-    """README: PostgreSQL for more than one web process. Several processes on one SQLite file do work (the tests
+    """docs/deploying.md, PostgreSQL: for more than one web process. Several processes on one SQLite file do work (the tests
     run two), but every write of every process queues behind one file lock: a warning, not a refusal."""
     if settings.environment == "production" and settings.web_processes > 1 and settings.db_url.startswith("sqlite"):
         log.warning(

@@ -3,6 +3,8 @@
     embedded (default)  app/executors/embedded.py   lab workers on this host claim jobs in fair order
     ray                 app/executors/ray.py        a dispatcher claims in fair order and submits one Ray task per
                                                     job, placed by Ray on a node with the GPUs/CPUs it needs;
+                        app/executors/ray_resources.py  what a job needs from a node, which nodes can take work
+                        app/executors/ray_health.py     reaching the head; the dispatcher's health file
                         app/executors/ray_node.py   the task on the node, and the node's flags and health
 
 `processes(settings)` gives the commands `python -m app serve` starts and supervises for either

@@ -56,7 +56,7 @@ def dispatcher_health_main() -> int:
 CONNECT_PROBE_S = 2.0  # a head that has not accepted a TCP connection in this long is taken as not there
 CONNECT_RETRY_S = 5.0
 CONNECT_REMIND_S = 60.0  # the error is logged again this often while the head stays away
-HEAD_START = "ray start --head --port={port} --num-cpus=0 --num-gpus=0"  # README, Deploying: bare metal
+HEAD_START = "ray start --head --port={port} --num-cpus=0 --num-gpus=0"  # docs/deploying.md, Bare metal with Ray
 
 
 def head_address(address: str) -> tuple[str, int] | None:
@@ -102,7 +102,7 @@ def cannot_reach(address: str, why: str) -> str:
     named = f"RAY_ADDRESS={address}" if address != "auto" else "RAY_ADDRESS (unset: Ray looked for a head on this host)"
     return (
         f"the dispatcher cannot reach the Ray cluster at {named}: {why.rstrip('.')}. Start the head there first "
-        f"(`{HEAD_START.format(port=port)}`, README: Deploying) or set RAY_ADDRESS to the head's host:port; "
+        f"(`{HEAD_START.format(port=port)}`, docs/deploying.md: Bare metal with Ray) or set RAY_ADDRESS to the head's host:port; "
         f"no lab job runs until the dispatcher connects"
     )
 

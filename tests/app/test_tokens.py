@@ -58,7 +58,7 @@ def test_token_names_and_ownership(client, make_client):
 
 
 def test_bundle_upload_with_a_token_as_the_readme_shows(client, app, tmp_path):
-    """The README's curl line: multipart field `bundle`, bearer token, no cookie."""
+    """The curl line of docs/operating.md: multipart field `bundle`, bearer token, no cookie."""
     import io
     import json
     import subprocess

@@ -145,7 +145,7 @@ def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once
     try:
         wanted = (
             f"the dispatcher cannot reach the Ray cluster at RAY_ADDRESS={dead}: {why}. Start the head there first (`ray start --head --port={dead.rsplit(':')[1]} "
-            "--num-cpus=0 --num-gpus=0`, README: Deploying) or set RAY_ADDRESS to the head's host:port"
+            "--num-cpus=0 --num-gpus=0`, docs/deploying.md: Bare metal with Ray) or set RAY_ADDRESS to the head's host:port"
         )
         wait_for(lambda: wanted in log_path.read_text(), timeout=120, interval=0.2)
         assert log_path.read_text().count("cannot reach the Ray cluster") == 1  # once, not per retry
