@@ -2,6 +2,15 @@
 
 PostgreSQL is a real server started once per test session from the Debian binaries
 (`scripts/setup.sh --test` installs them) in a temporary directory on a free loopback port.
+
+A database test runs on SQLite; one marked `both_backends` runs on PostgreSQL as well. That marker belongs on
+what the backend changes: sessions, login throttling, jobs and the queue, concurrency, migrations, and races
+(grading saves, publishing), where locking, isolation and the dialect differ.
+
+Migrating a database and publishing every lesson takes about a second, and every test that starts the app
+did it. A test whose fixtures include `app` gets a copy of a database migrated and published once per
+session (per backend): the app's start-up finds nothing changed and publishes nothing. Any other test
+gets an empty database, as migration and publishing tests need.
 """
 
 from __future__ import annotations
@@ -94,23 +103,79 @@ def pg_url_by_socket(url: str) -> str:
     return u.set(host=None, query={**u.query, "host": str(PG_SOCKETS[u.port])}).render_as_string(hide_password=False)
 
 
-def _new_pg_database(base_url: str) -> str:
+def _new_pg_database(base_url: str, template: str | None = None) -> str:
+    """A new database on the test server: empty, or a copy of `template` (which must have no open connections)."""
     global _db_counter
     _db_counter += 1
     name = f"course_{os.getpid()}_{_db_counter}"
+    copy_of = f' TEMPLATE "{template}"' if template else ""
     admin = create_engine(f"{base_url}/postgres", isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"{copy_of}'))
     admin.dispose()
     return f"{base_url}/{name}"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def _prepare_once(db_url: str, data_dir: Path) -> None:
+    """Migrate and publish as the app's start-up does, then close every connection (a PostgreSQL template must
+    have none; a SQLite file is copied whole, so its write-ahead log is folded into it first)."""
+    from app.cli import startup
+
+    startup.prepare(Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url))
+    if db_url.startswith("sqlite"):
+        engine = make_engine(db_url)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def published_sqlite(tmp_path_factory) -> Path:
+    """A SQLite file migrated and published once per session; tests get copies."""
+    base = tmp_path_factory.mktemp("published-sqlite")
+    _prepare_once(f"sqlite:///{base / 'course.db'}", base / "data")
+    return base / "course.db"
+
+
+@pytest.fixture(scope="session")
+def published_postgres(postgres_server, tmp_path_factory) -> str:
+    """The name of a PostgreSQL database migrated and published once per session; tests get copies."""
+    url = _new_pg_database(postgres_server)
+    _prepare_once(url, tmp_path_factory.mktemp("published-postgres"))
+    return make_url(url).database or ""
+
+
+def pytest_generate_tests(metafunc):
+    """`db_url` is SQLite, and PostgreSQL as well for a test marked `both_backends`, unless the test names its
+    own kinds with @pytest.mark.parametrize("db_url", [...], indirect=True) or a module overrides the fixture with
+    params of its own."""
+    if "db_url" not in metafunc.fixturenames:
+        return
+    if any(d.params for d in metafunc._arg2fixturedefs.get("db_url", ())[-1:]):
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        if "db_url" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return
+    kinds: list = ["sqlite"]
+    if metafunc.definition.get_closest_marker("both_backends"):
+        kinds.append(pytest.param("postgres", marks=pytest.mark.postgres))
+    metafunc.parametrize("db_url", kinds, indirect=True)
+
+
+@pytest.fixture
 def db_url(request, tmp_path) -> str:
-    """An empty database of each kind: the core tests run against both."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'course.db'}"
-    return _new_pg_database(request.getfixturevalue("postgres_server"))
+    """A database of the kind the test is parametrized with: migrated and published when the test starts the
+    app (`app` among its fixtures), empty otherwise."""
+    kind = getattr(request, "param", "sqlite")
+    published = "app" in request.fixturenames
+    if kind == "sqlite":
+        path = tmp_path / "course.db"
+        if published:
+            shutil.copyfile(request.getfixturevalue("published_sqlite"), path)
+        return f"sqlite:///{path}"
+    template = request.getfixturevalue("published_postgres") if published else None
+    return _new_pg_database(request.getfixturevalue("postgres_server"), template)
 
 
 @pytest.fixture

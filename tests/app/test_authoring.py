@@ -50,6 +50,7 @@ def test_preview_shows_errors_with_file_and_field(instructor, db):
     assert "Valid." in r.text and "Orient and objectives" in r.text
 
 
+@pytest.mark.both_backends
 def test_publish_new_version_without_restart(instructor, db, make_client):
     before = lesson_service.latest_row(db, lesson_id=LESSON).version
     text = _text(db, "parts/orient.yaml").replace("Orient + objectives", "Orient and objectives")

@@ -20,19 +20,17 @@ import pytest
 
 from app.web.middleware.bodies import AUTHORING_LIMIT, DEFAULT_LIMIT, UPLOAD_LIMIT
 from tests.app.live import Live, course_server
-from tests.conftest import _new_pg_database
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def live(request, tmp_path_factory) -> Iterator[Live]:
-    """One server per database kind for the whole module (starting one checks the labs: seconds)."""
-    tmp = tmp_path_factory.mktemp(f"limits-{request.param}")
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> Iterator[Live]:
+    """One server for the whole module (starting one checks the labs: seconds), on SQLite: the limits are the
+    body middleware's, the same whichever database is behind it."""
+    tmp = tmp_path_factory.mktemp("limits")
     db_url = f"sqlite:///{tmp / 'course.db'}"
-    if request.param == "postgres":
-        db_url = _new_pg_database(request.getfixturevalue("postgres_server"))
     (tmp / "spool").mkdir()
     # TMPDIR: where Starlette's multipart parser would spool a file part (tempfile.SpooledTemporaryFile)
     with course_server(tmp, db_url, TMPDIR=str(tmp / "spool")) as server:

@@ -11,6 +11,8 @@ from app.core.models import Job, utcnow
 from app.services import jobs, limits, queue
 from app.services.labhost import HostCapacity
 
+pytestmark = pytest.mark.both_backends  # the queue's order and limits are SQL aggregates over jobs
+
 LOCAL = HostCapacity.local_default()
 
 

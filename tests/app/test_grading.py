@@ -46,6 +46,7 @@ def test_second_claim_is_refused_with_the_holders_name(report, make_user, make_c
     assert r.status_code == 409 and "Claim the report" in r.text
 
 
+@pytest.mark.both_backends
 def test_claim_race_between_two_sessions_has_one_winner(report, make_user, settings, db):
     graders = [make_user(f"g{i}@example.org", roles=("grader",)) for i in range(2)]
     engine = make_engine(settings.db_url)
@@ -69,6 +70,7 @@ def test_claim_race_between_two_sessions_has_one_winner(report, make_user, setti
     assert outcomes.count("won") == 1 and any("claimed this report first" in o for o in outcomes), outcomes
 
 
+@pytest.mark.both_backends
 def test_concurrent_grade_save_is_refused_and_nothing_is_lost(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
     gina.post(f"/grader/reports/{report.id}/claim")
@@ -100,6 +102,7 @@ def test_concurrent_grade_save_is_refused_and_nothing_is_lost(report, make_user,
     assert [g.revision for g in db.query(Grade).order_by(Grade.revision)] == [1, 2]
 
 
+@pytest.mark.both_backends
 def test_grade_save_race_between_two_sessions_has_one_winner(report, make_user, settings, db):
     gina = make_user("gina@example.org", roles=("grader",))
     grading.claim(db, report=report, grader=gina)

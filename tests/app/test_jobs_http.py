@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from app.core.models import Job
 
 
@@ -92,6 +94,7 @@ def test_failed_lab_reports_a_reason(client, db, settings):
     assert "could not start the lab" in page
 
 
+@pytest.mark.both_backends
 def test_huge_ids_are_a_422_not_a_database_overflow(client):
     """Found by schemathesis against /api/v1/openapi.json: ids beyond 32 bits reached the database."""
     _learner(client)

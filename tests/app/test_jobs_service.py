@@ -8,6 +8,8 @@ from app.core.models import utcnow
 from app.services import jobs
 from app.services.labhost import HostCapacity
 
+pytestmark = pytest.mark.both_backends  # claiming, leasing and requeueing jobs lock rows
+
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
 

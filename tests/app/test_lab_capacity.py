@@ -12,6 +12,8 @@ from app.web.factory import create_app
 from labs.catalog import Capacity
 from tests.conftest import Browserless
 
+pytestmark = pytest.mark.both_backends  # admission counts running jobs in SQL
+
 # A small host: four CPU rank slots, no GPU, 1 GiB per job. Written out so the test does not depend on
 # how many cores the machine running it has.
 SMALL = HostCapacity(

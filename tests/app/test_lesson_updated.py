@@ -151,6 +151,7 @@ def test_rereading_the_same_part_right_after_a_publish_shows_the_notice(learner,
     assert _notice(learner.get(DEEP).text) is None
 
 
+@pytest.mark.both_backends
 def test_the_migration_keeps_existing_progress_with_no_version_and_downgrades(db_url):
     """0008 adds part_progress.version_seen: rows read before it keep everything and get NULL (never a notice);
     a downgrade drops the column and keeps the rows."""

@@ -15,6 +15,8 @@ from app.core import passwords
 from app.core.models import LoginThrottle, utcnow
 from app.services import throttle, users
 
+pytestmark = pytest.mark.both_backends  # throttling counts failures in rows that concurrent logins update
+
 
 def _unlock(db) -> None:
     """Let the current lock run out (instead of sleeping through it)."""

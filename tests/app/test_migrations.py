@@ -1,3 +1,4 @@
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
@@ -5,6 +6,8 @@ from sqlalchemy import inspect
 from app.core import migrate
 from app.core.db import make_engine
 from app.core.models import Base
+
+pytestmark = pytest.mark.both_backends  # migrations are DDL in each dialect
 
 
 def test_upgrade_downgrade_upgrade(db_url):

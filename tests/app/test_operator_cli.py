@@ -235,6 +235,7 @@ def test_a_missing_postgres_database_is_named(postgres_server, tmp_path):
         check_database(s)
 
 
+@pytest.mark.both_backends
 def test_a_good_database_passes(settings):
     from app.cli.startup import check_database
 

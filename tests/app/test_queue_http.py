@@ -14,6 +14,8 @@ from app.services import limits as limit_service
 from app.web.factory import create_app
 from tests.conftest import Browserless
 
+pytestmark = pytest.mark.both_backends  # the queue's limits are SQL aggregates over jobs
+
 
 @pytest.fixture
 def prof(make_client, make_user):

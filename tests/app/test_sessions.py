@@ -13,6 +13,8 @@ from app.core.models import User, UserRole, UserSession, utcnow
 from app.services import sessions
 from tests.app.aging import age_sessions
 
+pytestmark = pytest.mark.both_backends  # sessions are rows read and renewed on every request
+
 COOKIE = "course_session"
 
 

@@ -5,10 +5,14 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from app.core.models import Job
 from app.services import jobs
 from app.services.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for
+
+pytestmark = pytest.mark.both_backends  # a dead worker's lease expires and its job is requeued in SQL
 
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 

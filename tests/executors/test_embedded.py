@@ -117,6 +117,7 @@ def test_a_lab_over_its_memory_budget_ends_as_out_of_memory(db, make_user, setti
     assert not _alive(done.placement["pid"])
 
 
+@pytest.mark.both_backends
 def test_the_reaper_timer_requeues_without_any_worker(settings, db, make_user):
     """A worker killed with -9 leaves its job running with a lease; the server's reaper timer alone requeues it."""
     from app.executors.supervise import Reaper
@@ -159,6 +160,7 @@ def test_a_lab_ended_by_a_signal_is_told_as_a_stop_from_outside_or_a_crash(tmp_p
     assert outcome.message == ("lost" if lost else "failed")
 
 
+@pytest.mark.both_backends
 def test_a_lab_killed_from_outside_is_requeued_uncharged_and_then_succeeds(db, make_user, settings):
     """The host's OOM killer or an operator's `kill -9` hits the lab process, not the worker: the attempt is the
     infrastructure's, so the job goes back to the queue with its reason and nothing is charged; the next attempt
