@@ -64,7 +64,7 @@ def _users_reset_link(settings: Settings, args) -> int:
 
 def _users_create(settings: Settings, args) -> int:
     """A new account, or roles (and, when given, a password or name) for an existing one. An existing account is
-    never prompted for a password: one typed there used to be thrown away."""
+    never prompted for a password, since nothing would use one typed there."""
     from app.core.db import make_engine, make_sessionmaker
     from app.services import users
 
@@ -141,7 +141,7 @@ def _graders_assign(settings: Settings, args) -> int:
             )
             return 2
         # Published lessons, and the folders `serve` publishes at start-up: assigning before the first `serve`
-        # must work. A typo used to be stored and grant nothing.
+        # must work. A lesson id outside both is refused: stored, it would grant nothing.
         known = {lesson.id for lesson, _ in lesson_service.catalogue(db)}
         if settings.lessons_dir.is_dir():
             known |= {

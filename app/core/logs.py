@@ -37,8 +37,7 @@ def configure(level: str = "INFO", *, access_log: bool = False) -> None:
 def _access(on: bool) -> None:
     """uvicorn logs a request only when its access logger has a handler (hasHandlers(), checked per
     connection), so "off" must leave it none: no propagation either. A web process of a multi-process server
-    runs this after uvicorn switched the logger off; it used to switch it back on, and every request was
-    logged."""
+    runs this after uvicorn switched the logger off, so it must not switch it back on."""
     access = logging.getLogger("uvicorn.access")
     access.handlers.clear()
     access.propagate = on

@@ -1,7 +1,7 @@
 """What an operator meets at the command line: a Ray node's commands without the web tier's settings, `users create`
 on an existing account, `graders assign` with a lesson that does not exist, a bad database or a taken port at
-start-up (one `configuration error:` line, exit 2, before anything starts), and settings that used to accept
-nonsense without a word."""
+start-up (one `configuration error:` line, exit 2, before anything starts), and settings that must refuse
+nonsense out loud."""
 
 from __future__ import annotations
 
