@@ -1,7 +1,9 @@
-"""Real lab bundles for the report and grading tests, made once per test process by `python -m labs run`.
+"""Lab bundles for the report and grading tests: committed golden runs, and real runs for other parameters.
 
-The parameters are the smallest that still exercise every field the checks read (two TP degrees and
-two ranks, a few FP8 steps), so the four runs take about half a minute on two cores.
+`bundle(lab)` is tests/golden/LAB: what `python -m labs run LAB` wrote with the TINY parameters below (the
+smallest that still exercise every field the checks read: two TP degrees and two ranks, a few FP8 steps).
+`python -m tests.app.labruns` writes them again; tests/labs/test_golden_bundles.py fails when a lab's output
+no longer has a golden bundle's shape. `run(lab, params_json)` runs a lab for other parameters.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from functools import cache
 from pathlib import Path
 
 from tests.conftest import ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
 
 TINY = {
     "env-check": {},
@@ -43,8 +47,8 @@ def run(lab: str, params_json: str) -> Path:
 
 
 def bundle(lab: str) -> Path:
-    """The run of `lab` with its TINY parameters."""
-    return run(lab, json.dumps(TINY[lab]))
+    """The committed run of `lab` with its TINY parameters (do not modify it)."""
+    return GOLDEN / lab
 
 
 def result(lab: str) -> dict:
@@ -54,3 +58,15 @@ def result(lab: str) -> dict:
 def copy_to(lab: str, dest: Path) -> Path:
     shutil.copytree(bundle(lab), dest)
     return dest
+
+
+def write_golden() -> None:
+    """Run every lab with its TINY parameters and keep the bundles as tests/golden/LAB."""
+    for lab, params in TINY.items():
+        shutil.rmtree(GOLDEN / lab, ignore_errors=True)
+        shutil.copytree(run(lab, json.dumps(params)), GOLDEN / lab)
+        print(f"wrote {GOLDEN / lab}")
+
+
+if __name__ == "__main__":
+    write_golden()
