@@ -173,3 +173,39 @@ def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed)
                 assert got == want, (user.email, filters, report_id, order)
                 checked += 1
     assert checked > 100  # the product above is not empty by mistake
+
+
+@pytest.mark.both_backends  # the statements are the dialect's
+def test_the_queue_page_reads_the_same_statements_with_2_and_50_reports_queued(
+    app, make_client, make_user, db, seed, monkeypatch
+):
+    """Each queued report's version, grades and people are read for the whole queue at once, not row by row
+    (a class of 200 would otherwise cost about a thousand statements per view of /grader)."""
+    monkeypatch.setattr(lesson_service, "CURRENT_TTL_S", 3600.0)
+    gina = _grader(make_user, db)
+    c = make_client()
+    c.login("gina@example.org")
+    start = utcnow() - timedelta(hours=1)
+    seed(1, at=start)
+    seed(1, at=start + timedelta(seconds=1), status="claimed", claimer=gina)
+
+    def statements(expect_rows: int) -> list[str]:
+        seen: list[str] = []
+
+        def record(conn, cursor, statement, *args):
+            seen.append(statement)
+
+        event.listen(app.state.engine, "before_cursor_execute", record)
+        try:
+            r = c.get("/grader")
+        finally:
+            event.remove(app.state.engine, "before_cursor_execute", record)
+        assert r.status_code == 200
+        assert len(re.findall(r'href="/grader/reports/\d+', r.text)) >= expect_rows, r.text[:2000]
+        return seen
+
+    c.get("/grader")  # warm: the session, the catalogue
+    few = statements(2)
+    seed(48, at=start + timedelta(minutes=1))
+    many = statements(50)
+    assert len(many) == len(few), (len(few), len(many))
