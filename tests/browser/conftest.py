@@ -103,18 +103,32 @@ def page(browser, request):
 SIZES = {"laptop": (1280, 800), "phone": (390, 844)}  # the two widths a journey is walked at
 
 
+@pytest.fixture(scope="session")
+def logged_in_states() -> dict[str, dict]:
+    """email -> the storage state (the session cookie) of a browser context logged in as that user."""
+    return {}
+
+
 @pytest.fixture
-def open_page(browser, live_server):
-    """`open_page(size, email, js=True)`: a page of its own browser context at SIZES[size], logged in as `email`,
-    JavaScript on or off; closed after the test."""
+def open_page(browser, live_server, logged_in_states):
+    """`open_page(size, email, js=True)`: a blank page of its own browser context at SIZES[size], logged in as
+    `email`, JavaScript on or off; closed after the test. The login is made once per user and its cookie reused
+    (tests that log in or out as their subject call `login` themselves); a session that has ended since is
+    replaced by a new login."""
     contexts = []
 
     def make(size: str, email: str, *, js: bool = True):
-        ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])), java_script_enabled=js)
+        state = logged_in_states.get(email)
+        ctx = browser.new_context(
+            viewport=dict(zip(("width", "height"), SIZES[size])), java_script_enabled=js, storage_state=state
+        )
         contexts.append(ctx)
         pg = ctx.new_page()
         pg.set_default_timeout(15_000)
-        login(pg, live_server.url, email)
+        if state is None or not ctx.request.get(live_server.url + "/api/v1/me").ok:
+            login(pg, live_server.url, email)
+            logged_in_states[email] = ctx.storage_state()
+            pg.goto("about:blank")
         return pg
 
     yield make

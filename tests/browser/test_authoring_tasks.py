@@ -104,8 +104,8 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         # leaving with unpublished edits asks first (a file link would have dropped them without a word)
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.type), d.dismiss() if len(dialogs) == 1 else d.accept()))
-        page.get_by_role("link", name="parts/moe.yaml").click()
-        page.wait_for_timeout(500)
+        with page.expect_event("dialog"):
+            page.get_by_role("link", name="parts/moe.yaml").click()
         assert dialogs == ["beforeunload"] and "/publish" in page.url  # dismissed: still here, text and all
 
         # 3. a new question: its own file, listed in the part picked, previewed there, published in one version

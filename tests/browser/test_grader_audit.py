@@ -108,9 +108,11 @@ def test_keyboard_reaches_the_rubric_and_is_stopped_at_the_first_unscored_line(l
     g.keyboard.press("2")
     g.keyboard.press("f")
     g.keyboard.type("Half way: timeline next.")
+    sent: list[str] = []
+    g.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
     g.keyboard.press("Control+Enter")
-    g.wait_for_timeout(300)
-    assert g.url == f"{live_server.url}/grader/reports/{report_id}#rubric-h"  # nothing was sent
+    g.wait_for_function("() => document.activeElement?.closest('.rubric-item')?.dataset.item === 'tp-mapping'")
+    assert g.url == f"{live_server.url}/grader/reports/{report_id}#rubric-h" and sent == []  # nothing was sent
     assert _focused_line(g) == "tp-mapping"  # the first line left without a level
     message = g.evaluate("document.activeElement.validationMessage")
     assert message == "Pick a level for line 3, “TP rank mapping and parity”, before saving.", message
@@ -156,12 +158,14 @@ def test_an_unclaimed_report_is_claimed_from_the_rubric(live_server, seeder, gra
     g.get_by_test_id("to-rubric").click()
     claim = g.locator(".grade-foot").get_by_role("button", name="Claim to grade")
     expect(claim).to_be_in_viewport()
+    sent: list[str] = []
+    g.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
     g.keyboard.press("Control+Enter")  # saves a claimed grade; here there is nothing to save, and nothing is sent
-    g.wait_for_timeout(300)
     expect(g.get_by_test_id("grading-error")).to_have_count(0)
     assert g.url.endswith(f"/grader/reports/{report_id}#rubric-h"), g.url
     claim.click()
     expect(g.locator(".banner[role=status]")).to_contain_text("Claimed")
+    assert sent == [f"{live_server.url}/grader/reports/{report_id}/claim"], sent  # a save would have come first
     expect(g.locator("#rubric-h")).to_be_in_viewport()
     assert g.url == f"{live_server.url}/grader/reports/{report_id}?v=1#rubric-h", g.url
     expect(g.locator("#item-environment input[type=radio]").first).to_be_enabled()

@@ -68,13 +68,17 @@ def test_grading_without_javascript(live_server, seeder, open_page, size):
         g.locator(f"#item-{line} input[type=radio]").last.check()  # the top level of each: 2+4+3+4+4 = 17
     g.locator("#feedback").fill("Typed without JavaScript.")
     posted = g.url
+    saves: list[str] = []
+    g.on("request", lambda r: saves.append(r.url) if r.method == "POST" else None)
     g.get_by_role("button", name="Save grade").click()  # the last line has no level: the browser keeps the form
-    g.wait_for_timeout(300)
-    assert g.url == posted
+    # the browser's own check answers by focusing the first control it refused
+    g.wait_for_function("() => document.activeElement?.matches('#grade-form input:invalid')")
+    assert g.url == posted and saves == []
     # a client that does not check `required` is refused by the server, with everything kept
     g.evaluate("document.querySelectorAll('#grade-form input[required]').forEach(r => { r.required = false; })")
     g.get_by_role("button", name="Save grade").click()
     expect(g.get_by_test_id("grading-error")).to_contain_text("missing: Stretch sweep (over-sharding)")
+    assert len(saves) == 1  # this save, and not the one the browser stopped
     expect(g.locator("#feedback")).to_have_value("Typed without JavaScript.")
     expect(g.locator("#item-timeline input[type=radio]").last).to_be_checked()
     expect(g.locator("#grade-total")).to_have_text("17")

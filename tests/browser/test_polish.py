@@ -590,6 +590,11 @@ def test_without_javascript_a_refused_form_comes_back_filled_in(browser, live_se
     ctx.close()
 
 
+# Resolves once htmx has finished with a reading-time beat answered 401 (static/requests.js has had its say).
+BEAT_401_HANDLED = """() => { window.beat401Handled = new Promise(done => document.addEventListener('htmx:finally:request',
+  ev => { if (ev.detail.ctx.response?.status === 401 && ev.detail.ctx.sourceElement?.getAttribute('hx-post')?.endsWith('/time')) done(true); })); }"""
+
+
 @pytest.mark.parametrize(("width", "height", "name"), WIDTHS[:2])
 def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server, width, height, name):
     """An htmx action whose answer does not come back into the page says why in an alert at the foot of the screen
@@ -660,10 +665,11 @@ def test_a_failed_action_says_why_and_keeps_what_was_typed(browser, live_server,
     with page.expect_response(lambda r: r.url.endswith("/progress/deep-dives/time")) as beat:
         page.clock.run_for(21_000)
     assert beat.value.status == 403  # logged out: refused before the login check; quiet all the same
+    page.evaluate(BEAT_401_HANDLED)
     with page.expect_response(lambda r: r.url.endswith("/progress/deep-dives/time")) as beat:
         page.clock.run_for(21_000)
     assert beat.value.status == 401  # with the token the 403 brought: logged out, and no redirect
-    page.wait_for_timeout(300)
+    page.evaluate("() => window.beat401Handled")  # static/requests.js has handled the answer
     expect(alert).to_be_hidden()
     expect(page).to_have_url(url)
     ctx.close()
