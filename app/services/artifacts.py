@@ -8,6 +8,7 @@ app/web/routes/artifacts.py; the functions here return an `Artifact` or raise No
 from __future__ import annotations
 
 import mimetypes
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,19 @@ from app.services.errors import NotFound
 class Artifact:
     path: Path  # absolute, inside its bundle folder
     media_type: str
+    # Set for a file that is for other tools (a Chrome trace for Perfetto): sent as an attachment under this
+    # name, so a browser saves it instead of showing raw JSON in the tab.
+    download_name: str | None = None
+
+
+def download_name(result: dict, name: str, path: Path, source: str | None) -> str | None:
+    """The file name a JSON artifact downloads as, `<lab>-<source>-<artifact>.json` ("overlap-trace-job12-windowed.json",
+    a trace's `trace_` prefix dropped), or None for a file the browser shows itself (result.json, SVG plots)."""
+    if name == "result.json" or path.suffix != ".json":
+        return None
+    parts = [str(result.get("lab") or "lab"), source, path.stem.removeprefix("trace_")]
+    # Only letters, digits, dot, dash and underscore, so the name needs no quoting in Content-Disposition.
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(p for p in parts if p)) + ".json"
 
 
 def resolve_artifact(bundle: Path, result: dict, name: str) -> tuple[Path, str] | str:
@@ -44,21 +58,28 @@ def resolve_artifact(bundle: Path, result: dict, name: str) -> tuple[Path, str] 
     return path, media_type
 
 
-def in_folder(root: Path, result: dict, name: str, what: str) -> Artifact:
-    """Artifact `name` of the bundle folder `root`; NotFound saying `what` lacks it."""
+def in_folder(root: Path, result: dict, name: str, what: str, source: str | None = None) -> Artifact:
+    """Artifact `name` of the bundle folder `root`; NotFound saying `what` lacks it. `source` ("job12",
+    "upload3") goes into the name a trace downloads as."""
     found = resolve_artifact(root, result, name)
     if isinstance(found, str):
         raise NotFound(f"{what}: {found}.")
     path, media_type = found
-    return Artifact(path, media_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+    return Artifact(
+        path,
+        media_type or mimetypes.guess_type(path.name)[0] or "application/octet-stream",
+        download_name(result, name, path, source),
+    )
 
 
 def of_job(settings: Settings, job: Job, name: str) -> Artifact:
     """Artifact `name` (or `result.json`) of a job; NotFound until the job has written its bundle."""
     if not job.bundle_dir or not job.result:
         raise NotFound(f"Job {job.id} has no artifacts yet.")
-    return in_folder(settings.data_dir / job.bundle_dir, job.result, name, f"Job {job.id}")
+    return in_folder(settings.data_dir / job.bundle_dir, job.result, name, f"Job {job.id}", f"job{job.id}")
 
 
 def of_bundle(settings: Settings, bundle: Bundle, name: str) -> Artifact:
-    return in_folder(settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}")
+    return in_folder(
+        settings.data_dir / bundle.bundle_dir, bundle.result, name, f"Upload {bundle.id}", f"upload{bundle.id}"
+    )

@@ -7,14 +7,19 @@ GET /api/v1/bundles/{id}/artifacts/{name}                            the same, f
 GET /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}    a report's evidence, for its owner and graders
 
 `name` is an artifact's name or its `path` from result.json (a path may hold slashes), or `result.json`.
+A Chrome trace comes as an attachment named `<lab>-job<N>-<schedule>.json` (so "Download" saves a file a
+learner can drop on ui.perfetto.dev); `?as=timeline` answers the same trace as the page's timeline viewer
+reads it (app/services/timelines.py).
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import FileResponse
+from typing import Annotated, Literal
 
-from app.services import artifacts
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import FileResponse, JSONResponse, Response
+
+from app.services import artifacts, timelines
 from app.services import evidence as evidence_service
 from app.services.artifacts import Artifact
 from app.web.deps import DbInt, OwnedBundle, SessionDep, SettingsDep, ViewerJob, ViewerReport, csrf_protect
@@ -29,34 +34,57 @@ HEADERS = {
 }
 
 
-def _file(artifact: Artifact) -> FileResponse:
+# `?as=timeline`: the trace as the viewer reads it; absent: the file itself.
+AsView = Annotated[Literal["timeline"] | None, Query(alias="as", description="`timeline`: the viewer's JSON")]
+
+
+def _file(artifact: Artifact, as_view: str | None = None, title: str = "") -> Response:
+    if as_view == "timeline":
+        return JSONResponse(timelines.timeline(artifact, title=title), headers=HEADERS)
+    if artifact.download_name:
+        # FileResponse writes Content-Disposition itself (RFC 6266, quoted) from filename=
+        return FileResponse(
+            artifact.path, media_type=artifact.media_type, headers=HEADERS, filename=artifact.download_name
+        )
     return FileResponse(artifact.path, media_type=artifact.media_type, headers=HEADERS)
 
 
+def _title(result: dict | None, where: str, name: str) -> str:
+    """What Perfetto's tab and the viewer call a trace: "overlap-trace · job 5 · windowed"."""
+    return f"{(result or {}).get('lab', 'lab')} · {where} · {name.removeprefix('trace_')}"
+
+
 @router.get("/jobs/{job_id}/artifacts/{name:path}")
-def job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> FileResponse:
-    return _file(artifacts.of_job(settings, job, name))
+def job_artifact(job: ViewerJob, name: str, settings: SettingsDep, as_view: AsView = None) -> Response:
+    return _file(artifacts.of_job(settings, job, name), as_view, _title(job.result, f"job {job.id}", name))
 
 
 @api.get("/jobs/{job_id}/artifacts/{name:path}")
-def api_job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> FileResponse:
+def api_job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> Response:
     return _file(artifacts.of_job(settings, job, name))
 
 
 @router.get("/bundles/{bundle_id}/artifacts/{name:path}")
-def bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> FileResponse:
-    return _file(artifacts.of_bundle(settings, bundle, name))
+def bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep, as_view: AsView = None) -> Response:
+    return _file(
+        artifacts.of_bundle(settings, bundle, name), as_view, _title(bundle.result, f"upload {bundle.id}", name)
+    )
 
 
 @api.get("/bundles/{bundle_id}/artifacts/{name:path}")
-def api_bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> FileResponse:
+def api_bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> Response:
     return _file(artifacts.of_bundle(settings, bundle, name))
 
 
 @router.get("/reports/{report_id}/versions/{number}/evidence/{slot_id}/artifacts/{name:path}")
 def evidence_artifact(
-    report: ViewerReport, number: DbInt, slot_id: str, name: str, db: SessionDep, settings: SettingsDep
-) -> FileResponse:
-    return _file(
-        evidence_service.evidence_artifact(db, settings, report=report, number=number, slot_id=slot_id, name=name)
-    )
+    report: ViewerReport,
+    number: DbInt,
+    slot_id: str,
+    name: str,
+    db: SessionDep,
+    settings: SettingsDep,
+    as_view: AsView = None,
+) -> Response:
+    found = evidence_service.evidence_artifact(db, settings, report=report, number=number, slot_id=slot_id, name=name)
+    return _file(found, as_view, f"report {report.id} · {slot_id} · {name.removeprefix('trace_')}")
