@@ -1,0 +1,217 @@
+"""The timeline viewer of a lab result and the Perfetto hand-off, in real Chromium against a live server.
+
+A planted overlap-trace job holds the golden run (tests/golden) with its windowed trace laid out as three measured
+steps (the golden run has one), so the step selector has something to choose. Boxes are measured at 1280x800 and
+390x844; the viewer is walked by keyboard alone; ui.perfetto.dev is never reached: a stand-in page, served by the
+browser context's router, answers Perfetto's documented PING/PONG in its place and says what it was sent.
+Screenshots: test-artifacts/screenshots/timeline-*.png.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import SHOTS, SIZES, screenshot
+from tests.browser.seed import Seeder
+from tests.browser.test_lesson_quality import serious_violations
+
+pytestmark = pytest.mark.browser
+
+STEPS = 3
+
+# Stands in for ui.perfetto.dev: answers PING with PONG as Perfetto UI does, then shows what the trace message held.
+STAND_IN = """<!doctype html><title>stand-in</title><body><p id="got">nothing yet</p><script>
+addEventListener('message', e => {
+  if (e.data === 'PING') { e.source.postMessage('PONG', '*'); return; }
+  const p = e.data && e.data.perfetto;
+  if (p) document.getElementById('got').textContent =
+    JSON.stringify({title: p.title, fileName: p.fileName, bytes: p.buffer.byteLength, origin: e.origin});
+});
+</script></body>"""
+
+
+def _three_steps(path) -> None:
+    """The trace's one measured step, repeated as steps 0, 1, 2 (each starting 1 ms after the last ends)."""
+    trace = json.loads(path.read_text())
+    meta = [e for e in trace["traceEvents"] if e["ph"] != "X"]
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    t0, t1 = min(e["ts"] for e in spans), max(e["ts"] + e["dur"] for e in spans)
+    events = list(meta)
+    for k in range(STEPS):
+        events += [{**e, "ts": e["ts"] + k * (t1 - t0 + 1000), "args": {**e["args"], "step": k}} for e in spans]
+    path.write_text(json.dumps({**trace, "traceEvents": events}))
+
+
+@pytest.fixture(scope="module")
+def planted(live_server):
+    s = Seeder(live_server.data)
+    uid = s.user("timeline@example.org", name="Tim")
+    job = s.job(uid, "overlap-trace")
+    s.close()
+    _three_steps(live_server.data / f"jobs/{job}/attempt-1/trace_windowed.json")
+    return job
+
+
+def _open(open_page, live_server, planted, size):
+    page = open_page(size, "timeline@example.org")
+    page.context.route(
+        "https://ui.perfetto.dev/**", lambda route: route.fulfill(body=STAND_IN, content_type="text/html")
+    )
+    page.goto(f"{live_server.url}/jobs/{planted}")
+    viewer = page.locator("section.tlv")
+    expect(viewer).to_be_visible()
+    expect(viewer.locator(".tlv-span").first).to_be_visible()
+    return page, viewer
+
+
+def _px_per_ms(viewer) -> float:
+    """The axis scale, from two tick marks' positions and labels ("0.25 ms")."""
+    ticks = viewer.locator(".tlv-tick").all()[:2]
+    (x0, x1), (t0, t1) = (
+        [t.bounding_box()["x"] + t.bounding_box()["width"] / 2 for t in ticks],
+        [float(t.inner_text().split()[0].replace(",", "")) for t in ticks],
+    )
+    return (x1 - x0) / (t1 - t0)
+
+
+def _pick_trace(viewer, label: str) -> None:
+    viewer.get_by_label("Trace", exact=True).select_option(label=label)
+    expect(viewer.locator(".tlv-title").first).to_contain_text(label)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_viewer_fits_its_box_and_answers_hover(open_page, live_server, planted, size):
+    page, viewer = _open(open_page, live_server, planted, size)
+    width = SIZES[size][0]
+    _pick_trace(viewer, "windowed")
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") == 0
+    box = viewer.bounding_box()
+    plot = viewer.locator(".tlv-plot").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width
+    assert plot["x"] >= box["x"] and plot["x"] + plot["width"] <= box["x"] + box["width"] + 0.5
+    # every span of the step lies inside the plot: nothing is cut off at either width
+    for span in viewer.locator(".tlv-span").all():
+        b = span.bounding_box()
+        assert plot["x"] <= b["x"] and b["x"] + b["width"] <= plot["x"] + plot["width"] + 0.5
+    # all ranks on one axis, the overlap window shaded, the server's timelines hidden behind the viewer
+    expect(viewer.locator(".tlv-rank-name")).to_have_text(["rank 0", "rank 1"])
+    assert viewer.locator(".tlv-band").count() >= 1
+    expect(page.locator("figure.plot.wide").first).to_be_hidden()
+    # the step selector: three steps and "all"; the last is shown first, as the drawn timeline does
+    step = viewer.get_by_label("Step", exact=True)
+    assert step.locator("option").count() == STEPS + 1
+    expect(viewer.locator(".tlv-title")).to_contain_text(f"step {STEPS} of {STEPS}")
+    step.select_option(index=0)
+    expect(viewer.locator(".tlv-title")).to_contain_text("step 1")
+    # hover: name, start, length in the status line
+    comm = viewer.locator(".tlv-span.tlv-communication").first
+    comm.hover()
+    readout = viewer.locator("[data-role=readout]")
+    expect(readout).to_contain_text("all-gather (async)")
+    expect(readout).to_contain_text("starts ")
+    expect(readout).to_contain_text("lasts ")
+    # zoom in with the button: a millisecond takes 1.5 times the pixels it took
+    before = _px_per_ms(viewer)
+    viewer.get_by_role("button", name="Zoom in").click()
+    assert _px_per_ms(viewer) == pytest.approx(1.5 * before, rel=0.02)
+    viewer.get_by_role("button", name="Fit").click()
+    screenshot(page, f"timeline-viewer-{size}")
+    viewer.screenshot(path=str(SHOTS / f"timeline-viewer-{size}-box.png"))
+    assert serious_violations(page) == []
+
+
+def test_keyboard_alone_zooms_pans_and_reads_every_span(open_page, live_server, planted):
+    page, viewer = _open(open_page, live_server, planted, "laptop")
+    _pick_trace(viewer, "windowed")
+    viewer.get_by_role("button", name="Fit").focus()
+    page.keyboard.press("Tab")  # from the last control to the timeline itself
+    plot = viewer.locator(".tlv-plot")
+    expect(plot).to_be_focused()
+    ticks = viewer.locator(".tlv-tick").all_inner_texts()
+    page.keyboard.press("+")
+    expect(plot).to_be_focused()
+    assert viewer.locator(".tlv-tick").all_inner_texts() != ticks  # the window narrowed
+    zoomed = viewer.locator(".tlv-tick").all_inner_texts()
+    page.keyboard.press("ArrowRight")
+    assert viewer.locator(".tlv-tick").all_inner_texts() != zoomed  # and moved later
+    page.keyboard.press("0")
+    assert viewer.locator(".tlv-tick").all_inner_texts() == ticks  # fit again
+    page.keyboard.press("Tab")  # into the spans: one tab stop
+    focused = page.locator(".tlv-span:focus")
+    expect(focused).to_have_count(1)
+    readout = viewer.locator("[data-role=readout]")
+    first = readout.inner_text()
+    assert first == focused.get_attribute("aria-label") and "rank 0" in first and "lasts" in first
+    page.keyboard.press("ArrowRight")  # the next span along the lane
+    expect(readout).not_to_have_text(first)
+    seen = {readout.inner_text()}
+    for _ in range(6):  # down through the lanes and ranks: every lane is reachable
+        page.keyboard.press("ArrowDown")
+        seen.add(readout.inner_text())
+    assert any("rank 1" in t for t in seen) and any("communication" in t for t in seen)
+    page.keyboard.press("Tab")  # one press leaves the spans for the next control
+    expect(page.locator(".tlv-span:focus")).to_have_count(0)
+    screenshot(page, "timeline-keyboard-laptop", full_page=False)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size):
+    page, viewer = _open(open_page, live_server, planted, size)
+    _pick_trace(viewer, "windowed")
+    viewer.get_by_label("Compare with", exact=True).select_option(label="immediate")
+    expect(viewer.locator(".tlv-panel")).to_have_count(2)
+    tracks = [p.locator(".tlv-track").first.bounding_box() for p in viewer.locator(".tlv-panel").all()]
+    assert abs(tracks[0]["x"] - tracks[1]["x"]) < 0.5 and abs(tracks[0]["width"] - tracks[1]["width"]) < 0.5
+    axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
+    assert axes[0] == axes[1]  # one time window for both
+    screenshot(page, f"timeline-compare-{size}")
+    viewer.screenshot(path=str(SHOTS / f"timeline-compare-{size}-box.png"))
+    viewer.get_by_role("button", name="Zoom in").click()
+    axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
+    assert axes[0] == axes[1]
+
+
+def test_download_is_a_named_json_file(open_page, live_server, planted):
+    page, viewer = _open(open_page, live_server, planted, "laptop")
+    _pick_trace(viewer, "windowed")
+    with page.expect_download() as dl:
+        viewer.get_by_role("link", name="Download trace (.json)").click()
+    assert dl.value.suggested_filename == f"overlap-trace-job{planted}-windowed.json"
+
+
+def test_open_in_perfetto_opens_ui_perfetto_dev(open_page, live_server, planted):
+    page, viewer = _open(open_page, live_server, planted, "laptop")
+    _pick_trace(viewer, "windowed")
+    button = viewer.get_by_role("button", name="Open in Perfetto UI (needs the internet)")
+    with page.expect_popup() as popup:
+        button.click()
+    assert popup.value.url == "https://ui.perfetto.dev/"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="pages are served with Cross-Origin-Opener-Policy: same-origin (app/web/middleware/headers.py), which "
+    "severs a page from the tabs it opens on other sites, so Perfetto UI never gets the trace; Perfetto's docs ask "
+    "for no same-origin COOP on the page that hands over a trace: same-origin-allow-popups keeps the handle",
+)
+def test_perfetto_ui_receives_the_trace_by_ping_pong(open_page, live_server, planted):
+    page, viewer = _open(open_page, live_server, planted, "laptop")
+    _pick_trace(viewer, "windowed")
+    size = len(page.context.request.get(f"{live_server.url}/jobs/{planted}/artifacts/trace_windowed").body())
+    with page.expect_popup() as popup:
+        viewer.get_by_role("button", name="Open in Perfetto UI (needs the internet)").click()
+    expect(popup.value.locator("#got")).not_to_have_text("nothing yet", timeout=5_000)
+    got = json.loads(popup.value.locator("#got").inner_text())
+    assert got["fileName"] == f"overlap-trace-job{planted}-windowed.json"
+    assert got["title"] == f"overlap-trace · job {planted} · windowed" and got["bytes"] == size
+    expect(viewer.locator("[data-role=perfetto-status]")).to_contain_text("Sent ")
+
+
+def test_without_javascript_the_drawn_timelines_stay(open_page, live_server, planted):
+    page = open_page("phone", "timeline@example.org", js=False)
+    page.goto(f"{live_server.url}/jobs/{planted}")
+    expect(page.locator("section.tlv")).to_be_hidden()
+    expect(page.locator("figure.plot.wide").first).to_be_visible()
