@@ -1,4 +1,9 @@
-"""A learner's own lab runs, told beside a lesson's worked example.
+"""A learner's own lab runs: which of them a page shows in full, and what they did, told beside a lesson's
+worked example.
+
+`latest_runs` picks the runs a page shows in full: the newest run, and under it, when that one has no result
+(queued, running, cancelled, failed), the newest that has, so a stopped retry never hides the last good result.
+The lab page (/labs/<lab>) and the lesson's lab page (its env-check card) show the same pair.
 
 A section names a lab in `your_run:`; once the learner has a succeeded job of it, the section says what their
 run did, in the worked example's terms ("your run clipped 15 values at step 3, and the scale adapted at step
@@ -22,6 +27,31 @@ from app.services import jobs as job_service
 from labs import catalog
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LatestRuns:
+    jobs: list[Job]  # the learner's runs of the lab, newest first, at most `limit` + 1 of them
+    latest: Job | None  # the newest run, whatever its status
+    last_result: Job | None  # the newest succeeded run, only when `latest` is not one
+
+    @property
+    def shown(self) -> list[Job]:
+        """The runs to show in full, newest first."""
+        return [j for j in (self.latest, self.last_result) if j is not None]
+
+
+def latest_runs(db: Session, *, owner: Person, lab: str, limit: int) -> LatestRuns:
+    """The owner's `limit` + 1 newest runs of `lab` and the ones shown in full (one query; two when the last
+    success lies further back than the runs read)."""
+    jobs = job_service.list_jobs(db, owner=owner, lab=lab, limit=limit + 1)
+    latest = jobs[0] if jobs else None
+    last_result = None
+    if latest is not None and latest.status != "succeeded":
+        last_result = next((j for j in jobs if j.status == "succeeded"), None)
+        if last_result is None and len(jobs) > limit:  # past the runs read
+            last_result = job_service.latest_succeeded(db, owner=owner, labs=[lab]).get(lab)
+    return LatestRuns(jobs=jobs, latest=latest, last_result=last_result)
 
 
 @dataclass(frozen=True)

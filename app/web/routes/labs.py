@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.core.config import Settings
 from app.core.models import Job, User
 from app.services import jobs as job_service
-from app.services import labforms
+from app.services import labforms, own_runs
 from app.services import lessons as lesson_service
 from app.services import limits as limit_service
 from app.services import queue as queue_service
@@ -100,6 +100,30 @@ def _form_fields(spec: catalog.LabSpec, host: HostCapacity) -> list:
     return [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
 
 
+def _prefill(fields: list, job: Job | None, has_queued: bool) -> dict:
+    """The form's values for "Change and run again": the latest run's parameters as the form shows them (a
+    list "1, 2, 4", none as empty, a multiple choice as its ticked values), so one change and Run repeats
+    it with that change. Empty before the first run: the form shows the lab's defaults."""
+    if job is None:
+        return {}
+    params = job.params or {}
+    values: dict = {"replace_queued": "on"} if has_queued else {}
+    for f in fields:
+        if f.name == "backend":
+            if job.backend in f.choices:
+                values["backend"] = job.backend
+        elif f.name in params:
+            v = params[f.name]
+            if f.kind == "multi_choice":
+                values[f.name] = [str(c) for c in (v or [])]
+            elif f.kind == "bool":
+                values[f.name] = bool(v)
+            else:
+                # as the form writes a default (labforms.FormField.default_text), so an unchanged value reads as one
+                values[f.name] = "" if v is None else ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+    return values
+
+
 def _lab_context(
     db: Session,
     user: User,
@@ -109,21 +133,16 @@ def _lab_context(
     a: int | None = None,
     b: int | None = None,
 ) -> dict:
-    jobs = job_service.list_jobs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN + 1)
-    latest = jobs[0] if jobs else None
-    # When the newest run has no result (queued, running, cancelled, failed), the newest one that has stays in
-    # full under it instead of shrinking to a line among the earlier runs.
-    last_result = None
-    if latest is not None and latest.status != "succeeded":
-        last_result = next((j for j in jobs if j.status == "succeeded"), None)
-        if last_result is None and len(jobs) > RUNS_SHOWN:  # past the runs read: one more query
-            last_result = job_service.latest_succeeded(db, owner=user, labs=[spec.name]).get(spec.name)
-    shown = [j for j in (latest, last_result) if j is not None]
+    runs = own_runs.latest_runs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN)
+    jobs, latest, last_result = runs.jobs, runs.latest, runs.last_result
+    shown = runs.shown
+    fields = _form_fields(spec, host)
+    has_queued = any(j.status == "queued" for j in jobs)
     return {
         "lab": spec.name,
         "module": spec,
-        "fields": _form_fields(spec, host),
-        "values": {},
+        "fields": fields,
+        "values": _prefill(fields, latest, has_queued),
         "errors": {},
         "latest": latest,
         "last_result": last_result,
@@ -131,7 +150,7 @@ def _lab_context(
         "more_runs": len(jobs) > RUNS_SHOWN,
         "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
         "losses": job_service.losses_of(db, shown),  # the cards in full say what was lost on the way
-        "has_queued": any(j.status == "queued" for j in jobs),
+        "has_queued": has_queued,
         "gpu_offline": False,
         "lessons": lesson_service.using_lab(db, lab=spec.name),
         **_comparison(jobs, a, b),
