@@ -7,7 +7,9 @@ make the evidence not gradable (never the learner's fault), as app/services/chec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,6 +21,7 @@ from app.services import checks as checks_service
 from app.services import lessons as lesson_service
 from app.services.artifacts import Artifact, in_folder, resolve_artifact
 from app.services.errors import NotFound
+from labs import api, catalog
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,110 @@ def slots(lesson: Lesson) -> list[Slot]:
     if lab.stretch:
         out.append(Slot(lab.stretch.id, "Stretch: TP sweep", lab.stretch.text, lab.stretch.lab, "stretch"))
     return out
+
+
+# ---------------------------------------------------------------- a run in words, and the run an item asks for
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    if isinstance(v, float):
+        return api.number(v)
+    return "none" if v is None else str(v)
+
+
+def _fp8_step(p: dict) -> list[str]:
+    o = p.get("outlier_step")
+    return [
+        f"outlier at step {o}" if o is not None else "no outlier",
+        api.count(p.get("steps", 0), "step"),
+        f"{p.get('recipe')} scaling",
+    ]
+
+
+def _overlap_trace(p: dict) -> list[str]:
+    return [f"{_value(p.get('schedules') or [])} schedule{'s' if len(p.get('schedules') or []) != 1 else ''}",
+            api.count(p.get("ranks", 0), "rank")]  # fmt: skip
+
+
+def _tp_sweep(p: dict) -> list[str]:
+    return [f"TP {_value(p.get('degrees') or [])}", "FP8" if p.get("fp8") else "no FP8"]
+
+
+# What tells one run of a lab from another, in the lesson's words; the parameters named here are always said.
+_KEY_WORDS: dict[str, tuple[tuple[str, ...], Callable[[dict], list[str]]]] = {
+    "fp8-step": (("outlier_step", "steps", "recipe"), _fp8_step),
+    "overlap-trace": (("schedules", "ranks"), _overlap_trace),
+    "tp-sweep": (("degrees", "fp8"), _tp_sweep),
+}
+MAX_OTHER_WORDS = 2  # further changed parameters a run menu names before "…": the item's own ones come first
+
+
+def _with_defaults(lab: str, params: dict | None) -> dict:
+    spec = catalog.LABS.get(lab)
+    defaults = {k: f.default for k, f in spec.params.model_fields.items()} if spec else {}
+    return {**defaults, **(params or {})}
+
+
+def params_words(lab: str, params: dict | None) -> str:
+    """A run's parameters as a learner tells runs apart: "outlier at step 20, 40 steps, delayed scaling", then
+    up to MAX_OTHER_WORDS more that differ from the lab's defaults ("seed 3"); "default settings" for a lab
+    without key parameters run as it comes."""
+    spec = catalog.LABS.get(lab)
+    full = _with_defaults(lab, params)
+    keys, words = _KEY_WORDS.get(lab, ((), lambda p: []))
+    out = list(words(full))
+    fields = spec.params.model_fields if spec else {}
+    others = [
+        f"{(fields[k].title or k.replace('_', ' ')).lower() if k in fields else k} {_value(v)}"
+        for k, v in (params or {}).items()
+        if k not in keys and k in fields and fields[k].default != v
+    ]
+    out += others[:MAX_OTHER_WORDS] + (["…"] if len(others) > MAX_OTHER_WORDS else [])
+    return ", ".join(out) if out else "default settings"
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What run an evidence slot asks for, beyond being of its lab: said under its menu, and its runs marked."""
+
+    text: str  # "a run with an outlier step (the lesson's step 20 of 40)"
+    fits: Callable[[dict], bool]  # the run's parameters, defaults filled in
+
+
+# Mirrors what app/services/checks needs from each slot's result, read from the parameters (a result can be
+# megabytes; its parameters are a few fields): a run that fits passes the checks' "did you run the right thing".
+ASKS: dict[tuple[str, str], Ask] = {
+    ("fp8-step", "evidence"): Ask(
+        "a run with an outlier step, so the clipping and the scale's answer show (the lesson's “step 20 of 40”)",
+        lambda p: p.get("outlier_step") is not None,
+    ),
+    ("overlap-trace", "evidence"): Ask(
+        "a run of both the immediate and the windowed schedule",
+        lambda p: {"immediate", "windowed"} <= set(p.get("schedules") or []),
+    ),
+    ("tp-sweep", "evidence"): Ask(
+        "a sweep with TP 1 and at least one degree above it",
+        lambda p: 1 in (p.get("degrees") or []) and any(d > 1 for d in p.get("degrees") or []),
+    ),
+    ("tp-sweep", "stretch"): Ask(
+        "a sweep of three or more TP degrees, to see where sharding stops paying",
+        lambda p: len(set(p.get("degrees") or [])) >= 3,
+    ),
+}
+
+
+def ask_for(slot: Slot) -> Ask | None:
+    return ASKS.get((slot.lab, slot.kind))
+
+
+def fits(slot: Slot, lab: str, params: dict | None) -> bool:
+    """Whether a run of `lab` with `params` is the run `slot` asks for (False for a slot that asks nothing)."""
+    ask = ask_for(slot)
+    return ask is not None and lab == slot.lab and ask.fits(_with_defaults(lab, params))
 
 
 # ---------------------------------------------------------------- sources and checks

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.content.schema import Lesson
 from app.core.config import Settings
 from app.core.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
-from app.services.evidence import Slot, run_checks, slots
+from app.services.evidence import Slot, fits, params_words, run_checks, slots
 
 __all__ = ["Gap", "ReportError", "Slot", "slots"]  # Slot and slots re-exported: a report is made of its lesson's slots
 
@@ -57,37 +57,52 @@ def get_or_create(db: Session, *, owner: User, lesson_id: str) -> LabReport:
     return report
 
 
-def candidates(db: Session, *, owner: User, lab: str) -> list[tuple[str, str]]:
+def candidates(db: Session, *, owner: User, lab: str, slot: Slot | None = None) -> list[tuple[str, str]]:
     """(reference, description) of the learner's finished jobs and uploaded bundles for a lab, newest first.
 
-    A description is short enough to show whole in the report page's run menu at laptop width ("Job 12 ·
-    succeeded · CPU · 2 Dec 15:37"): number, status, where it ran and when are what a learner tells runs apart by.
-    Reads the one field of each result the description needs (environment.emulated / backend) in SQL, not
-    the results themselves: a result can be megabytes, and the report page lists 40 candidates per slot."""
+    A description tells runs apart the way a learner does: its number, its parameters in words, where it ran
+    and when ("Job 6 · outlier at step 20, 40 steps, delayed scaling · CPU · 2 Dec 15:37"); a failed run says
+    so. With `slot`, the runs that are what the slot asks for (evidence.ASKS) start with "✓ ".
+    Reads the few fields each description needs (parameters, environment.emulated / backend) in SQL, not the
+    results themselves: a result can be megabytes, and the report page lists 40 candidates per slot."""
     emulated, ran = Job.result[("environment", "emulated")], Job.result[("environment", "backend")]
     jobs = db.execute(
-        select(Job.id, Job.status, Job.backend, Job.finished_at, ran.as_string(), emulated.as_boolean())
+        select(Job.id, Job.status, Job.backend, Job.finished_at, Job.params, ran.as_string(), emulated.as_boolean())
         .where(Job.owner_id == owner.id, Job.lab == lab, Job.status.in_(("succeeded", "failed")))
         .order_by(Job.id.desc())
         .limit(20)
     ).all()
     now = utcnow()
     out = []
-    for job_id, status, backend, finished_at, result_backend, is_emulated in jobs:
+    for job_id, status, backend, finished_at, params, result_backend, is_emulated in jobs:
         # emulated is exactly the cpu backend (labs/env.py); a failed job has no result, so no backend it ran on
         where = "CPU" if is_emulated else (backend if result_backend is not None else "")
-        parts = [f"Job {job_id}", status, where, _menu_time(finished_at, now)]
-        out.append((f"job:{job_id}", " · ".join(p for p in parts if p)))
+        parts = [
+            f"Job {job_id}",
+            "failed" if status == "failed" else "",
+            params_words(lab, params),
+            where,
+            _menu_time(finished_at, now),
+        ]
+        mark = "✓ " if slot is not None and status == "succeeded" and fits(slot, lab, params) else ""
+        out.append((f"job:{job_id}", mark + " · ".join(p for p in parts if p)))
     b_emulated, b_backend = Bundle.result[("environment", "emulated")], Bundle.result[("environment", "backend")]
     bundles = db.execute(
-        select(Bundle.id, Bundle.filename, b_emulated.as_boolean(), b_backend.as_string())
+        select(Bundle.id, Bundle.filename, b_emulated.as_boolean(), b_backend.as_string(), Bundle.result["params"])
         .where(Bundle.owner_id == owner.id, Bundle.lab == lab)
         .order_by(Bundle.id.desc())
         .limit(20)
     ).all()
-    for bundle_id, filename, is_emulated, backend in bundles:
-        parts = [f"Upload {bundle_id}", _clip(filename, MENU_FILENAME_CHARS), "CPU" if is_emulated else backend or ""]
-        out.append((f"bundle:{bundle_id}", " · ".join(p for p in parts if p)))
+    for bundle_id, filename, is_emulated, backend, params in bundles:
+        params = params if isinstance(params, dict) else None
+        parts = [
+            f"Upload {bundle_id}",
+            _clip(filename, MENU_FILENAME_CHARS),
+            params_words(lab, params) if params else "",
+            "CPU" if is_emulated else backend or "",
+        ]
+        mark = "✓ " if slot is not None and params and fits(slot, lab, params) else ""
+        out.append((f"bundle:{bundle_id}", mark + " · ".join(p for p in parts if p)))
     return out
 
 
@@ -317,9 +332,14 @@ def version(db: Session, *, report: LabReport, number: int) -> ReportVersion | N
     return db.scalar(select(ReportVersion).where(ReportVersion.report_id == report.id, ReportVersion.number == number))
 
 
+OPTIONAL_EMPTY = "optional_empty"  # an optional item left empty: said apart, never counted as missing
+
+
 def summary(checks: dict[str, dict]) -> dict[str, int]:
-    """Counts of slot statuses, for the queue and the version list."""
+    """Counts of slot statuses, for the queue and the version list. An optional item (the fallback for hardware
+    the learner did not have, the stretch) left empty counts as OPTIONAL_EMPTY, not as missing."""
     out: dict[str, int] = {}
     for item in checks.values():
-        out[item["status"]] = out.get(item["status"], 0) + 1
+        status = OPTIONAL_EMPTY if item["status"] == "missing" and item.get("optional") else item["status"]
+        out[status] = out.get(status, 0) + 1
     return out

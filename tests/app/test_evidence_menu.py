@@ -1,0 +1,111 @@
+"""Issue 29, point 7: a report's run menu says each run's parameters in words and marks the runs an item asks for;
+an optional item left empty is not counted as missing; a cancelled newer run never hides the last good one.
+
+Real database (SQLite and PostgreSQL), real lab output (the golden bundles)."""
+
+from __future__ import annotations
+
+import re
+
+from app.core.models import Job
+from app.services import evidence, own_runs
+from app.services import jobs as job_service
+from app.services import reports as report_service
+from tests.app import labruns
+from tests.app.reporting import LESSON, LOCAL, finished_job
+
+URL = f"/lessons/{LESSON}/report"
+
+
+def _finished(db, settings, owner, lab: str, params: dict) -> Job:
+    """A finished run of `lab` with `params` (its result is the golden bundle's: the menu reads the job's params)."""
+    job = job_service.create_job(db, owner=owner, lab=lab, params=params, backend="cpu", host=LOCAL)
+    job_service.claim_next(db, worker_id="test-helper", lease_s=60)
+    rel = f"jobs/{job.id}/attempt-1"
+    labruns.copy_to(lab, settings.data_dir / rel)
+    job_service.finish(db, job_id=job.id, worker_id="test-helper", ok=True, result=labruns.result(lab), bundle_dir=rel)
+    db.refresh(job)
+    return job
+
+
+def test_a_run_in_words_names_what_tells_runs_apart():
+    words = evidence.params_words("fp8-step", {"outlier_step": 20, "steps": 40})
+    assert words == "outlier at step 20, 40 steps, delayed scaling"
+    assert evidence.params_words("fp8-step", {}).startswith("no outlier, ")
+    assert evidence.params_words("tp-sweep", {"degrees": [1, 2, 4]}).startswith("TP 1, 2, 4, no FP8")
+    assert evidence.params_words("overlap-trace", {"schedules": ["immediate", "windowed"], "ranks": 2}).startswith(
+        "immediate, windowed schedules, 2 ranks"
+    )
+    # other changed parameters follow, at most two, then "…"
+    tiny = evidence.params_words("fp8-step", labruns.TINY["fp8-step"])
+    assert tiny.startswith("no outlier, 4 steps, delayed scaling, ") and tiny.endswith(", …"), tiny
+    assert evidence.params_words("env-check", {}) == "default settings"
+
+
+def test_the_menu_marks_the_run_the_item_asks_for(client, db, settings):
+    client.register("ann@example.org")
+    from app.core.models import User
+
+    ann = db.query(User).filter_by(email="ann@example.org").one()
+    plain = finished_job(db, settings, ann, "fp8-step")
+    spiked = _finished(db, settings, ann, "fp8-step", {**labruns.TINY["fp8-step"], "outlier_step": 2})
+    slots = {s.id: s for s in report_service.slots(_lesson(db))}
+    menu = dict(report_service.candidates(db, owner=ann, lab="fp8-step", slot=slots["bf16-fp8-numerics"]))
+    assert menu[f"job:{spiked.id}"].startswith(f"✓ Job {spiked.id} · outlier at step 2, 4 steps, delayed scaling")
+    assert menu[f"job:{plain.id}"].startswith(f"Job {plain.id} · no outlier, 4 steps")
+    assert " · CPU · " in menu[f"job:{plain.id}"]
+    # the fallback item asks for no particular run: nothing is marked
+    fallback = dict(report_service.candidates(db, owner=ann, lab="fp8-step", slot=slots["static-trace"]))
+    assert not any(t.startswith("✓") for t in fallback.values())
+
+    page = client.get(URL).text
+    assert re.search(rf'<option value="job:{spiked.id}">✓ Job {spiked.id} · outlier at step 2, ', page)
+    hint = re.search(r'data-testid="asks-bf16-fp8-numerics">([^<]*)<', page)
+    assert hint and "outlier step" in hint.group(1) and "✓ marks your runs" in hint.group(1)
+    assert 'aria-describedby="asks-bf16-fp8-numerics"' in page
+
+
+def _lesson(db):
+    from app.services import lessons as lesson_service
+
+    current = lesson_service.current(db, lesson_id=LESSON)
+    assert current is not None
+    return current.lesson
+
+
+def test_an_optional_item_left_empty_is_not_counted_as_missing():
+    checks = {
+        "env": {"status": "pass"},
+        "timeline": {"status": "missing", "optional": False},
+        "static-trace": {"status": "missing", "optional": True},
+        "stretch": {"status": "missing", "optional": True},
+    }
+    assert report_service.summary(checks) == {"pass": 1, "missing": 1, report_service.OPTIONAL_EMPTY: 2}
+
+
+def test_a_submitted_version_says_optional_items_apart(client, db, settings):
+    from tests.app.reporting import submit_report
+
+    submit_report(client, db, settings)
+    page = client.get(URL).text
+    counts = re.search(r"Evidence and automatic checks \(([^)]*)\)", page)
+    assert counts and "optional, not attached" in counts.group(1) and "missing" not in counts.group(1), counts
+
+
+def test_the_last_good_run_stays_under_a_cancelled_newer_one(db, settings, make_user):
+    ann = make_user("lara@example.org")
+    good = finished_job(db, settings, ann, "env-check")
+    newer = job_service.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=LOCAL)
+    job_service.cancel(db, job=newer, by=ann)
+    runs = own_runs.latest_runs(db, owner=ann, lab="env-check", limit=1)
+    assert [j.id for j in runs.shown] == [newer.id, good.id]
+    assert runs.latest.status == "cancelled" and runs.last_result.id == good.id
+    # further back than the runs read: found with one more query
+    for _ in range(3):
+        j = job_service.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=LOCAL)
+        job_service.cancel(db, job=j, by=ann)
+    runs = own_runs.latest_runs(db, owner=ann, lab="env-check", limit=1)
+    assert runs.last_result is not None and runs.last_result.id == good.id
+    # a succeeded latest stands alone
+    again = finished_job(db, settings, ann, "env-check")
+    assert [j.id for j in own_runs.latest_runs(db, owner=ann, lab="env-check", limit=1).shown] == [again.id]
