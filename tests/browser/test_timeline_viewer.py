@@ -191,12 +191,6 @@ def test_open_in_perfetto_opens_ui_perfetto_dev(open_page, live_server, planted)
     assert popup.value.url == "https://ui.perfetto.dev/"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pages are served with Cross-Origin-Opener-Policy: same-origin (app/web/middleware/headers.py), which "
-    "severs a page from the tabs it opens on other sites, so Perfetto UI never gets the trace; Perfetto's docs ask "
-    "for no same-origin COOP on the page that hands over a trace: same-origin-allow-popups keeps the handle",
-)
 def test_perfetto_ui_receives_the_trace_by_ping_pong(open_page, live_server, planted):
     page, viewer = _open(open_page, live_server, planted, "laptop")
     _pick_trace(viewer, "windowed")

@@ -44,7 +44,9 @@ class SecurityHeaders:
     Every response: X-Content-Type-Options nosniff, Referrer-Policy same-origin (links to other sites carry no
     path: a reset link or a report id never leaks in a Referer), and HSTS when cookies are HTTPS-only.
     HTML responses also: the CSP above, X-Frame-Options DENY (for browsers without frame-ancestors), and
-    Cross-Origin-Opener-Policy. A response that sets its own CSP (artifact downloads: sandboxed) keeps it.
+    Cross-Origin-Opener-Policy same-origin-allow-popups (no other site can script a page it opens, while a tab
+    our page opens keeps its link back: the Perfetto UI hand-off posts the trace to it). A response that sets
+    its own CSP (artifact downloads: sandboxed) keeps it.
     """
 
     def __init__(self, app, *, hsts: bool = False):
@@ -55,7 +57,7 @@ class SecurityHeaders:
         self.common = common
         self.html = [
             (b"x-frame-options", b"DENY"),
-            (b"cross-origin-opener-policy", b"same-origin"),
+            (b"cross-origin-opener-policy", b"same-origin-allow-popups"),
         ]
 
     async def __call__(self, scope, receive, send) -> None:
