@@ -90,9 +90,15 @@ MAX_OTHER_WORDS = 2  # further changed parameters a run menu names before "…":
 
 
 def _with_defaults(lab: str, params: dict | None) -> dict:
+    """The run's parameters as the lab read them (its model fills defaults and settles what depends on what);
+    parameters an older lab version accepted and this one refuses are read over the defaults as they are."""
     spec = catalog.LABS.get(lab)
-    defaults = {k: f.default for k, f in spec.params.model_fields.items()} if spec else {}
-    return {**defaults, **(params or {})}
+    if spec is None:
+        return dict(params or {})
+    try:
+        return spec.params.model_validate(params or {}).model_dump()
+    except ValueError:  # pydantic's ValidationError: a run from before a limit changed
+        return {**{k: f.default for k, f in spec.params.model_fields.items()}, **(params or {})}
 
 
 def params_words(lab: str, params: dict | None) -> str:
