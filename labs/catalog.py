@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs.params import LabParams
+from labs.params import LabParams, Preset
 from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabulary)
     BACKEND_CHOICES,
     BACKENDS,
@@ -59,6 +59,23 @@ class LabSpec:
     # Whether a run with these params does FP8 arithmetic at all (TE's kernels or emulated): the honesty label
     # says so from the first progress line, and a run without any claims none.
     uses_fp8: Callable[[Any], bool] = field(default=lambda params: True)
+    # Named runs the lesson's pauses ask for ("Spike at step 20"), shown on the form as one-click prefills.
+    presets: tuple[Preset, ...] = ()
+    # Seconds a run of these params takes on `backend`, start-up included, from the lab's cost model (calibrated
+    # on a 2-core CPU; GPU figures are guesses): a first run's estimate, which finished runs then correct
+    # (app/services/queue.py scales it by how long this lab's recent runs took against their own estimates).
+    cost: Callable[[Any, str], float] = field(default=lambda params, backend: 30.0)
+
+    def estimate_seconds(self, params: LabParams, backend: str) -> float:
+        return max(1.0, float(self.cost(params, backend)))
+
+    def preset(self, key: str) -> Preset:
+        """The preset called `key` (its URL word); KeyError naming the lab's presets otherwise."""
+        for p in self.presets:
+            if p.key == key:
+                return p
+        known = ", ".join(p.key for p in self.presets) or "none"
+        raise KeyError(f"{self.name} has no preset {key!r}; presets: {known}")
 
     def resources(self, params: LabParams, backend: str) -> Resources:
         return self.needs(params, backend)
@@ -155,6 +172,8 @@ def _specs() -> dict[str, LabSpec]:
             backends=BACKENDS,
             runner="labs.env_check.run:run",
             needs=env_check.resources,
+            presets=env_check.PRESETS,
+            cost=env_check.estimate_seconds,
         ),
         LabSpec(
             name="fp8-step",
@@ -165,6 +184,8 @@ def _specs() -> dict[str, LabSpec]:
             backends=BACKENDS,
             runner="labs.fp8_step.run:run",
             needs=fp8_step.resources,
+            presets=fp8_step.PRESETS,
+            cost=fp8_step.estimate_seconds,
             limits=fp8_step.limits,
             fp8_recipe=fp8_step.te_recipe_name,
         ),
@@ -177,6 +198,8 @@ def _specs() -> dict[str, LabSpec]:
             backends=("te", "torch-cuda", "cpu"),  # te: the te.Linear block beside the Megatron one
             runner="labs.tp_sweep.run:run",
             needs=tp_sweep.resources,
+            presets=tp_sweep.PRESETS,
+            cost=tp_sweep.estimate_seconds,
             limits=tp_sweep.limits,
             fp8_recipe=tp_sweep.te_recipe_name,
             uses_fp8=lambda params: params.fp8,  # FP8 GEMMs only when asked for
@@ -190,6 +213,8 @@ def _specs() -> dict[str, LabSpec]:
             backends=("torch-cuda", "cpu"),
             runner="labs.overlap_trace.run:run",
             needs=overlap_trace.resources,
+            presets=overlap_trace.PRESETS,
+            cost=overlap_trace.estimate_seconds,
             limits=overlap_trace.limits,
             uses_fp8=lambda params: False,  # all-gathers and plain GEMMs: no FP8 anywhere
         ),

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 
@@ -9,6 +14,25 @@ class LabParams(BaseModel):
     """Base for every lab's parameters. Subclasses give each field a bound and a description."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named run a lesson's pause asks for: the lab's params that show one thing, declared as data.
+
+    `name` is what the form's button and the lesson's link say ("Spike at step 20"); `why` is one line on what
+    the run shows; `params` are the fields that differ from the lab's defaults (validated like a submission:
+    tests/labs/test_presets.py). The form prefills from `/labs/<lab>?preset=<key>`, without JavaScript.
+    """
+
+    name: str
+    why: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The name as a URL word: "Spike at step 20" -> "spike-at-step-20"."""
+        return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")
 
 
 def describe_error(exc: ValidationError) -> list[dict]:

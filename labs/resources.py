@@ -40,6 +40,14 @@ def gpu_slots_why(gpus: int) -> str:
 # bench/lab_memory.py, torch 2.13 CPU: 290 MiB for a lab's main process, 320-365 MiB for a gloo rank with
 # small tensors; rounded up for the allocator's slack). GPU processes also map CUDA's libraries: not measured.
 PROCESS_BASE_BYTES = 448 * 2**20
+# Run-time cost model (labs.catalog LabSpec.cost), calibrated on a 2-core x86 CPU host with torch 2.13: what every
+# `python -m labs run` pays before and after its lab (interpreter, torch import, result.json, artifacts), what each
+# spawned rank process pays to start and join its process group, and the FP32 GEMM rate ranks share on the CPU.
+# GPU figures are guesses until a GPU run calibrates them; finished runs correct both (app/services/queue.py).
+START_S = 4.0
+RANK_START_S = 2.5
+CPU_GEMM_FLOPS = 2.0e10
+GPU_GEMM_FLOPS = 2.0e14
 # multiprocessing's resource tracker, started beside the ranks of a multi-process lab (measured 12 MiB).
 TRACKER_BYTES = 16 * 2**20
 # Per-job memory budget when the deployment sets none: a share of the host, capped, so one learner's lab

@@ -315,3 +315,52 @@ def _shown(value: Any, *, in_list: bool = False) -> str:
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return str(value)
+
+
+# --------------------------------------------------------------------------- presets and run length
+
+
+@dataclass(frozen=True)
+class PresetLink:
+    """One of a lab's presets as the form's row of links shows it (templates/labs/_presets.html)."""
+
+    key: str
+    name: str
+    why: str
+    href: str  # the lab page with ?preset=KEY: prefills the form without JavaScript
+    active: bool  # the preset the form is showing now
+
+
+def preset_links(lab: str, chosen: str | None = None) -> list[PresetLink]:
+    spec = catalog.get(lab)
+    return [
+        PresetLink(p.key, p.name, p.why, f"/labs/{lab}?preset={p.key}#lab-form", p.key == chosen) for p in spec.presets
+    ]
+
+
+def preset_values(lab: str, key: str) -> dict[str, Any]:
+    """The form's values for preset `key`: every parameter as the form shows it (a list "1, 2, 4", none as empty,
+    a multiple choice as its ticked values, a box as ticked or not), the preset's fields over the lab's defaults.
+    KeyError (naming the lab's presets) for an unknown key."""
+    spec = catalog.get(lab)
+    params = spec.params.model_validate(dict(spec.preset(key).params))
+    values: dict[str, Any] = {}
+    for f in form_fields(lab):
+        v = getattr(params, f.name)
+        if f.kind == "multi_choice":
+            values[f.name] = [str(c) for c in (v or [])]
+        elif f.kind == "bool":
+            values[f.name] = bool(v)
+        else:
+            values[f.name] = _text(v)
+    return values
+
+
+def duration_text(seconds: float | None, backend: str, basis: str) -> str:
+    """What the form says about a run's length: 'A run takes about 40 s on this server's CPU (...)'."""
+    if seconds is None:
+        return ""
+    where = "this server's CPU" if backend == "cpu" else f"this server's GPU ({backend})"
+    step = 10 if seconds < 600 else 60  # an estimate, not a measurement: no false precision
+    shown = max(step, round(seconds / step) * step)
+    return f"A run takes about {api.duration(shown)} on {where} ({basis})."

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from labs.params import LabParams
-from labs.resources import PROCESS_BASE_BYTES, Resources
+from labs.params import LabParams, Preset
+from labs.resources import PROCESS_BASE_BYTES, START_S, Resources
 from labs.words import byte_size
 
 
@@ -23,3 +23,11 @@ def resources(params: Params, backend: str) -> Resources:
         memory_bytes=PROCESS_BASE_BYTES,
         memory_note=f"one process with torch: {byte_size(PROCESS_BASE_BYTES)}",
     )
+
+
+PRESETS: tuple[Preset, ...] = ()  # one run, no knobs
+
+
+def estimate_seconds(params: Params, backend: str) -> float:
+    """Start-up plus the capability probe (a GPU probe also initialises CUDA and imports TE)."""
+    return START_S + (6.0 if backend in ("te", "torch-cuda") else 2.0)

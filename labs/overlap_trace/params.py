@@ -7,8 +7,18 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
-from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources
+from labs.params import LabParams, Preset
+from labs.resources import (
+    CPU_GEMM_FLOPS,
+    GPU_BACKENDS,
+    GPU_GEMM_FLOPS,
+    PROCESS_BASE_BYTES,
+    RANK_START_S,
+    START_S,
+    TRACKER_BYTES,
+    Problem,
+    Resources,
+)
 from labs.words import byte_size
 
 Schedule = Literal["immediate", "windowed", "dependent"]
@@ -161,3 +171,34 @@ def resources(params: Params, backend: str) -> Resources:
         ranks_field="ranks",
         memory_field="tokens",
     )
+
+
+# Named runs the lesson's pauses ask for (lessons/transformer-scaling/parts/deep-dives.yaml links them by key).
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "Async then wait at once",
+        "Only the immediate-wait and windowed schedules, side by side: the same all-gather, with nothing and "
+        "with independent work in its window.",
+        {"schedules": ["immediate", "windowed"]},
+    ),
+    Preset(
+        "A bigger all-gather",
+        "Four times the tokens, so four times the bytes gathered while the window's work stays the same: "
+        "watch how much of the transfer stays exposed.",
+        {"tokens": 2048},
+    ),
+)
+
+
+def estimate_seconds(params: Params, backend: str) -> float:
+    """Start-up, one process per rank, and each schedule's warm-up and timed steps."""
+    rows = params.tokens
+    local = 2 * rows * params.hidden * params.ffn / params.ranks  # the column-parallel linear, per rank
+    window = 2 * rows * params.hidden * params.window_out
+    gather_bytes = 4 * rows * params.ffn
+    rate = GPU_GEMM_FLOPS if backend in GPU_BACKENDS else CPU_GEMM_FLOPS
+    # Ranks share the host's cores on the CPU: a step costs every rank's GEMMs, plus the gather over gloo (~1 GB/s).
+    share = params.ranks if backend not in GPU_BACKENDS else 1
+    per_step = share * (local + window) / rate + gather_bytes / 1e9
+    steps = len(params.schedules) * (params.steps + params.warmup)
+    return START_S + params.ranks * RANK_START_S + steps * per_step

@@ -8,8 +8,18 @@ from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
-from labs.params import LabParams
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, TRACKER_BYTES, Problem, Resources
+from labs.params import LabParams, Preset
+from labs.resources import (
+    CPU_GEMM_FLOPS,
+    GPU_BACKENDS,
+    GPU_GEMM_FLOPS,
+    PROCESS_BASE_BYTES,
+    RANK_START_S,
+    START_S,
+    TRACKER_BYTES,
+    Problem,
+    Resources,
+)
 from labs.words import byte_size
 
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
@@ -272,3 +282,42 @@ def resources(params: Params, backend: str) -> Resources:
         ranks_field="degrees",
         memory_field="ffn",
     )
+
+
+# Named runs the lesson's pauses ask for (lessons/transformer-scaling/parts/deep-dives.yaml links them by key).
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "Over-sharding at a GPU shape",
+        "Measure the small block here and ask the cost model for a Llama-3-8B MLP (4,096 wide, ffn 14,336) on an "
+        "H200 node: the degree where collectives outgrow the GEMMs.",
+        {"predict_tokens": 4096, "predict_hidden": 4096, "predict_ffn": 14336},
+    ),
+    Preset(
+        "A narrow MLP",
+        "ffn 256 leaves each rank little GEMM work for every byte it all-reduces: see whether communication "
+        "outgrows the GEMMs sooner than in the default block.",
+        {"tokens": 1024, "hidden": 256, "ffn": 256},
+    ),
+    Preset(
+        "FP8 shards",
+        "Each shard quantizes with its own scale: the difference from TP=1 grows to the FP8 tolerance, "
+        "and the collectives still move BF16-sized sums.",
+        {"fp8": True},
+    ),
+)
+
+
+def estimate_seconds(params: Params, backend: str) -> float:
+    """Start-up, one process per rank of the largest degree, and every degree's warm-up and timed steps."""
+    gemm_flops = 12 * params.tokens * params.hidden * params.ffn  # fc1 and fc2, forward and two backward GEMMs
+    reduce_bytes = 4 * params.tokens * params.hidden  # fc2's all-reduce, forward and backward
+    rate = GPU_GEMM_FLOPS if backend in GPU_BACKENDS else CPU_GEMM_FLOPS
+    world = max(params.degrees)
+    steps = params.steps + params.warmup
+    work = 0.0
+    for d in params.degrees:
+        # Ranks share the host's cores on the CPU, so a degree's GEMMs take as long in all as the unsplit ones.
+        comm = 0.0 if d == 1 else 2 * reduce_bytes * 2 * (d - 1) / d / 1e9  # gloo on one host: ~1 GB/s
+        work += steps * (gemm_flops / rate + comm + (params.fp8 and backend == "cpu") * 2 * gemm_flops / rate)
+    reference = 2 * gemm_flops / rate  # the launcher's unsharded TP=1 block for the parity check
+    return START_S + world * RANK_START_S + work + reference

@@ -439,9 +439,10 @@ def test_a_refused_form_keeps_every_typed_value_in_view(client, db, lab):
         ("fp8-step", "lr", {"lr": " 3e-3 "}, False),
         ("fp8-step", "lr", {"lr": "0.01"}, True),
         ("fp8-step", "lr", {"lr": "fast"}, True),
-        ("fp8-step", "outlier_step", {"outlier_step": ""}, False),
+        ("fp8-step", "outlier_step", {"outlier_step": "20"}, False),  # the default spike step
+        ("fp8-step", "outlier_step", {"outlier_step": ""}, True),  # emptied: a run without a spike
         ("fp8-step", "outlier_step", {"outlier_step": "0"}, True),
-        ("fp8-step", "outlier_step", {"outlier_step": None}, False),  # a prefilled run's params
+        ("fp8-step", "outlier_step", {"outlier_step": None}, True),  # a prefilled run's params: no spike
         ("fp8-step", "margin", {"steps": "4"}, False),  # not sent: shown at its default
         ("fp8-step", "delayed_update", {"delayed_update": "unfused"}, True),
         ("tp-sweep", "degrees", {"degrees": "1,2,4"}, False),
@@ -458,3 +459,42 @@ def test_a_refused_form_keeps_every_typed_value_in_view(client, db, lab):
 def test_a_field_knows_when_it_shows_something_other_than_its_default(lab, name, values, changed):
     f = next(f for f in labforms.form_fields(lab) if f.name == name)
     assert f.changed(values) is changed
+
+
+def test_every_preset_prefills_the_whole_form_with_values_the_form_accepts():
+    """A preset's values (what ?preset=KEY prefills) parse back through the form into the preset's params."""
+    for lab, spec in catalog.LABS.items():
+        for preset in spec.presets:
+            values = labforms.preset_values(lab, preset.key)
+            form = {k: ("on" if v else None) if isinstance(v, bool) else v for k, v in values.items()}
+            form = {k: v for k, v in form.items() if v is not None}
+            for f in labforms.form_fields(lab):
+                if f.kind == "multi_choice":
+                    form[f"{f.name}__present"] = "1"
+            params, errors = labforms.parse_form(lab, _MultiDict(form))
+            assert errors == {}, (lab, preset.key, errors)
+            want = spec.params.model_validate(dict(preset.params)).model_dump()
+            assert spec.params.model_validate(params).model_dump() == want, (lab, preset.key)
+            changed = {f.name for f in labforms.form_fields(lab) if f.changed(values)}
+            assert changed == {k for k, v in preset.params.items() if v != spec.params.model_fields[k].default}
+
+
+def test_preset_links_point_at_the_prefilled_form_and_unknown_keys_name_the_known_ones():
+    links = labforms.preset_links("fp8-step", "delayed-vs-current")
+    assert [link.name for link in links][:2] == ["Spike at step 20", "Delayed vs current"]
+    assert links[1].href == "/labs/fp8-step?preset=delayed-vs-current#lab-form" and links[1].active
+    with pytest.raises(KeyError, match="presets: spike-at-step-20, delayed-vs-current"):
+        labforms.preset_values("fp8-step", "nope")
+
+
+def test_the_form_says_how_long_a_run_takes_in_round_words():
+    assert labforms.duration_text(38.2, "cpu", "x") == "A run takes about 40 s on this server's CPU (x)."
+    assert labforms.duration_text(3.1, "cpu", "x") == "A run takes about 10 s on this server's CPU (x)."
+    assert labforms.duration_text(754, "te", "x") == "A run takes about 13 min 00 s on this server's GPU (te) (x)."
+    assert labforms.duration_text(None, "cpu", "x") == ""
+
+
+class _MultiDict(dict):
+    def getlist(self, key):
+        v = self.get(key)
+        return v if isinstance(v, list) else [] if v is None else [v]
