@@ -13,7 +13,6 @@ and the Ray dispatcher both call `fair_order`.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,10 +22,12 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.models import Job, utcnow
+from labs import catalog
 from labs.api import count
 
 ACTIVE = ("queued", "running")
 ETA_SAMPLE = 20  # recent runs an estimate is made from; older runs say less about today's cluster
+SIMILAR = 2.0  # runs whose cost-model estimate is within this factor of a job's count as "the same size"
 
 
 def _turns():
@@ -64,16 +65,6 @@ def position(db: Session, *, job: Job) -> int | None:
     return int(db.scalar(ahead) or 0)
 
 
-def _durations(db: Session, *conds) -> list[float]:
-    rows = db.execute(
-        select(Job.started_at, Job.finished_at)
-        .where(Job.status == "succeeded", Job.started_at.is_not(None), Job.finished_at.is_not(None), *conds)
-        .order_by(Job.finished_at.desc())
-        .limit(ETA_SAMPLE)
-    ).all()
-    return [max(0.0, (f - s).total_seconds()) for s, f in rows if s and f]
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A job's place and the arithmetic behind its ETA, in words a learner reads on the job card."""
@@ -88,40 +79,110 @@ class Estimate:
         return self.done_in_s is not None
 
 
+def model_seconds(lab: str, params: dict | None, backend: str) -> float | None:
+    """The lab's cost-model estimate of one run (labs.catalog LabSpec.cost); None for params it no longer takes."""
+    try:
+        spec = catalog.get(lab)
+        return spec.estimate_seconds(spec.params.model_validate(params or {}), backend)
+    except (KeyError, ValueError):  # an unknown lab or params of an older version: nothing to scale by
+        return None
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    """How long one run of a lab at a size takes here, and where that comes from."""
+
+    seconds: float
+    basis: str
+
+
+def run_estimate(db: Session, *, lab: str, params: dict | None, backend: str) -> RunEstimate | None:
+    """Seconds one run takes: the lab's cost model for its size, scaled by how long this lab's recent runs on this
+    backend took against their own cost-model estimates (runs of a similar size first). The model alone answers
+    until a run has finished; the ratio corrects it for this host's speed and load afterwards."""
+    guess = model_seconds(lab, params, backend)
+    if guess is None:
+        return None
+    rows = db.execute(
+        select(Job.params, Job.started_at, Job.finished_at)
+        .where(
+            Job.status == "succeeded",
+            Job.lab == lab,
+            Job.backend == backend,
+            Job.started_at.is_not(None),
+            Job.finished_at.is_not(None),
+        )
+        .order_by(Job.finished_at.desc())
+        .limit(ETA_SAMPLE)
+    ).all()
+    ratios: list[tuple[float, float]] = []  # (took / its model, its model)
+    for prm, s, f in rows:
+        m = model_seconds(lab, prm, backend)
+        took = (f - s).total_seconds()
+        if m and took > 0:
+            ratios.append((took / m, m))
+    if not ratios:
+        return RunEstimate(guess, "the lab's cost model for this size; no run of it has finished here yet")
+    similar = [r for r, m in ratios if 1 / SIMILAR <= m / guess <= SIMILAR]
+    used = similar or [r for r, _ in ratios]
+    size = "of a similar size" if similar else "of other sizes"
+    return RunEstimate(
+        guess * statistics.median(used), f"from the last {count(len(used), 'run')} of {lab} {size} on {backend}"
+    )
+
+
 def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) -> Estimate:
-    """Position and ETA from the recent run times of this lab at this size (backend and ranks).
+    """Position and ETA: this job's run from `run_estimate`; the queue ahead of it from the same estimate of each job
+    running (what is left of it) and each queued job that starts first, shared among `slots`.
 
     `slots`: how many jobs the executor runs at once (embedded workers, or the cluster's running jobs).
-    Jobs ahead are assumed to take what recent runs of any lab took; this job what its own lab and size took.
     """
     now = now or utcnow()
-    own = _durations(db, Job.lab == job.lab, Job.backend == job.backend, Job.ranks == job.ranks)
-    basis_own = f"the last {count(len(own), 'run')} of {job.lab} on {job.backend} at {count(job.ranks, 'rank')}"
-    if not own:
-        own = _durations(db, Job.lab == job.lab)
-        basis_own = f"the last {count(len(own), 'run')} of {job.lab} at any size"
+    mine = run_estimate(db, lab=job.lab, params=job.params, backend=job.backend)
     if job.status == "running":
         elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
-        if job.progress >= 0.05:  # the lab's own progress is a better guide than history once it moves
-            left = elapsed / job.progress - elapsed
-            return Estimate(None, None, max(0.0, left), f"its progress so far ({job.progress:.0%} in {elapsed:.0f} s)")
-        if own:
-            return Estimate(None, None, max(0.0, statistics.median(own) - elapsed), basis_own)
-        return Estimate(None, None, None, f"no finished run of {job.lab} yet to estimate from")
+        left, basis = _left(job, mine, elapsed)
+        return Estimate(None, None, left, basis)
     pos = position(db, job=job)
     if pos is None:
         return Estimate(None, None, None, "")
-    if not own:
-        return Estimate(pos, None, None, f"no finished run of {job.lab} yet to estimate from")
-    others = _durations(db) or own
-    running = db.scalar(select(func.count()).where(Job.status == "running")) or 0
+    if mine is None:
+        return Estimate(pos, None, None, f"no estimate for {job.lab} with these parameters")
     slots = max(1, slots)
-    # Rounds of `slots` jobs that must finish before this one starts: the running ones count as one round
-    # when every slot is busy; the queued ones ahead fill further rounds.
-    rounds = math.ceil(pos / slots) + (1 if running >= slots else 0)
-    start = rounds * statistics.median(others)
-    own_typical = statistics.median(own)
-    return Estimate(pos, start, start + own_typical, basis_own)
+    running = list(db.scalars(select(Job).where(Job.status == "running")))
+    ahead_ids = fair_order(db, limit=pos) if pos else []
+    ahead = list(db.scalars(select(Job).where(Job.id.in_(ahead_ids)))) if ahead_ids else []
+    busy = []  # seconds until each slot frees, running jobs first
+    for r in running:
+        e = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend)
+        el = (now - r.started_at).total_seconds() if r.started_at else 0.0
+        busy.append(_left(r, e, el)[0] or 0.0)
+    busy = sorted(busy)[:slots] + [0.0] * max(0, slots - len(busy))
+    for a in sorted(ahead, key=lambda j: ahead_ids.index(j.id)):  # each starts in the slot that frees first
+        e = run_estimate(db, lab=a.lab, params=a.params, backend=a.backend)
+        busy.sort()
+        busy[0] += e.seconds if e else mine.seconds
+    start = min(busy)
+    return Estimate(pos, start, start + mine.seconds, mine.basis)
+
+
+def _left(job: Job, est: RunEstimate | None, elapsed: float) -> tuple[float | None, str]:
+    """Seconds left of a running job: the run estimate minus what has passed, leaning on the lab's own progress as
+    it grows (progress says nothing about start-up, so it is trusted only in proportion to how far it got)."""
+    p = job.progress or 0.0
+    by_progress = elapsed / p - elapsed if p >= 0.05 else None
+    if est is None:
+        if by_progress is None:
+            return None, f"no estimate for {job.lab} with these parameters"
+        return max(0.0, by_progress), f"its progress so far ({p:.0%} in {elapsed:.0f} s)"
+    by_estimate = est.seconds - elapsed
+    if by_progress is None or by_estimate > 0 and p < 0.5:
+        # Early on, or still inside its estimate: the estimate, or the progress if the run has overrun it.
+        left = by_estimate if by_estimate > 0 else (by_progress if by_progress is not None else 0.0)
+        return max(0.0, left), est.basis
+    return max(
+        0.0, p * by_progress + (1 - p) * max(0.0, by_estimate)
+    ), f"its progress so far ({p:.0%} in {elapsed:.0f} s)"
 
 
 def slots(settings: Settings, db: Session) -> int:

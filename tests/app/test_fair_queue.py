@@ -99,18 +99,57 @@ def test_eta_comes_from_recent_runs_of_that_lab_and_size(db, learners):
     first, second = _submit(db, b, 2)
     est = queue.estimate(db, job=first, slots=1)
     assert est.position == 0 and est.start_in_s == 0 and est.done_in_s == pytest.approx(20.0, abs=0.5)
-    assert "last 3 runs of env-check on cpu at 1 rank" in est.basis
+    assert "last 3 runs of env-check of a similar size on cpu" in est.basis
     est2 = queue.estimate(db, job=second, slots=1)
     assert est2.position == 1 and est2.start_in_s == pytest.approx(20.0, abs=0.5)
     assert est2.done_in_s == pytest.approx(40.0, abs=0.5)
     two_slots = queue.estimate(db, job=second, slots=2)
-    assert two_slots.start_in_s == pytest.approx(20.0, abs=0.5)  # one round of two slots ahead
+    assert two_slots.start_in_s == pytest.approx(0.0, abs=0.5)  # a second slot is free: it starts beside the first
 
 
-def test_no_history_says_so(db, learners):
+def test_a_running_job_ahead_counts_what_is_left_of_it(db, learners):
+    a, b, _ = learners
+    _history(db, a, [20.0, 20.0, 20.0])
+    (running,) = _submit(db, a)
+    (queued,) = _submit(db, b)
+    jobs.claim_next(db, worker_id="w", lease_s=30)
+    db.refresh(running)
+    running.started_at = utcnow() - timedelta(seconds=15)
+    db.commit()
+    est = queue.estimate(db, job=queued, slots=1)
+    assert est.start_in_s == pytest.approx(5.0, abs=1.0) and est.done_in_s == pytest.approx(25.0, abs=1.0)
+
+
+def test_runs_of_another_size_scale_the_cost_model(db, learners):
+    """Learned per lab and size: a run twice the cost model's size is estimated at twice what the small ones took,
+    scaled by how far those were from their own model estimates."""
+    a, b, _ = learners
+    small = {"steps": 20, "outlier_step": None}
+    model_small = queue.model_seconds("fp8-step", small, "cpu")
+    for i in range(3):
+        db.add(
+            Job(
+                owner_id=a.id,
+                lab="fp8-step",
+                params=small,
+                backend="cpu",
+                status="succeeded",
+                started_at=utcnow() - timedelta(hours=1, seconds=2 * model_small - i),
+                finished_at=utcnow() - timedelta(hours=1, seconds=-i),
+            )
+        )
+    db.commit()
+    big = {"steps": 1000}
+    est = queue.run_estimate(db, lab="fp8-step", params=big, backend="cpu")
+    assert est is not None and "of other sizes" in est.basis
+    assert est.seconds == pytest.approx(2 * queue.model_seconds("fp8-step", big, "cpu"), rel=0.05)
+
+
+def test_no_history_says_the_cost_model_answers(db, learners):
     (job,) = _submit(db, learners[0])
     est = queue.estimate(db, job=job, slots=1)
-    assert est.position == 0 and not est.known and "no finished run of env-check" in est.basis
+    assert est.position == 0 and est.known and "no run of it has finished here yet" in est.basis
+    assert est.done_in_s == pytest.approx(queue.model_seconds("env-check", {}, "cpu"))
 
 
 def test_replace_queued_cancels_the_old_queued_run_only(db, learners):
