@@ -137,27 +137,18 @@ def disagreement(rows: list[dict], pred_rows: dict, backend: str, node: str) -> 
 
 def answer(rows: list[dict], cross: dict, predicted: dict, backend: str) -> str:
     """The lab's question ("As the TP degree grows, when does collective time overtake the GEMM time it
-    saves?") answered in one sentence from this run's numbers."""
-    where = "on this CPU" if backend == "cpu" else "on these GPUs"
+    saves?") answered in a headline of at most ~25 words from this run's numbers; the prediction's agreement and
+    the reasons sit in the summary below it."""
+    where = "On this CPU" if backend == "cpu" else "On these GPUs"
     by = {r["degree"]: r for r in rows}
-    best = by[cross["measured_best_degree"]]
-    vs = f" ({best['step_vs_tp1']:.2f}x the TP=1 step)" if best.get("step_vs_tp1") and best["degree"] != 1 else ""
+    best = cross["measured_best_degree"]
     if cross["measured_from"] is not None:
-        d = by[cross["measured_from"]]
-        first = (
-            f"Measured {where}, collective time ({d['collective_ms']:.3g} ms) overtook the local GEMM time "
-            f"({d['local_gemm_ms']:.3g} ms) at TP={d['degree']}, and TP={best['degree']} gave the fastest step{vs}"
-        )
+        first = f"{where}, collectives outgrew the GEMMs at TP={cross['measured_from']}"
     else:
-        first = (
-            f"Measured {where}, collective time stayed below the local GEMM time up to TP={max(by)}, and "
-            f"TP={best['degree']} gave the fastest step{vs}"
-        )
+        first = f"{where}, collectives stayed below the GEMMs up to TP={max(by)}"
     pf = cross["predicted_from"]
-    pred = f"TP={pf}" if pf is not None else f"no degree up to TP={max(by)}"
-    if cross["agree"]:
-        return f"{first}; the {predicted['node']} prediction puts the crossover at the same place ({pred})."
-    return f"{first}; the {predicted['node']} prediction puts it at {pred} instead: {cross['explanation']}."
+    pred = f"TP={pf}" if pf is not None else "no crossover in this range"
+    return f"{first}; TP={best} was fastest. {predicted['node']} prediction: {pred}."
 
 
 def results(
