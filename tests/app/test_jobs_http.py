@@ -302,3 +302,26 @@ def test_the_jobs_list_shows_a_running_jobs_time_so_far(client, db):
     assert client.post(f"/jobs/{job.id}/cancel", {"next": "/jobs"}, follow_redirects=False).status_code == 303
     row = _section(client.get("/jobs").text, f'<tr data-job="{job.id}"', "</tr>")
     assert "Stopping…" in row and "disabled" in row  # asked; the worker stops it within a heartbeat
+
+
+def test_the_lessons_lab_part_keeps_the_last_good_check_under_a_cancelled_one(client, db, worker):
+    """The lesson's lab part shows the newest env-check and, when that one was cancelled, the last one that
+    finished under it (as /labs/<lab> does), not only "cancelled"."""
+    import html
+
+    from app.services import jobs
+
+    _learner(client)
+    assert client.post("/labs/env-check/jobs", headers={"HX-Request": "true"}).status_code == 201
+    assert worker.run_once()
+    good = db.query(Job).one()
+    ann, host = _ann_and_host(db)
+    queued = jobs.create_job(db, owner=ann, lab="env-check", params={}, backend="cpu", host=host)
+    assert client.post(f"/jobs/{queued.id}/cancel", follow_redirects=False).status_code == 303
+
+    page = html.unescape(client.get("/lessons/transformer-scaling/lab").text)
+    checks = _section(page, 'id="env-check-result"', "</section>")
+    assert f'id="job-{queued.id}"' in checks and 'data-status="cancelled"' in checks
+    assert f"Your last finished check: run #{good.id}" in checks
+    assert f'id="job-{good.id}"' in checks and 'data-status="succeeded"' in checks
+    assert checks.index(f'id="job-{queued.id}"') < checks.index(f'id="job-{good.id}"')

@@ -15,7 +15,6 @@ from starlette.concurrency import run_in_threadpool
 from app.content.schema import Lesson
 from app.core.models import Person
 from app.services import answering, learning, own_runs
-from app.services import jobs as job_service
 from app.services import lessons as lesson_service
 from app.web.csrf import csrf_token_for
 from app.web.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
@@ -61,7 +60,7 @@ def _part_context(
         "responses": state.responses,
         "attempts": state.attempts,
         "variants": answering.part_variants(lesson, user=user, part=part),
-        "env_jobs": job_service.list_jobs(db, owner=user, lab="env-check", limit=1) if part_id == "lab" else [],
+        "env_jobs": own_runs.latest_runs(db, owner=user, lab="env-check", limit=1).shown if part_id == "lab" else [],
         # the learner's own lab runs, only for parts whose sections show one: their ids came with the state,
         # so the jobs are read only when the learner has run one of those labs
         "runs": own_runs.notes(db, user=user, labs=shown, newest=state.runs),
