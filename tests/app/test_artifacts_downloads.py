@@ -101,3 +101,14 @@ def test_the_compare_partial_stacks_run_b_under_run_a_by_trace_name(db, settings
     assert traces[first]["source"] == f"A · #{a.id}" and traces[second]["source"] == f"B · #{b.id}"
     assert traces[first]["key"] == traces[second]["key"] == "trace_immediate"
     assert traces[second]["data"] == f"/jobs/{b.id}/artifacts/trace_immediate?as=timeline"
+
+
+def test_the_lab_pages_comparison_stacks_the_two_runs_timelines(client, db, settings, ann):
+    """/labs/<lab>/compare shows the two runs' traces in the viewer under the table, whole page and htmx."""
+    a, b = (finished_job(db, settings, ann, "overlap-trace") for _ in range(2))
+    for headers in ({}, {"HX-Request": "true"}):
+        r = client.get(f"/labs/overlap-trace/compare?a={a.id}&b={b.id}", headers=headers)
+        assert r.status_code == 200
+        assert 'data-testid="comparison"' in r.text
+        viewer = r.text[r.text.index('data-testid="comparison"') :]
+        assert f"/jobs/{b.id}/artifacts/trace_immediate?as=timeline" in viewer, viewer[:3000]
