@@ -35,8 +35,6 @@ from labs.numerics.fp8 import (
 # The recipes whose forward GEMM TE runs with fast (limited-precision) accumulation:
 # use_split_accumulator=False for fprop (module/base.py _2X_ACC_FPROP, recipe Float8CurrentScaling).
 FAST_FPROP_RECIPES = ("delayed", "current")
-# Steps of per-tensor evidence kept as separate 0-d tensors before they are stacked into one chunk.
-HISTORY_CHUNK = 64
 
 
 @dataclass
@@ -77,11 +75,7 @@ class TensorQuantizer:
             else None
         )
         self._pending: list[tuple] = []  # this step's (amax, scale, clipped, flushed, numel) per call
-        # Per-step evidence without a tensor op per step: each step appends its four 0-d tensors to `_open`,
-        # and every HISTORY_CHUNK steps they are stacked into one (n, 4) chunk (bounded memory, few ops).
-        self._steps: list[tuple[int, int]] = []  # (step, numel) per recorded step
-        self._open: list[tuple[torch.Tensor, ...]] = []  # (amax, scale, clipped, flushed) not yet stacked
-        self._chunks: list[torch.Tensor] = []  # (n, 4) float64: amax, scale, clipped, flushed
+        self._history: list[tuple[int, torch.Tensor, int]] = []  # (step, [amax, scale, clipped, flushed], numel)
 
     def quantize(self, x: torch.Tensor, *, record: bool = True) -> torch.Tensor:
         """Round `x` (2-D, reduction dim last) onto the FP8 grid; returns FP32 values."""
@@ -123,28 +117,18 @@ class TensorQuantizer:
         if self._pending:
             amax, scale, clipped, flushed, numel = zip(*self._pending)
             if len(self._pending) == 1:  # the usual case: one forward (or backward) per step
-                row = (amax[0], scale[0], clipped[0], flushed[0])
+                row = [amax[0], scale[0], clipped[0], flushed[0]]
             else:  # several calls in one step (e.g. gradient accumulation): TE keeps their max
-                row = (
+                row = [
                     torch.stack(amax).max(),
                     torch.stack(scale).min(),
                     torch.stack(clipped).sum(),
                     torch.stack(flushed).sum(),
-                )
-            self._steps.append((self.step, sum(numel)))
-            self._open.append(tuple(v.detach() for v in row))
-            if len(self._open) >= HISTORY_CHUNK:
-                self._close_chunk()
+                ]
+            row_t = torch.stack([v.detach().to(torch.float32) for v in row])  # (4,)
+            self._history.append((self.step, row_t, sum(numel)))
         self._pending = []
         self.step += 1
-
-    def _close_chunk(self) -> None:
-        if not self._open:
-            return
-        # float64 holds the float32 amax and scale exactly and counts up to 2**53 (a tensor's numel bounds them).
-        cols = [torch.stack(col).to(torch.float64) for col in zip(*self._open)]  # 4 x (n,)
-        self._chunks.append(torch.stack(cols, dim=1))  # (n, 4)
-        self._open = []
 
     @property
     def scale(self) -> float | None:
@@ -152,11 +136,10 @@ class TensorQuantizer:
         return float(self.delayed.scale) if self.delayed is not None else None
 
     def history(self) -> list[StepRecord]:
-        self._close_chunk()
-        if not self._chunks:
+        if not self._history:
             return []
-        values = torch.cat(self._chunks).cpu().tolist()  # one sync for all steps
-        return [StepRecord(step, a, s, int(c), int(f), n) for (step, n), (a, s, c, f) in zip(self._steps, values)]
+        values = torch.stack([t for _, t, _ in self._history]).cpu().tolist()  # one sync for all steps
+        return [StepRecord(step, a, s, int(c), int(f), n) for (step, _, n), (a, s, c, f) in zip(self._history, values)]
 
 
 # --------------------------------------------------------------------------- the linear layer
