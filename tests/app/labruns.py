@@ -2,7 +2,7 @@
 
 `bundle(lab)` is tests/golden/LAB: what `python -m labs run LAB` wrote with the TINY parameters below (the
 smallest that still exercise every field the checks read: two TP degrees and two ranks, a few FP8 steps).
-`python -m tests.app.labruns` writes them again; tests/labs/test_golden_bundles.py fails when a lab's output
+`python -m tests.app.labruns` writes them again; tests/app/test_golden_bundles.py fails when a lab's output
 no longer has a golden bundle's shape. `run(lab, params_json)` runs a lab for other parameters.
 """
 
