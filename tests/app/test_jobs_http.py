@@ -258,7 +258,7 @@ def test_the_jobs_list_shows_queue_places_cancels_and_polls_only_while_a_job_is_
     rows = {j: _section(page, f'<tr data-job="{j}"', "</tr>") for j in (first, second)}
     assert 'data-testid="queue-position">next<' in rows[first]
     assert 'data-testid="queue-position">1 ahead<' in rows[second]
-    assert 'data-testid="eta">no estimate yet<' in rows[first]  # no finished run to estimate from yet
+    assert 'data-testid="eta">starts in under a minute<' in rows[first]  # the lab's cost model: no run needed
     for j, row in rows.items():
         assert f'action="/jobs/{j}/cancel"' in row and 'name="csrf_token" value="' in row
         assert 'name="next" value="/jobs"' in row and f">Cancel #{j}</button>" in row

@@ -18,7 +18,9 @@ Artifacts of jobs are served by app/web/routes/artifacts.py.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
@@ -132,17 +134,30 @@ def _lab_context(
     settings: Settings,
     a: int | None = None,
     b: int | None = None,
+    preset: str | None = None,
 ) -> dict:
     runs = own_runs.latest_runs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN)
     jobs, latest, last_result = runs.jobs, runs.latest, runs.last_result
     shown = runs.shown
     fields = _form_fields(spec, host)
     has_queued = any(j.status == "queued" for j in jobs)
+    values = _prefill(fields, latest, has_queued)
+    if preset:
+        try:
+            values = labforms.preset_values(spec.name, preset) | ({"replace_queued": "on"} if has_queued else {})
+        except KeyError as exc:
+            raise HTTPException(404, str(exc.args[0])) from None
+    backend = host.resolve(spec, "auto")
+    sized = dict(spec.preset(preset).params) if preset else (latest.params if latest else {})
+    estimate = queue_service.run_estimate(db, lab=spec.name, backend=backend, params=sized)
     return {
         "lab": spec.name,
         "module": spec,
         "fields": fields,
-        "values": _prefill(fields, latest, has_queued),
+        "values": values,
+        "preset": preset,
+        "presets": labforms.preset_links(spec.name, preset),
+        "duration": labforms.duration_text(estimate.seconds, backend, estimate.basis) if estimate else "",
         "errors": {},
         "latest": latest,
         "last_result": last_result,
@@ -178,8 +193,9 @@ def lab_page(
     settings: SettingsDep,
     a: DbInt | None = None,
     b: DbInt | None = None,
+    preset: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
-    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings, a, b))
+    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings, a, b, preset))
 
 
 @router.get("/labs/{lab}/runs")
