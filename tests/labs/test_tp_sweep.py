@@ -154,7 +154,11 @@ def test_default_run_names_its_crossover_by_the_graders_rule_and_explains_the_pr
     assert cross["measured_from"] == first
     assert cross["predicted_from"] == 2  # the H200 model is latency-bound from TP=2 at this small shape
     assert cross["agree"] == (first == 2) and (cross["explanation"] is None) == cross["agree"]
-    assert res["answer"].startswith("Measured on this CPU")
+    # the headline: where it was measured, the measured crossover (or none), the fastest degree, the prediction
+    answer = res["answer"]
+    assert answer.startswith("On this CPU, ") and len(answer.split()) <= 25, answer
+    assert (f"outgrew the GEMMs at TP={first}" if first else "stayed below the GEMMs") in answer, answer
+    assert f"TP={cross['measured_best_degree']} was fastest" in answer and "H200 prediction: TP=2." in answer, answer
 
 
 def test_crossover_disagreement_is_said_with_the_runs_own_ratios():
