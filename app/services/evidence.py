@@ -65,9 +65,9 @@ def _value(v: Any) -> str:
 def _fp8_step(p: dict) -> list[str]:
     o = p.get("outlier_step")
     return [
-        f"outlier at step {o}" if o is not None else "no outlier",
+        f"spike at step {o}" if o is not None else "no spike",
         api.count(p.get("steps", 0), "step"),
-        f"{p.get('recipe')} scaling",
+        str(p.get("recipe")),
     ]
 
 
@@ -86,7 +86,7 @@ _KEY_WORDS: dict[str, tuple[tuple[str, ...], Callable[[dict], list[str]]]] = {
     "overlap-trace": (("schedules", "ranks"), _overlap_trace),
     "tp-sweep": (("degrees", "fp8"), _tp_sweep),
 }
-MAX_OTHER_WORDS = 2  # further changed parameters a run menu names before "…": the item's own ones come first
+MAX_OTHER_WORDS = 0  # further changed parameters a run menu names before "…": the closed menu fits a laptop's column
 
 
 def _with_defaults(lab: str, params: dict | None) -> dict:
@@ -102,7 +102,7 @@ def _with_defaults(lab: str, params: dict | None) -> dict:
 
 
 def params_words(lab: str, params: dict | None) -> str:
-    """A run's parameters as a learner tells runs apart: "outlier at step 20, 40 steps, delayed scaling", then
+    """A run's parameters as a learner tells runs apart: "spike at step 20, 40 steps, delayed", then
     up to MAX_OTHER_WORDS more that differ from the lab's defaults ("seed 3"); "default settings" for a lab
     without key parameters run as it comes."""
     spec = catalog.LABS.get(lab)

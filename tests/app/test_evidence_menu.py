@@ -30,15 +30,15 @@ def _finished(db, settings, owner, lab: str, params: dict) -> Job:
 
 def test_a_run_in_words_names_what_tells_runs_apart():
     words = evidence.params_words("fp8-step", {"outlier_step": 20, "steps": 40})
-    assert words == "outlier at step 20, 40 steps, delayed scaling"
-    assert evidence.params_words("fp8-step", {"outlier_step": None}).startswith("no outlier, ")
+    assert words == "spike at step 20, 40 steps, delayed"
+    assert evidence.params_words("fp8-step", {"outlier_step": None}).startswith("no spike, ")
     assert evidence.params_words("tp-sweep", {"degrees": [1, 2, 4]}).startswith("TP 1, 2, 4, no FP8")
     assert evidence.params_words("overlap-trace", {"schedules": ["immediate", "windowed"], "ranks": 2}).startswith(
         "immediate, windowed schedules, 2 ranks"
     )
-    # other changed parameters follow, at most two, then "…"
+    # other changed parameters are one "…", so the closed menu fits a laptop's column
     tiny = evidence.params_words("fp8-step", {**labruns.TINY["fp8-step"], "outlier_step": None})
-    assert tiny.startswith("no outlier, 4 steps, delayed scaling, ") and tiny.endswith(", …"), tiny
+    assert tiny == "no spike, 4 steps, delayed, …", tiny
     assert evidence.params_words("env-check", {}) == "default settings"
 
 
@@ -51,15 +51,15 @@ def test_the_menu_marks_the_run_the_item_asks_for(client, db, settings):
     spiked = _finished(db, settings, ann, "fp8-step", {**labruns.TINY["fp8-step"], "outlier_step": 2})
     slots = {s.id: s for s in report_service.slots(_lesson(db))}
     menu = dict(report_service.candidates(db, owner=ann, lab="fp8-step", slot=slots["bf16-fp8-numerics"]))
-    assert menu[f"job:{spiked.id}"].startswith(f"✓ Job {spiked.id} · outlier at step 2, 4 steps, delayed scaling")
-    assert menu[f"job:{plain.id}"].startswith(f"Job {plain.id} · no outlier, 4 steps")
+    assert menu[f"job:{spiked.id}"].startswith(f"✓ Job {spiked.id} · spike at step 2, 4 steps, delayed")
+    assert menu[f"job:{plain.id}"].startswith(f"Job {plain.id} · no spike, 4 steps")
     assert " · CPU · " in menu[f"job:{plain.id}"]
     # the fallback item asks for no particular run: nothing is marked
     fallback = dict(report_service.candidates(db, owner=ann, lab="fp8-step", slot=slots["static-trace"]))
     assert not any(t.startswith("✓") for t in fallback.values())
 
     page = client.get(URL).text
-    assert re.search(rf'<option value="job:{spiked.id}">✓ Job {spiked.id} · outlier at step 2, ', page)
+    assert re.search(rf'<option value="job:{spiked.id}">✓ Job {spiked.id} · spike at step 2, ', page)
     hint = re.search(r'data-testid="asks-bf16-fp8-numerics">([^<]*)<', page)
     assert hint and "outlier step" in hint.group(1) and "✓ marks your runs" in hint.group(1)
     assert 'aria-describedby="asks-bf16-fp8-numerics"' in page

@@ -223,7 +223,7 @@ def test_run_menu_says_each_runs_parameters_in_words(client, db, settings):
     broken = failed_job(db, ann, "fp8-step")
     when = ok.finished_at
     words = evidence.params_words("fp8-step", ok.params)
-    assert "steps" in words and "scaling" in words, words
+    assert "steps" in words and "delayed" in words, words
     menu = dict(report_service.candidates(db, owner=ann, lab="fp8-step"))
     assert menu[f"job:{ok.id}"] == f"Job {ok.id} · {words} · CPU · {when.day} {when:%b %H:%M}"
     assert menu[f"job:{broken.id}"].startswith(f"Job {broken.id} · failed · ")  # no result: no place it ran
