@@ -96,13 +96,14 @@ class RunEstimate:
     basis: str
 
 
-def run_estimate(db: Session, *, lab: str, params: dict | None, backend: str) -> RunEstimate | None:
-    """Seconds one run takes: the lab's cost model for its size, scaled by how long this lab's recent runs on this
-    backend took against their own cost-model estimates (runs of a similar size first). The model alone answers
-    until a run has finished; the ratio corrects it for this host's speed and load afterwards."""
-    guess = model_seconds(lab, params, backend)
-    if guess is None:
-        return None
+History = dict[tuple[str, str], list[tuple[float, float]]]  # (lab, backend) -> its recent runs' ratios
+
+
+def _ratios(db: Session, lab: str, backend: str, history: History | None) -> list[tuple[float, float]]:
+    """(took / its model, its model) of this lab's recent finished runs on `backend`; read once per (lab, backend)
+    when the caller keeps a `history` for the jobs it estimates together."""
+    if history is not None and (lab, backend) in history:
+        return history[(lab, backend)]
     rows = db.execute(
         select(Job.params, Job.started_at, Job.finished_at)
         .where(
@@ -121,6 +122,21 @@ def run_estimate(db: Session, *, lab: str, params: dict | None, backend: str) ->
         took = (f - s).total_seconds()
         if m and took > 0:
             ratios.append((took / m, m))
+    if history is not None:
+        history[(lab, backend)] = ratios
+    return ratios
+
+
+def run_estimate(
+    db: Session, *, lab: str, params: dict | None, backend: str, history: History | None = None
+) -> RunEstimate | None:
+    """Seconds one run takes: the lab's cost model for its size, scaled by how long this lab's recent runs on this
+    backend took against their own cost-model estimates (runs of a similar size first). The model alone answers
+    until a run has finished; the ratio corrects it for this host's speed and load afterwards."""
+    guess = model_seconds(lab, params, backend)
+    if guess is None:
+        return None
+    ratios = _ratios(db, lab, backend, history)
     if not ratios:
         return RunEstimate(guess, "the lab's cost model for this size; no run of it has finished here yet")
     similar = [r for r, m in ratios if 1 / SIMILAR <= m / guess <= SIMILAR]
@@ -131,14 +147,17 @@ def run_estimate(db: Session, *, lab: str, params: dict | None, backend: str) ->
     )
 
 
-def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) -> Estimate:
+def estimate(
+    db: Session, *, job: Job, slots: int, now: datetime | None = None, history: History | None = None
+) -> Estimate:
     """Position and ETA: this job's run from `run_estimate`; the queue ahead of it from the same estimate of each job
     running (what is left of it) and each queued job that starts first, shared among `slots`.
 
     `slots`: how many jobs the executor runs at once (embedded workers, or the cluster's running jobs).
     """
     now = now or utcnow()
-    mine = run_estimate(db, lab=job.lab, params=job.params, backend=job.backend)
+    history = {} if history is None else history  # each (lab, backend)'s runs read once, however long the queue
+    mine = run_estimate(db, lab=job.lab, params=job.params, backend=job.backend, history=history)
     if job.status == "running":
         elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
         left, basis = _left(job, mine, elapsed)
@@ -154,12 +173,12 @@ def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) 
     ahead = list(db.scalars(select(Job).where(Job.id.in_(ahead_ids)))) if ahead_ids else []
     busy = []  # seconds until each slot frees, running jobs first
     for r in running:
-        e = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend)
+        e = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend, history=history)
         el = (now - r.started_at).total_seconds() if r.started_at else 0.0
         busy.append(_left(r, e, el)[0] or 0.0)
     busy = sorted(busy)[:slots] + [0.0] * max(0, slots - len(busy))
     for a in sorted(ahead, key=lambda j: ahead_ids.index(j.id)):  # each starts in the slot that frees first
-        e = run_estimate(db, lab=a.lab, params=a.params, backend=a.backend)
+        e = run_estimate(db, lab=a.lab, params=a.params, backend=a.backend, history=history)
         busy.sort()
         busy[0] += e.seconds if e else mine.seconds
     start = min(busy)
@@ -199,4 +218,5 @@ def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Est
     if not active:
         return {}
     n = slots(settings, db)
-    return {j.id: estimate(db, job=j, slots=n) for j in active}
+    history: History = {}  # shared by the jobs listed together: one read per (lab, backend)
+    return {j.id: estimate(db, job=j, slots=n, history=history) for j in active}
