@@ -5,7 +5,8 @@
     peek(conn, token=…, idle_s=…, max_s=…)     -> Peeked(session_id, Reader), or None when the lookup has a write to
                                                   do (or finds nothing): the most-read pages' login, no ORM
     end(db, token=…)                            logout of this browser
-    end_all(db, user=…, keep_id=None)           "log out everywhere"; a password change keeps its own session
+    end_all(db, user=…, keep_id=None)           "log out everywhere", and every API token revoked with it; a password
+                                                  change keeps its own session
     list_for(db, user=…)                        the account page's list of sessions
 
 The cookie itself is Starlette's signed session cookie ({"sid": token, "csrf": …}); signing keeps the
@@ -27,6 +28,7 @@ from sqlalchemy import Connection, bindparam, delete, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from app.core.models import User, UserRole, UserSession, utcnow
+from app.services import tokens
 
 TOUCH_S = 60  # idle lifetimes are hours long: a minute of slack in last_seen_at costs nothing and saves a write a view
 
@@ -179,11 +181,18 @@ def end(db: Session, *, token: str) -> None:
 
 
 def end_all(db: Session, *, user: User, keep_id: int | None = None) -> int:
-    """End every session of `user` except `keep_id`; returns how many ended."""
+    """End every session of `user` except `keep_id`, and revoke every API token of theirs in the same commit;
+    returns how many sessions ended.
+
+    Why the tokens too: everything that calls this is someone taking the account back (a new password, a reset
+    link, "log out everywhere"). A token left alive would let whoever held the account before keep reading
+    and submitting as its owner. Nothing keeps a token: the one browser a password change keeps is the
+    person who just proved the password, and they can make a new token there."""
     q = delete(UserSession).where(UserSession.user_id == user.id)
     if keep_id is not None:
         q = q.where(UserSession.id != keep_id)
     count = db.execute(q).rowcount  # type: ignore[attr-defined]
+    tokens.revoke_all(db, user_id=user.id)
     db.commit()
     return count or 0
 

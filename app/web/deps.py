@@ -3,8 +3,9 @@
 SessionDep      a SQLAlchemy session for this request
 SettingsDep     the app's Settings;  HostDep  what this host's lab workers can run (labhost.HostCapacity)
 CurrentUser     the logged-in user, or 401 (pages redirect to /login); a browser's login is a server-side
-                session row (app/services/sessions.py) named by the token in its signed cookie
-require_role()  stacked on CurrentUser: 403 unless the user holds the role
+                session row (app/services/sessions.py) named by the token in its signed cookie; a script's is
+                an API token (app/services/tokens.py), accepted under /api/v1/ only (see `token_refused`)
+require_role()  stacked on CurrentUser: 403 unless the user holds the role (and logged in with a browser)
 PostedForm      the request's form fields, read without blocking, for plain `def` handlers
 ViewerJob       path {job_id}: a job for its owner, an instructor, or a grader of a report that cites it, else 404
 OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
@@ -69,6 +70,23 @@ def bearer_token(request: Request) -> str | None:
     return header[7:].strip() if header[:7].lower() == "bearer " else None
 
 
+API_PREFIX = "/api/v1/"
+TOKEN_REFUSED = (
+    "An API token opens only the JSON API under /api/v1/ (jobs, results, artifacts, uploads, the tools). "
+    "The account page, creating tokens, reset links and instructor or grader pages need a browser login."
+)
+STAFF_TOKEN_REFUSED = "Instructor and grader actions need a browser login; an API token acts only as a learner would."
+
+
+def token_refused(request: Request) -> bool:
+    """Whether this request presents an API token where tokens are not accepted.
+
+    Why a token is API-only: it is long-lived and sits in scripts and shell histories, so a leaked one must
+    not reach what would let its finder keep the account (a new password, more tokens) or act as staff
+    (reset links for anyone). Reading results and submitting jobs is all a script needs."""
+    return bearer_token(request) is not None and not request.url.path.startswith(API_PREFIX)
+
+
 def get_optional_user(request: Request, db: SessionDep) -> User | None:
     """The user of a valid bearer token (scripts) or else of the browser's server-side session.
 
@@ -78,9 +96,17 @@ def get_optional_user(request: Request, db: SessionDep) -> User | None:
     """
     token = bearer_token(request)
     if token is not None:
+        if token_refused(request):
+            raise HTTPException(403, TOKEN_REFUSED)
         user = tokens.user_for(db, plaintext=token)
         if user is None:
-            raise HTTPException(401, "The API token is unknown or revoked.", headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401,
+                "The API token is unknown or revoked (a password change, a reset link or “log out everywhere” "
+                "revokes every token of the account). Make a new one on your account page.",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        request.state.via_token = True
     else:
         user = None
         sid = request.session.get(SESSION_KEY)
@@ -167,8 +193,10 @@ async def get_current_user(user: OptionalUser) -> User:  # no I/O: async skips a
 CurrentUser = Annotated[User, Depends(get_current_user)]
 
 
-def require_role(*roles: str) -> Callable[[User], Awaitable[User]]:
-    async def check(user: CurrentUser) -> User:
+def require_role(*roles: str) -> Callable[[Request, User], Awaitable[User]]:
+    async def check(request: Request, user: CurrentUser) -> User:
+        if getattr(request.state, "via_token", False):
+            raise HTTPException(403, STAFF_TOKEN_REFUSED)
         if not user.roles & set(roles):
             raise HTTPException(
                 403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}."
@@ -191,10 +219,15 @@ CSRF_REFUSED = (
 async def csrf_protect(request: Request) -> None:
     """Every state-changing request must present the session's CSRF token (form field or header).
 
-    Requests authenticated by a bearer token are exempt: a browser never attaches that header to a
-    cross-site request by itself, which is what CSRF protection guards against.
+    Requests authenticated by a bearer token are exempt under /api/v1/: a browser never attaches that header
+    to a cross-site request by itself, which is what CSRF protection guards against. Anywhere else a token is
+    refused outright (`token_refused`), before the CSRF check could give a misleading answer.
     """
-    if request.method not in UNSAFE or bearer_token(request) is not None:
+    if request.method not in UNSAFE:
+        return
+    if token_refused(request):
+        raise HTTPException(403, TOKEN_REFUSED)
+    if bearer_token(request) is not None:
         return
     presented: object = request.headers.get(CSRF_HEADER)
     if not presented:

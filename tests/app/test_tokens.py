@@ -85,3 +85,122 @@ def test_bundle_upload_with_a_token_as_the_readme_shows(client, app, tmp_path):
         )
         assert r.status_code == 201, r.text
         assert json.loads(r.text)["id"] > 0
+
+
+# ---------------------------------------------------------------- issue 30 §3: tokens end with the account's recovery
+
+
+def _works(app, token: str) -> int:
+    with TestClient(app) as script:
+        return script.get("/api/v1/jobs", headers={"Authorization": f"Bearer {token}"}).status_code
+
+
+def test_a_password_change_revokes_every_token_and_says_so(client, app):
+    client.register("ann@example.org")
+    token, other = _token(client, "laptop"), _token(client, "cluster")
+    assert _works(app, token) == 200
+    r = client.post(
+        "/account/password",
+        {"current_password": "correct horse", "new_password": "battery staple", "confirm_password": "battery staple"},
+    )
+    assert r.status_code == 200
+    assert "2 API tokens revoked with it: make a new one below for your scripts." in r.text
+    assert _works(app, token) == 401 and _works(app, other) == 401
+    assert client.get("/api/v1/me").status_code == 200  # the browser that changed it stays in
+    assert _works(app, _token(client, "new")) == 200  # and can make a new one
+
+
+def test_logging_out_everywhere_revokes_every_token(client, app):
+    client.register("ann@example.org")
+    token = _token(client)
+    assert client.post("/account/logout-everywhere").status_code == 200
+    with TestClient(app) as script:
+        r = script.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 401 and "log out everywhere" in r.json()["detail"]
+
+
+def test_a_squatters_token_dies_when_the_owner_recovers_the_account_by_reset_link(client, app, make_client, make_user):
+    """The reproduction: someone registered the real owner's email and set up a token; the instructor's reset
+    link gives the account back, and the squatter's script must stop reading the owner's jobs."""
+    client.register("ann@example.org", password="squatter pw")
+    token = _token(client)
+    assert _works(app, token) == 200
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    r = ivy.post("/account/reset-links", data={"email": "ann@example.org"})
+    path = re.search(r'id="reset-link" class="token">http://testserver([^<]+)<', r.text).group(1)
+    owner = make_client()
+    r = owner.post(
+        path, data={"new_password": "owner's own", "confirm_password": "owner's own"}, follow_redirects=False
+    )
+    assert r.status_code == 303
+    assert _works(app, token) == 401
+
+
+def test_an_operators_users_create_password_revokes_the_tokens(client, app, settings, monkeypatch):
+    from app.cli.commands import main
+
+    client.register("ann@example.org")
+    token = _token(client)
+    monkeypatch.setenv("COURSE_ENV", "test")
+    monkeypatch.setenv("COURSE_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("DATABASE_URL", settings.db_url)
+    assert main(["users", "create", "--email", "ann@example.org", "--password", "operator set"]) == 0
+    assert _works(app, token) == 401
+
+
+def test_a_token_cannot_make_tokens_or_manage_the_account(client, app, db):
+    from sqlalchemy import func, select
+
+    from app.core.models import ApiToken
+
+    client.register("ann@example.org")
+    token = _token(client)
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(app) as script:
+        for method, path, data in (
+            ("POST", "/account/tokens", {"name": "minted"}),
+            ("POST", "/account/password", {"current_password": "x", "new_password": "y" * 9}),
+            ("POST", "/account/name", {"display_name": "Mallory"}),
+            ("POST", "/account/logout-everywhere", {}),
+            ("GET", "/account", None),
+        ):
+            r = script.request(method, path, data=data, headers=auth, follow_redirects=False)
+            assert r.status_code == 403, (path, r.status_code)
+            assert "An API token opens only the JSON API under /api/v1/" in r.text, path
+    assert db.scalar(select(func.count()).select_from(ApiToken)) == 1
+    assert client.get("/api/v1/me").json()["display_name"] == "Ann"
+    assert _works(app, token) == 200  # refused there, still good where it belongs
+
+
+def test_an_instructors_token_cannot_issue_reset_links_or_act_as_staff(client, app, make_client, make_user):
+    client.register("ann@example.org")
+    job_id = client.post("/api/v1/jobs", json={"lab": "env-check"}, headers={"X-CSRF-Token": client.api_token()})
+    job_id = job_id.json()["id"]
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    ivy_token = _token(ivy)
+    auth = {"Authorization": f"Bearer {ivy_token}"}
+    with TestClient(app) as script:
+        r = script.post("/account/reset-links", data={"email": "ann@example.org"}, headers=auth)
+        assert r.status_code == 403 and "reset links" in r.text and "reset/" not in r.text
+        assert script.get("/instructor/cluster", headers=auth).status_code == 403
+        assert script.get("/grader", headers=auth, follow_redirects=False).status_code == 403
+        r = script.delete(f"/api/v1/jobs/{job_id}", headers=auth)
+        assert r.status_code == 403 and "browser login" in r.json()["detail"]
+        assert script.get(f"/api/v1/jobs/{job_id}", headers=auth).json()["status"] == "queued"
+        own = script.post("/api/v1/jobs", json={"lab": "env-check"}, headers=auth)
+        assert own.status_code == 201  # her own jobs: a learner's API
+        assert script.delete(f"/api/v1/jobs/{own.json()['id']}", headers=auth).json()["status"] == "cancelled"
+    # the same instructor in her browser still can
+    assert ivy.client.delete(f"/api/v1/jobs/{job_id}", headers={"X-CSRF-Token": ivy.api_token()}).status_code == 200
+
+
+def test_the_account_page_says_what_ends_a_token(client):
+    client.register("ann@example.org")
+    page = client.get("/account").text
+    said = re.search(r'<p id="tok-ends">([^<]+)</p>', page).group(1)
+    for words in ("revoke it", "change your password", "log out everywhere", "reset link", "only on the JSON API"):
+        assert words in said, words

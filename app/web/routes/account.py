@@ -3,8 +3,10 @@ instructors, password-reset links for other users.
 
     GET  /account                                the page
     POST /account/name                           change the display name
-    POST /account/password                       change the password (current one required; ends other sessions)
-    POST /account/logout-everywhere              end every session of this account, this browser's included
+    POST /account/password                       change the password (current one required; ends other sessions
+                                                 and revokes every API token)
+    POST /account/logout-everywhere              end every session of this account, this browser's included, and
+                                                 revoke every API token
     POST /account/tokens, /account/tokens/{id}/revoke
     (a successful POST redirects to /account?done=KIND, except creating a token: its plaintext is shown once,
     in that response; GET on a form's address leads to /account)
@@ -72,13 +74,18 @@ def _page(request: Request, db: SessionDep, user: User, *, status_code: int = 20
 
 
 @router.get("/account")
-def account(request: Request, user: CurrentUser, db: SessionDep, done: str = "", others: int = 0):
+def account(request: Request, user: CurrentUser, db: SessionDep, done: str = "", others: int = 0, revoked: int = 0):
     messages = {}
     if done in DONE:
         section, text = DONE[done]
         others = max(0, min(others, 10_000))
         ended = count(others, "other session")
         messages[section] = text.format(name=user.display_name, others=ended)
+        revoked = max(0, min(revoked, tokens.MAX_ACTIVE))
+        if done == "password" and revoked:
+            messages[section] += (
+                f" {count(revoked, 'API token')} revoked with it: make a new one below for your scripts."
+            )
     return _page(request, db, user, done=messages)
 
 
@@ -118,6 +125,7 @@ def change_password(
     new_password: Annotated[str, Form(max_length=1000)] = "",
     confirm_password: Annotated[str, Form(max_length=1000)] = "",
 ):
+    live_tokens = tokens.active_count(db, user_id=user.id)  # the change revokes them (sessions.end_all)
     try:
         ended = user_service.change_password(
             db,
@@ -129,7 +137,7 @@ def change_password(
         )
     except user_service.UserError as exc:
         return _page(request, db, user, status_code=400, errors=exc.errors)
-    return _done("password", others=ended)
+    return _done("password", others=ended, **({"revoked": live_tokens} if live_tokens else {}))
 
 
 @router.post("/account/logout-everywhere")
