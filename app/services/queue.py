@@ -1,27 +1,42 @@
 """The fair queue: the one order in which both executors start jobs, a job's place in it, and an ETA.
 
-Order: round-robin across learners, FIFO within a learner. A learner's jobs that are queued or running
-are numbered 1, 2, 3 ... in id order (their "turn"); queued jobs start by (turn, id). A learner's tenth
-queued job therefore waits behind everyone's first, and a job whose learner already has one running
-counts that running job as their first turn. A job requeued after an infrastructure failure keeps its id,
-so it is its learner's next turn again.
+Order: fair share, as batch schedulers do it (Slurm's fair-share factor, Kueue's fair sharing). Queued jobs
+start in order of their learner's recent usage, lowest first, FIFO within a learner, ties by submit time:
 
-One SQL window function (`row_number() OVER (PARTITION BY owner_id ORDER BY id)`) does it; SQLite (3.25+)
-and PostgreSQL both run it, and `ix_jobs_status_owner_id` serves the scan. The embedded worker's claim
-and the Ray dispatcher both call `fair_order`.
+    usage = Σ finished runs  billed × max(run time, MIN_RUN_S) × 2^-(age / HALF_LIFE_S)   (age: since it ended)
+          + Σ running runs   billed × max(elapsed, PENDING_RUN_S)
+    key(job) = usage of its learner + Σ billed × PENDING_RUN_S of that learner's queued jobs ahead of it
+
+`billed` is a run's CPU rank slots plus GPU_WEIGHT per GPU (Slurm's TRES billing). The key is the usage the
+learner will have when this job starts, so a learner whose job is running, or who has more queued, goes behind one
+who has waited, and the order read now is the order jobs start in: the job card's position and ETA come from it.
+A learner's usage is read from the jobs table on every pick, so a learner whose run just ended has it charged at
+once; one worker or many, nobody's burst of jobs can hold a later learner's single job behind it.
+
+Infrastructure is never charged: attempts lost to a node or worker are not finished runs, and a job that ended
+by such a loss (a `job_losses` row that did not requeue it) is left out. A requeued job keeps its id, so it stays
+first in its learner's line.
+
+One SQL query per pick (`fair_order`) and one per position: usage summed over the last WINDOW_HALF_LIVES
+half-lives, only for learners with a queued job (the owner_id index serves it), the line ahead as a window sum.
+The decay is piecewise linear between whole half-lives (exact at each, at most 6 % high between) because
+SQLite has no exp() unless it was built with its math functions; the same expression runs on PostgreSQL. The
+embedded worker's claim (jobs.claim_next) and the Ray dispatcher both call `fair_order`.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import Float, and_, case, exists, func, literal, or_, select
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import ColumnElement, FunctionElement
 
 from app.core.config import Settings
-from app.core.models import Job, utcnow
+from app.core.models import FINISHED_STATUSES, Job, JobLoss, utcnow
 from labs import catalog
 from labs.api import count
 
@@ -29,39 +44,141 @@ ACTIVE = ("queued", "running")
 ETA_SAMPLE = 20  # recent runs an estimate is made from; older runs say less about today's cluster
 SIMILAR = 2.0  # runs whose cost-model estimate is within this factor of a job's count as "the same size"
 
+HALF_LIFE_S = 3600.0  # usage halves every hour: a heavy morning does not hold a learner back all afternoon
+WINDOW_HALF_LIVES = 6  # older usage weighs under 2 % and is not read, so the sum scans a bounded window
+# A GPU is the scarce resource in this course: one GPU-second bills as much as this many CPU rank-seconds.
+GPU_WEIGHT = 4.0
+# Every run is charged at least this long: starting one costs a worker a process and an import, and runs that end
+# at once (bad parameters, a crash) would otherwise leave their learner at zero usage, first on every tie.
+MIN_RUN_S = 1.0
+# A run not yet over counts as at least this long (about one short lab): a learner whose job has just started,
+# or who has jobs queued ahead, goes behind a learner who has waited, before any of those seconds have passed.
+PENDING_RUN_S = 60.0
 
-def _turns():
-    """Queued and running jobs with each one's turn within its learner."""
+
+class _epoch_s(FunctionElement):
+    """Seconds since 1970 of a timestamp column (SQLite keeps timestamps as text; julianday keeps milliseconds)."""
+
+    type = Float()
+    inherit_cache = True
+
+
+@compiles(_epoch_s, "sqlite")
+def _epoch_s_sqlite(element, compiler, **kw):
+    return f"((julianday({compiler.process(element.clauses, **kw)}) - 2440587.5) * 86400.0)"
+
+
+@compiles(_epoch_s, "postgresql")
+def _epoch_s_postgresql(element, compiler, **kw):
+    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) AS DOUBLE PRECISION)"
+
+
+def _at_least(x: ColumnElement, floor: float) -> ColumnElement:
+    return case((x < floor, literal(floor, Float())), else_=x)
+
+
+def _decay(age_s: ColumnElement, half_life_s: float) -> ColumnElement:
+    """2^-(age / half-life), linear between whole half-lives; 0 past the window (those rows are not read anyway)."""
+    h = half_life_s
+    whens: list[tuple[ColumnElement, ColumnElement]] = [(age_s < 0.0, literal(1.0, Float()))]
+    for k in range(WINDOW_HALF_LIVES):
+        whens.append((age_s < (k + 1) * h, 2.0**-k * (1.0 - (age_s - k * h) / (2.0 * h))))
+    return case(*whens, else_=literal(0.0, Float()))
+
+
+def _billed() -> ColumnElement:
+    return Job.ranks + GPU_WEIGHT * Job.gpus
+
+
+def _usage(now: datetime, half_life_s: float):
+    """Per learner with a queued job: decayed billed seconds of finished runs in the window, plus running ones."""
+    now_s = literal(now.timestamp(), Float())
+    started, ended = _epoch_s(Job.started_at), _epoch_s(Job.finished_at)
+    charge = case(
+        (Job.status == "running", _billed() * _at_least(now_s - started, PENDING_RUN_S)),
+        else_=_billed() * _at_least(ended - started, MIN_RUN_S) * _decay(now_s - ended, half_life_s),
+    )
+    ended_by_loss = exists().where(JobLoss.job_id == Job.id, JobLoss.outcome != "queued")
+    window = now - timedelta(seconds=WINDOW_HALF_LIVES * half_life_s)
     return (
-        select(
-            Job.id.label("id"),
-            Job.status.label("status"),
-            Job.queue.label("queue"),
-            func.row_number().over(partition_by=Job.owner_id, order_by=Job.id).label("turn"),
+        select(Job.owner_id.label("owner_id"), func.sum(charge).label("usage"))
+        .where(
+            Job.owner_id.in_(select(Job.owner_id).where(Job.status == "queued")),
+            Job.started_at.is_not(None),
+            or_(
+                Job.status == "running",
+                and_(Job.status.in_(FINISHED_STATUSES), Job.finished_at > window, ~ended_by_loss),
+            ),
         )
-        .where(Job.status.in_(ACTIVE))
-        .subquery()
+        .group_by(Job.owner_id)
+        .subquery("usage")
     )
 
 
-def fair_order(db: Session, *, limit: int = 20, queues: tuple[str, ...] | None = None) -> list[int]:
+def _keyed(now: datetime | None, half_life_s: float):
+    """Queued jobs with their fair-share key (module docstring) and what breaks its ties."""
+    now = now or utcnow()
+    usage = _usage(now, half_life_s)
+    ahead = func.sum(_billed() * PENDING_RUN_S).over(partition_by=Job.owner_id, order_by=Job.id, rows=(None, -1))
+    line = (
+        select(
+            Job.id.label("id"),
+            Job.owner_id.label("owner_id"),
+            Job.queue.label("queue"),
+            Job.created_at.label("created_at"),
+            func.coalesce(ahead, 0.0).label("ahead"),
+        )
+        .where(Job.status == "queued")
+        .subquery("line")
+    )
+    return (
+        select(
+            line.c.id,
+            line.c.queue,
+            line.c.created_at,
+            (line.c.ahead + func.coalesce(usage.c.usage, 0.0)).label("key"),
+        )
+        .select_from(line.outerjoin(usage, usage.c.owner_id == line.c.owner_id))
+        .cte("keyed")
+    )
+
+
+def usage(db: Session, *, now: datetime | None = None, half_life_s: float = HALF_LIFE_S) -> dict[int, float]:
+    """Each learner's fair-share usage in billed seconds (module docstring), for learners with a queued job."""
+    u = _usage(now or utcnow(), half_life_s)
+    return {owner: float(v) for owner, v in db.execute(select(u.c.owner_id, u.c.usage))}
+
+
+def fair_order(
+    db: Session,
+    *,
+    limit: int = 20,
+    queues: tuple[str, ...] | None = None,
+    now: datetime | None = None,
+    half_life_s: float = HALF_LIFE_S,
+) -> list[int]:
     """Ids of queued jobs in the order they should start (the first `limit`), optionally only these queues."""
-    t = _turns()
-    q = select(t.c.id).where(t.c.status == "queued")
+    k = _keyed(now, half_life_s)
+    q = select(k.c.id)
     if queues is not None:
-        q = q.where(t.c.queue.in_(queues))
-    return list(db.scalars(q.order_by(t.c.turn, t.c.id).limit(limit)))
+        q = q.where(k.c.queue.in_(queues))
+    return list(db.scalars(q.order_by(k.c.key, k.c.created_at, k.c.id).limit(limit)))
 
 
-def position(db: Session, *, job: Job) -> int | None:
+def position(db: Session, *, job: Job, now: datetime | None = None, half_life_s: float = HALF_LIFE_S) -> int | None:
     """How many queued jobs start before this one (0: it is next); None when it is not queued."""
     if job.status != "queued":
         return None
-    t = _turns()
-    mine = select(t.c.turn).where(t.c.id == job.id).scalar_subquery()
-    ahead = select(func.count()).where(
-        t.c.status == "queued", or_(t.c.turn < mine, and_(t.c.turn == mine, t.c.id < job.id))
+    k = _keyed(now, half_life_s)
+    me = k.alias("me")
+    first = or_(
+        k.c.key < me.c.key,
+        and_(
+            k.c.key == me.c.key,
+            or_(k.c.created_at < me.c.created_at, and_(k.c.created_at == me.c.created_at, k.c.id < me.c.id)),
+        ),
     )
+    ahead = select(func.count()).select_from(k.join(me, me.c.id == job.id)).where(first)
     return int(db.scalar(ahead) or 0)
 
 
@@ -162,14 +279,14 @@ def estimate(
         elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
         left, basis = _left(job, mine, elapsed)
         return Estimate(None, None, left, basis)
-    pos = position(db, job=job)
+    pos = position(db, job=job, now=now)
     if pos is None:
         return Estimate(None, None, None, "")
     if mine is None:
         return Estimate(pos, None, None, f"no estimate for {job.lab} with these parameters")
     slots = max(1, slots)
     running = list(db.scalars(select(Job).where(Job.status == "running")))
-    ahead_ids = fair_order(db, limit=pos) if pos else []
+    ahead_ids = fair_order(db, limit=pos, now=now) if pos else []
     ahead = list(db.scalars(select(Job).where(Job.id.in_(ahead_ids)))) if ahead_ids else []
     busy = []  # seconds until each slot frees, running jobs first
     for r in running:

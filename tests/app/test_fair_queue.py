@@ -1,5 +1,6 @@
-"""The fair queue (app/services/queue.py) on SQLite and PostgreSQL: round-robin across learners, FIFO within a
-learner, the same order for the embedded worker's claim; position and ETA from recent run times."""
+"""The fair queue (app/services/queue.py) on SQLite and PostgreSQL: fair share by each learner's decayed usage, FIFO
+within a learner, the same order for the embedded worker's claim with one worker or several; position and ETA from
+that order and from recent run times."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.core.models import Job, utcnow
+from app.core.models import Job, JobLoss, utcnow
 from app.services import jobs, limits, queue
 from app.services.labhost import HostCapacity
 
@@ -108,8 +109,8 @@ def test_eta_comes_from_recent_runs_of_that_lab_and_size(db, learners):
 
 
 def test_a_running_job_ahead_counts_what_is_left_of_it(db, learners):
-    a, b, _ = learners
-    _history(db, a, [20.0, 20.0, 20.0])
+    a, b, c = learners
+    _history(db, c, [20.0, 20.0, 20.0])  # another learner's runs: A's own would put B first in the fair order
     (running,) = _submit(db, a)
     (queued,) = _submit(db, b)
     jobs.claim_next(db, worker_id="w", lease_s=30)
@@ -162,3 +163,165 @@ def test_replace_queued_cancels_the_old_queued_run_only(db, learners):
     assert old_running.status == "running"
     assert old_queued.status == "cancelled" and "replaced" in old_queued.message
     assert new.status == "queued"
+
+
+# -- fair share: the issue's reproduction, with one worker and with several
+
+
+def _api_submit(c, lab="env-check"):
+    r = c.post("/api/v1/jobs", json={"lab": lab}, headers={"X-CSRF-Token": c.api_token()})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def _drain(db, workers: int, *, rounds: int) -> list[int]:
+    """Job ids in the order they start, `workers` at a time: each round every worker claims in fair order, then all
+    finish (jobs.claim_next and jobs.finish: what each embedded worker runs)."""
+    started = []
+    for _ in range(rounds):
+        claimed = [jobs.claim_next(db, worker_id=f"w{i}", lease_s=30) for i in range(workers)]
+        for i, job in enumerate(claimed):
+            if job is not None:
+                started.append(job.id)
+                assert jobs.finish(db, job_id=job.id, worker_id=f"w{i}", ok=True)
+    return started
+
+
+def test_one_worker_starts_bs_job_second_as_the_card_said(make_client, learners, worker, db):
+    """Issue 30: with one worker, A submits six env-check jobs and B one right after. B's card says one job is
+    ahead, and B's job is the second to start (real runs through the embedded worker)."""
+    a, b, _ = learners
+    ca, cb = make_client(), make_client()
+    assert ca.login(a.email).status_code == 303 and cb.login(b.email).status_code == 303
+    a_ids = [_api_submit(ca)["id"] for _ in range(6)]
+    b1 = _api_submit(cb)
+    assert b1["queue_position"] == 1
+    assert worker.run_once()  # A's first job, run for real
+    assert db.get(Job, a_ids[0]).status == "succeeded"
+    r = cb.get(f"/api/v1/jobs/{b1['id']}").json()
+    assert r["status"] == "queued" and r["queue_position"] == 0
+    assert worker.run_once()
+    db.expire_all()
+    assert db.get(Job, b1["id"]).status == "succeeded"
+    assert [db.get(Job, i).status for i in a_ids[1:]] == ["queued"] * 5
+
+
+def test_one_worker_b_goes_second_and_a_keeps_its_own_order(db, learners):
+    a, b, _ = learners
+    a_jobs = _submit(db, a, 6)
+    (b1,) = _submit(db, b)
+    assert queue.position(db, job=b1) == 1
+    assert _drain(db, 1, rounds=7) == [a_jobs[0].id, b1.id] + [j.id for j in a_jobs[1:]]
+
+
+def test_several_workers_start_everyones_first_job_before_a_seconds(db, learners, make_user):
+    a, b, c = learners
+    a_jobs = _submit(db, a, 6)
+    (b1,) = _submit(db, b)
+    (c1,) = _submit(db, c)
+    assert set(_drain(db, 3, rounds=1)) == {a_jobs[0].id, b1.id, c1.id}
+    assert _drain(db, 3, rounds=1) == [j.id for j in a_jobs[1:4]]  # only A is left: FIFO
+    (d1,) = _submit(db, make_user("d@example.org"))  # D arrives while A still has two queued
+    assert _drain(db, 3, rounds=1)[0] == d1.id
+
+
+def test_a_learner_with_a_job_running_goes_behind_one_who_has_waited(db, learners):
+    """Two workers: A's first job has only just started (no seconds of usage yet), and still B, who submitted after
+    A's second, starts before it."""
+    a, b, _ = learners
+    a1, a2 = _submit(db, a, 2)
+    (b1,) = _submit(db, b)
+    assert jobs.claim_next(db, worker_id="w1", lease_s=30).id == a1.id
+    assert jobs.claim_next(db, worker_id="w2", lease_s=30).id == b1.id
+    assert queue.fair_order(db) == [a2.id]
+
+
+def test_fifo_within_a_learner_whatever_the_lab(db, learners):
+    a, b, _ = learners
+    mixed = [jobs.create_job(db, owner=a, lab=lab, params={}, host=LOCAL) for lab in ("fp8-step", "env-check")]
+    mixed += _submit(db, a, 2)
+    _submit(db, b, 3)
+    started = _drain(db, 2, rounds=7)
+    mine = [i for i in started if i in {j.id for j in mixed}]
+    assert mine == [j.id for j in mixed]
+
+
+# -- usage: what it counts, and its decay
+
+
+def _ran(db, owner, seconds: float, ended_ago_s: float, *, gpus: int = 0, status: str = "succeeded") -> Job:
+    end = utcnow() - timedelta(seconds=ended_ago_s)
+    job = Job(
+        owner_id=owner.id,
+        lab="env-check",
+        params={},
+        backend="cpu",
+        ranks=1,
+        gpus=gpus,
+        status=status,
+        started_at=end - timedelta(seconds=seconds),
+        finished_at=end,
+    )
+    db.add(job)
+    db.commit()
+    return job
+
+
+def test_usage_halves_each_half_life_and_ends_after_the_window(db, learners):
+    a, b, c = learners
+    h = queue.HALF_LIFE_S
+    _ran(db, a, 100, 0)
+    _ran(db, b, 100, h)
+    _ran(db, b, 100, 2 * h)  # b: 50 + 25
+    _ran(db, c, 1000, (queue.WINDOW_HALF_LIVES + 0.5) * h)  # outside the window: not read
+    for u in (a, b, c):
+        _submit(db, u)  # usage is read for learners with a queued job
+    got = queue.usage(db)
+    assert got[a.id] == pytest.approx(100, rel=0.01)
+    assert got[b.id] == pytest.approx(75, rel=0.01)
+    assert got.get(c.id, 0.0) == 0.0
+
+
+def test_old_usage_weighs_less(db, learners):
+    """A used three times B's seconds, three hours ago; B used them ten minutes ago. B submitted first, A starts
+    first. With A's usage as recent as B's, B would."""
+    a, b, _ = learners
+    _ran(db, a, 600, 3 * 3600)
+    _ran(db, b, 200, 600)
+    (b1,) = _submit(db, b)
+    (a1,) = _submit(db, a)
+    assert queue.fair_order(db) == [a1.id, b1.id]
+    assert queue.fair_order(db, now=utcnow() - timedelta(hours=3)) == [b1.id, a1.id]  # when A's run had just ended
+
+
+def test_running_jobs_count_their_elapsed_time_and_gpus_weigh_more(db, learners):
+    a, b, c = learners
+    (ra,) = _submit(db, a, 1)
+    jobs.claim_next(db, worker_id="w", lease_s=30)
+    db.refresh(ra)
+    ra.started_at = utcnow() - timedelta(seconds=300)
+    db.commit()
+    _ran(db, b, 100, 0, gpus=1)
+    _ran(db, c, 100, 0, status="cancelled")  # a run the learner stopped is still theirs
+    for u in (a, b, c):
+        _submit(db, u)
+    got = queue.usage(db)
+    assert got[a.id] == pytest.approx(300, rel=0.01)
+    assert got[b.id] == pytest.approx(100 * (1 + queue.GPU_WEIGHT), rel=0.01)
+    assert got[c.id] == pytest.approx(100, rel=0.01)
+
+
+def test_a_run_lost_to_infrastructure_is_never_charged(db, learners):
+    a, b, _ = learners
+    (lost,) = _submit(db, a)
+    for _ in range(lost.max_attempts):  # every attempt lost: the job fails, not charged
+        claimed = jobs.claim_next(db, worker_id="w", lease_s=30)
+        claimed.started_at = utcnow() - timedelta(seconds=500)
+        db.commit()
+        jobs.lost(db, job_id=claimed.id, worker_id="w", reason="node died")
+    db.refresh(lost)
+    assert lost.status == "failed" and db.query(JobLoss).filter_by(job_id=lost.id, outcome="failed").count() == 1
+    (a2,) = _submit(db, a)
+    (b1,) = _submit(db, b)
+    assert queue.usage(db).get(a.id, 0.0) == 0.0
+    assert queue.fair_order(db) == [a2.id, b1.id]  # a tie at zero: by submit time
