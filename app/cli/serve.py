@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app import executors
-from app.cli import startup
+from app.cli import connections, startup
 from app.core import logs
 from app.core.config import Settings, SettingsError
 from app.executors.supervise import Reaper, Supervised
@@ -124,6 +124,8 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
             # A cap on open connections (idle keep-alive ones count), not the overload policy: that is the
             # admission gate's (app/web/middleware/admission.py), which queues and answers 503 with Retry-After.
             limit_concurrency=settings.web_max_connections,
+            # uvicorn's h11 protocol with a header deadline and a per-address cap (app/cli/connections.py)
+            http=connections.protocol(settings),
         )
     finally:
         reaper.stop()

@@ -160,6 +160,33 @@ class CourseEnv(BaseSettings):
         alias="COURSE_WEB_MAX_CONNECTIONS",
         description="open HTTP connections per web process, idle ones too (uvicorn's hard cap)",
     )
+    web_connections_per_address: int = Field(
+        256,
+        ge=1,
+        le=1_000_000,
+        alias="COURSE_WEB_CONNECTIONS_PER_ADDRESS",
+        description=(
+            "open connections one client address (an IPv6 /64) may hold per web process; a class behind one NAT "
+            "is a few hundred; the proxies in `FORWARDED_ALLOW_IPS` are not capped"
+        ),
+    )
+    web_header_timeout: int = Field(
+        5,
+        ge=1,
+        le=60,
+        alias="COURSE_WEB_HEADER_TIMEOUT",
+        description="seconds a connection may take to send a request's headers before it is closed",
+    )
+    web_body_timeout: int = Field(
+        10,
+        ge=1,
+        le=120,
+        alias="COURSE_WEB_BODY_TIMEOUT",
+        description=(
+            "seconds a request body may take to arrive, plus one per 64 KiB of it; beyond, 408 and the "
+            "connection closed"
+        ),
+    )
     executor: Executor = Field(
         "embedded",
         alias="COURSE_EXECUTOR",
@@ -465,6 +492,11 @@ class Settings:
     web_queue: int
     web_queue_timeout_s: float
     web_max_connections: int
+    # Slow or stalled clients (app/cli/connections.py, app/web/middleware/admission.py): what one address may
+    # hold open, and how long headers and a body may take to arrive.
+    web_connections_per_address: int
+    web_header_timeout_s: float
+    web_body_timeout_s: float
     session_idle_s: int
     session_max_s: int
     reset_link_s: int
@@ -532,6 +564,9 @@ class Settings:
             web_queue=e.web_queue,
             web_queue_timeout_s=float(e.web_queue_timeout),
             web_max_connections=e.web_max_connections,
+            web_connections_per_address=e.web_connections_per_address,
+            web_header_timeout_s=float(e.web_header_timeout),
+            web_body_timeout_s=float(e.web_body_timeout),
             session_idle_s=e.session_idle_hours * 3600,
             session_max_s=e.session_max_days * 24 * 3600,
             reset_link_s=e.reset_link_hours * 3600,

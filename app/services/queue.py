@@ -26,17 +26,18 @@ embedded worker's claim (jobs.claim_next) and the Ray dispatcher both call `fair
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Float, and_, case, exists, func, literal, or_, select
+from sqlalchemy import Float, Integer, and_, bindparam, case, exists, func, literal, or_, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import ColumnElement, FunctionElement
 
 from app.core.config import Settings
-from app.core.models import FINISHED_STATUSES, Job, JobLoss, utcnow
+from app.core.models import FINISHED_STATUSES, Job, JobLoss, UTCDateTime, utcnow
 from labs import catalog
 from labs.api import count
 
@@ -77,9 +78,22 @@ def _at_least(x: ColumnElement, floor: float) -> ColumnElement:
     return case((x < floor, literal(floor, Float())), else_=x)
 
 
-def _decay(age_s: ColumnElement, half_life_s: float) -> ColumnElement:
+# The statements are built once and take `now`, the half-life and the window's start as parameters: building
+# them costs more Python time than SQLite takes to run them.
+_NOW_S = bindparam("now_s", type_=Float())
+_HALF_LIFE_S = bindparam("half_life_s", type_=Float())
+_SINCE = bindparam("since", type_=UTCDateTime())
+
+
+def _params(now: datetime | None, half_life_s: float) -> dict:
+    now = now or utcnow()
+    since = now - timedelta(seconds=WINDOW_HALF_LIVES * half_life_s)
+    return {"now_s": now.timestamp(), "half_life_s": float(half_life_s), "since": since}
+
+
+def _decay(age_s: ColumnElement) -> ColumnElement:
     """2^-(age / half-life), linear between whole half-lives; 0 past the window (those rows are not read anyway)."""
-    h = half_life_s
+    h = _HALF_LIFE_S
     whens: list[tuple[ColumnElement, ColumnElement]] = [(age_s < 0.0, literal(1.0, Float()))]
     for k in range(WINDOW_HALF_LIVES):
         whens.append((age_s < (k + 1) * h, 2.0**-k * (1.0 - (age_s - k * h) / (2.0 * h))))
@@ -90,16 +104,15 @@ def _billed() -> ColumnElement:
     return Job.ranks + GPU_WEIGHT * Job.gpus
 
 
-def _usage(now: datetime, half_life_s: float):
+@functools.cache
+def _usage():
     """Per learner with a queued job: decayed billed seconds of finished runs in the window, plus running ones."""
-    now_s = literal(now.timestamp(), Float())
     started, ended = _epoch_s(Job.started_at), _epoch_s(Job.finished_at)
     charge = case(
-        (Job.status == "running", _billed() * _at_least(now_s - started, PENDING_RUN_S)),
-        else_=_billed() * _at_least(ended - started, MIN_RUN_S) * _decay(now_s - ended, half_life_s),
+        (Job.status == "running", _billed() * _at_least(_NOW_S - started, PENDING_RUN_S)),
+        else_=_billed() * _at_least(ended - started, MIN_RUN_S) * _decay(_NOW_S - ended),
     )
     ended_by_loss = exists().where(JobLoss.job_id == Job.id, JobLoss.outcome != "queued")
-    window = now - timedelta(seconds=WINDOW_HALF_LIVES * half_life_s)
     return (
         select(Job.owner_id.label("owner_id"), func.sum(charge).label("usage"))
         .where(
@@ -107,7 +120,7 @@ def _usage(now: datetime, half_life_s: float):
             Job.started_at.is_not(None),
             or_(
                 Job.status == "running",
-                and_(Job.status.in_(FINISHED_STATUSES), Job.finished_at > window, ~ended_by_loss),
+                and_(Job.status.in_(FINISHED_STATUSES), Job.finished_at > _SINCE, ~ended_by_loss),
             ),
         )
         .group_by(Job.owner_id)
@@ -115,10 +128,10 @@ def _usage(now: datetime, half_life_s: float):
     )
 
 
-def _keyed(now: datetime | None, half_life_s: float):
+@functools.cache
+def _keyed():
     """Queued jobs with their fair-share key (module docstring) and what breaks its ties."""
-    now = now or utcnow()
-    usage = _usage(now, half_life_s)
+    usage = _usage()
     ahead = func.sum(_billed() * PENDING_RUN_S).over(partition_by=Job.owner_id, order_by=Job.id, rows=(None, -1))
     line = (
         select(
@@ -143,10 +156,34 @@ def _keyed(now: datetime | None, half_life_s: float):
     )
 
 
+@functools.cache
+def _order(by_queue: bool):
+    k = _keyed()
+    q = select(k.c.id)
+    if by_queue:
+        q = q.where(k.c.queue.in_(bindparam("queues", expanding=True)))
+    return q.order_by(k.c.key, k.c.created_at, k.c.id).limit(bindparam("limit", type_=Integer()))
+
+
+@functools.cache
+def _ahead_of():
+    k = _keyed()
+    me = k.alias("me")
+    first = or_(
+        k.c.key < me.c.key,
+        and_(
+            k.c.key == me.c.key,
+            or_(k.c.created_at < me.c.created_at, and_(k.c.created_at == me.c.created_at, k.c.id < me.c.id)),
+        ),
+    )
+    return select(func.count()).select_from(k.join(me, me.c.id == bindparam("job_id", type_=Integer()))).where(first)
+
+
 def usage(db: Session, *, now: datetime | None = None, half_life_s: float = HALF_LIFE_S) -> dict[int, float]:
     """Each learner's fair-share usage in billed seconds (module docstring), for learners with a queued job."""
-    u = _usage(now or utcnow(), half_life_s)
-    return {owner: float(v) for owner, v in db.execute(select(u.c.owner_id, u.c.usage))}
+    u = _usage()
+    rows = db.execute(select(u.c.owner_id, u.c.usage), _params(now, half_life_s))
+    return {owner: float(v) for owner, v in rows}
 
 
 def fair_order(
@@ -158,28 +195,17 @@ def fair_order(
     half_life_s: float = HALF_LIFE_S,
 ) -> list[int]:
     """Ids of queued jobs in the order they should start (the first `limit`), optionally only these queues."""
-    k = _keyed(now, half_life_s)
-    q = select(k.c.id)
+    params = {**_params(now, half_life_s), "limit": limit}
     if queues is not None:
-        q = q.where(k.c.queue.in_(queues))
-    return list(db.scalars(q.order_by(k.c.key, k.c.created_at, k.c.id).limit(limit)))
+        params["queues"] = list(queues)
+    return list(db.scalars(_order(queues is not None), params))
 
 
 def position(db: Session, *, job: Job, now: datetime | None = None, half_life_s: float = HALF_LIFE_S) -> int | None:
     """How many queued jobs start before this one (0: it is next); None when it is not queued."""
     if job.status != "queued":
         return None
-    k = _keyed(now, half_life_s)
-    me = k.alias("me")
-    first = or_(
-        k.c.key < me.c.key,
-        and_(
-            k.c.key == me.c.key,
-            or_(k.c.created_at < me.c.created_at, and_(k.c.created_at == me.c.created_at, k.c.id < me.c.id)),
-        ),
-    )
-    ahead = select(func.count()).select_from(k.join(me, me.c.id == job.id)).where(first)
-    return int(db.scalar(ahead) or 0)
+    return int(db.scalar(_ahead_of(), {**_params(now, half_life_s), "job_id": job.id}) or 0)
 
 
 @dataclass(frozen=True)

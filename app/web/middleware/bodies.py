@@ -18,6 +18,8 @@ the response starts, and a route that reads its form inside the handler (after C
 user up first. `received_within_limit`, an app-wide dependency solved before every other one, closes both:
 it refuses a declared length over the route's limit at once, and reads a small body to its end (counted
 by the middleware) before anything else runs. Uploads are left to stream: their parser spools to disk.
+Neither waits on a slow client while holding a slot: the admission gate (admission.py) has read bodies up to
+the app-wide limit before admitting their request, and times every larger one's reads against its clock.
 """
 
 from __future__ import annotations
