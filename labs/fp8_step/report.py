@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labs import words
 from labs.fp8_step.evidence import finite
 from labs.fp8_step.params import Params
 from labs.trace import svgplot
@@ -29,11 +30,16 @@ def loss_gap(ref: list[float | None], f8: list[float | None]) -> tuple[float | N
     return worst, step, bad
 
 
+def loss(v: float) -> str:
+    """A loss as the answer quotes it: at most three decimals, 2.30259 -> "2.303"."""
+    return words.number(v, 4, decimals=3)
+
+
 def percent(x: float) -> str:
     """0.0123 -> "1.2%", 1.7e-05 -> "0.0017%" (not "0.0%"), 0 -> "0%"."""
     if x == 0:
         return "0%"
-    return f"{x:.1%}" if x >= 0.001 else f"{x * 100:.2g}%"
+    return words.percent(x, 1) if x >= 0.001 else f"{words.number(100 * x, 2)}%"
 
 
 def answer(
@@ -53,13 +59,13 @@ def answer(
     worst, step, bad = loss_gap(ref["loss"], f8["loss"])
     if bad is not None:
         return f"{who} did not train like BF16: its loss stopped being a finite number at step {bad}."
-    final = f"final loss {f8['final_loss']:.3f} vs {ref['final_loss']:.3f}"
+    final = f"final loss {loss(f8['final_loss'])} vs {loss(ref['final_loss'])}"
     if worst is not None and worst <= LOSS_TRACK_REL:
         first = f"{who} trained like BF16: its loss stayed within {percent(worst)} of BF16's at every step ({final})"
     else:
         first = (
             f"{who} drifted from BF16: its loss was up to {percent(worst or 0)} off at step {step}, beyond the "
-            f"{LOSS_TRACK_REL:.0%} a healthy recipe keeps ({final})"
+            f"{words.percent(LOSS_TRACK_REL, 0)} a healthy recipe keeps ({final})"
         )
     return first + "; " + _scale_clause(p, backend, outlier, total_clipped, clip_steps, quantizers) + "."
 
@@ -88,12 +94,12 @@ def _scale_clause(
             else "each block takes its scale from its own values"
         )
         return (
-            f"the {outlier['scale_factor']:g}x spike at step {k} clipped {clipped if clipped is not None else 'nothing'}"
+            f"the {words.number(outlier['scale_factor'])}x spike at step {k} clipped {clipped if clipped is not None else 'nothing'}"
             + (f" ({how})" if not clipped else "")
         )
     if outlier.get("clipped_at_spike") is not None:
         return (
-            f"the {outlier['scale_factor']:g}x spike at step {k} clipped {outlier['clipped_at_spike']} values with the "
+            f"the {words.number(outlier['scale_factor'])}x spike at step {k} clipped {outlier['clipped_at_spike']} values with the "
             f"scale set before it, and the scale caught up at step {k + 1} ({outlier['clipped_after']} clipped)"
         )
     # te: no clip counts, but amax x scale against the format's max says whether the spike saturated.
@@ -103,9 +109,9 @@ def _scale_clause(
         return f"the spike at step {k} was not recorded on this backend"
     ratio = amax * scale / fmax
     after = outlier.get("scale_after")
-    caught = f"; the scale dropped to {after:.4g} at step {k + 1}" if after is not None else ""
+    caught = f"; the scale dropped to {words.number(after)} at step {k + 1}" if after is not None else ""
     return (
-        f"the spike at step {k} pushed amax x scale to {ratio:.2f}x the FP8 maximum "
+        f"the spike at step {k} pushed amax x scale to {words.number(ratio, 3)}x the FP8 maximum "
         f"({'it saturated' if ratio > 1 else 'within range'}; TE counts no clipped values){caught}"
     )
 
@@ -238,7 +244,7 @@ def summary(
             {
                 "label": f"Spike at step {outlier['step']}: clipped then / next step",
                 "value": f"{outlier['clipped_at_spike']} / {outlier['clipped_after']}",
-                "note": f"scale {outlier['scale_at_spike']:.4g} at the spike, {outlier['scale_after']:.4g} after"
+                "note": f"scale {words.number(outlier['scale_at_spike'])} at the spike, {words.number(outlier['scale_after'])} after"
                 if outlier.get("scale_after") is not None
                 else "",
             }
@@ -322,9 +328,9 @@ def tables(
                     [
                         a["layer"],
                         a["k"],
-                        f"{a['fast_model_rel_error']:.1e}",
-                        f"{a['promote_128_rel_error']:.1e}",
-                        f"{a['fp8_inputs_rel_error']:.1e}",
+                        a["fast_model_rel_error"],
+                        a["promote_128_rel_error"],
+                        a["fp8_inputs_rel_error"],
                     ]
                     for a in accumulation["layers"]
                 ]
@@ -332,8 +338,8 @@ def tables(
                     [
                         f"demo: positive E4M3 values, K={d['k']}",
                         d["k"],
-                        f"{d['fast']:.1e}",
-                        f"{d['promote_128']:.1e}",
+                        d["fast"],
+                        d["promote_128"],
                         "",
                     ]
                     for d in accumulation["demo"]

@@ -12,6 +12,7 @@ from labs.result_common import table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
+from labs.words import number, percent
 
 
 def schedule_artifacts(
@@ -30,7 +31,7 @@ def schedule_artifacts(
         svg_timeline(
             drawn,
             title=f"Schedule '{schedule}': one measured step per rank (last of {params.steps})",
-            subtitle=f"mean overlap ratio {mean_ratio:.2f}; "
+            subtitle=f"mean overlap ratio {'not measured' if mean_ratio is None else number(mean_ratio, 2)}; "
             + ("CPU wall-clock spans on gloo" if device == "cpu" else "CUDA event spans on NCCL"),
             description=f"Compute, communication and wait lanes for {params.ranks} ranks in the {schedule} schedule.",
         ),
@@ -49,7 +50,7 @@ def safety(schedule: str, ranks: list[dict], device: str) -> dict:
     if schedule == "dependent":
         seen = [r.get("unwritten_at_read") for r in ranks]
         evidence = (
-            f"when it wanted it, up to {max(v for v in seen if v is not None):,} of its elements were still unwritten: "
+            f"when it wanted it, up to {number(max(v for v in seen if v is not None))} of its elements were still unwritten: "
             "NaN"
             if device == "cpu" and any(v is not None for v in seen)
             else "the all-gather's output buffer"
@@ -81,22 +82,24 @@ def answer(schedules: dict, device: str) -> str:
     parts = []
     w, i = schedules.get("windowed"), schedules.get("immediate")
     if w is not None and w["overlap_ratio"] is not None:
-        hid = f"Independent work in the window hid {w['overlap_ratio']:.0%} of the all-gather {where} (mean over ranks)"
+        hid = f"Independent work in the window hid {percent(w['overlap_ratio'], 0)} of the all-gather {where} (mean over ranks)"
         if i is not None:
             hid += (
-                f", leaving {w['exposed_comm_ms']:.3g} ms exposed against {i['exposed_comm_ms']:.3g} ms when wait() "
+                f", leaving {number(w['exposed_comm_ms'], 3)} ms exposed against {number(i['exposed_comm_ms'], 3)} ms when wait() "
                 "comes at once"
             )
         parts.append(hid)
     elif i is not None:
         parts.append(
-            f"Waiting at once hid nothing: all {i['exposed_comm_ms']:.3g} ms of the all-gather stayed exposed {where}"
+            f"Waiting at once hid nothing: all {number(i['exposed_comm_ms'], 3)} ms of the all-gather stayed exposed {where}"
         )
     d = schedules.get("dependent")
     if d is not None:
         unwritten = [r.get("unwritten_at_read") for r in d["ranks"] if r.get("unwritten_at_read") is not None]
         seen = (
-            f" (up to {max(unwritten):,} of its elements were still unwritten when it wanted them)" if unwritten else ""
+            f" (up to {number(max(unwritten))} of its elements were still unwritten when it wanted them)"
+            if unwritten
+            else ""
         )
         parts.append(f"a linear that reads the gathered tensor must wait for it{seen}, so it hides nothing")
     sentence = "; ".join(parts)

@@ -20,13 +20,15 @@ from labs.resources import (
     Problem,
     Resources,
 )
-from labs.words import byte_size
+from labs.words import byte_size, number
 
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
 TOLERANCES = {
     "FP32_REORDER": {
         "max_rel_diff": 1e-5,
-        "reason": "fp32 partial sums added across ranks in another order: a few ulps (~6e-8 each) of the largest term",
+        # an fp32 ulp is 2**-24 of the value it rounds
+        "reason": "fp32 partial sums added across ranks in another order: a few ulps "
+        f"(about {number(2**-24, 1)} each) of the largest term",
     },
     "FP8_PER_SHARD_SCALE": {
         "max_rel_diff": 0.125,

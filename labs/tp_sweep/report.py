@@ -10,8 +10,9 @@ from typing import Any
 from labs.result_common import table_number
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
 from labs.trace.chrome import chrome_trace_json
-from labs.trace.svgplot import Series, line_chart, svg_timeline
+from labs.trace.svgplot import Series, line_chart, log_axis_margin, stack, svg_timeline
 from labs.trace.timeline import Span
+from labs.words import byte_size, duration, number
 
 
 def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -> dict:
@@ -39,38 +40,56 @@ def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -
     return {"timeline": svg_name, "trace": trace_name}
 
 
+SWEEP_PARTS = (
+    ("step_ms", "step"),
+    ("local_gemm_ms", "local GEMM"),
+    ("collective_ms", "collective"),
+    ("exposed_comm_ms", "exposed comm"),
+)
+
+
 def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
-    """Everything relative to its own TP=1 step time, so CPU-measured and GPU-predicted share an axis."""
-    m_base = next((r["step_ms"] for r in rows if r["degree"] == 1), rows[0]["step_ms"])
-    p_rows = predicted["per_degree"]
-    p_base = next((r["step_ms"] for r in p_rows if r["degree"] == 1), p_rows[0]["step_ms"])
-    xs = [r["degree"] for r in rows]
-    pxs = [r["degree"] for r in p_rows]
-    series = []
-    for key, label in (
-        ("step_ms", "step"),
-        ("local_gemm_ms", "local GEMM"),
-        ("collective_ms", "collective"),
-        ("exposed_comm_ms", "exposed comm"),
-    ):
-        series.append(Series(f"{label} (measured)", xs, [r[key] / m_base for r in rows]))
-    for key, label in (
-        ("step_ms", "step"),
-        ("local_gemm_ms", "local GEMM"),
-        ("collective_ms", "collective"),
-        ("exposed_comm_ms", "exposed comm"),
-    ):
-        series.append(Series(f"{label} (predicted)", pxs, [r[key] / p_base for r in p_rows], dashed=True))
+    """Measured and predicted in two panels, each on a log time axis: a GPU prediction's collectives can be
+    thousands of times its GEMMs, and a CPU step hundreds of times a GPU one, so one linear axis drew every other
+    line flat. On a log axis equal ratios are equal heights, so the two panels' shapes still compare."""
+    degrees = sorted({r["degree"] for r in rows} | {p["degree"] for p in predicted["per_degree"]})
+
+    def lines(source: list[dict], dashed: bool) -> list[Series]:
+        xs = [r["degree"] for r in source]
+        # a zero (no collective at TP=1) has no place on a log axis: it leaves a gap, said in the description
+        return [
+            Series(label, xs, [r[key] if r[key] > 0 else None for r in source], dashed=dashed)
+            for key, label in SWEEP_PARTS
+        ]
+
+    panels = [(lines(rows, False), f"Measured on this machine ({ctx.backend})")]
     over = predicted["oversharding_from"]
-    return line_chart(
-        series,
+    title = f"Predicted for {predicted['node']} ({predicted['precision']}), same shape"
+    panels.append((lines(predicted["per_degree"], True), title + (f": over-sharding from TP={over}" if over else "")))
+    left = max(log_axis_margin(series) for series, _ in panels)  # both plots start at one x, so degrees line up
+    charts = [
+        line_chart(
+            series,
+            title=title,
+            xlabel="TP degree",
+            ylabel="ms per step",
+            height=260,
+            log_y=True,
+            log_x=True,
+            xticks=degrees,
+            shapes=True,
+            min_left=left,
+        )
+        for series, title in panels
+    ]
+    return stack(
+        charts,
         title=f"TP sweep: measured ({ctx.backend}) vs predicted ({predicted['node']})",
-        xlabel="TP degree" + (f"  (predicted over-sharding from TP={over})" if over else ""),
-        ylabel="time / own TP=1 step",
-        width=760,
         description=(
-            "Solid lines: measured on this machine; dashed: predicted by the roofline + alpha-beta model for "
-            f"{predicted['node']}. Each curve is divided by its own TP=1 step time."
+            "Two panels, each on a log time axis labelled at powers of ten, degrees spaced by ratio. Top, solid: step, local GEMM, collective "
+            "and exposed-communication time per TP degree, measured on this machine. Bottom, dashed: the same, "
+            f"predicted by the roofline + alpha-beta model for {predicted['node']}. A degree with no collective "
+            "(TP=1) has no point on those lines."
         ),
     )
 
@@ -124,7 +143,10 @@ def disagreement(rows: list[dict], pred_rows: dict, backend: str, node: str) -> 
             if g > c
             else "so communication wins at a lower degree here"
         )
-        core = f"the local GEMMs ran {g:.0f}x slower than predicted for {node} but the collectives {c:.0f}x, {shift}"
+        core = (
+            f"the local GEMMs ran {number(round(g))}x slower than predicted for {node} "
+            f"but the collectives {number(round(c))}x, {shift}"
+        )
     else:
         core = f"the time split between GEMMs and collectives differs from the {node} prediction"
     if backend == "cpu":
@@ -171,15 +193,17 @@ def results(
                 "label": f"TP={r['degree']} step (measured)",
                 "value": round(r["step_ms"], 3),
                 "unit": "ms",
-                "note": timing_note + (f"; {r['step_vs_tp1']:.2f}x TP=1" if r["step_vs_tp1"] else ""),
+                "note": timing_note + (f"; {number(r['step_vs_tp1'], 3)}x TP=1" if r["step_vs_tp1"] else ""),
             }
         )
     worst = max(r["parity"]["max_rel_diff"] for r in rows)
+    limit = TOLERANCES[tol_name]["max_rel_diff"]
+    assert isinstance(limit, float)
     summary.append(
         {
             "label": "Worst relative difference vs TP=1",
             "value": worst,
-            "note": f"tolerance {tol_name} = {TOLERANCES[tol_name]['max_rel_diff']:g}: {TOLERANCES[tol_name]['reason']}",
+            "note": f"tolerance {tol_name} = {number(float(limit))}: {TOLERANCES[tol_name]['reason']}",
         }
     )
     cross = crossover(rows, predicted, ctx.backend)
@@ -223,10 +247,10 @@ def results(
                 "label": f"TP={r['degree']}: te.Linear block vs Megatron mappings (step)",
                 "value": table_number(t["step_vs_megatron"]),
                 "unit": "x",
-                "note": f"{t['step_ms']:.3f} ms with TE{' (' + t['recipe'] + ' FP8)' if t['recipe'] else ' (BF16)'}"
-                f"{', sequence parallel' if t['sequence_parallel'] else ''}; parity {t['parity']['max_rel_diff']:.2e} "
+                "note": f"{duration(t['step_ms'] / 1000)} with TE{' (' + t['recipe'] + ' FP8)' if t['recipe'] else ' (BF16)'}"
+                f"{', sequence parallel' if t['sequence_parallel'] else ''}; parity {number(t['parity']['max_rel_diff'], 3)} "
                 f"({'within' if t['parity']['within_tolerance'] else 'OUTSIDE'} {t['parity']['tolerance']}); "
-                f"{t['ring_bytes_per_rank']:.0f} B sent per rank vs {t['megatron_ring_bytes_per_rank']:.0f} B",
+                f"{byte_size(t['ring_bytes_per_rank'])} sent per rank vs {byte_size(t['megatron_ring_bytes_per_rank'])}",
             }
         )
     tables = [
@@ -256,7 +280,7 @@ def results(
                     table_number(r["exposed_comm_ms"]),
                     ", ".join(r["collective_kinds"]) or "none",
                     r["collective_bytes_per_step"],
-                    f"{r['parity']['max_rel_diff']:.2e}",
+                    r["parity"]["max_rel_diff"],
                     "yes" if r["parity"]["within_tolerance"] else "NO",
                 ]
                 for r in rows

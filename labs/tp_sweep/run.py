@@ -356,7 +356,9 @@ def run(params: Params, ctx) -> dict:
 
         for row in degrees_out:
             row["profiler"] = not_applicable(ctx.backend)
-    ctx.add_artifact("sweep_plot", "sweep.svg", "image/svg+xml", "Sweep: measured vs predicted, relative to TP=1")
+    ctx.add_artifact(
+        "sweep_plot", "sweep.svg", "image/svg+xml", "Sweep: measured vs predicted, per-step times on log axes"
+    )
     ctx.progress(0.95, "writing tables")
     return report.results(params, ctx, degrees_out, predicted, slots, slots_why, tol_name)
 

@@ -157,7 +157,7 @@ def test_gpu_run_measures_peak_memory(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "x, text", [(0.0123, "1.2%"), (0.05, "5.0%"), (0.001, "0.1%"), (1.7e-05, "0.0017%"), (0.0, "0%")]
+    "x, text", [(0.0123, "1.2%"), (0.05, "5%"), (0.001, "0.1%"), (1.7e-05, "0.0017%"), (0.0, "0%")]
 )
 def test_the_answer_says_a_small_loss_gap_with_its_size(x, text):
     assert report.percent(x) == text

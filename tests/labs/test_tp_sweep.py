@@ -1,6 +1,7 @@
 """tp-sweep through the real command line on gloo ranks, at sizes small enough for a 2-core machine."""
 
 import json
+import math
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -179,12 +180,59 @@ def test_crossover_disagreement_is_said_with_the_runs_own_ratios():
     cross = report.crossover(rows, predicted, "cpu")
     assert (cross["measured_from"], cross["predicted_from"], cross["agree"]) == (4, 2, False)
     assert (cross["measured_best_degree"], cross["predicted_best_degree"]) == (2, 1)
-    assert "ran 16000x slower than predicted for H200 but the collectives 250x" in cross["explanation"]
+    assert "ran 16,000x slower than predicted for H200 but the collectives 250x" in cross["explanation"]
     text = report.answer(rows, cross, predicted, "cpu")
     assert text == "On this CPU, collectives outgrew the GEMMs at TP=4; TP=2 was fastest. H200 prediction: TP=2."
     none = report.answer(rows[:2], report.crossover(rows[:2], predicted, "cpu"), predicted, "cpu")
     assert none.startswith("On this CPU, collectives stayed below the GEMMs up to TP=2")
     assert all(len(t.split()) <= 25 for t in (text, none))  # a headline; the detail sits in the summary below
+
+
+def test_sweep_chart_draws_a_prediction_thousands_of_times_its_gemms_readably():
+    """A GPU prediction's collectives ~2,000x its GEMMs and a CPU step ~500x a GPU one: on one linear axis every
+    line but one was flat. Two panels on log axes: each line keeps a visible slope and its own height."""
+    from types import SimpleNamespace
+
+    from labs.tp_sweep import report
+
+    svg_ns = "{http://www.w3.org/2000/svg}"
+    rows = [
+        {"degree": 1, "step_ms": 426.0, "local_gemm_ms": 0.756, "collective_ms": 0.0, "exposed_comm_ms": 0.0},
+        {"degree": 2, "step_ms": 515.0, "local_gemm_ms": 0.485, "collective_ms": 17.0, "exposed_comm_ms": 17.0},
+    ]
+    per = [(1, 8.96e-6, 0.0, 1.07e-5), (2, 5.12e-6, 0.02, 0.02001), (4, 3.2e-6, 0.02, 0.02001), (8, 2.2e-6, 0.02, 0.02)]
+    predicted = {
+        "node": "H200",
+        "precision": "bf16",
+        "oversharding_from": 2,
+        "per_degree": [
+            {"degree": d, "local_gemm_ms": g, "collective_ms": c, "exposed_comm_ms": c, "step_ms": s}
+            for d, g, c, s in per
+        ],
+    }
+    root = ET.fromstring(report.sweep_svg(rows, predicted, SimpleNamespace(backend="cpu")))
+    panels = root.findall(f"{svg_ns}svg")
+    assert [p.find(f"{svg_ns}title").text for p in panels] == [
+        "Measured on this machine (cpu)",
+        "Predicted for H200 (bf16), same shape: over-sharding from TP=2",
+    ]
+    for panel, drawn in zip(panels, (rows, predicted["per_degree"])):
+        ticks = [t.text for t in panel.iter(f"{svg_ns}text") if t.get("text-anchor") == "end"]
+        assert all(t in ("0.001", "0.01", "0.1", "1", "10", "100", "1,000") or t.startswith("1 × 10") for t in ticks)
+        legend = [t.text for t in panel.iter(f"{svg_ns}text") if t.text in {n for _, n in report.SWEEP_PARTS}]
+        assert legend == [n for _, n in report.SWEEP_PARTS]
+        plot = next(r for r in panel.iter(f"{svg_ns}rect") if r.get("stroke") == "#333")
+        lines = {p.find(f"{svg_ns}title").text: p.get("d") for p in panel.iter(f"{svg_ns}path")}
+        ys = {
+            n: [float(xy.split(",")[1]) for xy in d.replace("M", " ").replace("L", " ").split()]
+            for n, d in lines.items()
+        }
+        # at TP=2 the collective is 35x (measured) and ~4,000x (predicted) the GEMM: each factor of ten is at least
+        # an eighth of the plot high (on the linear axis the measured pair sat 6 px apart, the predicted one 0 px)
+        gemm, coll = drawn[1]["local_gemm_ms"], drawn[1]["collective_ms"]
+        assert ys["local GEMM"][1] - ys["collective"][0] >= math.log10(coll / gemm) * float(plot.get("height")) / 8, ys
+    # the two panels' plots start at the same x, so their degrees line up
+    assert len({next(r for r in p.iter(f"{svg_ns}rect") if r.get("stroke") == "#333").get("x") for p in panels}) == 1
 
 
 @pytest.mark.gpu

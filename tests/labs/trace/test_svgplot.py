@@ -1,5 +1,6 @@
 """Timeline pictures read well: ticks on round numbers of the axis they label, subtitles shown whole."""
 
+import json
 import xml.etree.ElementTree as ET
 
 from labs.trace import svgplot
@@ -62,3 +63,43 @@ def test_tiny_and_huge_axis_values_read_as_powers_of_ten_that_fit_the_margin():
     assert float(longest.get("x")) - 6.5 * len(longest.text) > 20
     huge = svgplot.line_chart([svgplot.Series("flops", [0, 1], [0.0, 4e5])], title="t", xlabel="x", ylabel="y")
     assert "4 × 10⁵" in [t.text for t in _texts(huge)]
+
+
+def test_log_axis_is_ticked_at_every_decade_the_values_span():
+    series = [
+        svgplot.Series("step", [1, 2, 4], [1e-5, 0.02, 0.02]),
+        svgplot.Series("gemm", [1, 2, 4], [9e-6, 5e-6, 3e-6]),
+    ]
+    svg = svgplot.line_chart(series, title="t", xlabel="TP", ylabel="ms", log_y=True, log_x=True, xticks=[1, 2, 4])
+    labels = [t.text for t in _texts(svg) if t.get("text-anchor") == "end"]
+    assert labels == ["1 × 10⁻⁶", "1 × 10⁻⁵", "1 × 10⁻⁴", "0.001", "0.01", "0.1"]
+    # degrees spaced by ratio: 1 -> 2 is as wide as 2 -> 4
+    xs = {t.text: float(t.get("x")) for t in _texts(svg) if t.get("text-anchor") == "middle" and t.text in "124"}
+    assert abs((xs["2"] - xs["1"]) - (xs["4"] - xs["2"])) < 0.2, xs
+
+
+def test_coinciding_series_keep_their_own_marker_shapes():
+    same = [0.02, 0.03]
+    series = [svgplot.Series(n, [2, 4], same) for n in ("collective", "exposed comm")]
+    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="TP", ylabel="ms", shapes=True))
+    hollow = [el.tag.removeprefix(SVG) for el in root.iter() if el.get("stroke-width") == "1.6"]
+    assert sorted(hollow) == ["circle"] * 3 + ["rect"] * 3  # two points and a legend key each
+
+
+def test_stacked_panels_share_one_picture_and_keep_their_own_axes():
+    a = svgplot.line_chart([svgplot.Series("s", [1, 2], [400.0, 500.0])], title="measured", xlabel="x", ylabel="ms")
+    b = svgplot.line_chart([svgplot.Series("s", [1, 2], [1e-5, 2e-2])], title="predicted", xlabel="x", ylabel="ms")
+    root = ET.fromstring(svgplot.stack([a, b], title="both"))
+    panels = root.findall(f"{SVG}svg")
+    assert [p.find(f"{SVG}title").text for p in panels] == ["measured", "predicted"]
+    assert float(panels[1].get("y")) >= float(panels[0].get("height"))
+    assert float(root.get("viewBox").split()[3]) >= float(panels[0].get("height")) + float(panels[1].get("height"))
+
+
+def test_a_chart_carries_its_series_for_the_interactive_plot():
+    series = [svgplot.Series("loss <a&b>", [0, 1, 2], [2.3, None, float("nan")], dashed=True)]
+    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="step", ylabel="loss"))
+    (meta,) = root.iter(f"{SVG}metadata")
+    data = json.loads(meta.text)
+    assert data["series"] == [{"name": "loss <a&b>", "xs": [0, 1, 2], "ys": [2.3, None, None], "dashed": True}]
+    assert (data["xlabel"], data["ylabel"], data["log_y"]) == ("step", "loss", False)
