@@ -88,12 +88,18 @@ class _CudaClock:
 # ---- one step of one schedule ------------------------------------------------------------------
 
 
+def _moved(out) -> dict:
+    """The all-gather span's args: its kind and the bytes of the gathered tensor, counted as
+    labs.parallel.tp.all_gather_into counts them for tp-sweep, so the viewer's readout and Perfetto show them."""
+    return {"kind": "all-gather", "bytes": out.numel() * out.element_size()}
+
+
 def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
     import torch
 
     from labs.parallel.tp import all_gather_into
 
-    marks = []  # (lane, name, start, end)
+    marks = []  # (lane, name, start, end[, span args])
     t_start = clock.now()
     c0 = clock.now()
     y_parallel = x @ w1_parallel.t()  # (tokens, ffn/p)
@@ -128,7 +134,7 @@ def _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock):
     t_end = clock.now()
     # Completion can be stamped a hair after wait() returned (callback scheduling); it cannot really be later.
     finish = min(done[0], w1) if done else w1
-    marks.append(("communication", "all-gather (async)", launch, finish))
+    marks.append(("communication", "all-gather (async)", launch, finish, _moved(out)))
     del z
     return marks, (t_start, t_end), unwritten, out.numel()
 
@@ -173,7 +179,7 @@ def _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, 
         z = gathered[:, -w_dep.shape[1] :] @ w_dep.t()
         marks.append(("compute", "dependent linear (reads gathered)", c0, clock.now()))
     t_end = clock.now()
-    marks.append(("communication", "all-gather (async)", launch, finish))
+    marks.append(("communication", "all-gather (async)", launch, finish, _moved(out)))
     out.record_stream(comm_stream)
     del z
     return marks, (t_start, t_end), unwritten, out.numel()
@@ -220,8 +226,9 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
                 marks, (a, b), n_unwritten, numel = step(clock)
                 clock.sync()
                 spans += [
-                    tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s}).to_dict()
-                    for lane, name, s0, s1 in marks
+                    tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s, **extra}).to_dict()
+                    for lane, name, s0, s1, *more in marks
+                    for extra in [more[0] if more else {}]
                 ]
                 steps.append((clock.ms(a), clock.ms(b)))
                 unwritten.append(n_unwritten)

@@ -63,6 +63,13 @@ def test_all_three_schedules_validate_and_obey_their_definitions(tmp_path, ranks
     trace = json.loads((tmp_path / "trace_windowed.json").read_text())
     lanes = {(e["pid"], e["args"]["name"]) for e in trace["traceEvents"] if e["name"] == "thread_name"}
     assert (ranks - 1, "wait") in lanes
+    # the all-gather's span carries the bytes it gathered (the viewer's readout and Perfetto show them): every
+    # rank ends up with all `ranks` shards of (tokens, ffn/ranks) fp32, i.e. tokens x ffn x 4 bytes
+    gathers = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "communication"]
+    assert gathers and {e["args"]["bytes"] for e in gathers} == {SMALL["tokens"] * SMALL["ffn"] * 4}
+    assert {e["args"]["kind"] for e in gathers} == {"all-gather"}
+    assert res["gathered_bytes"] == SMALL["tokens"] * SMALL["ffn"] * 4
+    assert all("bytes" not in e["args"] for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "communication")
 
 
 def test_single_schedule_and_bad_rank_count(tmp_path):
