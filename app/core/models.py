@@ -11,6 +11,7 @@ from typing import Protocol
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     ForeignKey,
@@ -267,6 +268,8 @@ class Bundle(Base):
     lab: Mapped[str] = mapped_column(String(40))
     filename: Mapped[str] = mapped_column(String(255))  # as uploaded, shown escaped
     size_bytes: Mapped[int] = mapped_column(Integer)  # compressed, as received
+    # on disk: result.json and the artifacts it lists (nothing else is kept); what the storage quota counts
+    stored_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     bundle_dir: Mapped[str] = mapped_column(String(255))  # relative to the data dir
     result: Mapped[dict] = mapped_column(JSON)  # the validated result.json
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -400,7 +403,8 @@ class PasswordReset(Base):
 
 
 class QueueLimit(Base):
-    """Per-learner job limits set by instructors: the course default (user_id NULL) or one learner's override.
+    """Per-learner job limits and storage quota set by instructors: the course default (user_id NULL) or one
+    learner's override.
 
     A NULL limit means no limit of that kind.
     """
@@ -413,6 +417,8 @@ class QueueLimit(Base):
     max_in_flight: Mapped[int | None] = mapped_column(Integer)  # queued + running at once
     max_per_hour: Mapped[int | None] = mapped_column(Integer)  # jobs created in any rolling hour
     max_gpu_seconds_per_day: Mapped[int | None] = mapped_column(Integer)  # charged GPU-seconds, rolling 24 h
+    max_stored_mib: Mapped[int | None] = mapped_column(Integer)  # uploaded bundles on disk, MiB (2**20 bytes)
+    max_stored_bundles: Mapped[int | None] = mapped_column(Integer)  # uploaded bundles kept at once
     updated_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -106,12 +106,22 @@ def create_job(
     new run is what they want, and it should not wait behind, nor count against their limits with, the old one.
     """
     clean, runs_on = validate_request(lab=lab, params=params, backend=backend, host=host)
-    replaced = []
-    if replace_queued:
-        replaced = list(db.scalars(select(Job).where(Job.owner_id == owner.id, Job.lab == lab, Job.status == "queued")))
-    limit_service.check(db, user=owner, ignoring=[j.id for j in replaced])
     spec = catalog.get(lab)
     need = spec.resources(spec.params.model_validate(clean), runs_on)
+    # From here to the commit the learner's lock is held: the limits count what this learner has, and no
+    # other submit of theirs can insert in between (two at once would both see room for one more).
+    db.commit()  # end any read transaction, so the lock is the first thing the checking transaction does
+    limit_service.hold(db, user_id=owner.id)
+    try:
+        replaced = []
+        if replace_queued:
+            replaced = list(
+                db.scalars(select(Job).where(Job.owner_id == owner.id, Job.lab == lab, Job.status == "queued"))
+            )
+        limit_service.check(db, user=owner, ignoring=[j.id for j in replaced])
+    except BaseException:
+        db.rollback()  # release the lock; nothing was written
+        raise
     now = utcnow()
     for old in replaced:
         db.execute(

@@ -1,10 +1,15 @@
-"""Per-learner job limits, set by instructors: jobs in flight, jobs per rolling hour, GPU-seconds per rolling day.
+"""Per-learner limits, set by instructors: jobs in flight, jobs per rolling hour, GPU-seconds per rolling day,
+and the storage quota for uploaded bundles (MiB on disk and how many are kept).
 
 The course default is the `queue_limits` row with no user; an instructor may give one learner an override
 row, which replaces the default for that learner (a blank limit there means "no limit"). `check` runs before
 a job is created: at a limit, LimitReached names the limit, the numbers, and when it frees, and nothing is
 stored. GPU-seconds count only what `jobs.finish` charged (runs the lab or the learner ended), never an
-attempt lost to infrastructure.
+attempt lost to infrastructure. `check_storage` runs before an upload is kept: over the quota, QuotaExceeded
+names it, the learner's usage and how to free space, and nothing is stored.
+
+A check and the insert it allows are one transaction holding the learner's lock (`hold`): without it, 30
+submits at once all counted the same 9 jobs in flight and a limit of 10 let 12 to 15 through.
 """
 
 from __future__ import annotations
@@ -12,20 +17,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.core.models import Job, QueueLimit, User, utcnow
+from app.core.models import Bundle, Job, QueueLimit, User, utcnow
 from app.services.errors import DomainError, FieldError
+from labs.api import byte_size, count
 
 # What a course starts with until an instructor changes it: enough for a learner to queue a few runs of each
-# lab, few enough that one learner cannot fill a class's queue; two GPU-hours a day of a shared host.
-DEFAULTS = {"max_in_flight": 10, "max_per_hour": 60, "max_gpu_seconds_per_day": 7200}
+# lab, few enough that one learner cannot fill a class's queue; two GPU-hours a day of a shared host. A lab
+# bundle is a few MiB at most: 50 uploads in 200 MiB is every lab many times over, and 100 learners' worth
+# fits a small disk. Migration 0009 writes the same storage defaults into rows made before the quota existed.
+DEFAULTS = {
+    "max_in_flight": 10,
+    "max_per_hour": 60,
+    "max_gpu_seconds_per_day": 7200,
+    "max_stored_mib": 200,
+    "max_stored_bundles": 50,
+}
 FIELDS = {
     "max_in_flight": ("jobs in flight", 1, 1000),
     "max_per_hour": ("jobs per hour", 1, 10000),
     "max_gpu_seconds_per_day": ("GPU-seconds per day", 0, 10**7),
+    "max_stored_mib": ("MiB of stored uploads", 0, 10**6),
+    "max_stored_bundles": ("stored uploads", 0, 10**5),
 }
+MIB = 1024 * 1024
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 
@@ -43,26 +60,73 @@ class LimitReached(DomainError):
         return max(1, int((self.frees_at - (now or utcnow())).total_seconds()) + 1)
 
 
+class QuotaExceeded(DomainError):
+    """An upload would take the learner past `limit` (bytes: "storage"; count: "stored uploads"); the message
+    names the quota, their usage and how to free space."""
+
+    def __init__(self, limit: str, message: str):
+        super().__init__(message)
+        self.limit = limit
+
+
 @dataclass(frozen=True)
 class Limits:
     max_in_flight: int | None
     max_per_hour: int | None
     max_gpu_seconds_per_day: int | None
+    max_stored_mib: int | None = DEFAULTS["max_stored_mib"]
+    max_stored_bundles: int | None = DEFAULTS["max_stored_bundles"]
     override: bool = False  # this learner has their own row
+
+
+def _of(row: QueueLimit, *, override: bool) -> Limits:
+    return Limits(
+        row.max_in_flight,
+        row.max_per_hour,
+        row.max_gpu_seconds_per_day,
+        row.max_stored_mib,
+        row.max_stored_bundles,
+        override=override,
+    )
 
 
 def course_default(db: Session) -> Limits:
     row = db.scalar(select(QueueLimit).where(QueueLimit.user_id.is_(None)))
     if row is None:
-        return Limits(DEFAULTS["max_in_flight"], DEFAULTS["max_per_hour"], DEFAULTS["max_gpu_seconds_per_day"])
-    return Limits(row.max_in_flight, row.max_per_hour, row.max_gpu_seconds_per_day)
+        return Limits(
+            DEFAULTS["max_in_flight"],
+            DEFAULTS["max_per_hour"],
+            DEFAULTS["max_gpu_seconds_per_day"],
+            DEFAULTS["max_stored_mib"],
+            DEFAULTS["max_stored_bundles"],
+        )
+    return _of(row, override=False)
 
 
 def for_user(db: Session, *, user_id: int) -> Limits:
     row = db.scalar(select(QueueLimit).where(QueueLimit.user_id == user_id))
     if row is None:
         return course_default(db)
-    return Limits(row.max_in_flight, row.max_per_hour, row.max_gpu_seconds_per_day, override=True)
+    return _of(row, override=True)
+
+
+def hold(db: Session, *, user_id: int) -> None:
+    """Take the learner's lock until this transaction ends, so a limit check and the insert it allows are one
+    step: a second submit or upload by the same learner waits here and then counts the first one's row.
+
+    PostgreSQL: the user's row FOR NO KEY UPDATE (inserts elsewhere that only reference the user, a session
+    or an answer, are not blocked). SQLite has no row locks; a write is what takes its one write lock, so the
+    transaction starts with a write that changes nothing (it waits up to the busy timeout, as writes do).
+    """
+    if db.get_bind().dialect.name == "postgresql":
+        db.execute(select(User.id).where(User.id == user_id).with_for_update(key_share=True))
+    else:
+        db.execute(
+            update(User)
+            .where(User.id == user_id)
+            .values(display_name=User.display_name)
+            .execution_options(synchronize_session=False)
+        )
 
 
 @dataclass(frozen=True)
@@ -131,8 +195,47 @@ def check(db: Session, *, user: User, now: datetime | None = None, ignoring: lis
         )
 
 
+@dataclass(frozen=True)
+class Stored:
+    bundles: int
+    bytes: int
+
+
+def stored(db: Session, *, user_id: int) -> Stored:
+    """What the learner's uploads take: how many are kept and their bytes on disk."""
+    n, total = db.execute(
+        select(func.count(), func.coalesce(func.sum(Bundle.stored_bytes), 0)).where(Bundle.owner_id == user_id)
+    ).one()
+    return Stored(int(n), int(total))
+
+
+FREE_SPACE = (
+    "To free space, delete uploads you no longer need under “Your uploads” on My lab reports (/reports); "
+    "uploads a submitted report cites are kept. Or ask an instructor to raise your quota."
+)
+
+
+def check_storage(db: Session, *, user: User, adding_bytes: int) -> None:
+    """QuotaExceeded when keeping one more upload of `adding_bytes` would take `user` past their quota."""
+    lim = for_user(db, user_id=user.id)
+    use = stored(db, user_id=user.id)
+    if lim.max_stored_bundles is not None and use.bundles + 1 > lim.max_stored_bundles:
+        raise QuotaExceeded(
+            "stored uploads",
+            f"you have {count(use.bundles, 'upload')} stored, your quota of stored uploads "
+            f"({lim.max_stored_bundles}); nothing from this one was kept. {FREE_SPACE}",
+        )
+    if lim.max_stored_mib is not None and use.bytes + adding_bytes > lim.max_stored_mib * MIB:
+        raise QuotaExceeded(
+            "storage",
+            f"this upload keeps {byte_size(adding_bytes)} and your uploads already take {byte_size(use.bytes)} "
+            f"of your storage quota of {byte_size(lim.max_stored_mib * MIB)}; nothing from this one was kept. "
+            f"{FREE_SPACE}",
+        )
+
+
 def parse(form: dict) -> dict[str, int | None]:
-    """The three limits from a form; FieldError naming the field for anything but blank or a whole number in range."""
+    """The limits from a form; FieldError naming the field for anything but blank or a whole number in range."""
     out: dict[str, int | None] = {}
     for name, (words, lo, hi) in FIELDS.items():
         raw = str(form.get(name, "")).strip()
@@ -172,8 +275,4 @@ def clear_override(db: Session, *, user_id: int) -> bool:
 
 def overrides(db: Session) -> dict[int, Limits]:
     rows = db.scalars(select(QueueLimit).where(QueueLimit.user_id.is_not(None)))
-    return {
-        r.user_id: Limits(r.max_in_flight, r.max_per_hour, r.max_gpu_seconds_per_day, override=True)
-        for r in rows
-        if r.user_id is not None
-    }
+    return {r.user_id: _of(r, override=True) for r in rows if r.user_id is not None}
