@@ -5,6 +5,11 @@
 An upload is refused, with the exact reason and nothing stored, unless every rule below holds. The
 archive is read entry by entry with a byte budget: declared sizes are checked first but never trusted,
 so a zip that lies about its sizes is caught while it expands.
+
+Only result.json and the artifacts it lists are kept: other files are never unpacked, and the answer names
+them (a 1 MB zip of a valid result.json and 197 padding files once stored 94 MB). What is kept counts against
+the learner's storage quota (app/services/limits.py), checked with the learner's lock held, so uploads at
+once cannot pass it together. result.json's nesting is measured before it is parsed: parsers recurse.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import re
 import shutil
 import stat
 import uuid
@@ -19,12 +25,15 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
-from app.core.models import Bundle, User
+from app.core.models import Bundle, LabReport, ReportVersion, User
+from app.services import limits as limit_service
 from app.services.checks import schema_problem
-from labs.api import byte_size
+from app.services.errors import Conflict
+from labs.api import byte_size, count
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MiB at most
 MAX_TOTAL_BYTES = 100 * 1024 * 1024  # expanded, all entries together
@@ -33,6 +42,8 @@ MAX_RATIO = 100  # per entry, expanded / compressed; JSON traces compress ~10-20
 RATIO_FLOOR = 64 * 1024  # entries smaller than this expand too little to matter, whatever their ratio
 MAX_RESULT_BYTES = 5 * 1024 * 1024  # result.json itself
 MAX_NAME = 200  # characters in one entry path
+MAX_DEPTH = 64  # nesting of objects and arrays in result.json; the deepest lab result (tp-sweep) nests 9
+DROPPED_NAMED = 10  # files not kept, named one by one in the answer; the rest are counted
 CHUNK = 64 * 1024
 # What a bundle may hold: the media types result.schema.json allows, by extension.
 MEDIA_TYPES = {".json": "application/json", ".svg": "image/svg+xml", ".txt": "text/plain", ".csv": "text/csv"}
@@ -78,6 +89,7 @@ def _entries(zf: zipfile.ZipFile) -> list[_Entry]:
         raise BundleError(f"the zip has {len(infos)} entries; a bundle may hold at most {MAX_ENTRIES}")
     files: list[_Entry] = []
     seen: dict[str, str] = {}
+    files_seen: dict[str, str] = {}  # lower-cased path of each file: none may also be a folder
     declared = 0
     for info in infos:
         path = _safe_name(info)
@@ -93,6 +105,7 @@ def _entries(zf: zipfile.ZipFile) -> list[_Entry]:
                 f"entry {info.filename!r}: files of type {ext or '(none)'!r} are not allowed; "
                 f"allowed: {', '.join(sorted(MEDIA_TYPES))}"
             )
+        files_seen[key] = info.filename
         declared += info.file_size
         if declared > MAX_TOTAL_BYTES:
             raise BundleError(f"the zip expands to more than {byte_size(MAX_TOTAL_BYTES)}, the limit for a bundle")
@@ -102,7 +115,18 @@ def _entries(zf: zipfile.ZipFile) -> list[_Entry]:
                 f"(more than {MAX_RATIO}x): refused as a possible zip bomb"
             )
         files.append(_Entry(info, path))
+    for e in files:  # "plot.svg" and "plot.svg/inner.svg" cannot both be unpacked, in either order
+        clash = next((files_seen[p.lower()] for p in _parents(e.path) if p.lower() in files_seen), None)
+        if clash is not None:
+            raise BundleError(
+                f"entry {e.info.filename!r}: {clash!r} is a file in this zip, so it cannot also be a folder"
+            )
     return _strip_single_top_folder(files)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _strip_single_top_folder(files: list[_Entry]) -> list[_Entry]:
@@ -116,8 +140,8 @@ def _strip_single_top_folder(files: list[_Entry]) -> list[_Entry]:
     return files
 
 
-def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> None:
-    """Write every file under dest, counting real bytes (the declared sizes may lie)."""
+def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> int:
+    """Write every file under dest, counting real bytes (the declared sizes may lie); the bytes written."""
     total = 0
     for e in files:
         target = dest / e.path
@@ -141,20 +165,41 @@ def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> None:
                         f"the zip expands to more than {byte_size(MAX_TOTAL_BYTES)}, the limit for a bundle"
                     )
                 out.write(chunk)
+    return total
 
 
-def _read_result(dest: Path) -> dict:
-    path = dest / "result.json"
-    if not path.is_file():
-        raise BundleError(
-            "the zip has no result.json at its top level (zip the folder `python -m labs run --out` wrote)"
-        )
-    if path.stat().st_size > MAX_RESULT_BYTES:
-        raise BundleError(f"result.json is {byte_size(path.stat().st_size)}; at most {byte_size(MAX_RESULT_BYTES)}")
+_JSON_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_depth(text: str, *, stop_above: int) -> int:
+    """How deeply objects and arrays nest in JSON `text`, counted without recursion (brackets inside strings
+    do not count); counting stops once it passes `stop_above`, so 200,000 `[` cost microseconds."""
+    depth = deepest = 0
+    for c in _NOT_BRACKETS.sub("", _JSON_STRINGS.sub('""', text)):
+        depth += 1 if c in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop_above:
+                break
+    return deepest
+
+
+def parse_result(raw: bytes) -> dict:
+    """result.json's bytes as a dict that matches the result schema; BundleError saying what is wrong."""
+    if len(raw) > MAX_RESULT_BYTES:
+        raise BundleError(f"result.json is {byte_size(len(raw))}; at most {byte_size(MAX_RESULT_BYTES)}")
     try:
-        result = json.loads(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise BundleError("result.json is not UTF-8 text") from None
+    if nesting_depth(text, stop_above=MAX_DEPTH) > MAX_DEPTH:
+        raise BundleError(
+            f"result.json nests objects and arrays more than {MAX_DEPTH} levels deep (the nesting limit); "
+            "a lab's result nests a few"
+        )
+    try:
+        result = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BundleError(
             f"result.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
@@ -164,77 +209,133 @@ def _read_result(dest: Path) -> dict:
     problem = schema_problem(result)
     if problem:
         raise BundleError(problem)
+    return result
+
+
+def _read_entry(zf: zipfile.ZipFile, entry: _Entry, limit: int) -> bytes:
+    """One entry's bytes, read no further than `limit` + 1 whatever it declares."""
+    if entry.info.file_size > limit:
+        raise BundleError(f"{entry.path} is {byte_size(entry.info.file_size)}; at most {byte_size(limit)}")
+    try:
+        with zf.open(entry.info) as src:
+            data = src.read(limit + 1)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
+        raise BundleError(f"the zip could not be read: {exc}") from None
+    except OSError as exc:
+        raise BundleError(f"the zip could not be read: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > entry.info.file_size:
+        raise BundleError(f"entry {entry.info.filename!r} expands beyond the size it declares: refused")
+    return data
+
+
+def _listed(zf: zipfile.ZipFile, files: list[_Entry]) -> tuple[dict, list[_Entry], list[str]]:
+    """(result.json, the entries to keep: result.json and every artifact it lists, the paths of the others)."""
+    by_path = {e.path: e for e in files}
+    if "result.json" not in by_path:
+        raise BundleError(
+            "the zip has no result.json at its top level (zip the folder `python -m labs run --out` wrote)"
+        )
+    result = parse_result(_read_entry(zf, by_path["result.json"], MAX_RESULT_BYTES))
+    keep = {"result.json"}
     for a in result["artifacts"]:
-        f = (dest / a["path"]).resolve()
-        if dest.resolve() not in f.parents or not f.is_file():
+        path = posixpath.normpath(a["path"])  # the schema's pattern already refuses absolute paths and '..'
+        if path not in by_path:
             raise BundleError(f"artifact {a['name']!r} is listed in result.json at {a['path']!r} but is not in the zip")
-        ext = posixpath.splitext(a["path"])[1].lower()
+        ext = posixpath.splitext(path)[1].lower()
         if MEDIA_TYPES.get(ext) != a["media_type"]:
             raise BundleError(
                 f"artifact {a['name']!r}: {a['path']!r} is declared as {a['media_type']} "
                 f"but its extension says {MEDIA_TYPES.get(ext, 'an unknown type')}"
             )
-    return result
+        keep.add(path)
+    return result, [by_path[p] for p in sorted(keep)], sorted(set(by_path) - keep)
 
 
 def bundles_dir(settings: Settings) -> Path:
     return settings.data_dir / "bundles"
 
 
+def _open_zip(data: bytes, what: str, hint: str = "") -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise BundleError(f"{what} is not a zip archive{hint}") from None
+
+
 def unpack(data: bytes, dest: Path) -> dict:
     """Extract a lab's zipped output folder into `dest` under the upload rules (sizes, names, ratio, schema) and
-    return its result.json; BundleError otherwise. The Ray dispatcher stores a task's returned output with it."""
+    return its result.json; BundleError otherwise. The Ray dispatcher stores a task's returned output with it:
+    the lab's own output, kept whole."""
     if len(data) > MAX_UPLOAD_BYTES:
         raise BundleError(
             f"the output is {byte_size(len(data))} zipped; at most {byte_size(MAX_UPLOAD_BYTES)} is accepted"
         )
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise BundleError("the output is not a zip archive") from None
     dest.mkdir(parents=True, exist_ok=True)
-    with zf:
+    with _open_zip(data, "the output") as zf:
         files = _entries(zf)
+        result, _, _ = _listed(zf, files)
         try:
             _extract(zf, files, dest)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
             raise BundleError(f"the zip could not be read: {exc}") from None
-    return _read_result(dest)
+    return result
 
 
-def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data: bytes) -> Bundle:
-    """Validate and store an uploaded zip; BundleError (nothing stored) when any rule fails."""
+@dataclass
+class Stored:
+    """An upload kept: its row, and the files of the zip that result.json does not list (not kept)."""
+
+    bundle: Bundle
+    dropped: list[str]
+
+    @property
+    def dropped_words(self) -> str:
+        """The files not kept, for the learner: empty when every file was kept."""
+        if not self.dropped:
+            return ""
+        named = ", ".join(self.dropped[:DROPPED_NAMED])
+        more = f" and {len(self.dropped) - DROPPED_NAMED} more" if len(self.dropped) > DROPPED_NAMED else ""
+        return (
+            f"Not kept, because result.json does not list {'it' if len(self.dropped) == 1 else 'them'}: "
+            f"{named}{more} ({count(len(self.dropped), 'file')})."
+        )
+
+
+def store(db: Session, *, settings: Settings, owner: User, filename: str, data: bytes) -> Stored:
+    """Validate an uploaded zip and keep result.json and the artifacts it lists; BundleError (a rule broken) or
+    limits.QuotaExceeded (the learner's storage quota), with nothing stored, otherwise."""
     if len(data) > MAX_UPLOAD_BYTES:
         raise BundleError(
             f"the file is {byte_size(len(data))}; a bundle may be at most {byte_size(MAX_UPLOAD_BYTES)} compressed"
         )
     if not data:
         raise BundleError("the file is empty")
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise BundleError(
-            "the file is not a zip archive (make one with `zip -r bundle.zip .` inside the folder you gave `--out`)"
-        ) from None
+    zf = _open_zip(data, "the file", " (make one with `zip -r bundle.zip .` inside the folder you gave `--out`)")
+    limit_service.check_storage(db, user=owner, adding_bytes=0)  # already at the quota: refuse before unpacking
+    db.commit()  # end the read transaction: the lock below must start the one that inserts
     root = bundles_dir(settings)
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".upload-{uuid.uuid4().hex}"
     try:
         with zf:
             files = _entries(zf)
+            result, keep, dropped = _listed(zf, files)
             tmp.mkdir()
             try:
-                _extract(zf, files, tmp)
+                kept_bytes = _extract(zf, keep, tmp)
             except OSError as exc:  # str(exc) would carry the absolute path under the data dir
                 raise BundleError(f"the zip could not be read: {exc.strerror or type(exc).__name__}") from None
             except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
                 raise BundleError(f"the zip could not be read: {exc}") from None
-        result = _read_result(tmp)
+        # Unpacking took the time; the lock is held only for the count, the insert and the rename.
+        limit_service.hold(db, user_id=owner.id)
+        limit_service.check_storage(db, user=owner, adding_bytes=kept_bytes)
         bundle = Bundle(
             owner_id=owner.id,
             lab=result["lab"],
             filename=(filename or "bundle.zip")[:255],
             size_bytes=len(data),
+            stored_bytes=kept_bytes,
             bundle_dir="",
             result=result,
         )
@@ -250,12 +351,47 @@ def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data:
         except Exception:
             shutil.rmtree(final, ignore_errors=True)
             raise
-        return bundle
+        return Stored(bundle, dropped)
     except BaseException:
         db.rollback()
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ingest(db: Session, *, settings: Settings, owner: User, filename: str, data: bytes) -> Bundle:
+    """`store`, for callers that need only the row."""
+    return store(db, settings=settings, owner=owner, filename=filename, data=data).bundle
+
+
+def delete(db: Session, *, settings: Settings, bundle: Bundle) -> None:
+    """Remove an upload and its files, and take it out of its owner's report drafts. Conflict when a submitted
+    report version cites it: what was handed in is kept, whole."""
+    reports = list(db.scalars(select(LabReport).where(LabReport.owner_id == bundle.owner_id)))
+    ref = {"bundle": bundle.id}
+    if reports:
+        versions = db.scalars(select(ReportVersion).where(ReportVersion.report_id.in_([r.id for r in reports])))
+        cited = sorted({v.number for v in versions if ref in (v.evidence or {}).values()})
+        if cited:
+            raise Conflict(
+                f"Upload {bundle.id} is evidence in your submitted report "
+                f"(version {', '.join(map(str, cited))}), so it is kept; delete another upload to free space."
+            )
+    for report in reports:
+        evidence = (report.draft or {}).get("evidence", {})
+        if ref in evidence.values():
+            kept = {slot: r for slot, r in evidence.items() if r != ref}
+            report.draft = {**report.draft, "evidence": kept}  # a new dict: the JSON column sees the change
+    folder = settings.data_dir / bundle.bundle_dir if bundle.bundle_dir else None
+    db.delete(bundle)
+    db.commit()
+    if folder is not None and folder.resolve().parent == bundles_dir(settings).resolve():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def list_for(db: Session, *, owner: User) -> list[Bundle]:
+    """The owner's uploads, newest first (what their storage quota counts)."""
+    return list(db.scalars(select(Bundle).where(Bundle.owner_id == owner.id).order_by(Bundle.id.desc())))
 
 
 def get_for(db: Session, *, bundle_id: int, user: User) -> Bundle | None:

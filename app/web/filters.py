@@ -134,5 +134,6 @@ def install(env: Environment) -> None:
         notice_pending=notice_session.pending,
         notice_poll=notice_session.poll_trigger,
         count=api.count,  # {{ count(n, "job") }}: "1 job", "2 jobs"
+        byte_size=api.byte_size,  # {{ byte_size(n) }}: "1.5 MiB"
         changed_files=changed_files,  # the instructor's version list: what each version changed
     )

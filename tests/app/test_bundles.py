@@ -82,12 +82,16 @@ def _bad_schema() -> dict[str, bytes]:
 
 
 def _lying_size() -> bytes:
-    """An entry whose directory entries claim 10 bytes while its data expands to 1 MB."""
-    data = bytearray(_zip({"result.json": b"{}", "big.json": b"0" * 1_000_000}))
-    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("big.json")
+    """A listed artifact whose directory entries claim 10 bytes while its data expands to 1 MB (an unlisted
+    one is never unpacked, so the lie must be in a file the bundle keeps)."""
+    entries = _real()
+    entries["loss.svg"] = b"<svg>" + b"0" * 1_000_000 + b"</svg>"
+    name = b"loss.svg"
+    data = bytearray(_zip(entries))
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo(name.decode())
     for sig, off in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # local header and central directory size fields
         pos = data.find(sig, info.header_offset if sig == b"PK\x03\x04" else 0)
-        while sig == b"PK\x01\x02" and data[pos + 46 : pos + 46 + 8] != b"big.json":
+        while sig == b"PK\x01\x02" and data[pos + 46 : pos + 46 + len(name)] != name:
             pos = data.find(sig, pos + 1)
         data[pos + off : pos + off + 4] = (10).to_bytes(4, "little")
     return bytes(data)

@@ -5,7 +5,12 @@ GET  /lessons/{id}/report[?v=N]                   the report page (draft, one ve
 POST /lessons/{id}/report                         action=save | submit | submit-incomplete | attach-latest
 POST /lessons/{id}/report/bundles                 upload a zip from `python -m labs run` (multipart)
 GET  /bundles/{id}                                 an uploaded bundle, for its owner
-POST /api/v1/bundles, GET /api/v1/bundles/{id}    the same upload for scripts
+POST /bundles/{id}/delete                          remove an upload no submitted report cites (frees quota)
+POST /api/v1/bundles, GET|DELETE /api/v1/bundles/{id}    the same for scripts
+
+An upload keeps result.json and the artifacts it lists; the answer names the other files, which are not kept.
+Over the learner's storage quota an upload is refused and nothing is kept: 413 when its bytes would pass the
+quota, 409 when the count of stored uploads is at its quota (app/services/limits.py).
 
 Evidence and bundle files are served by app/web/routes/artifacts.py.
 """
@@ -24,9 +29,19 @@ from app.services import bundles as bundle_service
 from app.services import evidence as evidence_service
 from app.services import grading
 from app.services import lessons as lesson_service
+from app.services import limits as limit_service
 from app.services import reports as report_service
-from app.services.errors import NotFound
-from app.web.deps import CurrentUser, DbInt, LessonWithLab, OwnedBundle, PostedForm, SessionDep, csrf_protect
+from app.services.errors import Conflict, NotFound
+from app.web.deps import (
+    CurrentUser,
+    DbInt,
+    LessonWithLab,
+    OwnedBundle,
+    PostedForm,
+    SessionDep,
+    SettingsDep,
+    csrf_protect,
+)
 from app.web.middleware.bodies import UPLOAD_LIMIT
 from app.web.templates import render
 from labs.api import count
@@ -37,6 +52,9 @@ MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier 
 # second button, "Submit with these missing", that posts action=submit-incomplete with each listed gap as a
 # `missing-ok` field. It submits only if every gap the draft has then was among those confirmed.
 SUBMIT_ACTIONS = ("submit", "submit-incomplete")
+# Over the storage quota: its bytes are too large a request for what is left (413); its count is the state of
+# what is stored (409), freed by deleting an upload.
+QUOTA_STATUS = {"storage": 413, "stored uploads": 409}
 api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
 
 
@@ -120,7 +138,8 @@ def _page(
 
 
 @router.get("/reports")
-def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
+def my_reports(request: Request, user: CurrentUser, db: SessionDep, deleted: DbInt | None = None) -> Response:
+    """`deleted` comes from the redirect after deleting an upload: the page says so, in fixed words."""
     rows = []
     for lesson, _ in lesson_service.catalogue(db):
         if lesson.lab is None:
@@ -135,7 +154,15 @@ def my_reports(request: Request, user: CurrentUser, db: SessionDep) -> Response:
             else None
         )
         rows.append({"lesson": lesson, "report": report, "latest": latest, "grade": grade, "earlier": earlier})
-    return render(request, "reports/index.html", {"rows": rows})
+    ctx = {
+        "rows": rows,
+        "deleted": deleted,
+        "uploads": bundle_service.list_for(db, owner=user),
+        "stored": limit_service.stored(db, user_id=user.id),
+        "quota": limit_service.for_user(db, user_id=user.id),
+        "mib": limit_service.MIB,
+    }
+    return render(request, "reports/index.html", ctx)
 
 
 @router.get("/lessons/{lesson_id}/report")
@@ -242,16 +269,26 @@ def upload_bundle(
             _save_posted(db, report, user, lesson, posted)
         except report_service.ReportError as exc:
             return _page(request, db, user, lesson, version, report, errors=exc.errors, form=posted, status_code=422)
+    kept = " Your draft, answers included, is saved." if _has_draft_fields(posted) else ""
     try:
         filename, data, fields = _read_upload(form)
-        bundle = bundle_service.ingest(
-            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
-        )
+        stored = bundle_service.store(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
     except bundle_service.BundleError as exc:
-        kept = " Your draft, answers included, is saved." if _has_draft_fields(posted) else ""
         return _page(
             request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.{kept}", status_code=422
         )
+    except limit_service.QuotaExceeded as exc:
+        return _page(
+            request,
+            db,
+            user,
+            lesson,
+            version,
+            report,
+            upload_error=f"Upload refused: {exc.message}{kept}",
+            status_code=QUOTA_STATUS[exc.limit],
+        )
+    bundle, dropped = stored.bundle, f" {stored.dropped_words}" if stored.dropped else ""
     slot_id = fields.get("slot") or next(
         (s.id for s in report_service.slots(lesson) if s.lab == bundle.lab and s.kind == "evidence"), ""
     )
@@ -266,7 +303,7 @@ def upload_bundle(
             version,
             report,
             status_code=422,
-            upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.",
+            upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.{dropped}",
         )
     title = next(s.title for s in report_service.slots(lesson) if s.id == slot_id)
     return _page(
@@ -276,13 +313,23 @@ def upload_bundle(
         lesson,
         version,
         report,
-        message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.",
+        message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.{dropped}",
     )
 
 
 @router.get("/bundles/{bundle_id}")
 def bundle_page(request: Request, bundle: OwnedBundle) -> Response:
-    return render(request, "reports/bundle.html", {"bundle": bundle})
+    return render(request, "reports/bundle.html", {"bundle": bundle, "error": ""})
+
+
+@router.post("/bundles/{bundle_id}/delete")
+def delete_bundle(request: Request, bundle: OwnedBundle, db: SessionDep, settings: SettingsDep) -> Response:
+    """Delete an upload (owner or instructor); one a submitted report cites stays, and the page says why (409)."""
+    try:
+        bundle_service.delete(db, settings=settings, bundle=bundle)
+    except Conflict as exc:
+        return render(request, "reports/bundle.html", {"bundle": bundle, "error": exc.message}, status_code=409)
+    return RedirectResponse(f"/reports?deleted={bundle.id}", status_code=303)
 
 
 def _bundle_json(bundle: Bundle) -> dict:
@@ -302,17 +349,25 @@ def _bundle_json(bundle: Bundle) -> dict:
 
 @api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
 def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
-    """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts)."""
+    """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts). Only result.json and
+    the artifacts it lists are kept; `dropped` names the other files. 413 / 409 over the storage quota."""
     try:
         filename, data, _ = _read_upload(form)
-        bundle = bundle_service.ingest(
-            db, settings=request.app.state.settings, owner=user, filename=filename, data=data
-        )
+        stored = bundle_service.store(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
     except bundle_service.BundleError as exc:
         return JSONResponse({"detail": f"Upload refused: {exc}."}, status_code=422)
-    return _bundle_json(bundle)
+    except limit_service.QuotaExceeded as exc:
+        return JSONResponse({"detail": f"Upload refused: {exc.message}", "quota": exc.limit}, QUOTA_STATUS[exc.limit])
+    return {**_bundle_json(stored.bundle), "dropped": stored.dropped}
 
 
 @api.get("/bundles/{bundle_id}")
 def api_bundle(bundle: OwnedBundle) -> dict:
     return _bundle_json(bundle)
+
+
+@api.delete("/bundles/{bundle_id}")
+def api_delete_bundle(bundle: OwnedBundle, db: SessionDep, settings: SettingsDep) -> dict:
+    """Delete an upload; 409 when a submitted report cites it."""
+    bundle_service.delete(db, settings=settings, bundle=bundle)
+    return {"deleted": bundle.id}
