@@ -75,6 +75,9 @@ SmtpUrl = Annotated[str, AfterValidator(_smtp_scheme)]
 # A key shorter than this is guessable offline from one signed cookie; token_urlsafe(48) gives 64 characters.
 MIN_SECRET_CHARS = 32
 MAKE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(48))"'
+# Accounts one address may register per 10 minutes: a handful of people sharing one network registering
+# together fit; a script making accounts to multiply its job limits and queue turns does not.
+REGISTRATIONS_PER_ADDRESS = 20
 
 
 class CourseEnv(BaseSettings):
@@ -262,6 +265,18 @@ class CourseEnv(BaseSettings):
         le=24 * 14,
         alias="COURSE_RESET_LINK_HOURS",
         description="a password-reset link works once, within this long",
+    )
+    registrations_per_address: int | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        alias="COURSE_REGISTRATIONS_PER_ADDRESS",
+        json_schema_extra={"accepts": "a whole number from 0 to 100000"},
+        description=(
+            f"accounts one client address may register per 10 minutes (beyond: 429 with Retry-After); 0: no "
+            f"limit; unset: {REGISTRATIONS_PER_ADDRESS} (test: 0, the suites register hundreds of learners from "
+            "loopback). A class registering at once behind one NAT or proxy address needs more, for that day"
+        ),
     )
     smtp_url: SmtpUrl = Field(
         "",
@@ -500,6 +515,7 @@ class Settings:
     session_idle_s: int
     session_max_s: int
     reset_link_s: int
+    registrations_per_address: int  # per throttle.REGISTRATION_WINDOW_S; 0: no limit
     smtp_url: str
     mail_from: str
     public_url: str  # without a trailing slash
@@ -570,6 +586,13 @@ class Settings:
             session_idle_s=e.session_idle_hours * 3600,
             session_max_s=e.session_max_days * 24 * 3600,
             reset_link_s=e.reset_link_hours * 3600,
+            registrations_per_address=(
+                e.registrations_per_address
+                if e.registrations_per_address is not None
+                else 0
+                if e.environment == "test"
+                else REGISTRATIONS_PER_ADDRESS
+            ),
             smtp_url=e.smtp_url,
             mail_from=e.mail_from,
             public_url=e.public_url.rstrip("/"),

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from app.core import passwords
 from app.core.models import ROLES, User, UserRole
-from app.services import sessions, throttle
+from app.services import devices, sessions, throttle
 from app.services.errors import FieldError
 
 TAKEN = "an account with this address already exists: log in, or ask your instructor for a password-reset link"
@@ -99,20 +99,30 @@ def create_user(
     return user
 
 
-def register(db: Session, *, email: str, password: str, display_name: str, address: str | None) -> User:
+def register(
+    db: Session, *, email: str, password: str, display_name: str, address: str | None, per_address: int = 0
+) -> User:
     """Self-registration as a learner. A taken address must be refused (registration logs the new account
-    in, and there is no mail round trip to hide behind), so each such refusal counts as a failure of the
-    client address: probing /register for accounts is throttled like guessing passwords.
-    Raises throttle.Throttled, or UserError naming the field."""
+    in, and there is no mail round trip to hide behind), so each such refusal counts as a failed login from
+    the client address: probing /register for accounts is throttled like guessing passwords. At most
+    `per_address` accounts are created from one address per throttle.REGISTRATION_WINDOW_S (0: no limit):
+    each account gets its own job limits and queue turn, so a script registering dozens would take them.
+    Raises throttle.Throttled (RegistrationsThrottled for that limit), or UserError naming the field."""
     key = throttle.address_key(address)
     wait = throttle.wait_s(db, keys=[key])
     if wait:
         raise throttle.Throttled(wait)
+    if per_address:
+        wait = throttle.take_registration(db, address=key, limit=per_address)
+        if wait:
+            raise throttle.RegistrationsThrottled(wait, per_address)
     try:
         return create_user(db, email=email, password=password, display_name=display_name)
     except UserError as exc:
+        if per_address:
+            throttle.give_back_registration(db, address=key)  # nothing was created
         if exc.message == TAKEN:
-            throttle.failed(db, keys=[key])
+            throttle.failed_address(db, address=key, account=throttle.account_key(normalise_email(email)))
         raise
 
 
@@ -154,19 +164,34 @@ class Login:
     user: User | None
     wait_s: int = 0
     throttled: bool = False  # refused without checking the password: too many recent failures
+    device_cookie: str | None = None  # after a success: the browser's device cookie, renewed for this account
 
 
-def login(db: Session, *, email: str, password: str, address: str | None) -> Login:
-    """Check the throttle, then the password; count a failure against the account and the client address."""
-    keys = [throttle.account_key(normalise_email(email)), throttle.address_key(address)]
+def login(
+    db: Session, *, email: str, password: str, address: str | None, device_cookie: str | None = None, secret: str
+) -> Login:
+    """Check the throttle, then the password.
+
+    A browser whose device cookie vouches for this account (it logged in to it before; app/services/devices.py)
+    is judged by its own failures alone: guesses from elsewhere, which lock the account and their address, do
+    not lock its owner out. Any other client waits on the account's and the address's locks and counts its
+    failure against both (the address by distinct accounts). A success forgets the account's failures and
+    renews the device cookie."""
+    email = normalise_email(email)
+    account = throttle.account_key(email)
+    device = devices.trusted(device_cookie, email=email, secret=secret)
+    keys = [throttle.device_key(device)] if device else [account, throttle.address_key(address)]
     wait = throttle.wait_s(db, keys=keys)
     if wait:
         return Login(None, wait, throttled=True)
     user = authenticate(db, email=email, password=password)
     if user is None:
-        return Login(None, throttle.failed(db, keys=keys))
-    throttle.succeeded(db, key=keys[0])
-    return Login(user)
+        if device:
+            return Login(None, throttle.failed(db, keys=keys))
+        waits = throttle.failed(db, keys=[account]), throttle.failed_address(db, address=keys[1], account=account)
+        return Login(None, max(waits))
+    throttle.succeeded(db, keys=[account, *(keys if device else [])])  # never the address's count
+    return Login(user, device_cookie=devices.remember(device_cookie, email=email, secret=secret))
 
 
 def change_display_name(db: Session, *, user: User, display_name: str) -> None:

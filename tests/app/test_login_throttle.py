@@ -1,6 +1,9 @@
 """Issue 10 item 7: failed logins are throttled per account and per client address with growing delays, the
 answer says when to try again (message and Retry-After), an unknown email costs the same argon2 work as a
-known one, and /register's "taken" answer is throttled like a failed login."""
+known one, and /register's "taken" answer is throttled like a failed login.
+
+Issue 30 §4: guesses from anywhere must not lock out a browser that has logged in before (device cookies), an
+address is counted by the distinct accounts that failed from it, and registrations are limited per address."""
 
 from __future__ import annotations
 
@@ -9,11 +12,12 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.core import passwords
-from app.core.models import LoginThrottle, utcnow
-from app.services import throttle, users
+from app.core.models import LoginThrottle, User, utcnow
+from app.services import devices, throttle, users
+from tests.conftest import Browserless
 
 pytestmark = pytest.mark.both_backends  # throttling counts failures in rows that concurrent logins update
 
@@ -149,7 +153,240 @@ def test_registering_a_taken_email_costs_a_hash_and_counts_against_the_address(c
 def test_register_is_refused_while_the_address_is_throttled(client, monkeypatch, make_user):
     monkeypatch.setattr(throttle, "ADDRESS", throttle.Policy(free=1, base_s=30, cap_s=60, forget_s=3600))
     make_user("ann@example.org")
+    make_user("bob@example.org")
     client.register("ann@example.org")
-    client.register("ann@example.org")  # the second taken answer starts the delay
+    client.register("ann@example.org")  # the same account again: still one account probed
+    assert client.register("cat@example.org").status_code == 303
+    client.post("/logout")
+    client.register("bob@example.org")  # a second taken account starts the delay
     r = client.register("new@example.org")
     assert r.status_code == 429 and r.headers["retry-after"] == "30" and "Try again in 30 seconds" in r.text
+
+
+# ---------------------------------------------------------------- issue 30 §4: device cookies
+
+
+@pytest.fixture
+def at(app):
+    """A client from a given address: at("198.51.100.7")."""
+    from fastapi.testclient import TestClient
+
+    opened = []
+
+    def make(address: str) -> Browserless:
+        c = TestClient(app, client=(address, 40000))
+        c.__enter__()
+        opened.append(c)
+        return Browserless(c)
+
+    yield make
+    for c in opened:
+        c.__exit__(None, None, None)
+
+
+def _lock_out(at, email: str) -> None:
+    """The reproduction: six wrong passwords, each from an address of its own."""
+    for i in range(throttle.ACCOUNT.free + 1):
+        assert at(f"198.51.100.{i + 1}").login(email, password="wrong password").status_code == 400
+
+
+def test_guesses_from_six_addresses_do_not_lock_out_a_browser_that_logged_in_before(at, make_user):
+    make_user("ann@example.org")
+    laptop = at("192.0.2.10")
+    r = laptop.login("ann@example.org")
+    assert r.status_code == 303
+    cookie = next(c for c in r.headers.get_list("set-cookie") if c.startswith(devices.COOKIE + "="))
+    assert "httponly" in cookie.lower() and "samesite=lax" in cookie.lower() and "max-age=15552000" in cookie.lower()
+    laptop.post("/logout")
+    _lock_out(at, "ann@example.org")
+    r = at("203.0.113.5").login("ann@example.org")  # a client the account has not seen: the lockout holds
+    assert r.status_code == 429 and "Too many failed attempts" in r.text
+    assert laptop.login("ann@example.org").status_code == 303  # its owner's laptop: in
+    assert laptop.get("/api/v1/me").json()["email"] == "ann@example.org"
+
+
+def test_one_address_for_the_whole_class_does_not_lock_out_returning_learners(at, make_user, monkeypatch):
+    """Behind the compose gateway every client has one address: one attacker spraying accounts from it must not
+    lock out the learners who logged in there before."""
+    monkeypatch.setattr(throttle, "ADDRESS", throttle.Policy(free=3, base_s=60, cap_s=60, forget_s=3600))
+    make_user("ann@example.org")
+    ann = at("172.18.0.1")
+    assert ann.login("ann@example.org").status_code == 303
+    attacker = at("172.18.0.1")
+    for i in range(4):
+        attacker.login(f"user{i}@example.org", password="wrong password")
+    assert attacker.login("ann@example.org").status_code == 429  # the address is locked for new clients
+    assert ann.login("ann@example.org").status_code == 303
+
+
+def test_registering_leaves_a_device_cookie_too(at, client):
+    client.register("ann@example.org")
+    _lock_out(at, "ann@example.org")
+    client.post("/logout")
+    assert client.login("ann@example.org").status_code == 303
+
+
+def test_a_trusted_browser_has_its_own_small_failure_budget(at, db, make_user):
+    make_user("ann@example.org")
+    laptop = at("192.0.2.10")
+    assert laptop.login("ann@example.org").status_code == 303
+    laptop.post("/logout")
+    codes = [
+        laptop.login("ann@example.org", password="wrong password").status_code for _ in range(throttle.DEVICE.free)
+    ]
+    assert codes == [400] * throttle.DEVICE.free
+    sixth = laptop.login("ann@example.org", password="wrong password")
+    assert sixth.status_code == 400 and sixth.headers["retry-after"] == "2"
+    assert laptop.login("ann@example.org").status_code == 429  # its own lock
+    # its failures are its own: neither the account nor its address was charged
+    assert db.scalar(select(LoginThrottle).where(LoginThrottle.key == "account:ann@example.org")) is None
+    assert at("192.0.2.10").login("ann@example.org").status_code == 303
+
+
+def test_a_device_cookie_vouches_only_for_its_account_and_only_when_signed_here(at, app, make_user):
+    make_user("ann@example.org")
+    make_user("bob@example.org")
+    laptop = at("192.0.2.10")
+    assert laptop.login("ann@example.org").status_code == 303
+    laptop.post("/logout")
+    _lock_out(at, "bob@example.org")
+    assert laptop.login("bob@example.org").status_code == 429  # ann's laptop is a stranger to bob's account
+    _lock_out(at, "ann@example.org")
+    forged = at("192.0.2.11")
+    forged.cookies.set(devices.COOKIE, devices.remember(None, email="ann@example.org", secret="another key"))
+    assert forged.login("ann@example.org").status_code == 429
+    tampered = at("192.0.2.12")
+    tampered.cookies.set(devices.COOKIE, laptop.cookies.get(devices.COOKIE)[:-2] + "xx")
+    assert tampered.login("ann@example.org").status_code == 429
+    assert laptop.login("ann@example.org").status_code == 303
+
+
+def test_one_browser_remembers_a_few_accounts():
+    secret = "k" * 40
+    cookie = None
+    for i in range(devices.MAX_ENTRIES + 1):
+        cookie = devices.remember(cookie, email=f"u{i}@example.org", secret=secret)
+    assert devices.trusted(cookie, email="u0@example.org", secret=secret) is None  # the oldest fell out
+    ids = {devices.trusted(cookie, email=f"u{i}@example.org", secret=secret) for i in range(1, devices.MAX_ENTRIES + 1)}
+    assert None not in ids and len(ids) == devices.MAX_ENTRIES
+    renewed = devices.remember(cookie, email="u3@example.org", secret=secret)
+    assert devices.trusted(renewed, email="u3@example.org", secret=secret) not in ids  # a new id each login
+
+
+def test_an_address_is_counted_by_distinct_accounts_not_by_tries(at, db, make_user, monkeypatch):
+    """A learner retrying their own password many times is one account; credential stuffing is many."""
+    monkeypatch.setattr(throttle, "ADDRESS", throttle.Policy(free=3, base_s=60, cap_s=60, forget_s=3600))
+    make_user("zoe@example.org")
+    room = at("10.1.2.3")
+    for _ in range(3):
+        for _ in range(throttle.ACCOUNT.free + 1):
+            room.login("ann@example.org", password="wrong password")
+        _unlock(db)
+    assert db.scalar(select(LoginThrottle.failures).where(LoginThrottle.key == "address:10.1.2.3")) == 1
+    assert room.login("zoe@example.org").status_code == 303
+    stuffer = at("10.9.9.9")
+    codes = [stuffer.login(f"user{i}@example.org", password="leaked pw").status_code for i in range(5)]
+    assert codes == [400, 400, 400, 400, 429]
+    assert db.scalar(select(LoginThrottle.failures).where(LoginThrottle.key == "address:10.9.9.9")) == 4
+
+
+# ---------------------------------------------------------------- issue 30 §4: registrations per address
+
+
+@pytest.fixture
+def limited_app(settings):
+    """The app with a small registration limit: 3 accounts per address per window."""
+    import dataclasses
+
+    from app.web.factory import create_app
+
+    return create_app(dataclasses.replace(settings, registrations_per_address=3))
+
+
+def _register_at(app, address: str, email: str, password: str = "correct horse"):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app, client=(address, 40000)) as c:
+        return Browserless(c).register(email, password=password)
+
+
+def test_registrations_from_one_address_are_limited_with_a_clear_refusal(limited_app, db):
+    codes = [_register_at(limited_app, "192.0.2.1", f"l{i}@example.org").status_code for i in range(3)]
+    assert codes == [303, 303, 303]
+    r = _register_at(limited_app, "192.0.2.1", "l3@example.org")
+    assert r.status_code == 429
+    assert 590 <= int(r.headers["retry-after"]) <= 600
+    assert (
+        "Too many accounts were registered from your network address recently (at most 3 every 10 minutes). "
+        "Try again in 10 minutes, or ask your instructor to create your account." in r.text
+    )
+    assert 'value="l3@example.org"' in r.text  # what was typed stays in the form
+    assert db.scalar(select(func.count()).select_from(User)) == 3  # nothing created
+    assert _register_at(limited_app, "192.0.2.2", "l4@example.org").status_code == 303  # another address
+
+
+def test_a_refused_registration_does_not_use_up_the_addresss_allowance(limited_app):
+    assert _register_at(limited_app, "192.0.2.1", "bad", password="short").status_code == 400
+    assert _register_at(limited_app, "192.0.2.1", "l0@example.org").status_code == 303
+    assert _register_at(limited_app, "192.0.2.1", "l0@example.org").status_code == 400  # taken
+    codes = [_register_at(limited_app, "192.0.2.1", f"l{i}@example.org").status_code for i in (1, 2, 3)]
+    assert codes == [303, 303, 429]
+
+
+def test_the_window_ends_and_the_address_may_register_again(limited_app, db):
+    for i in range(3):
+        _register_at(limited_app, "192.0.2.1", f"l{i}@example.org")
+    assert _register_at(limited_app, "192.0.2.1", "l3@example.org").status_code == 429
+    earlier = utcnow() - timedelta(seconds=throttle.REGISTRATION_WINDOW_S + 1)
+    db.execute(update(LoginThrottle).where(LoginThrottle.key == "register:192.0.2.1").values(last_failure_at=earlier))
+    db.commit()
+    assert _register_at(limited_app, "192.0.2.1", "l3@example.org").status_code == 303
+
+
+def test_concurrent_registrations_never_pass_the_limit(settings, db):
+    """Twelve registrations at once from one address, limit 3: exactly 3 accounts, on both databases."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.core.db import make_engine, make_sessionmaker
+
+    engine = make_engine(settings.db_url)
+    sessions = make_sessionmaker(engine)
+
+    def attempt(i: int) -> str:
+        with sessions() as own:
+            try:
+                users.register(
+                    own,
+                    email=f"c{i}@example.org",
+                    password="correct horse",
+                    display_name="C",
+                    address="192.0.2.9",
+                    per_address=3,
+                )
+            except throttle.RegistrationsThrottled:
+                return "refused"
+            return "created"
+
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            outcomes = list(pool.map(attempt, range(12)))
+    finally:
+        engine.dispose()
+    assert outcomes.count("created") == 3 and outcomes.count("refused") == 9
+    assert db.scalar(select(func.count()).select_from(User)) == 3
+
+
+def test_the_registration_limit_is_on_unless_set_otherwise():
+    from app.core.config import REGISTRATIONS_PER_ADDRESS, Settings
+
+    def limit(**env: str) -> int:
+        return Settings.from_env(env).registrations_per_address
+
+    assert (
+        REGISTRATIONS_PER_ADDRESS
+        == limit(COURSE_ENV="development")
+        == limit(COURSE_ENV="production", COURSE_SECRET_KEY="k" * 48)
+    )
+    assert limit(COURSE_ENV="test") == 0  # the suites register hundreds of learners from loopback
+    assert limit(COURSE_ENV="development", COURSE_REGISTRATIONS_PER_ADDRESS="0") == 0
+    assert limit(COURSE_ENV="test", COURSE_REGISTRATIONS_PER_ADDRESS="5") == 5

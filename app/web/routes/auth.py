@@ -1,8 +1,10 @@
 """Register, log in, log out, and set a new password from a reset link.
 
 A login is a server-side session row (app/services/sessions.py); the signed cookie carries its token and the
-CSRF token, and both are replaced on login. Failed logins are throttled per account and per client address
-(app/services/throttle.py): a throttled login answers 429 with Retry-After and says when to try again.
+CSRF token, and both are replaced on login. Failed logins are throttled per account, per trusted device and per
+client address (app/services/throttle.py), and registrations per client address: a throttled request answers 429
+with Retry-After and says when to try again. A successful login or registration leaves a device cookie
+(app/services/devices.py), so this browser can log in to that account while others are locked out of it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.core.models import User
-from app.services import resets, sessions, throttle
+from app.services import devices, resets, sessions, throttle
 from app.services import users as user_service
 from app.services.errors import FieldError
 from app.web.csrf import SESSION_KEY
@@ -55,6 +57,21 @@ def start_session(request: Request, db: SessionDep, user: User) -> None:
     )
 
 
+def remember_device(request: Request, response: Response, cookie: str) -> Response:
+    """Send the renewed device cookie: HttpOnly (no script needs it), Lax like the session cookie."""
+    settings = request.app.state.settings
+    response.set_cookie(
+        devices.COOKIE,
+        cookie,
+        max_age=devices.MAX_AGE_S,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=settings.secure_cookies,
+    )
+    return response
+
+
 def end_session(request: Request, db: SessionDep) -> None:
     token = request.session.get(SESSION_KEY)
     if isinstance(token, str):
@@ -76,16 +93,23 @@ def register(
     password: Annotated[str, Form(max_length=1000)] = "",
 ):
     values = {"email": email, "display_name": display_name}
+    settings = request.app.state.settings
     try:
         user = user_service.register(
-            db, email=email, password=password, display_name=display_name, address=_client(request)
+            db,
+            email=email,
+            password=password,
+            display_name=display_name,
+            address=_client(request),
+            per_address=settings.registrations_per_address,
         )
     except throttle.Throttled as exc:
-        return _too_many(request, "auth/register.html", {"errors": {}, "values": values}, exc.wait_s)
+        return _too_many(request, "auth/register.html", {"errors": {}, "values": values}, exc)
     except user_service.UserError as exc:
         return render(request, "auth/register.html", {"errors": exc.errors, "values": values}, status_code=400)
     start_session(request, db, user)
-    return RedirectResponse("/", status_code=303)
+    cookie = devices.remember(request.cookies.get(devices.COOKIE), email=user.email, secret=settings.secret_key)
+    return remember_device(request, RedirectResponse("/", status_code=303), cookie)
 
 
 NOTICES = {
@@ -100,10 +124,9 @@ def login_form(request: Request, user: OptionalUser, next: str = "/", notice: st
     return render(request, "auth/login.html", ctx)
 
 
-def _too_many(request: Request, template: str, ctx: dict, wait: int) -> Response:
-    ctx = {**ctx, "error": throttle.Throttled(wait).message}
-    response = render(request, template, ctx, status_code=429)
-    response.headers["Retry-After"] = str(wait)
+def _too_many(request: Request, template: str, ctx: dict, refusal: throttle.Throttled) -> Response:
+    response = render(request, template, {**ctx, "error": refusal.message}, status_code=429)
+    response.headers["Retry-After"] = str(refusal.wait_s)
     return response
 
 
@@ -116,9 +139,16 @@ def login(
     next: Annotated[str, Form(max_length=500)] = "/",
 ):
     ctx = {"email": email, "next": _safe_next(next)}
-    attempt = user_service.login(db, email=email, password=password, address=_client(request))
+    attempt = user_service.login(
+        db,
+        email=email,
+        password=password,
+        address=_client(request),
+        device_cookie=request.cookies.get(devices.COOKIE),
+        secret=request.app.state.settings.secret_key,
+    )
     if attempt.throttled:
-        return _too_many(request, "auth/login.html", ctx, attempt.wait_s)
+        return _too_many(request, "auth/login.html", ctx, throttle.Throttled(attempt.wait_s))
     if attempt.user is None:
         error = "That email and password do not match an account."
         if attempt.wait_s:
@@ -128,7 +158,8 @@ def login(
             response.headers["Retry-After"] = str(attempt.wait_s)
         return response
     start_session(request, db, attempt.user)
-    return RedirectResponse(_safe_next(next), status_code=303)
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    return remember_device(request, response, attempt.device_cookie) if attempt.device_cookie else response
 
 
 @router.post("/logout")
