@@ -164,6 +164,7 @@ def charts(
         title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
         xlabel="step",
         ylabel="cross-entropy loss",
+        subject="training loss",
         description=(
             f"Loss per step for both runs; red rings mark the (at most {MAX_LOSS_RINGS}) FP8 steps with the most "
             "clipped values across all FP8 tensors."
@@ -188,6 +189,7 @@ def charts(
         xlabel="step",
         ylabel="value",
         log_y=True,
+        subject=f"amax and scale history of {focus['name']}",
         description=(
             "Per-step amax of the tensor, the scale used that step, and their product; where the product "
             "rises above the format's max the tensor clipped (red rings)."

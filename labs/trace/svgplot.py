@@ -131,6 +131,7 @@ def line_chart(
     xticks: Sequence[float] | None = None,
     shapes: bool = False,
     min_left: int = 64,
+    subject: str = "",
     description: str = "",
 ) -> str:
     """Return an SVG document with one line per series.
@@ -141,7 +142,8 @@ def line_chart(
     triangle, diamond), so lines that coincide (collective and exposed communication when nothing is hidden) are
     still both seen. `min_left` is the least y-axis margin: panels stacked with stack() pass the widest one's, so
     their plots line up. The series ride along as JSON in a <metadata> element, which static/plot.js reads to
-    redraw the chart with hover values and to overlay two runs.
+    redraw the chart with hover values and to overlay two runs' charts of one `subject` (the title by default;
+    a title that names a run's own setting, such as its recipe, passes what the chart is of instead).
     """
     # The legend sits right of the plot; widen the picture so the longest name fits (~7 px a character).
     longest = max((len(s.name) for s in series), default=0)
@@ -200,6 +202,7 @@ def line_chart(
     )
     data = {
         "title": title,
+        "subject": subject or title,
         "xlabel": xlabel,
         "ylabel": ylabel,
         "log_y": log_y,

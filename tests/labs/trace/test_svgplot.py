@@ -102,4 +102,4 @@ def test_a_chart_carries_its_series_for_the_interactive_plot():
     (meta,) = root.iter(f"{SVG}metadata")
     data = json.loads(meta.text)
     assert data["series"] == [{"name": "loss <a&b>", "xs": [0, 1, 2], "ys": [2.3, None, None], "dashed": True}]
-    assert (data["xlabel"], data["ylabel"], data["log_y"]) == ("step", "loss", False)
+    assert (data["xlabel"], data["ylabel"], data["log_y"], data["subject"]) == ("step", "loss", False, "t")
