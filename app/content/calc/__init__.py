@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 from labs.api import power_of_ten
 
+from ..formats import spec_problem
 from ._base import CalcError
 from .fp8 import (
     FLT_MAX,
@@ -154,6 +155,9 @@ def format_value(value, spec: str) -> str:
     """
     if isinstance(value, bool):
         return "yes" if value else "no"
+    problem = spec_problem(spec)
+    if problem:
+        raise CalcError(problem)
     scaled = re.fullmatch(r"(.*)_(thousand|million|billion|trillion)", spec)
     if scaled and isinstance(value, (int, float)):
         return f"{format_value(value / _SCALES[scaled.group(2)], scaled.group(1))} {scaled.group(2)}"

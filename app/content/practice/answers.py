@@ -77,6 +77,10 @@ MAX_EXPRESSION = 80  # characters: a worked ratio, not a program
 MAX_POWER = 64  # 2**30 and 10**-3 are units of thought; 9**9**9 is not an answer
 
 
+class _NotReal(ArithmeticError):
+    """A negative number to a fractional power: Python answers with a complex number, which no question wants."""
+
+
 def _plain_number(token: str) -> str:
     """One number of a calculation: '16,384' is sixteen thousand, '0,5' a decimal comma."""
     if _THOUSANDS.match(token.split("e")[0].split("E")[0]):
@@ -101,6 +105,8 @@ def _walk(node: ast.AST) -> float:
         base, exponent = _walk(node.left), _walk(node.right)
         if abs(exponent) > MAX_POWER or abs(base) > 1e6:
             raise OverflowError
+        if base < 0 and not exponent.is_integer():
+            raise _NotReal
         return base**exponent
     raise TypeError(type(node).__name__)
 
@@ -119,6 +125,11 @@ def evaluate(expression: str) -> float:
         value = _walk(ast.parse(text, mode="eval"))
     except ZeroDivisionError:
         raise ValueError(f"“{shown}” divides by zero.") from None
+    except _NotReal:
+        raise ValueError(
+            f"“{shown}” has no real value: a negative number to a fractional power. "
+            "Raise a positive number, e.g. 8^0.5, or use a whole power, e.g. (-8)^3."
+        ) from None
     except (OverflowError, ValueError):
         raise ValueError(f"“{shown}” is too large to be an answer.") from None
     except (SyntaxError, TypeError):

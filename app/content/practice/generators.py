@@ -19,6 +19,7 @@ from typing import Any
 from labs.api import number, percent
 
 from .. import calc
+from ..formats import spec_problem
 from ..schema import Choices, Numeric, Question, Range
 from . import numerics, planning
 from .family import Generator
@@ -71,6 +72,9 @@ def fill(template: str, values: dict[str, Any]) -> str:
         if spec and spec.strip() == "%" and isinstance(v, (int, float)) and not isinstance(v, bool):
             return percent(v)
         if spec:
+            problem = spec_problem(spec.strip())
+            if problem:
+                raise PracticeError(problem)
             try:
                 return format(v, spec.strip())
             except (TypeError, ValueError) as exc:
