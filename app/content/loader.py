@@ -42,13 +42,13 @@ from .schema import (
     SectionBlock,
     TimelineBlock,
 )
+from .yamltext import parse_yaml
 
 LESSON_FILE = "lesson.yaml"
 OPTIONAL_FILES = {"atlas.yaml": Atlas, "lab.yaml": Lab, "rubric.yaml": Rubric}
 IGNORED_FILES = {"README.md"}
 CALC_PLACEHOLDER = re.compile(r"\{\{\s*calc:\s*([a-z0-9][a-z0-9-]*)(?:\.([a-z_][a-z0-9_]*))?(?:\|([^}]*))?\s*\}\}")
 _QUESTION_ADAPTER = TypeAdapter(QuestionFile)
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A computed entry's argument may be another entry's result, "=NAME.FIELD", so a chain of worked numbers
 # (prefill time, then the serving pools it sizes) is typed once.
 CHAINED_ARG = re.compile(r"^=([a-z0-9][a-z0-9-]*)\.([a-z_][a-z0-9_]*)$")
@@ -518,30 +518,6 @@ class _LessonBuild:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def parse_yaml(text: str) -> tuple[Any, Any]:
-    """The composed tree of one YAML text (its marks give errors their line numbers) and the data built from that
-    same tree: one parse, by libyaml where PyYAML was built with it (about ten times faster than pure Python).
-
-    libyaml words its problems differently from the pure-Python parser that errors.yaml_hint reads, and the two
-    differ on a few edge cases, so a text libyaml refuses is parsed again in pure Python: that parser's data or
-    error is the answer."""
-    if _FAST_LOADER is not yaml.SafeLoader:
-        try:
-            return _parse_with(_FAST_LOADER, text)
-        except yaml.YAMLError:
-            pass
-    return _parse_with(yaml.SafeLoader, text)
-
-
-def _parse_with(loader_class: Any, text: str) -> tuple[Any, Any]:
-    loader = loader_class(text)
-    try:
-        node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
-    finally:
-        loader.dispose()
 
 
 def _known_file(rel: str) -> bool:
