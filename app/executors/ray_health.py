@@ -20,6 +20,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from app.core.digits import whole_number
+
 log = logging.getLogger("app.executors.ray")  # the dispatcher's logger: one name in its log lines
 
 # Touched after each cycle that completed (Ray listed, the database read and written), never before one: a
@@ -63,9 +65,10 @@ def head_address(address: str) -> tuple[str, int] | None:
     """(host, port) of a `host:port` RAY_ADDRESS; None for `auto` or a `ray://` client address, which Ray
     resolves itself (and fails fast on)."""
     host, sep, port = address.rpartition(":")
-    if not sep or "://" in address or not port.isdigit():
+    number = whole_number(port, hi=65535)
+    if not sep or "://" in address or number is None:
         return None
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
 
 
 # The client's opening of an HTTP/2 connection (RFC 9113 §3.4): the preface, then an empty SETTINGS frame. A gRPC

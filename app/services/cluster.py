@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.digits import whole_number
 from app.core.models import ClusterNode, utcnow
 from app.services.labhost import HostCapacity
 from labs.api import MIB, MIN_CPU_SLOTS, Capacity, count
@@ -31,7 +32,8 @@ def node_memory_budget(labels: Mapping[str, Any], fallback: int) -> int:
     label (flags written by hand) is taken to enforce `fallback`, this host's own COURSE_JOB_MEMORY_MB: the only
     use left for that setting in Ray mode, since each node enforces its own (ray_node.run_lab_on_node)."""
     raw = str(labels.get(JOB_MEMORY_LABEL, ""))
-    return int(raw) * MIB if raw.isdigit() and int(raw) > 0 else fallback
+    mb = whole_number(raw, lo=1)
+    return mb * MIB if mb is not None else fallback
 
 
 @dataclass(frozen=True)

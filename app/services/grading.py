@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
+from app.core.digits import whole_number
 from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
 from app.services import lessons as lesson_service
 from app.services.evidence import slots
@@ -212,8 +213,8 @@ def _queue_where(
         where.append(LabReport.claimed_by_id == user.id)
     elif grader == "none":
         where.append(LabReport.claimed_by_id.is_(None))
-    elif grader and grader.isdigit() and int(grader) < 2**31:
-        where.append(LabReport.claimed_by_id == int(grader))
+    elif (grader_id := whole_number(grader)) is not None:
+        where.append(LabReport.claimed_by_id == grader_id)
     return where
 
 

@@ -20,6 +20,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from pydantic_core.core_schema import ErrorType
 
+from app.core.digits import ANY, decimal_number, whole_number
 from app.services.labhost import HostCapacity
 from labs import api, catalog
 
@@ -216,23 +217,34 @@ def parse_form(lab: str, form: Any) -> tuple[dict, dict[str, str]]:
 
 
 def _parse(f: FormField, raw: str) -> Any:
+    """ASCII digits only (app/core/digits.py): the model checks each value's range; ValueError for anything else."""
     if f.kind == "int":
-        return int(raw.replace(",", "").replace("_", "")) if _thousands(raw) else int(raw)
+        return _int(raw.replace(",", "").replace("_", "") if _thousands(raw) else raw)
     if f.kind == "float":
-        return float(raw)
+        value = decimal_number(raw)
+        if value is None:
+            raise ValueError(raw)
+        return value
     if f.kind == "int_list":
         # "1, 2, 4", "1 2 4" and "1;2;4" all mean three degrees; an empty item ("1,,2") is a typo, not a value
         if re.search(r"[,;]\s*[,;]", raw):
             raise ValueError(raw)
-        return [int(p) for p in re.split(r"[,;\s]+", raw) if p]
+        return [_int(p) for p in re.split(r"[,;\s]+", raw) if p]
     return raw
+
+
+def _int(raw: str) -> int:
+    value = whole_number(raw, lo=-ANY, hi=ANY, signed=True)
+    if value is None:
+        raise ValueError(raw)
+    return value
 
 
 def _thousands(raw: str) -> bool:
     """'16,384' and '16_384' are one number to a learner typing a size."""
     digits = raw.lstrip("+-")
     groups = digits.replace("_", ",").split(",")
-    return len(groups) > 1 and 1 <= len(groups[0]) <= 3 and all(len(g) == 3 and g.isdigit() for g in groups[1:])
+    return len(groups) > 1 and 1 <= len(groups[0]) <= 3 and all(re.fullmatch("[0-9]{3}", g) for g in groups[1:])
 
 
 def _expected(f: FormField) -> str:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
 from app.core.config import Settings
+from app.core.digits import whole_number
 from app.core.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
 from app.services.evidence import Slot, fits, params_words, run_checks, slots
 
@@ -126,9 +127,10 @@ def parse_ref(value: str) -> dict | None:
     if not value:
         return None
     kind, _, ident = value.partition(":")
-    if kind not in ("job", "bundle") or not ident.isdigit() or int(ident) >= 2**31:
+    number = whole_number(ident)
+    if kind not in ("job", "bundle") or number is None:
         raise ValueError(value)
-    return {kind: int(ident)}
+    return {kind: number}
 
 
 def _check_ref(db: Session, owner: User, slot: Slot, ref: dict) -> str | None:

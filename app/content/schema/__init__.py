@@ -20,7 +20,7 @@ numbers, generator names) live in the loader, which knows every file of a lesson
 """
 
 from .atlas import Atlas, Era, ExampleStep, PlaybookRow, Term, WorkedExample
-from .base import ID_PATTERN, SLUG, Id, LabId, Markdown, Strict, Text
+from .base import ID_PATTERN, MAX_ID, SLUG, Id, LabId, Markdown, Strict, Text, is_id
 from .header import Anchor, Computed, CoursePath, LessonFile, Reference
 from .lab import Evidence, Lab, LabStep, ReportQuestion, Stretch
 from .lesson import Lesson, Question, Rendered
@@ -66,6 +66,7 @@ from .rubric import Rubric, RubricItem, RubricLevel
 
 __all__ = [
     "ID_PATTERN",
+    "MAX_ID",
     "SLUG",
     "Anchor",
     "Atlas",
@@ -128,4 +129,5 @@ __all__ = [
     "Tolerance",
     "TraceStep",
     "WorkedExample",
+    "is_id",
 ]

@@ -38,3 +38,9 @@ class Strict(BaseModel):
 
 
 SLUG = re.compile(ID_PATTERN)
+MAX_ID = 64  # the database's lesson_id columns are String(64)
+
+
+def is_id(text: str) -> bool:
+    """Whether `text` is a whole id (fullmatch: a `$` alone lets a trailing newline through)."""
+    return len(text) <= MAX_ID and SLUG.fullmatch(text) is not None

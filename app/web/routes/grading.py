@@ -18,6 +18,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
+from app.content.schema import MAX_ID, is_id
+from app.core.digits import DB_INT_MAX, whole_number
 from app.core.models import LabReport, User
 from app.services import evidence as evidence_service
 from app.services import grade_export, grading
@@ -25,6 +27,7 @@ from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services import users as user_service
 from app.web.deps import DbInt, GradedReport, GraderUser, InstructorUser, PostedForm, SessionDep, csrf_protect
+from app.web.downloads import attachment
 from app.web.templates import render
 
 router = APIRouter(prefix="/grader", dependencies=[Depends(csrf_protect)])
@@ -43,6 +46,10 @@ def queue_page(
     status: str | None = None,
     grader: str | None = None,
 ) -> Response:
+    if grader not in (None, "", "me", "none") and whole_number(grader) is None:
+        raise HTTPException(
+            422, f"grader: {grader[:40]!r} is not a grader filter; use me, none or a grader's user id (digits 0-9)."
+        )
     allowed = grading.graded_lessons(db, user=user)
     catalogue = [les for les, _ in lesson_service.catalogue(db) if les.lab is not None]
     lessons = [les for les in catalogue if allowed is None or les.id in allowed]
@@ -250,12 +257,9 @@ def save_grade(
     request: Request, report: GradedReport, user: GraderUser, db: SessionDep, posted_form: PostedForm
 ) -> Response:
     form = {k: v for k, v in posted_form.items() if isinstance(v, str)}
-    try:
-        number, base_revision = int(form.get("version", "0")), int(form.get("base_revision", "0"))
-    except ValueError:
-        raise HTTPException(422, "version and base_revision must be whole numbers.") from None
-    if not (0 <= number < 2**31 and 0 <= base_revision < 2**31):
-        raise HTTPException(422, "version and base_revision must be whole numbers below 2147483648.")
+    number, base_revision = whole_number(form.get("version", "0")), whole_number(form.get("base_revision", "0"))
+    if number is None or base_revision is None:
+        raise HTTPException(422, f"version and base_revision must be whole numbers (digits 0-9) up to {DB_INT_MAX}.")
     version = report_service.version(db, report=report, number=number)
     if version is None:
         raise HTTPException(404, f"Report {report.id} has no version {number}.")
@@ -319,10 +323,19 @@ def regrade(
 
 @router.get("/export.csv")
 def export(user: GraderUser, db: SessionDep, lesson: str | None = None) -> Response:
+    """Grades as CSV, of every lesson or of `lesson` (an id: lowercase letters, digits and dashes)."""
+    if lesson is not None and not is_id(lesson):
+        raise HTTPException(
+            422,
+            f"lesson: {lesson[:80]!r} is not a lesson id; an id is lowercase letters, digits and dashes "
+            f"(at most {MAX_ID} characters), e.g. transformer-scaling, or leave lesson out for every lesson.",
+        )
     body = grade_export.export_csv(db, user=user, lesson_id=lesson)
-    name = f"grades-{lesson or 'all'}.csv"
     return Response(
         body,
         media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{name}"', "X-Content-Type-Options": "nosniff"},
+        headers={
+            "Content-Disposition": attachment(f"grades-{lesson or 'all'}.csv"),
+            "X-Content-Type-Options": "nosniff",
+        },
     )
