@@ -21,5 +21,13 @@ COPY alembic.ini ./
 # only for a plain-HTTP trial on a private network).
 ENV COURSE_ENV=production \
     COURSE_DATA_DIR=/data
+# Every service of this image (web, dispatcher, Ray head and CPU node) runs as `course`, not root: code that gets
+# out of a lab's sandbox or through the web process owns only /data (job bundles, uploads: a new named volume takes
+# this directory's owner) and /scratch (a Ray node's lab folders), not the image. A fixed uid, so a bind mount can
+# be given to it (`chown 10001`).
+RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/course course \
+ && mkdir -p /data /scratch \
+ && chown course:course /data /scratch
+USER course
 EXPOSE 8000
 CMD ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8000"]

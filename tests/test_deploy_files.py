@@ -58,3 +58,28 @@ def test_production_refuses_default_secret():
         Settings.from_env({"COURSE_ENV": "production", "COURSE_SECRET_KEY": DEV_SECRET})
     with pytest.raises(SettingsError, match="COURSE_WORKERS: got 99"):
         Settings.from_env({"COURSE_WORKERS": "99"})
+
+
+def _final_user(dockerfile: str) -> str | None:
+    """The user the image's command runs as: its last USER line (None: root, Docker's default)."""
+    users = [ln.split()[1] for ln in (ROOT / dockerfile).read_text().splitlines() if ln.startswith("USER ")]
+    return users[-1] if users else None
+
+
+def test_no_container_runs_as_root():
+    """Issue 30 §6: code that gets out of a lab or the web process must not own the container. Both images end as
+    `course` (a fixed uid, so a bind mount can be given to it), made before the USER line with the directories its
+    services write (/data: bundles and uploads; /scratch: a Ray node's lab folders) owned by it; compose overrides
+    no image's user but PostgreSQL's, which starts as `postgres` instead of root."""
+    for dockerfile, dirs in (("Dockerfile", "/data /scratch"), ("Dockerfile.gpu", "/scratch")):
+        text = (ROOT / dockerfile).read_text()
+        assert _final_user(dockerfile) == "course", dockerfile
+        assert "useradd --system --uid 10001" in text and f"chown course:course {dirs}" in text, dockerfile
+        assert text.index("useradd") < text.index("\nUSER course") < text.index("\nCMD "), dockerfile
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    assert services["postgres"]["user"] == "postgres"
+    for name, svc in services.items():
+        assert svc.get("user", "course" if name != "postgres" else None) not in ("root", "0", "0:0"), name
+    assert services["ray-cpu"]["environment"]["COURSE_NODE_DATA_DIR"] == "/scratch"  # the directory made for it
+    assert services["ray-gpu"]["environment"]["COURSE_NODE_DATA_DIR"] == "/scratch"
+    assert services["web"]["environment"]["COURSE_DATA_DIR"] == "/data"
