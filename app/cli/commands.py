@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 from pathlib import Path
 
@@ -244,8 +245,10 @@ def main(argv: list[str] | None = None) -> int:
             check_bind(settings, args.host)
             check_port(args.host, args.port)
         if args.cmd in ("serve", "dispatcher"):
+            from app.cli.ray_auth import check_ray_auth
             from app.core.config import check_executor
 
+            check_ray_auth(settings, args.cmd, getattr(args, "host", None), os.environ)
             check_executor(settings, args.cmd)
         if args.cmd in DB_COMMANDS:
             from app.cli.startup import check_database
