@@ -88,16 +88,16 @@ def _format(fmt: str) -> Fp8Format:
 class QuantResult:
     """One quantization. `dequant` holds FP32 values that lie exactly on the scaled FP8 grid.
 
-    Counts are kept as tensors so a GPU caller does not pay a host sync per call; the int
-    properties sync when read.
+    On a GPU the counts stay tensors so a caller does not pay a host sync per call (the int
+    properties sync when read); on the CPU, where reading a scalar costs no sync, they are ints.
     """
 
     dequant: torch.Tensor  # same shape as the input, float32
     data: torch.Tensor  # the raw FP8 tensor (before dividing by the scale)
     scale: torch.Tensor  # multiplier applied before the cast (per tensor or per block)
     amax: torch.Tensor  # max |x| of the unscaled input (per tensor or per block)
-    clipped_t: torch.Tensor | None  # values with |x * scale| beyond max + half an ULP (saturated)
-    flushed_t: torch.Tensor | None  # nonzero inputs that came back as exactly 0
+    clipped_t: torch.Tensor | int | None  # values with |x * scale| beyond max + half an ULP (saturated)
+    flushed_t: torch.Tensor | int | None  # nonzero inputs that came back as exactly 0
 
     @property
     def clipped(self) -> int:
@@ -115,10 +115,14 @@ def absmax(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
     main): `fmaxf(fabsf(val), max)`; fmaxf returns the other operand when one is NaN. An all-NaN or
     empty tensor therefore has amax 0.
     """
-    a = torch.where(torch.isnan(x), torch.zeros_like(x), x.abs())
+    a = _abs_nan_as_zero(x)
     if a.numel() == 0:
         return torch.zeros((), dtype=a.dtype, device=a.device)
     return a.amax() if dim is None else a.amax(dim=dim, keepdim=keepdim)
+
+
+def _abs_nan_as_zero(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isnan(x), torch.zeros_like(x), x.abs())
 
 
 def round_to_format(x: torch.Tensor, fmt: str) -> torch.Tensor:
@@ -141,14 +145,80 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
     # The explicit clamp is the whole overflow policy: never let the cast decide.
     data = scaled.clamp(-spec.max, spec.max).to(spec.torch_dtype)
     dequant = data.float() * torch.reciprocal(scale_t)
-    clipped = flushed = None
-    if count:
-        clipped = (scaled.abs() > spec.clip_threshold).sum()
-        # inf saturates and NaN stays NaN, so only finite nonzero inputs can come back as 0.
-        flushed = ((dequant == 0) & (xf != 0)).sum()
+    amin = None
     if amax is None:
-        amax = absmax(xf)
+        a = _abs_nan_as_zero(xf)
+        if not a.numel():
+            amax = torch.zeros((), dtype=a.dtype, device=a.device)
+        elif count:
+            amin, amax = torch.aminmax(a)  # min |x| too, in the same pass: most calls then skip the flush count
+        else:
+            amax = a.amax()
+    clipped: torch.Tensor | int | None = None
+    flushed: torch.Tensor | int | None = None
+    if count and xf.device.type == "cpu":
+        clipped, flushed = _host_counts(xf, scaled, data, dequant, scale_t, amax, amin, spec)
+    elif count:
+        clipped, flushed = _clipped_count(scaled, spec), _flushed_count(xf, dequant)
     return QuantResult(dequant, data, scale_t, amax, clipped, flushed)
+
+
+# What the counts mean; `_host_counts` reaches the same numbers with fewer passes on the CPU.
+def _clipped_count(scaled: torch.Tensor, spec: Fp8Format) -> torch.Tensor:
+    return (scaled.abs() > spec.clip_threshold).sum()
+
+
+def _flushed_count(xf: torch.Tensor, dequant: torch.Tensor) -> torch.Tensor:
+    # inf saturates and NaN stays NaN, so only finite nonzero inputs can come back as 0.
+    return ((dequant == 0) & (xf != 0)).sum()
+
+
+# Scales inside [2**-126, FLT_MAX] keep 1/scale finite and no nonzero FP8 value dequantizes to 0
+# (min_subnormal / FLT_MAX > 2**-149), so "dequant == 0" is "the FP8 byte is +-0".
+_MIN_NORMAL_F32 = 2.0**-126
+_F32_EPS = 2.0**-23  # FP32's ulp at 1: a power of two p is followed by p * (1 + eps)
+
+
+def _host_counts(
+    xf: torch.Tensor,
+    scaled: torch.Tensor,
+    data: torch.Tensor,
+    dequant: torch.Tensor,
+    scale_t: torch.Tensor,
+    amax: torch.Tensor,
+    amin: torch.Tensor | None,
+    spec: Fp8Format,
+) -> tuple[int, int]:
+    """`_clipped_count` and `_flushed_count`, exactly, with full passes only where something may count.
+
+    A product of two FP32 values is exact in float64, and FP32 multiplication rounds monotonically, so
+    every |x * s| lies within [fl(min|x| * min s), fl(max|x| * max s)]: if amax * max s is within the
+    clip threshold nothing clipped, and if min|x| * min s lies above half the smallest subnormal nothing
+    was zero and nothing flushed. Otherwise the count runs, over the FP8 bytes for the flushes (a +-0 byte
+    is a zero; an input 0 stays 0, so flushed = zeros out - zeros in). On the fp8-step default about
+    a quarter of the calls count flushes (a spiked tensor's later steps, inputs with exact zeros) and
+    only the spike step counts clips. Anything outside these assumptions takes the reference formulas.
+    """
+    n = xf.numel()
+    if n == 0:
+        return 0, 0
+    if scale_t.dim() == 0:
+        s_lo = s_hi = float(scale_t)
+    else:
+        s_lo, s_hi = float(scale_t.min()), float(scale_t.max())
+    if not (_MIN_NORMAL_F32 <= s_lo and s_hi <= FLT_MAX):  # NaN fails both
+        return int(_clipped_count(scaled, spec)), int(_flushed_count(xf, dequant))
+    a_hi = float(amax) if amax.numel() == 1 else float(amax.max())  # a caller's amax may be per block
+    clipped = 0 if a_hi * s_hi <= spec.clip_threshold else int(_clipped_count(scaled, spec))
+    lo = float(amin) if amin is not None else float(xf.abs().amin())  # NaN when x holds NaN: no shortcut
+    # The cast rounds to nearest even: up to half the smallest subnormal goes to 0, anything above it does
+    # not. An exact product at or past the FP32 number after that half rounds to it or beyond.
+    if lo * s_lo >= spec.min_subnormal / 2 * (1 + _F32_EPS):
+        return clipped, 0
+    zeros_out = n - int(torch.count_nonzero(data.view(torch.uint8) & 0x7F))  # the sign bit aside
+    if zeros_out == 0 or lo > 0:  # an input 0 gives a 0 byte, so zeros_out == 0 means no zero came in
+        return clipped, zeros_out
+    return clipped, zeros_out - (n - int(torch.count_nonzero(xf)))  # NaN is nonzero in both
 
 
 # --------------------------------------------------------------------------- scales

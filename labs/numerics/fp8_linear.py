@@ -75,7 +75,9 @@ class TensorQuantizer:
             else None
         )
         self._pending: list[tuple] = []  # this step's (amax, scale, clipped, flushed, numel) per call
-        self._history: list[tuple[int, torch.Tensor, int]] = []  # (step, [amax, scale, clipped, flushed], numel)
+        # (step, row, numel); row = (amax, scale, clipped, flushed): read into Python numbers at once on the CPU
+        # (no sync there), kept as one (4,) tensor elsewhere so a GPU step never waits for its evidence.
+        self._history: list[tuple[int, torch.Tensor | tuple[float, float, int, int], int]] = []
 
     def quantize(self, x: torch.Tensor, *, record: bool = True) -> torch.Tensor:
         """Round `x` (2-D, reduction dim last) onto the FP8 grid; returns FP32 values."""
@@ -119,14 +121,12 @@ class TensorQuantizer:
             if len(self._pending) == 1:  # the usual case: one forward (or backward) per step
                 row = [amax[0], scale[0], clipped[0], flushed[0]]
             else:  # several calls in one step (e.g. gradient accumulation): TE keeps their max
-                row = [
-                    torch.stack(amax).max(),
-                    torch.stack(scale).min(),
-                    torch.stack(clipped).sum(),
-                    torch.stack(flushed).sum(),
-                ]
-            row_t = torch.stack([v.detach().to(torch.float32) for v in row])  # (4,)
-            self._history.append((self.step, row_t, sum(numel)))
+                row = [torch.stack(amax).max(), torch.stack(scale).min(), sum(clipped), sum(flushed)]
+            if row[0].device.type == "cpu":
+                self._history.append((self.step, (float(row[0]), float(row[1]), int(row[2]), int(row[3])), sum(numel)))
+            else:
+                row_t = torch.stack([torch.as_tensor(v).detach().to(torch.float32) for v in row])  # (4,)
+                self._history.append((self.step, row_t, sum(numel)))
         self._pending = []
         self.step += 1
 
@@ -136,10 +136,13 @@ class TensorQuantizer:
         return float(self.delayed.scale) if self.delayed is not None else None
 
     def history(self) -> list[StepRecord]:
-        if not self._history:
-            return []
-        values = torch.stack([t for _, t, _ in self._history]).cpu().tolist()  # one sync for all steps
-        return [StepRecord(step, a, s, int(c), int(f), n) for (step, _, n), (a, s, c, f) in zip(self._history, values)]
+        on_device = [row for _, row, _ in self._history if isinstance(row, torch.Tensor)]
+        read = iter(torch.stack(on_device).cpu().tolist() if on_device else [])  # one sync for all steps
+        out = []
+        for step, row, n in self._history:
+            a, s, c, f = next(read) if isinstance(row, torch.Tensor) else row
+            out.append(StepRecord(step, a, s, int(c), int(f), n))
+        return out
 
 
 # --------------------------------------------------------------------------- the linear layer
