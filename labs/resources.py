@@ -2,6 +2,20 @@
 
 Kept apart from the catalog so each lab's torch-free `params.py` can import these types while the
 catalog imports every `params.py`.
+
+Run-time cost model (labs.catalog LabSpec.cost, each lab's `estimate_seconds`): a first run's estimate, before
+any finished run of that lab can correct it (app/services/queue.py run_estimate). On the CPU backend:
+
+    env-check      START_S + CPU_PROBE_S
+    fp8-step       START_S + TAIL_S + steps x (layers x CPU_STEP_S_PER_LAYER + training FLOPs / CPU_TRAIN_FLOPS)
+    tp-sweep       START_S + world x RANK_START_S + per degree: steps x (GEMM FLOPs / CPU_GEMM_FLOPS + bytes / 1 GB/s)
+    overlap-trace  START_S + ranks x RANK_START_S + per schedule: steps x (GEMM FLOPs / CPU_GEMM_FLOPS + gather bytes)
+
+The constants here are shared; each lab's own sit beside its `estimate_seconds`. All were calibrated on the
+2-core x86 CPU host (torch 2.13) with bench/cost_model_fit.py, which runs `python -m labs run` at sizes from tiny
+to each lab's defaults and prints wall time beside the model, with other jobs sharing the cores (load 1-2). There
+the model came within 22% of every size (median 13%); bench/eta_accuracy.py checks the same first-run estimates
+through the queue. GPU figures are guesses until a GPU run calibrates them.
 """
 
 from __future__ import annotations
@@ -40,13 +54,17 @@ def gpu_slots_why(gpus: int) -> str:
 # bench/lab_memory.py, torch 2.13 CPU: 290 MiB for a lab's main process, 320-365 MiB for a gloo rank with
 # small tensors; rounded up for the allocator's slack). GPU processes also map CUDA's libraries: not measured.
 PROCESS_BASE_BYTES = 448 * 2**20
-# Run-time cost model (labs.catalog LabSpec.cost), calibrated on a 2-core x86 CPU host with torch 2.13: what every
-# `python -m labs run` pays before and after its lab (interpreter, torch import, result.json, artifacts), what each
-# spawned rank process pays to start and join its process group, and the FP32 GEMM rate ranks share on the CPU.
-# GPU figures are guesses until a GPU run calibrates them; finished runs correct both (app/services/queue.py).
-START_S = 4.0
-RANK_START_S = 2.5
-CPU_GEMM_FLOPS = 2.0e10
+# Run-time cost model (see the module docstring). What every `python -m labs run` pays around its lab: the interpreter
+# and torch import (`python -c "import torch"` 1.2-1.3 s), labs' imports and result.json (env-check, a 0.2 s probe,
+# takes 1.4-1.5 s in all).
+START_S = 1.3
+# Each spawned rank: its own torch import and gloo group start, with the ranks sharing the cores. Measured as the step
+# between 2 and 4 ranks of the same tiny run: tp-sweep 4.0 -> 6.1 s, overlap-trace 2.9 -> 4.7 s (0.9-1.05 s a rank).
+RANK_START_S = 1.0
+# FP32 GEMMs of a few GFLOP (tp-sweep's 256-1024 x 512 x 2048 block, overlap-trace's 512-2048 token windows) on both
+# cores: 4x the default's FLOPs adds 1.3 s to tp-sweep (203 GFLOP) and 1.0 s to overlap-trace (120 GFLOP).
+CPU_GEMM_FLOPS = 1.4e11
+# A guess until a GPU run calibrates it; finished runs correct every estimate (app/services/queue.py).
 GPU_GEMM_FLOPS = 2.0e14
 # multiprocessing's resource tracker, started beside the ranks of a multi-process lab (measured 12 MiB).
 TRACKER_BYTES = 16 * 2**20

@@ -27,7 +27,10 @@ def resources(params: Params, backend: str) -> Resources:
 
 PRESETS: tuple[Preset, ...] = ()  # one run, no knobs
 
+# The CPU probe after START_S (labs/resources.py): `python -m labs run env-check` takes 1.4-1.5 s in all there.
+CPU_PROBE_S = 0.2
+
 
 def estimate_seconds(params: Params, backend: str) -> float:
     """Start-up plus the capability probe (a GPU probe also initialises CUDA and imports TE)."""
-    return START_S + (6.0 if backend in ("te", "torch-cuda") else 2.0)
+    return START_S + (6.0 if backend in ("te", "torch-cuda") else CPU_PROBE_S)

@@ -9,7 +9,7 @@ from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from labs.params import LabParams, Preset
-from labs.resources import CPU_GEMM_FLOPS, GPU_BACKENDS, GPU_GEMM_FLOPS, PROCESS_BASE_BYTES, START_S, Problem, Resources
+from labs.resources import GPU_BACKENDS, GPU_GEMM_FLOPS, PROCESS_BASE_BYTES, START_S, Problem, Resources
 from labs.words import byte_size, power_of_ten
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
@@ -348,19 +348,25 @@ PRESETS: tuple[Preset, ...] = (
     ),
 )
 
-# Seconds per training step of both runs together on the CPU backend, beyond the GEMM FLOPs: autograd, optimizer
-# and emulated-FP8 bookkeeping per layer (median ~40 ms a step for the default 2-layer model on an idle 2-core host,
-# the mean about twice that under the load of other jobs).
-CPU_STEP_S_PER_LAYER = 0.020
-FP8_EMULATION_FACTOR = 1.7  # emulated FP8 GEMMs cost this many BF16 ones on a CPU (bench/fp8_step_cpu.py)
-TAIL_S = 3.0  # generation checks, accumulation evidence, charts and result.json after training
+# The CPU cost model (labs/resources.py says how the constants were measured: bench/cost_model_fit.py). Per training
+# step of both runs together (the lab's own ms_per_step, BF16 + FP8): a fixed cost per layer (autograd, AdamW, the
+# emulated FP8 quantizers' small ops; 6.0 ms a step for a 1-layer tiny model, where FLOPs are nil), and one run's
+# training FLOPs (6 x parameters x tokens, plus attention's 12 x layers x batch x seq^2 x d_model) at the rate these
+# small GEMMs and the FP8 emulation's passes reach for both runs together: 17.6 ms a step at the defaults
+# (159 MFLOP), 73 ms at d_model 128 x 4 layers (1.25 GFLOP), 94 ms at batch 32 x seq 64 (1.5 GFLOP).
+CPU_STEP_S_PER_LAYER = 0.0058
+CPU_TRAIN_FLOPS = 2.2e10
+# Before and after training: building both models, generation checks, accumulation evidence, charts, result.json
+# (a 4-step tiny run takes 2.7 s in all, START_S included; the defaults' fixed part is 2.8-3.0 s).
+TAIL_S = 1.5
 
 
 def estimate_seconds(p: Params, backend: str) -> float:
     """Start-up, two training runs (BF16 and FP8) of `steps` steps, and the evidence after them."""
     flops = 6 * param_count(p) * p.batch * p.seq  # one run's training step
+    attention = 12 * p.n_layers * p.batch * p.seq * p.seq * p.d_model  # scores and their use, forward and backward
     if backend in GPU_BACKENDS:
         per_step = 2 * 0.004 * p.n_layers + 2 * flops / GPU_GEMM_FLOPS  # launch-bound until the model is large
         return START_S + 10.0 + p.steps * per_step
-    per_step = p.n_layers * CPU_STEP_S_PER_LAYER + (1 + FP8_EMULATION_FACTOR) * flops / CPU_GEMM_FLOPS
+    per_step = p.n_layers * CPU_STEP_S_PER_LAYER + (flops + attention) / CPU_TRAIN_FLOPS
     return START_S + TAIL_S + p.steps * per_step
