@@ -100,6 +100,27 @@ def page(browser, request):
     context.close()
 
 
+@pytest.fixture(scope="session")
+def seeded(live_server):
+    """A learner with finished runs of every lab (one failed, lost to the OOM killer) and a graded report, and a
+    member of staff, planted once per session for the tests of pages a learner meets first."""
+    from tests.app.reporting import CRASHED
+    from tests.browser.pages import CURRENT, LEARNER, STAFF
+    from tests.browser.seed import Seeder
+
+    s = Seeder(live_server.data)
+    learner = s.user(LEARNER, name="Polly")
+    staff = s.user(STAFF, roles=("learner", "instructor", "grader"), name="Stella")
+    ids = {lab: s.job(learner, lab) for lab in ("env-check", "tp-sweep", "overlap-trace")}
+    ids["fp8-delayed"] = s.job(learner, "fp8-step")
+    ids["fp8-current"] = s.job(learner, "fp8-step", CURRENT, seconds=95)
+    ids["failed"] = s.failed_job(learner, "tp-sweep", CRASHED)
+    s.loss(ids["failed"], "The lab process was stopped from outside its run (SIGKILL, signal 9): the host's OOM killer")
+    report = s.graded_report(learner, staff)
+    yield {"jobs": ids, "report": report}
+    s.close()
+
+
 SIZES = {"laptop": (1280, 800), "phone": (390, 844)}  # the two widths a journey is walked at
 
 

@@ -1,0 +1,96 @@
+"""Every page fits the screen at laptop and phone widths, long titles wrap inside their chips. Screenshots:
+test-artifacts/screenshots/polish-*.png."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import login, screenshot
+from tests.browser.pages import (
+    LEARNER,
+    LESSON,
+    SCROLL_BOXES,
+    SQUEEZED_CAPTIONS,
+    STAFF,
+    WIDTHS,
+    context_at,
+    overflow,
+)
+
+pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS)
+def test_every_page_fits_the_screen(browser, live_server, seeded, width, height, name):
+    base, jobs = live_server.url, seeded["jobs"]
+    pages = {
+        LEARNER: [
+            "/",
+            "/labs",
+            "/labs/fp8-step",
+            "/labs/tp-sweep",
+            "/jobs",
+            *[f"/jobs/{jobs[k]}" for k in ("env-check", "fp8-delayed", "tp-sweep", "overlap-trace", "failed")],
+            f"/lessons/{LESSON}/report",
+            "/reports",
+            "/no/such/page",
+        ],
+        STAFF: [
+            "/grader",
+            f"/grader/reports/{seeded['report']}",
+            "/instructor",
+            "/instructor/cluster",
+            f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
+        ],
+    }
+    problems = []
+    for email, paths in pages.items():
+        ctx = context_at(browser, width, height)
+        page = ctx.new_page()
+        login(page, base, email)
+        for path in paths:
+            page.goto(base + path)
+            page.wait_for_load_state("networkidle")
+            slug = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "home"
+            screenshot(page, f"polish-{slug}-{name}")
+            if (over := overflow(page)) > 1:
+                problems.append(f"{path} at {width}px: the page scrolls sideways by {over}px")
+            header = page.locator("header.site").evaluate("e => e.getBoundingClientRect().width")
+            if header < width - 1:
+                problems.append(f"{path} at {width}px: the header is {header:.0f}px wide")
+            tall = page.locator("header.site").evaluate("e => e.getBoundingClientRect().height")
+            if width >= 1280 and tall > 60:  # one line of links (~45 px), not "Log out" alone on a second
+                problems.append(f"{path} at {width}px: the header wraps to {tall:.0f}px for {email}")
+            if bad := page.evaluate(SCROLL_BOXES):
+                problems.append(f"{path} at {width}px: scrolling boxes without keyboard focus or a name: {bad}")
+            if squeezed := page.evaluate(SQUEEZED_CAPTIONS):
+                problems.append(f"{path} at {width}px: a caption squeezed to a word per line: {squeezed}")
+        ctx.close()
+    assert problems == []
+
+
+# Chips of the phone's pacing strip wider than the strip itself: a long title ran past both edges ("…and pipeline").
+WIDE_CHIPS = """[...document.querySelectorAll('.pacing li')]
+  .filter(li => li.getBoundingClientRect().width > li.parentElement.clientWidth)
+  .map(li => li.textContent.replace(/\\s+/g, ' ').trim())"""
+
+
+@pytest.mark.parametrize("width,height,name", WIDTHS[1:])
+def test_a_long_part_title_wraps_inside_its_pacing_chip(browser, live_server, seeded, width, height, name):
+    ctx = context_at(browser, width, height)
+    page = ctx.new_page()
+    login(page, live_server.url, LEARNER)
+    page.goto(f"{live_server.url}/lessons/precision-by-numbers/collectives-memory")
+    current = page.locator(".pacing li.current")
+    expect(current).to_contain_text("Collectives, memory and pipelines")
+    assert page.evaluate(WIDE_CHIPS) == []
+    strip, chip = page.locator(".pacing ol").bounding_box(), current.bounding_box()
+    assert strip and chip and chip["x"] >= strip["x"] and chip["x"] + chip["width"] <= strip["x"] + strip["width"]
+    page.goto(f"{live_server.url}/lessons/{LESSON}/orient")
+    link = page.locator("#lesson-head a", has_text="Hands-on lab")
+    assert link.evaluate("a => a.getClientRects().length") == 1  # one line box: "Hands-/on lab" made two
+    screenshot(page, f"polish-pacing-chips-{name}", full_page=False)
+    ctx.close()
