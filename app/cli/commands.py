@@ -162,7 +162,7 @@ def _graders_assign(settings: Settings, args) -> int:
 def _settings_doc(path: Path, *, check: bool) -> int:
     """Write the settings table, or with check=True say whether the committed one is the model's (exit 1 if not),
     as `python -m labs schema --check` does for the result schema."""
-    from app.core.config import settings_markdown
+    from app.core.settings_doc import settings_markdown
 
     table = settings_markdown()
     current = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "settings-doc":  # documents the settings, so it reads none (a bad one must not stop it)
-        from app.core.config import ROOT, SETTINGS_DOC
+        from app.core.config import ROOT
+        from app.core.settings_doc import SETTINGS_DOC
 
         return _settings_doc(ROOT / SETTINGS_DOC, check=args.check)
 

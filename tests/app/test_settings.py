@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from app.cli.commands import _settings_doc
-from app.core.config import SETTINGS_DOC, CourseEnv, Settings, SettingsError, allowed, settings_markdown
+from app.core.config import CourseEnv, Settings, SettingsError, allowed
+from app.core.settings_doc import SETTINGS_DOC, settings_markdown
 from labs.resources import MIB
 from tests.conftest import ROOT
 
