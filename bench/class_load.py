@@ -133,6 +133,7 @@ def course_server(tmp: Path, database_url: str, executor: str = "embedded") -> I
         COURSE_DATA_DIR=str(tmp / "data"),
         COURSE_SECRET_KEY=secrets.token_urlsafe(32),
         COURSE_LOG_LEVEL="WARNING",
+        COURSE_REGISTRATIONS_PER_ADDRESS="0",  # every learner here registers from 127.0.0.1
     )
     env.pop("COURSE_ENV", None)  # development, as `make run`
     env.pop("DATABASE_URL", None)

@@ -21,6 +21,7 @@ through the queue. GPU figures are guesses until a GPU run calibrates them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -85,7 +86,7 @@ def _host_memory_bytes() -> int:
 def default_job_memory_bytes() -> int:
     """COURSE_JOB_MEMORY_MB if set, else a quarter of this host's memory, at most 8 GiB."""
     raw = os.environ.get("COURSE_JOB_MEMORY_MB", "").strip()
-    if raw.isdigit() and int(raw) > 0:
+    if re.fullmatch("[0-9]{1,12}", raw) and int(raw) > 0:
         return int(raw) * MIB
     return int(min(DEFAULT_JOB_MEMORY_CAP, _host_memory_bytes() * DEFAULT_JOB_MEMORY_FRACTION))
 

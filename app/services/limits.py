@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.core.digits import whole_number
 from app.core.models import Bundle, Job, QueueLimit, User, utcnow
 from app.services.errors import DomainError, FieldError
 from labs.api import byte_size, count
@@ -242,11 +243,12 @@ def parse(form: dict) -> dict[str, int | None]:
         if raw == "":
             out[name] = None
             continue
-        if not raw.isdigit() or not lo <= int(raw) <= hi:
+        value = whole_number(raw, lo=lo, hi=hi)
+        if value is None:
             raise FieldError(
                 name, f"{words}: got {raw!r}, expected a whole number from {lo} to {hi}, or blank for none"
             )
-        out[name] = int(raw)
+        out[name] = value
     return out
 
 

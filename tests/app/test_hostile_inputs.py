@@ -165,3 +165,14 @@ def test_an_enormous_format_spec_is_a_problem_in_words(instructor, db, spec):
             headers=HX,
         ).text
     )
+
+
+# ---------------------------------------------------------------- an instructor's job limits
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "1.5"])
+def test_a_job_limit_that_is_not_ascii_digits_is_refused_in_words(instructor, db, value):
+    data = {"email": "", "max_in_flight": value, "max_per_hour": "", "max_gpu_seconds_per_day": ""}
+    r = instructor.post("/instructor/cluster/limits", data=data, follow_redirects=False)
+    assert r.status_code == 422
+    assert "jobs in flight: got" in r.text and "expected a whole number from 1 to 1000" in r.text

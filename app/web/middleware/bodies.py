@@ -28,6 +28,7 @@ from fastapi import HTTPException, Request
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.types import Scope
 
+from app.core.digits import ANY, whole_number
 from app.services.bundles import MAX_UPLOAD_BYTES
 
 KIB, MIB = 1024, 1024 * 1024
@@ -51,7 +52,7 @@ def too_large_message(scope: Scope) -> str:
 
 def _declared_length(request: Request) -> int | None:
     raw = request.headers.get("content-length")
-    return int(raw) if raw is not None and raw.isdigit() else None
+    return whole_number(raw, hi=ANY) if raw is not None else None
 
 
 async def received_within_limit(request: Request) -> None:
