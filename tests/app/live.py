@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tests.conftest import ROOT, free_port
 
+LIVE_SECRET = "live-test-secret"
+
 
 @dataclass
 class Live:
@@ -39,7 +41,7 @@ def course_server(tmp_path: Path, db_url: str, **env: str) -> Iterator[Live]:
         os.environ,
         COURSE_ENV="test",
         COURSE_DATA_DIR=str(tmp_path / "data"),
-        COURSE_SECRET_KEY="live-test-secret",
+        COURSE_SECRET_KEY=LIVE_SECRET,
         COURSE_WORKERS="0",
         COURSE_LOG_LEVEL="WARNING",
         DATABASE_URL=db_url,

@@ -10,13 +10,16 @@ pool are sized from one setting, and a request holds a connection only around it
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
 
 import anyio.to_thread
 import httpx2
+import itsdangerous
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
@@ -24,21 +27,24 @@ from sqlalchemy.orm import Session
 from app.core.config import Settings, SettingsError
 from app.core.models import User, UserRole
 from app.core.passwords import hash_password
-from app.services import tokens
+from app.services import sessions
+from app.web.csrf import SESSION_KEY
 from app.web.deps import OptionalUser, get_current_user
 from app.web.middleware.admission import RETRY_AFTER_S, Lane
-from tests.app.live import course_server
+from tests.app.live import LIVE_SECRET, course_server
 from tests.conftest import _new_pg_database
 
 LESSON = "transformer-scaling"
 PARTS = ("orient", "history", "mental-model", "code-trace", "deep-dives", "practice")
 
 
-def learners_with_tokens(db_url: str, n: int) -> list[str]:
-    """`n` learners, each with an API token (pages accept a bearer token like a cookie). Made in the database
-    directly: registering 60 accounts would spend the test's time on 60 password hashes."""
+def learners_with_sessions(db_url: str, n: int) -> list[str]:
+    """`n` learners, each logged in: a server-side session and the signed cookie a browser would hold for it
+    (API tokens open /api/v1 only). Made in the database directly: registering 60 accounts would spend the
+    test's time on 60 password hashes."""
     engine = create_engine(db_url)
     password_hash = hash_password("correct horse")
+    signer = itsdangerous.TimestampSigner(LIVE_SECRET)
     out = []
     with Session(engine) as db:
         for i in range(n):
@@ -46,14 +52,17 @@ def learners_with_tokens(db_url: str, n: int) -> list[str]:
             user.role_rows = [UserRole(role="learner")]
             db.add(user)
             db.commit()
-            out.append(tokens.create(db, user=user, name="load test")[1])
+            sid = sessions.start(db, user=user, idle_s=3600, max_s=3600)
+            db.commit()
+            payload = base64.b64encode(json.dumps({SESSION_KEY: sid}).encode())
+            out.append(signer.sign(payload).decode())
     engine.dispose()
     return out
 
 
-async def load_parts(base: str, token: str, tally: Counter, slowest: list[float]) -> None:
+async def load_parts(base: str, cookie: str, tally: Counter, slowest: list[float]) -> None:
     async with httpx2.AsyncClient(
-        base_url=base, trust_env=False, timeout=120, headers={"Authorization": f"Bearer {token}"}
+        base_url=base, trust_env=False, timeout=120, cookies={"course_session": cookie}
     ) as client:
         for part in PARTS:
             started = time.monotonic()
@@ -68,12 +77,12 @@ async def load_parts(base: str, token: str, tally: Counter, slowest: list[float]
                 tally["503 with Retry-After"] += r.headers.get("retry-after") == str(RETRY_AFTER_S)
 
 
-def class_at_once(base: str, learner_tokens: list[str]) -> tuple[Counter, float]:
+def class_at_once(base: str, learner_cookies: list[str]) -> tuple[Counter, float]:
     tally: Counter = Counter()
     took: list[float] = []
 
     async def run() -> None:
-        await asyncio.gather(*(load_parts(base, t, tally, took) for t in learner_tokens))
+        await asyncio.gather(*(load_parts(base, t, tally, took) for t in learner_cookies))
 
     asyncio.run(run())
     return tally, max(took, default=0.0)
@@ -89,8 +98,8 @@ def any_db_url(request, tmp_path) -> str:
 def test_sixty_learners_loading_six_parts_at_once_all_get_their_pages(tmp_path, any_db_url):
     """The issue's reproduction, with the shipped settings: 360 pages at once, every one a 200."""
     with course_server(tmp_path, any_db_url) as live:
-        learner_tokens = learners_with_tokens(any_db_url, 60)
-        tally, slowest = class_at_once(live.base, learner_tokens)
+        learner_cookies = learners_with_sessions(any_db_url, 60)
+        tally, slowest = class_at_once(live.base, learner_cookies)
         log = live.log.read_text()
     assert tally == Counter({200: 360}), (tally, log[-3000:])
     assert "QueuePool limit" not in log and "Traceback" not in log
@@ -102,8 +111,8 @@ def test_overload_is_queued_or_answered_503_with_retry_after_never_a_hang(tmp_pa
     db_url = f"sqlite:///{tmp_path / 'course.db'}"
     env = {"COURSE_WEB_CONCURRENCY": "1", "COURSE_WEB_QUEUE": "2", "COURSE_WEB_QUEUE_TIMEOUT": "1"}
     with course_server(tmp_path, db_url, **env) as live:
-        learner_tokens = learners_with_tokens(db_url, 40)
-        tally, slowest = class_at_once(live.base, learner_tokens)
+        learner_cookies = learners_with_sessions(db_url, 40)
+        tally, slowest = class_at_once(live.base, learner_cookies)
     assert set(tally) <= {200, 503, "503 with Retry-After"}, tally
     assert tally[200] >= 6 and tally[503] >= 1, tally
     assert tally["503 with Retry-After"] == tally[503]
