@@ -203,14 +203,15 @@ def test_the_updated_notice_costs_one_query_only_on_the_view_that_shows_it(learn
     assert set(_kinds(again)) <= {"SELECT"}
 
 
-def test_an_api_token_opens_a_lesson_page_and_a_bad_one_is_refused(learner, app):
+def test_an_api_token_does_not_open_a_lesson_page(learner, app):
+    """Tokens open /api/v1 only: a page read with one is refused in words, and so is a forged one."""
     made = learner.post("/account/tokens", {"name": "script"})
     token = re.search(r'id="new-token" class="token">([^<]+)<', made.text).group(1)
     with TestClient(app) as script:  # no cookie: the token alone
-        r = script.get(PART, headers={"Authorization": f"Bearer {token}"})
-        assert r.status_code == 200 and "Pause and reason" in r.text
-        bad = script.get(PART, headers={"Authorization": "Bearer cst_forged"})
-        assert bad.status_code == 401
+        r = script.get(PART, headers={"Authorization": f"Bearer {token}"}, follow_redirects=False)
+        assert r.status_code == 403 and "/api/v1" in r.text and "Pause and reason" not in r.text
+        bad = script.get(PART, headers={"Authorization": "Bearer cst_forged"}, follow_redirects=False)
+        assert bad.status_code == 403 and "Pause and reason" not in bad.text
 
 
 def test_a_serving_process_builds_the_lessons_and_freezes_start_up_objects(settings):
