@@ -8,6 +8,8 @@
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# pytest processes (pytest-xdist), each with its own databases, servers and browser; a test file stays in one.
+TEST_WORKERS ?= 2
 
 run:
 	scripts/setup.sh
@@ -16,7 +18,7 @@ run:
 test:
 	scripts/setup.sh --test
 	$(MAKE) --no-print-directory lint
-	.venv/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Lint, format and types over the whole tree (make test runs this first).
 lint:

@@ -15,6 +15,8 @@ gets an empty database, as migration and publishing tests need.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import glob
 import os
 import re
@@ -39,6 +41,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def run_async(coro):
+    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in the main thread
+    of a test process once a browser test has run there, and asyncio.run refuses to start beside it."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _pg_bin() -> Path:

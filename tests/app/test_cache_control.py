@@ -5,11 +5,10 @@ Chromium that pages and htmx swaps still work with it."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from app.web.middleware.headers import SecurityHeaders
+from tests.conftest import run_async
 
 HX = {"HX-Request": "true"}
 
@@ -60,7 +59,7 @@ def test_a_response_with_its_own_cache_control_keeps_it():
     async def record(message):
         sent.append(message)
 
-    asyncio.run(SecurityHeaders(app)({"type": "http", "path": "/x"}, None, record))
+    run_async(SecurityHeaders(app)({"type": "http", "path": "/x"}, None, record))
     values = [v for k, v in sent[0]["headers"] if k == b"cache-control"]
     assert values == [b"private, max-age=60"]
 

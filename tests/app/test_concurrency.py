@@ -32,7 +32,7 @@ from app.web.csrf import SESSION_KEY
 from app.web.deps import OptionalUser, get_current_user
 from app.web.middleware.admission import RETRY_AFTER_S, Lane
 from tests.app.live import LIVE_SECRET, course_server
-from tests.conftest import _new_pg_database
+from tests.conftest import _new_pg_database, run_async
 
 LESSON = "transformer-scaling"
 PARTS = ("orient", "history", "mental-model", "code-trace", "deep-dives", "practice")
@@ -84,7 +84,7 @@ def class_at_once(base: str, learner_cookies: list[str]) -> tuple[Counter, float
     async def run() -> None:
         await asyncio.gather(*(load_parts(base, t, tally, took) for t in learner_cookies))
 
-    asyncio.run(run())
+    run_async(run())
     return tally, max(took, default=0.0)
 
 
@@ -216,7 +216,7 @@ def test_a_lane_admits_in_order_queues_a_bounded_number_and_times_out():
         events.append(f"free={lane.free} waiting={len(lane.waiters)}")
         return events
 
-    assert asyncio.run(scenario()) == ["queue full", "", "waited too long", "", "free=0 waiting=0"]
+    assert run_async(scenario()) == ["queue full", "", "waited too long", "", "free=0 waiting=0"]
 
 
 def test_a_password_post_waits_in_its_own_lane():

@@ -63,7 +63,7 @@ LIGHT_BOXES = """() => {
   const lum = s => { const p = s.match(/[\\d.]+/g).map(Number); if (p.length > 3 && p[3] < 0.5) return 0;
     const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
     return 0.2126 * f(p[0]) + 0.7152 * f(p[1]) + 0.0722 * f(p[2]); };
-  const islands = '.figure-scroll, figure.plot .scroll-box, figure.plot img, svg.numberline, button, .button, .membar-legend .key, .tlv-key';
+  const islands = '.figure-scroll, figure.plot .scroll-box, figure.plot img, .plotv-chart, svg.numberline, button, .button, .membar-legend .key, .tlv-key';
   return [...document.querySelectorAll('body *')]
     .filter(e => e.getClientRects().length && !e.matches(islands) && lum(getComputedStyle(e).backgroundColor) > 0.35)
     .map(e => e.tagName.toLowerCase() + '.' + (typeof e.className === 'string' ? e.className : '') + ' ' + getComputedStyle(e).backgroundColor);

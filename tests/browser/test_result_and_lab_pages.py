@@ -78,6 +78,15 @@ def test_a_result_leads_with_the_answer_then_plots_then_folded_tables(
     ctx.close()
 
 
+def settled_height(page) -> int:
+    """The page's height once its requests are done and the plots' script has drawn them (two frames on)."""
+    page.wait_for_load_state("networkidle")
+    return page.evaluate(
+        "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame("
+        "() => done(document.documentElement.scrollHeight))))"
+    )
+
+
 def test_a_lab_page_stays_short_and_compares_two_runs(browser, live_server, seeded):
     s = Seeder(live_server.data)
     uid = s.user("runner@example.org", name="Rune")
@@ -88,7 +97,7 @@ def test_a_lab_page_stays_short_and_compares_two_runs(browser, live_server, seed
     page = ctx.new_page()
     login(page, live_server.url, "runner@example.org")
     page.goto(f"{live_server.url}/labs/fp8-step")
-    height4 = page.evaluate("document.documentElement.scrollHeight")
+    height4 = settled_height(page)
     expect(page.locator("#job-list article.job")).to_have_count(1)  # only the latest run in full
     expect(page.locator("#earlier-runs tbody tr")).to_have_count(3)  # the others one line each
     expect(page.locator("#earlier-runs tbody tr").first).to_contain_text("steps=4")
@@ -108,16 +117,16 @@ def test_a_lab_page_stays_short_and_compares_two_runs(browser, live_server, seed
     for _ in range(4):  # four more runs: one more line each in the list, nothing more
         s.job(uid, "fp8-step")
     page.reload()
-    height8 = page.evaluate("document.documentElement.scrollHeight")
+    height8 = settled_height(page)
     assert (height8 - height4) / 4 < 100, (height4, height8)
     for _ in range(20):  # past the twenty lines a lab page lists, the page stops growing
         s.job(uid, "fp8-step")
     page.reload()
-    height28 = page.evaluate("document.documentElement.scrollHeight")
+    height28 = settled_height(page)
     for _ in range(5):
         s.job(uid, "fp8-step")
     page.reload()
-    assert page.evaluate("document.documentElement.scrollHeight") == height28 < 9000
+    assert settled_height(page) == height28 < 9000
     expect(page.get_by_role("link", name="All your jobs")).to_be_visible()
     # pick two other runs: the comparison is swapped in without a reload
     ids = page.locator("#cmp-a option").evaluate_all("os => os.map(o => o.value)")

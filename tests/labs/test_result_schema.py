@@ -108,7 +108,11 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize("make, path, value, expected", BROKEN, ids=[f"{b[1]}={b[2]!r}"[:60] for b in BROKEN])
+@pytest.mark.parametrize(
+    "make, path, value, expected",
+    BROKEN,
+    ids=[f"{b[1]}={'(deleted)' if b[2] is _DELETE else repr(b[2])}"[:60] for b in BROKEN],
+)
 def test_a_broken_result_is_refused_naming_its_path(make, path, value, expected):
     errors = validate_result(_set(make(), path, value))
     assert any(expected in e for e in errors), errors

@@ -10,10 +10,16 @@ import math
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from labs.numerics.fp8 import FLT_MAX, FORMATS, quantize, quantize_blockwise, quantize_mx
+
+# the dev extra installs hypothesis; the GPU check's torch-only venv (scripts/gpu-check.sh) collects tests/labs
+# without it and runs only the gpu/hta tests, none of them here
+pytest.importorskip(
+    "hypothesis", reason="the CPU path's property tests; the GPU check's torch-only venv has no hypothesis"
+)
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 
 def reference_counts(x: torch.Tensor, fmt: str, scale) -> tuple[int, int]:
