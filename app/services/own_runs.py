@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.core.models import Job, Person
 from app.services import jobs as job_service
 from labs import catalog
+from labs.api import number, percent
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +79,11 @@ NUDGES = {
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0%}"
+    return "—" if x is None else percent(x, 0)
 
 
 def _ms(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3g} ms"
+    return "—" if x is None else f"{number(x, 3)} ms"
 
 
 def _fp8_step(r: dict) -> list[str]:
@@ -90,26 +91,28 @@ def _fp8_step(r: dict) -> list[str]:
     spike = r.get("outlier")
     if spike and spike.get("clipped_at_spike") is not None:
         k = spike["step"]
-        said = f"Your run clipped {spike['clipped_at_spike']:,} values at step {k}, where the activation spiked {spike['scale_factor']:g}×"  # fmt: skip
+        said = f"Your run clipped {number(spike['clipped_at_spike'])} values at step {k}, where the activation spiked {number(spike['scale_factor'])}×"  # fmt: skip
         before, after = spike.get("scale_at_spike"), spike.get("scale_after")
         if before is not None and after is not None and after != before:
             said += (
-                f", and the scale adapted at step {k + 1}: {before:.4g} → {after:.4g}, because the spike's amax "
+                f", and the scale adapted at step {k + 1}: {number(before)} → {number(after)}, because the spike's amax "
                 f"had entered the history"
             )
             if spike.get("clipped_after") is not None:
-                said += f" (step {k + 1} clipped {spike['clipped_after']:,})"
+                said += f" (step {k + 1} clipped {number(spike['clipped_after'])})"
         out.append(said + ".")
     else:
         clip = r.get("clipping") or {}
         total, steps = clip.get("total_clipped"), clip.get("steps_with_clipping") or []
         if total:
-            out.append(f"Your run clipped {total:,} values in {len(steps)} of {r['steps']} steps (first at step {steps[0]}).")  # fmt: skip
+            out.append(f"Your run clipped {number(total)} values in {len(steps)} of {r['steps']} steps (first at step {steps[0]}).")  # fmt: skip
         elif total == 0:
             out.append(f"Your run clipped nothing in {r['steps']} steps: no spike met a stale scale.")
     ref, fp8 = r["runs"]["reference"]["final_loss"], r["runs"]["fp8"]["final_loss"]
     if ref is not None and fp8 is not None:
-        out.append(f"Final loss {fp8:.4g} with the FP8 recipe against {ref:.4g} for the higher-precision reference.")
+        out.append(
+            f"Final loss {number(fp8)} with the FP8 recipe against {number(ref)} for the higher-precision reference."
+        )
     elif fp8 is None:
         out.append("The FP8 run diverged (its loss became NaN or infinite); the job page shows at which step.")
     return out

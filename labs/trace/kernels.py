@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.trace.timeline import intersection, total
+from labs.words import number
 
 COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
@@ -114,9 +115,9 @@ def cross_check(trace_files: dict[int, Path], lab_ratios: dict[int, float | None
         "ranks": ranks,
         "disagree_ranks": flagged,
         "note": (
-            f"HTA and the lab's kernel count differ by more than {AGREEMENT_TOLERANCE:g} on rank(s) {flagged}"
+            f"HTA and the lab's kernel count differ by more than {number(AGREEMENT_TOLERANCE)} on rank(s) {flagged}"
             if flagged
-            else f"HTA and the lab's kernel count agree within {AGREEMENT_TOLERANCE:g} on every rank"
+            else f"HTA and the lab's kernel count agree within {number(AGREEMENT_TOLERANCE)} on every rank"
             if hta is not None
             else f"HTA did not run: {why}; the lab's own kernel count stands alone"
         ),

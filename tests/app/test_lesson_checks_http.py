@@ -14,6 +14,7 @@ from sqlalchemy import event
 
 from app.core.models import User
 from app.services import jobs, own_runs
+from labs.api import number
 from tests.app import labruns
 from tests.app.reporting import LOCAL, failed_job, finished_job
 
@@ -136,8 +137,8 @@ def test_own_runs_appear_beside_the_worked_examples(client, db, settings):
 
     spike = fp8.result["results"]["outlier"]
     aside = _aside(page, "fp8-step")
-    assert f"Your run clipped {spike['clipped_at_spike']:,} values at step 3" in aside
-    assert f"the scale adapted at step 4: {spike['scale_at_spike']:.4g} → {spike['scale_after']:.4g}" in aside
+    assert f"Your run clipped {number(spike['clipped_at_spike'])} values at step 3" in aside
+    assert f"the scale adapted at step 4: {number(spike['scale_at_spike'])} → {number(spike['scale_after'])}" in aside
     assert f'href="/jobs/{fp8.id}"' in aside and "CPU emulation" in aside  # linked, and labelled honestly
 
     w = trace.result["results"]["schedules"]["windowed"]
@@ -147,7 +148,7 @@ def test_own_runs_appear_beside_the_worked_examples(client, db, settings):
 
     aside = _aside(page, "tp-sweep")
     rows = sweep.result["results"]["degrees"]
-    assert "Your sweep's step per degree: TP 1" in aside and f"TP 2 {rows[1]['step_ms']:.3g} ms" in aside
+    assert "Your sweep's step per degree: TP 1" in aside and f"TP 2 {number(rows[1]['step_ms'], 3)} ms" in aside
     assert "cost model predicts" in aside and f'href="/jobs/{sweep.id}"' in aside
     # the sections sit in the part in order: the fp8 run beside the range section's worked example
     assert page.index('id="your-run-fp8-step"') < page.index('id="pause-fixed-scale"')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from labs.api import Span, overlap_metrics, svg_timeline
+from labs.api import Span, number, overlap_metrics, percent, svg_timeline
 
 from .. import calc
 from ..schema import Rendered
@@ -20,7 +20,7 @@ class StepParams(Params):
     def _fits(self) -> StepParams:
         if self.overlap > min(self.compute, self.comm):
             raise ValueError(
-                f"overlap <= min(compute, comm) = {min(self.compute, self.comm):g}; found {self.overlap:g}"
+                f"overlap <= min(compute, comm) = {number(min(self.compute, self.comm))}; found {number(self.overlap)}"
             )
         return self
 
@@ -30,17 +30,17 @@ def draw_step_timeline(p: StepParams) -> Rendered:
     start = p.compute - p.overlap  # the collective launches this long before compute ends
     spans = [Span(0, "compute", "compute (GEMMs)", 0.0, p.compute)]
     if p.overlap:
-        spans.append(Span(0, "communication", f"hidden {p.overlap:g} ms", start, p.compute))
+        spans.append(Span(0, "communication", f"hidden {number(p.overlap)} ms", start, p.compute))
     if step["exposed"]:
         spans.append(Span(0, "communication", "exposed", p.compute, step["total"]))
-        spans.append(Span(0, "wait", f"wait {step['exposed']:g} ms", p.compute, step["total"]))
+        spans.append(Span(0, "wait", f"wait {number(step['exposed'])} ms", p.compute, step["total"]))
     m = overlap_metrics(spans, 0, (0.0, step["total"]))
-    title = f"One step: {p.compute:g} + {p.comm:g} − {p.overlap:g} = {step['total']:g} ms"
+    title = f"One step: {number(p.compute)} + {number(p.comm)} − {number(p.overlap)} = {number(step['total'])} ms"
     alt = (
-        f"A timeline of one rank. Compute runs from 0 to {p.compute:g} ms. The collective starts at {start:g} ms and "
-        f"takes {p.comm:g} ms: its first {p.overlap:g} ms run under compute (hidden), the last {step['exposed']:g} ms "
-        f"run after compute has finished (exposed), while the rank waits. The step ends at {step['total']:g} ms "
-        f"instead of {step['serial']:g} ms if nothing overlapped; the overlap ratio is {m['overlap_ratio'] or 0:.0%}."
+        f"A timeline of one rank. Compute runs from 0 to {number(p.compute)} ms. The collective starts at {number(start)} ms and "
+        f"takes {number(p.comm)} ms: its first {number(p.overlap)} ms run under compute (hidden), the last {number(step['exposed'])} ms "
+        f"run after compute has finished (exposed), while the rank waits. The step ends at {number(step['total'])} ms "
+        f"instead of {number(step['serial'])} ms if nothing overlapped; the overlap ratio is {percent(m['overlap_ratio'] or 0, 0)}."
     )
     svg = svg_timeline(
         spans,
@@ -48,20 +48,20 @@ def draw_step_timeline(p: StepParams) -> Rendered:
         description=alt,
         window=(0.0, step["total"]),
         width=760,
-        subtitle=f"compute {p.compute:g} ms + communication {p.comm:g} ms − overlap {p.overlap:g} ms; "
-        f"exposed {step['exposed']:g} ms",
+        subtitle=f"compute {number(p.compute)} ms + communication {number(p.comm)} ms − overlap {number(p.overlap)} ms; "
+        f"exposed {number(step['exposed'])} ms",
     )
     rows = [
-        ["compute", "0", f"{p.compute:g}", f"{m['compute_ms']:g}"],
-        ["communication", f"{start:g}", f"{step['total']:g}", f"{m['communication_ms']:g}"],
-        ["  of which hidden under compute", f"{start:g}", f"{p.compute:g}", f"{m['overlap_ms']:g}"],
+        ["compute", "0", f"{number(p.compute)}", f"{number(m['compute_ms'])}"],
+        ["communication", f"{number(start)}", f"{number(step['total'])}", f"{number(m['communication_ms'])}"],
+        ["  of which hidden under compute", f"{number(start)}", f"{number(p.compute)}", f"{number(m['overlap_ms'])}"],
         [
             "  of which exposed (the rank waits)",
-            f"{p.compute:g}",
-            f"{step['total']:g}",
-            f"{m['exposed_communication_ms']:g}",
+            f"{number(p.compute)}",
+            f"{number(step['total'])}",
+            f"{number(m['exposed_communication_ms'])}",
         ],
-        ["step", "0", f"{step['total']:g}", f"{m['step_ms']:g}"],
+        ["step", "0", f"{number(step['total'])}", f"{number(m['step_ms'])}"],
     ]
     return finish(
         name="step-timeline",

@@ -4,6 +4,7 @@ width and where collective time overtakes GEMM time (the stretch slot, as inform
 from __future__ import annotations
 
 from app.services.checks.common import ReadArtifact, check, finite
+from labs.api import number
 
 # TP parity: the limits the tp-sweep lab states (labs/tp_sweep/params.py TOLERANCES); a test keeps them equal.
 # A deliberate copy: the grader judges an uploaded bundle, whose result.json could carry any tolerance it likes.
@@ -73,8 +74,8 @@ def mapping(result: dict) -> list[dict]:
             check(
                 "tp-parity",
                 "pass" if ok else "fail",
-                f"TP outputs {'match' if ok else 'differ from'} TP=1: largest relative difference {diff:.2e} at TP={deg}, "
-                f"tolerance {name} = {limit:g} ({reason}).",
+                f"TP outputs {'match' if ok else 'differ from'} TP=1: largest relative difference {number(diff, 3)} at TP={deg}, "
+                f"tolerance {name} = {number(limit)} ({reason}).",
             )
         )
     return out
