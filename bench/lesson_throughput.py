@@ -22,6 +22,10 @@ whether the run was quiet: the load average under QUIET_LOAD when it started, an
 rates within QUIET_DRIFT of each other. Nothing here asserts a time; it exits non-zero only if a page
 answered with anything but 200.
 
+Cores: by default each server runs on the last core and wrk on the others (taskset), as a class's browsers
+are not on the server's machine: the tail then measures the server, not the scheduler handing one core
+between the load generator and the server. `--shared-cores` lets them share every core.
+
 Where a page's time went (py-spy --gil on the server, and sequential in-process calls), and what was done:
 - two thread hops per request (the login lookup, then the handler, each a worker-thread wake-up and a GIL
   hand-over), which under load cost more than the page's own work: lesson parts and the dashboard now do
@@ -155,6 +159,7 @@ def answer_everything(learner: Learner, part: str) -> int:
 
 def wrk(url: str, cookie: str | None, args: argparse.Namespace) -> dict:
     cmd = [
+        *args.client_cpus,
         "wrk",
         f"-t{args.threads}",
         f"-c{args.connections}",
@@ -190,7 +195,16 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=8, help="seconds per endpoint")
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--shared-cores",
+        action="store_true",
+        help="let wrk and the servers share every core (by default each server has a core of its own)",
+    )
     args = ap.parse_args()
+    pinned = not args.shared_cores and (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
+    last = (os.cpu_count() or 1) - 1
+    server_cpus = ["taskset", "-c", str(last)] if pinned else []
+    args.client_cpus = ["taskset", "-c", f"0-{last - 1}"] if pinned else []
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: run `scripts/setup.sh --bench` (installs Debian's wrk)")
 
@@ -210,14 +224,14 @@ def main() -> None:
     env.pop("DATABASE_URL", None)
     course_log, bare_log = tmp / "course.log", tmp / "bare.log"
     course = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(p_course)],
+        [*server_cpus, sys.executable, "-m", "app", "serve", "--port", str(p_course)],
         cwd=ROOT,
         env=env,
         stdout=open(course_log, "w"),
         stderr=subprocess.STDOUT,
     )
     bare = subprocess.Popen(
-        [sys.executable, str(tmp / "bare_app.py"), str(p_bare)],
+        [*server_cpus, sys.executable, str(tmp / "bare_app.py"), str(p_bare)],
         cwd=tmp,
         stdout=open(bare_log, "w"),
         stderr=subprocess.STDOUT,
@@ -246,7 +260,7 @@ def main() -> None:
             ("bare again", f"http://127.0.0.1:{p_bare}/ping", None),  # did the machine's load change meanwhile?
         ]
         for _, url, c in targets[:-1]:  # warm-up: templates compiled, caches filled, connections open
-            wrk(url, c, argparse.Namespace(threads=1, connections=2, duration=1))
+            wrk(url, c, argparse.Namespace(threads=1, connections=2, duration=1, client_cpus=args.client_cpus))
         results = {name: wrk(url, c, args) for name, url, c in targets}
     finally:
         for proc in (course, bare):
@@ -260,6 +274,11 @@ def main() -> None:
     print(
         f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s, loopback, one uvicorn process each, "
         f"SQLite; {os.cpu_count()} cores; learner with {saved} saved answers"
+    )
+    print(
+        f"cores: each server on core {last}, wrk on the rest (taskset)"
+        if pinned
+        else "cores: wrk and the servers share every core (--shared-cores, or no taskset)"
     )
     print(f"{'endpoint':<10} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'x bare':>7}  path")
     paths = {name: url.split(":", 2)[2].split("/", 1)[1] for name, url, _ in targets}
