@@ -1,0 +1,63 @@
+"""A learner's uploads on /reports: what an upload kept and dropped, the storage used against the quota, and
+deleting one, at laptop and phone width. Screenshots: test-artifacts/screenshots/uploads-*.png."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.app import labruns
+from tests.browser.conftest import screenshot
+from tests.browser.pages import LESSON, overflow
+from tests.browser.seed import Seeder
+
+pytestmark = pytest.mark.browser
+
+
+def _padded_bundle() -> bytes:
+    """env-check's real result and artifacts, plus files its result.json does not list."""
+    buf = io.BytesIO()
+    folder = labruns.bundle("env-check")
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file():
+                zf.write(p, p.relative_to(folder).as_posix())
+        for i in range(3):
+            zf.writestr(f"padding/notes-{i}.txt", "x" * 50_000)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_uploads_list_what_they_keep_and_delete_frees_space(live_server, open_page, size):
+    email = f"upl-{size}@example.org"
+    Seeder(live_server.data).user(email, name="Ula")
+    page = open_page(size, email)
+    page.goto(f"{live_server.url}/lessons/{LESSON}/report")
+    page.locator("#bundle-file").set_input_files(
+        {"name": "env.zip", "mimeType": "application/zip", "buffer": _padded_bundle()}
+    )
+    page.get_by_role("button", name="Upload bundle").click()
+    expect(page.locator("main")).to_contain_text("Not kept, because result.json does not list them")
+    expect(page.locator("main")).to_contain_text("padding/notes-0.txt")
+    screenshot(page, f"uploads-dropped-{size}", full_page=False)
+
+    page.goto(f"{live_server.url}/reports")
+    uploads = page.get_by_test_id("uploads")
+    expect(uploads.locator("tbody tr")).to_have_count(1)
+    expect(page.get_by_test_id("storage-usage")).to_contain_text("1 upload stored of 50 allowed")
+    assert overflow(page) <= 1
+    table, viewport = uploads.locator("table").bounding_box(), page.viewport_size
+    assert table and viewport and table["x"] >= 0 and table["x"] + table["width"] <= viewport["width"]
+    delete = uploads.get_by_role("button", name="Delete #")
+    box = delete.bounding_box()
+    assert box and box["x"] + box["width"] <= viewport["width"]
+    screenshot(page, f"uploads-list-{size}")
+
+    delete.click()
+    expect(page.get_by_test_id("upload-deleted")).to_be_visible()
+    expect(uploads.locator("tbody tr")).to_have_count(0)
+    expect(page.get_by_test_id("storage-usage")).to_contain_text("0 uploads stored")
+    screenshot(page, f"uploads-deleted-{size}")
