@@ -18,7 +18,7 @@ run:
 test:
 	scripts/setup.sh --test
 	$(MAKE) --no-print-directory lint
-	.venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 # Lint, format and types over the whole tree (make test runs this first).
 lint:
