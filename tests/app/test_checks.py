@@ -170,7 +170,7 @@ def test_tp_parity_outside_the_named_tolerance_fails():
     bad = copy.deepcopy(labruns.result("tp-sweep"))
     bad["results"]["degrees"][1]["parity"]["max_rel_diff"] = 3e-3
     c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", bad)))["tp-parity"]
-    assert c["status"] == "fail" and "FP32_REORDER" in c["sentence"] and "3.00e-03" in c["sentence"]
+    assert c["status"] == "fail" and "FP32_REORDER" in c["sentence"] and "difference 0.003 at TP=2" in c["sentence"]
     no_mapping = copy.deepcopy(labruns.result("tp-sweep"))
     no_mapping["results"]["degrees"][1]["ranks"] = no_mapping["results"]["degrees"][1]["ranks"][:1]
     c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", no_mapping)))[
