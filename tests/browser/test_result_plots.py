@@ -75,6 +75,7 @@ def test_a_loss_plot_reads_out_a_steps_values_on_hover_and_focus(open_page, live
     chart = figure.locator(".plotv-chart")
     expect(chart.locator("svg path")).to_have_count(2)  # BF16 reference and FP8, redrawn from the SVG's series
     expect(figure.locator(".scroll-box")).to_be_hidden()  # the drawn picture gives way to the interactive one
+    expect(figure.locator(".scroll-hint")).to_be_hidden()  # and nothing tells a phone to swipe a chart that fits
     readout = figure.locator(".plotv-readout")
 
     chart.scroll_into_view_if_needed()
