@@ -150,10 +150,12 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
         a = _abs_nan_as_zero(xf)
         if not a.numel():
             amax = torch.zeros((), dtype=a.dtype, device=a.device)
-        elif count:
-            amin, amax = torch.aminmax(a)  # min |x| too, in the same pass: most calls then skip the flush count
         else:
             amax = a.amax()
+            if count:
+                # min |x| lets most calls skip the flush count; on the CPU amax and amin as two reductions
+                # take two thirds of the time of one `aminmax`.
+                amin = a.amin()
     clipped: torch.Tensor | int | None = None
     flushed: torch.Tensor | int | None = None
     if count and xf.device.type == "cpu":
@@ -221,7 +223,9 @@ def _host_counts(
     zeros_out = n - int(torch.count_nonzero(data.view(torch.uint8) & 0x7F))  # the sign bit aside
     if zeros_out == 0 or lo > 0:  # an input 0 gives a 0 byte, so zeros_out == 0 means no zero came in
         return clipped, zeros_out
-    return clipped, zeros_out - (n - int(torch.count_nonzero(xf)))  # NaN is nonzero in both
+    # Counted over `bool()`: count_nonzero reads a bool tensor ~12x faster than float32 on the CPU. NaN is
+    # nonzero in both, and -0.0 is zero.
+    return clipped, zeros_out - (n - int(torch.count_nonzero(xf.bool())))
 
 
 # --------------------------------------------------------------------------- scales
