@@ -1,7 +1,8 @@
 """The timeline viewer of a lab result and the Perfetto hand-off, in real Chromium against a live server.
 
 A planted overlap-trace job holds the golden run (tests/golden) with its windowed trace laid out as three measured
-steps (the golden run has one), so the step selector has something to choose. Boxes are measured at 1280x800 and
+steps (the golden run has one), so the step selector has something to choose, and with each rank's independent work
+moved inside its all-gather, so there is an overlap window to shade whatever the golden run measured. Boxes are measured at 1280x800 and
 390x844; the viewer is walked by keyboard alone; ui.perfetto.dev is never reached: a stand-in page, served by the
 browser context's router, answers Perfetto's documented PING/PONG in its place and says what it was sent.
 Screenshots: test-artifacts/screenshots/timeline-*.png.
@@ -33,11 +34,22 @@ addEventListener('message', e => {
 </script></body>"""
 
 
+def _plant_overlap(spans: list[dict]) -> None:
+    """Each rank's independent linear moved into the middle half of its all-gather, so every rank has an overlap
+    window to shade whatever the golden run's timing happened to be."""
+    for pid in {e["pid"] for e in spans}:
+        comm = next(e for e in spans if e["pid"] == pid and e["cat"] == "communication")
+        ind = next(e for e in spans if e["pid"] == pid and e["name"].startswith("independent"))
+        ind["ts"], ind["dur"] = comm["ts"] + comm["dur"] / 4, comm["dur"] / 2
+
+
 def _three_steps(path) -> None:
-    """The trace's one measured step, repeated as steps 0, 1, 2 (each starting 1 ms after the last ends)."""
+    """The trace's one measured step, with an overlap planted on each rank, repeated as steps 0, 1, 2 (each starting
+    1 ms after the last ends)."""
     trace = json.loads(path.read_text())
     meta = [e for e in trace["traceEvents"] if e["ph"] != "X"]
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    _plant_overlap(spans)
     t0, t1 = min(e["ts"] for e in spans), max(e["ts"] + e["dur"] for e in spans)
     events = list(meta)
     for k in range(STEPS):
@@ -98,7 +110,7 @@ def test_the_viewer_fits_its_box_and_answers_hover(open_page, live_server, plant
         assert plot["x"] <= b["x"] and b["x"] + b["width"] <= plot["x"] + plot["width"] + 0.5
     # all ranks on one axis, the overlap window shaded, the server's timelines hidden behind the viewer
     expect(viewer.locator(".tlv-rank-name")).to_have_text(["rank 0", "rank 1"])
-    assert viewer.locator(".tlv-band").count() >= 1
+    assert viewer.locator(".tlv-band").count() == 2  # the planted overlap of each rank in the step shown
     expect(page.locator("figure.plot.wide").first).to_be_hidden()
     # the step selector: three steps and "all"; the last is shown first, as the drawn timeline does
     step = viewer.get_by_label("Step", exact=True)
