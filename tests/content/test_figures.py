@@ -80,16 +80,38 @@ def test_ring_figures_match_calc():
 def test_roofline_matches_calc_and_the_cost_model():
     from labs.parallel.costmodel import NODES
 
-    d = figures.render("tp-roofline", {"ffn": 14336, "degrees": [2, 4, 8], "mfu": 0.5}, "f")
     node = NODES["H100-SXM"]
-    assert d.numbers["ridge_bf16"] == pytest.approx(node.peak_bf16_flops * 0.5 / node.link_bytes_per_s)
-    assert d.numbers["ridge_fp8"] == pytest.approx(node.peak_fp8_flops * 0.5 / node.link_bytes_per_s)
+    d = figures.render("tp-roofline", {"ffn": 14336, "degrees": [2, 4, 8]}, "f")
+    # The ridges are the datasheet's: peak FLOP/s ÷ NVLink bytes/s, BF16 ≈ 2,198 and FP8 ≈ 4,398 on H100.
+    assert d.numbers["mfu"] == 1.0
+    assert d.numbers["ridge_bf16"] == pytest.approx(node.peak_bf16_flops / node.link_bytes_per_s)
+    assert d.numbers["ridge_fp8"] == pytest.approx(node.peak_fp8_flops / node.link_bytes_per_s)
+    assert round(d.numbers["ridge_bf16"]) == 2198 and round(d.numbers["ridge_fp8"]) == 4398
     for n in (2, 4, 8):
-        r = calc.tp_mlp_intensity(14336, n, 0.5, node="H100-SXM")
-        assert d.numbers[f"intensity_{n}"] == r["intensity"] and d.numbers[f"comm_bound_bf16_{n}"] == r["comm_bound"]
-    # At half of peak, TP=8 is still compute-bound in BF16 but communication-bound in FP8.
+        forward = calc.tp_mlp_intensity(14336, n, node="H100-SXM")["intensity"]
+        assert d.numbers[f"intensity_{n}"] == pytest.approx(1.5 * forward)  # a step: 3× the FLOPs, 2× the bytes
+    assert d.numbers["intensity_8"] == pytest.approx(3072)
+    # Over a step at peak, TP=8 is compute-bound in BF16 and communication-bound in FP8: the text's story.
     assert d.numbers["comm_bound_bf16_8"] == 0 and d.numbers["comm_bound_fp8_8"] == 1
-    assert "PREDICTED" in d.svg.upper() or "not measured" in d.svg
+    assert "datasheet peak" in d.title and "arithmetic intensity" in d.alt and "2,198" in d.svg
+    assert "1.5·F/(N−1)" in d.svg and "not measured" in d.svg
+    # The forward alone is F/(N−1): TP=8 falls under the BF16 ridge there, which is why the step matters.
+    f = figures.render("tp-roofline", {"per": "forward"}, "f")
+    assert f.numbers["intensity_8"] == pytest.approx(14336 / 7) and f.numbers["comm_bound_bf16_8"] == 1
+    # At 50% MFU both ridges halve and TP=8 is compute-bound in both precisions.
+    h = figures.render("tp-roofline", {"mfu": 0.5}, "f")
+    assert h.numbers["ridge_fp8"] == pytest.approx(d.numbers["ridge_fp8"] / 2) and h.numbers["comm_bound_fp8_8"] == 0
+    assert "50% MFU" in h.title
+
+
+def test_roofline_text_tells_the_figure_story(l06):
+    body = " ".join(next(b for _, b in l06.blocks("section") if b.id == "collective-costs").body.split())
+    fig = l06.figures["tp-roof"]
+    assert "arithmetic intensity" in body and "1.5\\,F/(N-1)" in body
+    assert f"{fig.numbers['ridge_bf16']:,.0f}" in body and f"{fig.numbers['ridge_fp8']:,.0f}" in body
+    assert "compute-bound in BF16, communication-bound in FP8" in body
+    assert fig.numbers["comm_bound_bf16_8"] == 0 and fig.numbers["comm_bound_fp8_8"] == 1
+    assert "MFU = 100%" in body
 
 
 def test_memory_figure_matches_calc_and_escapes_labels():

@@ -1,4 +1,11 @@
-"""The tensor-parallel MLP's communication roofline against a node's compute and NVLink."""
+"""The tensor-parallel MLP's arithmetic intensity on the link against a node's compute and NVLink.
+
+Intensity here is FLOPs each rank computes per byte it sends over NVLink. calc.tp_mlp_intensity gives the
+forward pass, F/(N−1). Over a training step the backward runs two GEMMs per forward GEMM (the input's gradient
+and the weight's) and one mirror all-reduce, at the block's input (Megatron-LM 2019, the `f` operator): three
+times the FLOPs for twice the bytes, so 1.5·F/(N−1). The ridge of each roof is peak FLOP/s × MFU ÷ link bytes/s;
+at MFU = 1 it is the datasheet ridge, 989 TFLOP/s ÷ 450 GB/s ≈ 2,198 FLOP/byte for BF16 on H100.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,8 @@ from .base import GREEN, RED, FigureSpec, Params, finish, text_at, title_line
 class RooflineParams(Params):
     ffn: int = Field(14336, ge=64, le=1_000_000, description="MLP width F (Llama-3-8B: 14,336).")
     degrees: list[int] = Field(default_factory=lambda: [2, 4, 8], min_length=1, description="TP degrees marked.")
-    mfu: float = Field(0.5, gt=0, le=1, description="Fraction of peak the GEMMs sustain.")
+    mfu: float = Field(1.0, gt=0, le=1, description="Fraction of peak the GEMMs sustain; 1 draws the datasheet ridges.")
+    per: Literal["step", "forward"] = Field("step", description="Count a whole training step or the forward only.")
     node: Literal["H100-SXM", "H200"] = Field("H100-SXM", description="Node from labs/parallel/costmodel.py.")
 
     @model_validator(mode="after")
@@ -29,10 +37,27 @@ class RooflineParams(Params):
         return self
 
 
+STEP_OVER_FORWARD = 1.5  # a step: 3× the forward's FLOPs (forward + dgrad + wgrad) for 2× its all-reduce bytes
+
+
+def intensity(ffn: float, degree: int, mfu: float, node: str, precision: str, per: str) -> dict:
+    """calc.tp_mlp_intensity for the forward, or scaled to a whole step, with the ridge it is compared to."""
+    r = calc.tp_mlp_intensity(ffn, degree, mfu, node=node, precision=precision)
+    factor = STEP_OVER_FORWARD if per == "step" else 1.0
+    value = factor * r["intensity"]
+    link = calc.node_figures(node)["link_bytes_per_s"]
+    return {
+        "intensity": value,
+        "ridge": r["ridge"],
+        "comm_bound": value < r["ridge"],
+        "attainable_tflops": min(r["peak_tflops"], value * link / 1e12),
+    }
+
+
 def draw_roofline(p: RooflineParams) -> Rendered:
     fig = calc.node_figures(p.node)
-    width, height = 780, 380
-    left, right, top, bottom = 70, 236, 40, 56
+    width, height = 780, 390
+    left, right, top, bottom = 70, 236, 40, 62
     pw, ph = width - left - right, height - top - bottom
     x_lo, x_hi, y_lo, y_hi = 2.0, 5.0, 1.5, 3.5  # log10: 100..100k FLOP/byte; ~30..3000 TFLOP/s
 
@@ -42,19 +67,23 @@ def draw_roofline(p: RooflineParams) -> Rendered:
     def py(tf: float) -> float:
         return top + ph - (math.log10(tf) - y_lo) / (y_hi - y_lo) * ph
 
-    title = f"Tensor-parallel MLP on {fig['gpus']}× {p.node}: where NVLink, not the GEMMs, sets the pace"
+    formula = "1.5·F/(N−1)" if p.per == "step" else "F/(N−1)"
+    scope = "a training step" if p.per == "step" else "the forward pass"
+    at = "at datasheet peak" if p.mfu == 1 else f"at {p.mfu:.0%} MFU"
+    title = f"Arithmetic intensity of a TP MLP on {fig['gpus']}× {p.node}, over {scope}, {at}"
     roofs = []
     for i, (prec, dashed) in enumerate((("bf16", False), ("fp8", True))):
         peak = fig[f"{prec}_tflops"] * p.mfu
         ridge = peak * 1e12 / fig["link_bytes_per_s"]
         roofs.append((prec, peak, ridge, dashed, PALETTE[i + 1]))
-    points = [(d, calc.tp_mlp_intensity(p.ffn, d, p.mfu, node=p.node, precision="bf16")) for d in p.degrees]
-    fp8_points = [(d, calc.tp_mlp_intensity(p.ffn, d, p.mfu, node=p.node, precision="fp8")) for d in p.degrees]
+    points = [(d, intensity(p.ffn, d, p.mfu, p.node, "bf16", p.per)) for d in p.degrees]
+    fp8_points = [(d, intensity(p.ffn, d, p.mfu, p.node, "fp8", p.per)) for d in p.degrees]
     alt = (
-        f"Log-log roofline. x: FLOPs each rank computes per byte it sends over NVLink in the MLP block, F/(N−1) "
-        f"with F = {p.ffn:,}. y: attainable TFLOP/s, the lower of the GEMMs' {p.mfu:.0%}-of-peak rate and x × "
-        f"{fig['link_gbs']:g} GB/s. The ridge (communication takes as long as compute) sits at "
-        f"{roofs[0][2]:,.0f} FLOP/byte for BF16 ({roofs[0][1]:,.0f} TFLOP/s) and {roofs[1][2]:,.0f} for FP8 "
+        f"Log-log roofline. x: arithmetic intensity on the link, the FLOPs each rank computes per byte it sends "
+        f"over NVLink in the MLP block over {scope}, {formula} with F = {p.ffn:,}. y: attainable TFLOP/s, the "
+        f"lower of the GEMMs' rate ({at}) and x × {fig['link_gbs']:g} GB/s. Each ridge is peak FLOP/s ÷ link "
+        f"bandwidth, where communication takes as long as compute: {roofs[0][2]:,.0f} FLOP/byte for BF16 "
+        f"({roofs[0][1]:,.0f} TFLOP/s ÷ {fig['link_gbs']:g} GB/s) and {roofs[1][2]:,.0f} for FP8 "
         f"({roofs[1][1]:,.0f} TFLOP/s). "
         + "; ".join(
             f"TP={d}: {r['intensity']:,.0f} FLOP/byte, "
@@ -77,7 +106,10 @@ def draw_roofline(p: RooflineParams) -> Rendered:
     out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
     out.append(
         text_at(
-            left + pw / 2, height - 22, "FLOPs per byte sent over NVLink, per rank: F / (N − 1)  (log)", anchor="middle"
+            left + pw / 2,
+            height - 26,
+            f"arithmetic intensity: FLOPs per byte sent over NVLink, per rank, {formula}  (log)",
+            anchor="middle",
         )
     )
     out.append(
@@ -100,8 +132,8 @@ def draw_roofline(p: RooflineParams) -> Rendered:
         out.append(
             f'<line x1="{lx}" x2="{lx + 22}" y1="{legend_y}" y2="{legend_y}" stroke="{colour}" stroke-width="2"{dash}/>'
         )
-        out.append(text_at(lx + 28, legend_y + 4, f"{prec.upper()} at {p.mfu:.0%}: {peak:,.0f} TF/s"))
-        out.append(text_at(lx + 28, legend_y + 18, f"ridge {ridge:,.0f} FLOP/B", fill="#444"))
+        out.append(text_at(lx + 28, legend_y + 4, f"{prec.upper()}: {peak:,.0f} TF/s {'peak' if p.mfu == 1 else ''}"))
+        out.append(text_at(lx + 28, legend_y + 18, f"{prec.upper()} ridge {ridge:,.0f} FLOP/B", fill="#444"))
         legend_y += 40
     for prec, pts_ in (("BF16", points), ("FP8", fp8_points)):
         for d, r in pts_:
@@ -114,7 +146,8 @@ def draw_roofline(p: RooflineParams) -> Rendered:
                 f"<title>{escape(tip)}</title></circle>"
             )
             if prec == "BF16":
-                out.append(text_at(x, y + 20, f"TP={d}", anchor="middle", fill=colour, extra=' font-weight="600"'))
+                label = f"TP={d}: {r['intensity']:,.0f}"
+                out.append(text_at(x, y + 20, label, anchor="middle", fill=colour, extra=' font-weight="600"'))
     lx = left + pw + 12
     out.append(f'<circle cx="{lx + 11}" cy="{legend_y}" r="5" fill="{GREEN}" stroke="{GREEN}" stroke-width="2"/>')
     out.append(text_at(lx + 28, legend_y + 4, "compute-bound (BF16 filled,"))
@@ -123,7 +156,7 @@ def draw_roofline(p: RooflineParams) -> Rendered:
     out.append(text_at(lx + 28, legend_y + 38, "communication-bound"))
     out.append(text_at(lx, legend_y + 64, f"MLP block, F = {p.ffn:,}", fill="#444"))
     out.append(text_at(lx, legend_y + 80, "Predicted from datasheet", fill="#444"))
-    out.append(text_at(lx, legend_y + 94, "figures, not measured", fill="#444"))
+    out.append(text_at(lx, legend_y + 94, f"figures {at}, not measured", fill="#444"))
     out.append("</svg>")
     rows = [
         [
@@ -135,7 +168,7 @@ def draw_roofline(p: RooflineParams) -> Rendered:
         ]
         for (d, r), (_, f8) in zip(points, fp8_points)
     ]
-    numbers: dict[str, float] = {"ridge_bf16": roofs[0][2], "ridge_fp8": roofs[1][2]}
+    numbers: dict[str, float] = {"ridge_bf16": roofs[0][2], "ridge_fp8": roofs[1][2], "mfu": p.mfu}
     for (d, r), (_, f8) in zip(points, fp8_points):
         numbers[f"intensity_{d}"] = r["intensity"]
         numbers[f"comm_bound_bf16_{d}"] = float(r["comm_bound"])
@@ -147,7 +180,7 @@ def draw_roofline(p: RooflineParams) -> Rendered:
         alt=alt,
         columns=[
             "degree",
-            "FLOP per NVLink byte",
+            f"arithmetic intensity, {formula} (FLOP per NVLink byte)",
             "attainable TFLOP/s (BF16)",
             "comm-bound in BF16",
             "comm-bound in FP8",
@@ -158,5 +191,8 @@ def draw_roofline(p: RooflineParams) -> Rendered:
 
 
 SPEC = FigureSpec(
-    "tp-roofline", "TP MLP communication roofline against a node's compute and NVLink", RooflineParams, draw_roofline
+    "tp-roofline",
+    "Arithmetic intensity of a TP MLP on the link against a node's compute and NVLink",
+    RooflineParams,
+    draw_roofline,
 )
