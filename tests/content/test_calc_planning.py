@@ -96,13 +96,40 @@ def test_fsdp_in_a_node_and_across_nodes():
     assert gather["ms"] == pytest.approx(27.2, rel=1e-2) and 3 * gather["ms"] == pytest.approx(81.7, rel=1e-2)
     compute = calc.train_compute(7e9, 16384, 989e12, 0.4)["seconds"]
     assert compute == pytest.approx(1.74, rel=1e-2)
-    wide = calc.collective_time(14e9, 512, 50e9)["seconds"]
-    assert wide == pytest.approx(0.28, rel=1e-2) and 3 * wide == pytest.approx(0.84, rel=1e-2)
     step = calc.fsdp_step(7e9, 8, 450e9, 16384, 989e12, 0.4)
     assert step["comm_ms"] == pytest.approx(3 * gather["ms"]) and step["share"] == pytest.approx(4.7, rel=1e-2)
-    assert calc.fsdp_step(7e9, 512, 50e9, 16384, 989e12, 0.4)["share"] == pytest.approx(48, rel=1e-2)
     hsdp = calc.collective_time(14e9 / 8, 64, 50e9, "all-reduce")["seconds"]
     assert hsdp == pytest.approx(0.07, rel=2e-2)
+
+
+def test_cross_node_collectives_use_every_nic_of_a_node():
+    # 64 nodes: 63/64 × 14 GB leaves each node through 8 × 50 GB/s = 400 GB/s: 34.45 ms (issue 32 §1.1)
+    one = calc.network_collective(14e9, nodes=64, gpus_per_node=8, nic_bandwidth=50e9, nvlink_bandwidth=450e9)
+    assert one["egress_gbs"] == 400 and one["node_out_gb"] == pytest.approx(13.78, rel=1e-3)
+    assert one["ms"] == pytest.approx(34.45, rel=1e-3) and one["ms"] == one["network_ms"] > one["nvlink_ms"]
+    assert one["per_gpu_nic_ms"] == pytest.approx(279.5, rel=1e-3)  # 511/512 × 14 GB ÷ 50 GB/s: 8× too high
+    wide = calc.fsdp_step(7e9, 512, 450e9, 16384, 989e12, 0.4, nic_bandwidth=50e9)
+    assert wide["comm_ms"] == pytest.approx(103.4, rel=1e-3) and wide["share"] == pytest.approx(5.94, rel=1e-2)
+    # the issue's generated variant: 7B on 64 GPUs keyed 827 ms, ≈ 92 ms right (7/8 × 14 GB ÷ 400 GB/s × 3)
+    eight = calc.fsdp_step(7e9, 64, 450e9, 16384, 989e12, 0.4)
+    assert eight["comm_ms"] == pytest.approx(91.9, rel=1e-3) and eight["per_gpu_nic_ms"] == pytest.approx(827, rel=1e-3)
+    # NVLink is the slower path when few nodes each send little: 2 nodes of 8, 1/2 × 14 GB ÷ 400 vs 15/16 × 14 ÷ 450
+    two = calc.network_collective(14e9, nodes=2)
+    assert two["ms"] == two["nvlink_ms"] == pytest.approx(29.17, rel=1e-3)
+    assert two["network_ms"] == pytest.approx(17.5) and two["network_ms"] < two["ms"]
+    with pytest.raises(calc.CalcError, match="whole number of nodes"):
+        calc.fsdp_step(7e9, 12, 450e9, 4096, 989e12, 0.4)
+
+
+def test_hsdp_sends_fewer_bytes_across_nodes_than_fsdp():
+    one = calc.hsdp_step(7e9, 8, 64, 50e9)
+    # per node and step: FSDP 3 × 63/64 × 14 GB = 41.3 GB, HSDP's all-reduce 2 × 63/64 × 14 GB = 27.6 GB
+    assert one["fsdp_node_out_gb"] == pytest.approx(41.34, rel=1e-3) and one["node_out_gb"] == pytest.approx(
+        27.56, rel=1e-3
+    )
+    assert one["fsdp_over_hsdp"] == 1.5
+    # four micro-batches: FSDP repeats its three collectives per pass, HSDP all-reduces once
+    assert calc.hsdp_step(7e9, 8, 64, 50e9, microbatches=4)["fsdp_over_hsdp"] == 6
 
 
 def test_moe_problems():

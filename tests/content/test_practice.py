@@ -360,3 +360,18 @@ def test_multi_step_numeric_steps_must_be_fixed():
                 ],
             }
         )  # fmt: skip
+
+
+def test_fsdp_and_hsdp_questions_draw_only_setups_that_fit(course):
+    from app.content import calc
+
+    lesson = course.lesson("planning-at-scale")
+    fsdp, hsdp = lesson.questions["fsdp-step-comm"], lesson.questions["hsdp-cross-node"]
+    seen = set()
+    for seed in range(40):
+        p = make_variant(fsdp, seed).params
+        assert calc.model_state(p["params"] * 1e9, dp=p["gpus"], zero=3)["state_gb"] <= 80, p
+        seen.add((p["params"], p["gpus"]))
+        h = make_variant(hsdp, seed).params
+        assert calc.model_state(h["params"] * 1e9, dp=h["gpus_per_node"], zero=3)["state_gb"] <= 80, h
+    assert (70, 8) not in seen and {(70, 64), (7, 8), (7, 512)} <= seen  # 70B needs more than one node

@@ -109,6 +109,48 @@ def collective_time(size: float, gpus: int, bandwidth: float, kind: str = "all-g
     return {"moved": moved, "seconds": moved / bandwidth, "ms": 1e3 * moved / bandwidth}
 
 
+def network_collective(
+    size: float,
+    nodes: int,
+    gpus_per_node: int = 8,
+    nic_bandwidth: float = 50e9,
+    nvlink_bandwidth: float = 450e9,
+    kind: str = "all-gather",
+) -> dict:
+    """Seconds for one collective over `nodes` nodes of `gpus_per_node` GPUs, the array sharded over all of them.
+
+    A rail-optimised cluster gives every GPU its own NIC, and NCCL runs one ring per rail (one per NIC
+    index), so all of a node's NICs carry the collective at once. What crosses the network is what each
+    node lacks: (nodes−1)/nodes of the array enters (and leaves) every node, through its
+    gpus_per_node × nic_bandwidth of egress. The NVLink hops inside the node carry (N−1)/N of the array
+    per GPU at the same time; the slower of the two paths sets the time (How to Scale Your Model, GPU
+    chapter, on collectives beyond a node; NVIDIA/nccl#1250 measures the per-node NICs adding up).
+    `per_gpu_nic_ms` is the mistaken price: each GPU's (N−1)/N through its own NIC alone.
+    """
+    size = positive("size", size)
+    nodes = whole("nodes", nodes, least=2)
+    per_node = whole("gpus_per_node", gpus_per_node)
+    nic, nvlink = positive("nic_bandwidth", nic_bandwidth), positive("nvlink_bandwidth", nvlink_bandwidth)
+    kinds = {"all-gather": 1, "reduce-scatter": 1, "all-reduce": 2}
+    if kind not in kinds:
+        raise CalcError(f"kind must be one of {sorted(kinds)}, got {kind!r}")
+    phases, gpus = kinds[kind], nodes * per_node
+    node_out = phases * (nodes - 1) / nodes * size  # bytes leaving each node
+    egress = per_node * nic
+    network_s = node_out / egress
+    nvlink_s = phases * (gpus - 1) / gpus * size / nvlink
+    seconds = max(network_s, nvlink_s)
+    return {
+        "node_out_gb": node_out / 1e9,
+        "egress_gbs": egress / 1e9,
+        "network_ms": 1e3 * network_s,
+        "nvlink_ms": 1e3 * nvlink_s,
+        "seconds": seconds,
+        "ms": 1e3 * seconds,
+        "per_gpu_nic_ms": 1e3 * phases * (gpus - 1) / gpus * size / nic,
+    }
+
+
 def fsdp_step(
     params: float,
     gpus: int,
@@ -118,36 +160,78 @@ def fsdp_step(
     mfu: float,
     collectives: int = 3,
     bytes_per_param: float = 2,
+    gpus_per_node: int = 8,
+    nic_bandwidth: float = 50e9,
 ) -> dict:
-    """FSDP's communication per step against its compute, per GPU.
+    """FSDP's communication per pass against its compute, per GPU.
 
-    Each step all-gathers the 16-bit weights for forward and again for backward and reduce-scatters the
-    gradients: `collectives` transfers of (N−1)/N of the weights each. Compute is 6·N·tokens per GPU.
+    Each pass all-gathers the 16-bit weights for forward and again for backward and reduce-scatters the
+    gradients: `collectives` transfers of (N−1)/N of the weights each. `bandwidth` is NVLink's, per GPU.
+    Up to `gpus_per_node` GPUs the collectives stay in one node; beyond it they cross the network, priced
+    by network_collective (bytes ÷ the node's egress, gpus_per_node × nic_bandwidth). Compute is
+    6·N·tokens per GPU.
     """
     size = positive("params", params) * positive("bytes_per_param", bytes_per_param)
-    one = collective_time(size, gpus, bandwidth)
-    comm = whole("collectives", collectives) * one["seconds"]
+    gpus, per_node = whole("gpus", gpus), whole("gpus_per_node", gpus_per_node)
+    count = whole("collectives", collectives)
+    if gpus <= per_node:
+        one = collective_time(size, gpus, bandwidth)
+        ms, node_out, per_gpu_nic = one["ms"], 0.0, one["ms"]
+    else:
+        if gpus % per_node:
+            raise CalcError(f"gpus ({gpus}) must be a whole number of nodes of gpus_per_node ({per_node})")
+        net = network_collective(size, gpus // per_node, per_node, nic_bandwidth, bandwidth)
+        ms, node_out, per_gpu_nic = net["ms"], net["node_out_gb"], net["per_gpu_nic_ms"]
+    comm = count * ms / 1e3
     compute = 6 * params * positive("tokens", tokens) / (positive("flops", flops) * fraction("mfu", mfu))
     return {
         "size_gb": size / 1e9,
-        "moved_gb": one["moved"] / 1e9,
-        "one_ms": one["ms"],
+        "moved_gb": (gpus - 1) / gpus * size / 1e9,
+        "one_ms": ms,
         "comm_ms": 1e3 * comm,
         "compute_s": compute,
         "share": 100 * comm / compute,
+        "cross_node": gpus > per_node,
+        "node_out_gb": count * node_out,  # bytes leaving each node per pass, all collectives
+        "egress_gbs": per_node * nic_bandwidth / 1e9,
+        "per_gpu_nic_ms": count * per_gpu_nic,  # the mistaken price, for feedback
     }
 
 
-def hsdp_step(params: float, gpus_per_node: int, nodes: int, bandwidth: float, bytes_per_param: float = 2) -> dict:
+def hsdp_step(
+    params: float,
+    gpus_per_node: int,
+    nodes: int,
+    bandwidth: float,
+    bytes_per_param: float = 2,
+    microbatches: int = 1,
+) -> dict:
     """Hybrid sharding: state sharded over a node's GPUs, replicated over nodes. Only the gradient
-    all-reduce crosses nodes, and each GPU takes part with its own 1/gpus_per_node shard."""
-    shard = (
-        positive("params", params)
-        * positive("bytes_per_param", bytes_per_param)
-        / whole("gpus_per_node", gpus_per_node)
-    )
-    r = collective_time(shard, whole("nodes", nodes, least=2), bandwidth, "all-reduce")
-    return {"shard_gb": shard / 1e9, "moved_gb": r["moved"] / 1e9, "ms": r["ms"], "seconds": r["seconds"]}
+    all-reduce crosses nodes, and each GPU takes part with its own 1/gpus_per_node shard through its own
+    NIC (`bandwidth`), in the ring of its rail: 2·(nodes−1)/nodes of the whole gradient leaves each node,
+    over all its NICs at once.
+
+    Against FSDP over all nodes × gpus_per_node GPUs, which sends 3·(nodes−1)/nodes of the weights out of
+    every node in every pass (two gathers and a reduce-scatter): `fsdp_node_out_gb` per step of
+    `microbatches` passes, since FSDP frees the gathered weights after each pass and gathers them again,
+    while HSDP can hold its cross-node all-reduce for the last pass (FSDP2's set_requires_all_reduce).
+    """
+    per_node, nodes = whole("gpus_per_node", gpus_per_node), whole("nodes", nodes, least=2)
+    whole_size = positive("params", params) * positive("bytes_per_param", bytes_per_param)
+    shard = whole_size / per_node
+    r = collective_time(shard, nodes, bandwidth, "all-reduce")
+    passes = whole("microbatches", microbatches)
+    hsdp_out = 2 * (nodes - 1) / nodes * whole_size
+    fsdp_out = 3 * passes * (nodes - 1) / nodes * whole_size
+    return {
+        "shard_gb": shard / 1e9,
+        "moved_gb": r["moved"] / 1e9,
+        "ms": r["ms"],
+        "seconds": r["seconds"],
+        "node_out_gb": hsdp_out / 1e9,
+        "fsdp_node_out_gb": fsdp_out / 1e9,
+        "fsdp_over_hsdp": fsdp_out / hsdp_out,
+    }
 
 
 def pipeline_bubble(stages: int, microbatches: int) -> dict:

@@ -94,16 +94,27 @@ def _step_compute(p):
 
 
 def _fsdp_step(p):
+    gpus = int(p["gpus"])
+    state = calc.model_state(p["params"] * 1e9, dp=gpus, zero=3)["state_gb"]
+    if state > p["memory"]:  # a draw the learner could not run: make_variant draws again
+        raise calc.CalcError(f"FSDP of {p['params']}B over {gpus} GPUs keeps {state:.0f} GB per GPU > {p['memory']} GB")
     return calc.fsdp_step(
-        p["params"] * 1e9, int(p["gpus"]), p["bandwidth"] * 1e9, p["tokens"], p["flops"] * 1e12, p["mfu"],
-        int(p["collectives"]),
+        p["params"] * 1e9, gpus, p["bandwidth"] * 1e9, p["tokens"], p["flops"] * 1e12, p["mfu"],
+        int(p["collectives"]), gpus_per_node=int(p["gpus_per_node"]), nic_bandwidth=p["nic"] * 1e9,
     )  # fmt: skip
+
+
+PER_GPU_NIC = (
+    "That pushes each GPU's (N−1)/N of the weights through its own {nic:g} GB/s NIC. NCCL runs one ring per "
+    "rail, so all {per_node} NICs of a node carry the collective at once: what crosses the network is the "
+    "(nodes−1)/nodes of the weights each node lacks, at the node's {egress:g} GB/s of egress."
+)
 
 
 def _fsdp(p):
     r = _fsdp_step(p)
     gpus, collectives = int(p["gpus"]), int(p["collectives"])
-    mistakes = no_own_share(r["comm_ms"], gpus)
+    mistakes = [] if r["cross_node"] else no_own_share(r["comm_ms"], gpus)
     if collectives == 3:
         mistakes.append(
             (
@@ -112,7 +123,26 @@ def _fsdp(p):
                 "for the backward (it freed them in between), and reduce-scatters the gradients: three.",
             )
         )
-    return {"answer": r["comm_ms"], "one_ms": r["one_ms"], "moved_gb": r["moved_gb"], "mistakes": mistakes}
+    if r["cross_node"]:
+        words = PER_GPU_NIC.format(nic=p["nic"], per_node=int(p["gpus_per_node"]), egress=r["egress_gbs"])
+        mistakes.append((r["per_gpu_nic_ms"], words))
+    nodes = gpus // int(p["gpus_per_node"])
+    return {
+        "answer": r["comm_ms"],
+        "one_ms": r["one_ms"],
+        "moved_gb": r["moved_gb"],
+        "node_out_gb": r["node_out_gb"] / collectives,
+        "egress": r["egress_gbs"],
+        "nodes": nodes,
+        "where": (
+            f"{nodes} nodes, (nodes−1)/nodes × {r['size_gb']:g} GB = {r['node_out_gb'] / collectives:.3g} GB leaves "
+            f"each node per collective, through its {int(p['gpus_per_node'])} NICs at once ({r['egress_gbs']:g} GB/s)"
+            if r["cross_node"]
+            else f"one node, (N−1)/N × {r['size_gb']:g} GB = {r['moved_gb']:.3g} GB crosses each GPU's NVLink "
+            f"({p['bandwidth']:g} GB/s)"
+        ),
+        "mistakes": mistakes,
+    }
 
 
 def _share(p):
@@ -122,6 +152,11 @@ def _share(p):
 
 def _hsdp(p):
     per_node = int(p["gpus_per_node"])
+    state = calc.model_state(p["params"] * 1e9, dp=per_node, zero=3)["state_gb"]
+    if state > p["memory"]:  # HSDP shards only inside a node: a draw that cannot run is drawn again
+        raise calc.CalcError(
+            f"HSDP of {p['params']}B over {per_node} GPUs keeps {state:.0f} GB per GPU > {p['memory']} GB"
+        )
     r = calc.hsdp_step(p["params"] * 1e9, per_node, int(p["nodes"]), p["bandwidth"] * 1e9)
     mistakes = [
         (r["ms"] / 2, ONE_PHASE),
@@ -222,6 +257,19 @@ def _tokens_per_step(p):
 
 
 MODEL_7B = {"layers": 32, "hidden": 4096, "heads": 32}
+# H100 nodes: NVLink per GPU, one NIC per GPU (rail-optimised), 80 GB per GPU for FSDP's sharded state.
+FSDP_DEFAULTS = {
+    "params": 7,
+    "gpus": 8,
+    "bandwidth": 450,
+    "nic": 50,
+    "gpus_per_node": 8,
+    "memory": 80,
+    "collectives": 3,
+    "tokens": 16384,
+    "flops": 989,
+    "mfu": 0.4,
+}
 
 FAMILIES: list[Generator] = [
     Generator(
@@ -282,17 +330,16 @@ FAMILIES: list[Generator] = [
     ),
     Generator(
         "fsdp_comm",
-        {"params": 7, "gpus": 8, "bandwidth": 450, "collectives": 3, "tokens": 16384, "flops": 989, "mfu": 0.4},
+        FSDP_DEFAULTS,
         "ms",
-        "FSDP over {{gpus}} GPUs at {{bandwidth}} GB/s, {{params}}B BF16 parameters, {{collectives}} collectives "
-        "per step: milliseconds of communication per step?",
-        "Each collective moves (N−1)/N × {{params}}·2 GB = {{moved_gb|.3g}} GB through each GPU, {{one_ms|.1f}} ms; "
-        "× {{collectives}} = {{answer|.0f}} ms.",
+        "FSDP over {{gpus}} GPUs ({{gpus_per_node}} per node, NVLink {{bandwidth}} GB/s, one {{nic}} GB/s NIC per "
+        "GPU), {{params}}B BF16 parameters, {{collectives}} collectives per pass: milliseconds of communication?",
+        "In {{where}}: {{one_ms|.1f}} ms each; × {{collectives}} = {{answer|.0f}} ms.",
         _fsdp,
     ),
     Generator(
         "comm_share",
-        {"params": 7, "gpus": 8, "bandwidth": 450, "collectives": 3, "tokens": 16384, "flops": 989, "mfu": 0.4},
+        FSDP_DEFAULTS,
         "%",
         "FSDP's communication ({{gpus}} GPUs, {{bandwidth}} GB/s) as a percentage of the step's compute?",
         "{{comm_s|.3g}} s of communication ÷ {{compute_s|.3g}} s of compute = {{answer|.1f}}%.",
@@ -300,7 +347,7 @@ FAMILIES: list[Generator] = [
     ),
     Generator(
         "hsdp_comm",
-        {"params": 7, "gpus_per_node": 8, "nodes": 64, "bandwidth": 50},
+        {"params": 7, "gpus_per_node": 8, "nodes": 64, "bandwidth": 50, "memory": 80},
         "ms",
         "HSDP: state sharded over the {{gpus_per_node}} GPUs of a node, replicated over {{nodes}} nodes at "
         "{{bandwidth}} GB/s. Milliseconds for the cross-node gradient all-reduce?",
