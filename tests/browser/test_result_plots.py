@@ -43,8 +43,8 @@ def people(live_server) -> dict:
     _grader(s, "plots-grader@example.org")  # a grader assigned to the lesson
     grader = s.user("plots-grader@example.org")
     first = s.job(uid, "fp8-step")
-    for lab in ("tp-sweep", "overlap-trace"):
-        s.job(uid, lab)
+    sweep = s.job(uid, "tp-sweep")
+    s.job(uid, "overlap-trace")
     second = s.job(uid, "fp8-step", {**_tiny_fp8(), "recipe": "current"})
     report = s.graded_report(uid, grader)
     s.close()
@@ -54,6 +54,7 @@ def people(live_server) -> dict:
         "a": first,
         "b": second,
         "report": report,
+        "sweep": sweep,
     }
 
 
@@ -150,6 +151,44 @@ def test_comparing_two_runs_overlays_both_on_one_axis(open_page, live_server, pe
     for img in history.locator("img").all():
         expect(img).to_be_visible()
     expect(history.locator(".plotv")).to_have_count(0)
+    assert serious_violations(page) == []
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_sweep_chart_is_two_panels_with_legends_under_them(open_page, live_server, people, size):
+    """tp-sweep's measured and predicted panels, redrawn one under the other: each legend is HTML under its chart,
+    so a phone reads every line's name without swiping, and every chart fits the screen."""
+    page = open_page(size, people["email"])
+    page.goto(f"{live_server.url}/jobs/{people['sweep']}")
+    figure = page.locator("figure.plot[data-plot-src]").first
+    charts = figure.locator(".plotv-chart")
+    expect(charts).to_have_count(2)
+    expect(figure.locator(".scroll-box")).to_be_hidden()
+    expect(figure.locator(".scroll-hint")).to_be_hidden()
+    expect(figure.locator(".plotv-title")).to_have_text([re.compile("^Measured on this machine"), re.compile("^Predicted")])
+    width = SIZES[size][0]
+    for k in range(2):
+        chart, legend = charts.nth(k).bounding_box(), figure.locator(".plotv-legend").nth(k)
+        names = [n.strip() for n in legend.locator("li").all_inner_texts()]
+        assert names == ["step", "local GEMM", "collective", "exposed comm"]
+        for li in legend.locator("li").all():
+            b = li.bounding_box()
+            assert b["y"] >= chart["y"] + chart["height"] and b["x"] + b["width"] <= width, (k, b)
+        assert chart["x"] >= 0 and chart["x"] + chart["width"] <= width
+    # collective and exposed comm coincide when nothing hides the collective: hollow markers keep both visible
+    assert charts.first.locator("svg rect, svg circle, svg polygon").count() > 4
+    # both panels share the x axis: TP=1 and TP=2 sit at one x in each, though only the prediction reaches TP=8
+    ticks = [c.locator("svg text[text-anchor=middle]").evaluate_all(
+        "ts => Object.fromEntries(ts.filter(t => /^[0-9]+$/.test(t.textContent)).map(t => [t.textContent, +t.getAttribute('x')]))"
+    ) for c in (charts.nth(0), charts.nth(1))]
+    assert ticks[0]["1"] == pytest.approx(ticks[1]["1"]) and ticks[0]["2"] == pytest.approx(ticks[1]["2"]), ticks
+    # the TP degrees are the x ticks, evenly spaced (log x)
+    charts.nth(1).focus()
+    page.keyboard.press("End")
+    expect(figure.locator(".plotv-readout").nth(1)).to_contain_text("TP degree 8 · step ")
+    assert _overflow(page) <= 1
+    figure.scroll_into_view_if_needed()
+    screenshot(page, f"result-plot-sweep-{size}", full_page=False)
     assert serious_violations(page) == []
 
 
