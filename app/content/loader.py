@@ -414,11 +414,21 @@ class _LessonBuild:
                 _, problems = tools_mod.validate(tool, check.inputs)
                 for name, message in problems.items():
                     self.err(rel, (*loc, "inputs", name), message, repr(check.inputs.get(name)))
-                if check.predicts is not None and check.predicts not in tool.outputs:
+                # "Predict, then check" is for a number: a pause links to a calculator only to check the number
+                # its prompt asks for, and the calculator keeps its answer back until that number is typed.
+                numeric = [k for k, o in tool.outputs.items() if o.kind != "yes/no"]
+                if check.predicts is None or check.predicts not in tool.outputs:
                     self.err(
                         rel,
                         (*loc, "predicts"),
                         f"an output of {check.tool} ({', '.join(tool.outputs)})",
+                        repr(check.predicts),
+                    )
+                elif tool.outputs[check.predicts].kind == "yes/no":
+                    self.err(
+                        rel,
+                        (*loc, "predicts"),
+                        f"a number the prompt asks for ({', '.join(numeric)}); a yes/no output has nothing to predict",
                         repr(check.predicts),
                     )
 
