@@ -40,7 +40,7 @@ from labs.overlap_trace import report
 from labs.overlap_trace.params import Params, device_for
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
-from labs.trace.profile import nvtx_range, profiled
+from labs.trace.profile import align_ranks, host_group, nvtx_range, profiled
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
 
@@ -204,6 +204,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
     w1_parallel = w1[rank * rows : (rank + 1) * rows].contiguous()  # (ffn/p, hidden)
     x, x2, w1_parallel, w_ind, w_dep = (t.to(device) for t in (x, x2, w1_parallel, w_ind, w_dep))
     group = dist.group.WORLD
+    host = host_group(list(range(world)))  # gloo: the per-step rendezvous launches no GPU kernel
     comm_stream = torch.cuda.Stream() if device_kind == "cuda" else None
 
     out = {}
@@ -221,7 +222,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
         profile = Path(out_dir) / f"profile_{schedule}_rank{rank}.json" if device_kind == "cuda" else None
         with profiled(profile, enabled=profile is not None) as prof:
             for s in range(params.steps):
-                dist.barrier()  # every rank starts the measured step together
+                # Every rank starts the measured step together, off the profiled timeline (labs.trace.profile).
+                align_ranks(host, prof=prof, cuda=device_kind == "cuda")
                 clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
                 marks, (a, b), n_unwritten, numel = step(clock)
                 clock.sync()
@@ -232,8 +234,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
                 ]
                 steps.append((clock.ms(a), clock.ms(b)))
                 unwritten.append(n_unwritten)
-                if prof is not None:
-                    prof.step()
+                if prof is not None and s < params.steps - 1:
+                    prof.step()  # one ProfilerStep#N per measured step
         out[schedule] = {
             "spans": spans,
             "steps": steps,

@@ -229,11 +229,44 @@ def gather_from_tp_region(x_parallel: torch.Tensor, group=None) -> torch.Tensor:
 # ---- linears with traced GEMMs -----------------------------------------------------------------
 
 
-def fp8_round(t: torch.Tensor, fmt: str) -> torch.Tensor:
-    """Emulated FP8 GEMM input: per-tensor current scaling from this rank's own tensor (labs.numerics.fp8)."""
+_SCALES: list[tuple[str, float]] | None = None
+
+
+@contextlib.contextmanager
+def recording_scales():
+    """Collect (GEMM input, FP8 scale) for every emulated FP8 cast inside the block, in call order."""
+    global _SCALES
+    previous, _SCALES = _SCALES, []
+    try:
+        yield _SCALES
+    finally:
+        _SCALES = previous
+
+
+def _amax_over_tp(t: torch.Tensor, group) -> torch.Tensor:
+    """This tensor's amax, maxed over the TP group: a shard then takes the scale the whole tensor would.
+
+    Transformer Engine does the same: delayed scaling all-reduces every FP8 tensor's amax over the autocast's
+    amax_reduction_group (FP8GlobalStateManager.reduce_and_update_fp8_tensors, quantization.py @ d0067d0
+    2.20.0.dev0), and current scaling under sequence parallelism reduces the input amax of a column-parallel
+    layer and the output-gradient amax of a row-parallel one over tp_group (linear.py @ d0067d0,
+    `set_quantizer_amax_reduction_group`). A one-element all-reduce, untraced: it is not one of the block's
+    data collectives, and it stays inside the step time.
+    """
+    amax = t.detach().abs().amax().float().reshape(1)  # (1,)
+    if _world(group) > 1:
+        dist.all_reduce(amax, op=dist.ReduceOp.MAX, group=group)
+    return amax[0]
+
+
+def fp8_round(t: torch.Tensor, fmt: str, group=None, name: str = "") -> torch.Tensor:
+    """Emulated FP8 GEMM input: per-tensor current scaling (labs.numerics.fp8) from the amax of the whole
+    tensor across the TP group, so every rank's shard lands on the grid TP=1 would use."""
     from labs.numerics import fp8
 
-    scale = fp8.current_scale(t.detach().abs().amax().float(), fmt)
+    scale = fp8.current_scale(_amax_over_tp(t, group), fmt)
+    if _SCALES is not None:
+        _SCALES.append((name, float(scale)))
     return fp8.quantize(t, fmt, scale, count=False).dequant.to(t.dtype)
 
 
@@ -241,15 +274,16 @@ class _TracedLinear(torch.autograd.Function):
     """y = x @ w.T with each of the three GEMMs (forward, dX, dW) timed as its own compute span.
 
     fp8=True rounds the GEMM inputs onto the FP8 grid first (E4M3 for x and w, E5M2 for the
-    incoming gradient: the HYBRID recipe); products still accumulate in FP32.
+    incoming gradient: the HYBRID recipe), each scaled from its amax over `group`; products still
+    accumulate in FP32.
     """
 
     @staticmethod
-    def forward(ctx, x, weight, name, fp8):
+    def forward(ctx, x, weight, name, fp8, group):
         if fp8:
-            x, weight = fp8_round(x, "e4m3"), fp8_round(weight, "e4m3")
+            x, weight = fp8_round(x, "e4m3", group, f"{name} input"), fp8_round(weight, "e4m3", group, f"{name} weight")
         ctx.save_for_backward(x, weight)
-        ctx.name, ctx.fp8 = name, fp8
+        ctx.name, ctx.fp8, ctx.group = name, fp8, group
         with _span("compute", f"{name} fwd GEMM", m=x.numel() // x.shape[-1], n=weight.shape[0], k=x.shape[-1]):
             return x @ weight.t()  # (..., in) @ (in, out) -> (..., out)
 
@@ -257,16 +291,16 @@ class _TracedLinear(torch.autograd.Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         if ctx.fp8:
-            grad = fp8_round(grad, "e5m2")
+            grad = fp8_round(grad, "e5m2", ctx.group, f"{ctx.name} grad_output")
         with _span("compute", f"{ctx.name} dX GEMM"):
             grad_x = grad @ weight  # (..., out) @ (out, in) -> (..., in)
         with _span("compute", f"{ctx.name} dW GEMM"):
             grad_w = grad.reshape(-1, grad.shape[-1]).t() @ x.reshape(-1, x.shape[-1])  # (out, in)
-        return grad_x, grad_w, None, None
+        return grad_x, grad_w, None, None, None
 
 
-def traced_linear(x: torch.Tensor, weight: torch.Tensor, name: str, fp8: bool = False) -> torch.Tensor:
-    return _TracedLinear.apply(x, weight, name, fp8)
+def traced_linear(x: torch.Tensor, weight: torch.Tensor, name: str, fp8: bool = False, group=None) -> torch.Tensor:
+    return _TracedLinear.apply(x, weight, name, fp8, group)
 
 
 class ColumnParallelLinear(torch.nn.Module):
@@ -298,7 +332,7 @@ class ColumnParallelLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = copy_to_tp_region(x, self.group)
-        y_parallel = traced_linear(x, self.weight_parallel, self.name, self.fp8)  # (..., out/p)
+        y_parallel = traced_linear(x, self.weight_parallel, self.name, self.fp8, self.group)  # (..., out/p)
         return gather_from_tp_region(y_parallel, self.group) if self.gather_output else y_parallel
 
     def mapping(self) -> dict:
@@ -340,7 +374,9 @@ class RowParallelLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x_parallel = x if self.input_is_parallel else scatter_to_tp_region(x, self.group)  # (..., in/p)
-        y_partial = traced_linear(x_parallel, self.weight_parallel, self.name, self.fp8)  # (..., out), a partial sum
+        y_partial = traced_linear(
+            x_parallel, self.weight_parallel, self.name, self.fp8, self.group
+        )  # (..., out), partial
         return reduce_from_tp_region(y_partial, self.group)
 
     def mapping(self) -> dict:

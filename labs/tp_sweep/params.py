@@ -30,9 +30,21 @@ TOLERANCES = {
         "reason": "fp32 partial sums added across ranks in another order: a few ulps "
         f"(about {number(2**-24, 1)} each) of the largest term",
     },
-    "FP8_PER_SHARD_SCALE": {
+    "FP8_TP_AMAX": {
+        "max_rel_diff": 1e-3,
+        "reason": "emulated FP8 with each tensor's amax reduced over the TP group (as Transformer Engine does), so "
+        "every shard is cast with TP=1's scale: fp32 sums in another order, and now and then a value that order "
+        "tips across an E4M3 rounding boundary",
+    },
+    # The GPU runs the Megatron block in BF16, the precision the prediction prices (labs.tp_sweep.run.megatron_dtype).
+    "BF16_VS_FP32": {
+        "max_rel_diff": 0.02,
+        "reason": "on GPU the block runs in BF16 (8 significant bits, 2**-8 relative) against the FP32 TP=1 block",
+    },
+    "FP8_IN_BF16": {
         "max_rel_diff": 0.125,
-        "reason": "each rank scales its own shard to FP8, so values land on a different E4M3 grid (2**-3 relative step) than at TP=1",
+        "reason": "on GPU the emulated FP8 block holds BF16 tensors: a value rounded to BF16 before its cast can land "
+        "one E4M3 step (2**-3 relative) from where the FP32 TP=1 block puts it",
     },
 }
 # The te.Linear block's parity (te backend): kept apart because the grader's copy (app/services/checks/tp_sweep.py
@@ -44,7 +56,8 @@ TE_TOLERANCES = {
     },
     "TE_FP8": {
         "max_rel_diff": 0.25,
-        "reason": "Transformer Engine's FP8 GEMMs: E4M3 inputs (2**-3 relative step) forward and E5M2 gradients (2**-2) backward (HYBRID)",
+        "reason": "Transformer Engine's FP8 GEMMs against the FP32 TP=1 block: E4M3 inputs (2**-3 relative step) "
+        "forward and E5M2 gradients (2**-2) backward (HYBRID)",
     },
 }
 

@@ -181,7 +181,7 @@ def results(
     timing_note = (
         "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
         if cpu
-        else "GPU timings from CUDA events"
+        else "GPU timings from CUDA events; the Megatron block runs in BF16, the precision the prediction prices"
     )
     summary = [
         {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
@@ -366,7 +366,7 @@ def results(
         "fp8": {
             "enabled": params.fp8,
             "mode": (
-                "emulated (labs.numerics.fp8, per-shard current scaling)"
+                "emulated (labs.numerics.fp8, current scaling with each amax reduced over the TP group)"
                 if cpu
                 else f"Megatron block emulated (labs.numerics.fp8) on GPU; te.Linear block on Transformer Engine's "
                 f"{params.recipe} recipe"

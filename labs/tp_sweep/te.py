@@ -13,6 +13,13 @@ all-reduces the input gradient (reduce-scatters it with sequence_parallel), asyn
 gradient GEMM. The collectives go through torch.distributed (gather_along_first_dim,
 reduce_scatter_along_first_dim, allreduce in transformer_engine/pytorch/distributed.py), so the profiler's
 record_param_comms events carry their sizes.
+
+Under sequence parallelism fc1's backward gathers X again (it kept only its shard: linear.py @ d0067d0
+2.20.0.dev0, `_Linear.backward`, `gather_along_first_dim(inputmat, tp_group, async_op=True,
+quantizer=quantizer)`), and with FP8 the forward's X gather, that re-gather and fc2's dY gather move
+tensors already quantized (linear.py `_Linear.forward`: `inputmat = input_quantizer(inputmat)` before
+`gather_along_first_dim(..., quantizer=quantizer)`; dY in base.py `grad_output_preprocess`): 1 byte per
+element. The reduce-scatters and all-reduces carry BF16 outputs and gradients (2 bytes).
 """
 
 from __future__ import annotations
@@ -56,11 +63,10 @@ def recipe_for(name: str) -> Any:
 def forward_backward(
     fc1, fc2, x, dy, *, group: Any, fp8: bool, recipe: Any, degree: int, rank: int, sequence_parallel: bool
 ):
-    """One step of the TE block; returns the full output and input gradient on every rank (for parity).
+    """One step of the TE block; returns this rank's output and input gradient (shards under sp).
 
     `group` holds this degree's ranks (a one-rank group at TP=1): delayed scaling reduces amaxes over it.
     """
-    import torch.distributed as dist
     import torch.nn.functional as F
     import transformer_engine.pytorch as te
 
@@ -74,11 +80,17 @@ def forward_backward(
         h = F.gelu(fc1(x_in))  # (tokens, ffn/p): fc1 gathered the sequence first under sp
         y = fc2(h)  # (tokens[/p], hidden): all-reduced, or reduce-scattered under sp
     y.backward(dy_in.to(y.dtype))
-    y_full, dx_full = y.detach().float(), x_in.grad.detach().float()
-    if sp:  # gather the shards back only to compare with TP=1 (outside the timed work)
-        y_full = _gather_rows(y_full, degree, group, dist)
-        dx_full = _gather_rows(dx_full, degree, group, dist)
-    return y_full, dx_full
+    return y.detach().float(), x_in.grad.detach().float()
+
+
+def full_outputs(y, dx, *, degree: int, group: Any, sequence_parallel: bool):
+    """The whole output and input gradient on every rank, for parity: under sp each rank holds a row shard.
+    Called after the timed steps, so these gathers are not part of any step time."""
+    import torch.distributed as dist
+
+    if not (sequence_parallel and degree > 1):
+        return y, dx
+    return _gather_rows(y, degree, group, dist), _gather_rows(dx, degree, group, dist)
 
 
 def _gather_rows(t: torch.Tensor, degree: int, group: Any, dist: Any) -> torch.Tensor:
@@ -87,21 +99,35 @@ def _gather_rows(t: torch.Tensor, degree: int, group: Any, dist: Any) -> torch.T
     return out
 
 
-def collective_plan(tokens: int, hidden: int, degree: int, sequence_parallel: bool, elem_bytes: int) -> list[dict]:
-    """The collectives one step issues, with the bytes of the full tensor each one moves (BF16 activations)."""
+# Bytes per element a collective moves: BF16 activations and gradients, FP8 where TE quantizes before it gathers.
+BF16_BYTES, FP8_BYTES = 2, 1
+
+
+def collective_plan(tokens: int, hidden: int, degree: int, sequence_parallel: bool, fp8: bool) -> list[dict]:
+    """The collectives one step issues, with the bytes of the full tensor each one moves."""
     if degree == 1:
         return []
-    n = tokens * hidden * elem_bytes
+    n = tokens * hidden
+    gathered = FP8_BYTES if fp8 else BF16_BYTES  # TE casts X and dY to FP8 before gathering them
     if sequence_parallel:
         return [
-            {"name": "all-gather X (fc1 fwd, sequence parallel)", "kind": "all-gather", "bytes": n},
-            {"name": "reduce-scatter Y (fc2 fwd)", "kind": "reduce-scatter", "bytes": n},
-            {"name": "all-gather dY (fc2 bwd)", "kind": "all-gather", "bytes": n},
-            {"name": "reduce-scatter dX (fc1 bwd)", "kind": "reduce-scatter", "bytes": n},
+            {"name": "all-gather X (fc1 fwd, sequence parallel)", "kind": "all-gather", "bytes": n * gathered},
+            {"name": "reduce-scatter Y (fc2 fwd)", "kind": "reduce-scatter", "bytes": n * BF16_BYTES},
+            {"name": "all-gather dY (fc2 bwd)", "kind": "all-gather", "bytes": n * gathered},
+            {
+                "name": "all-gather X again (fc1 bwd, for the weight gradient)",
+                "kind": "all-gather",
+                "bytes": n * gathered,
+            },
+            {"name": "reduce-scatter dX (fc1 bwd)", "kind": "reduce-scatter", "bytes": n * BF16_BYTES},
         ]
     return [
-        {"name": "all-reduce Y (fc2 fwd)", "kind": "all-reduce", "bytes": n},
-        {"name": "all-reduce dX (fc1 bwd, async beside the weight-gradient GEMM)", "kind": "all-reduce", "bytes": n},
+        {"name": "all-reduce Y (fc2 fwd)", "kind": "all-reduce", "bytes": n * BF16_BYTES},
+        {
+            "name": "all-reduce dX (fc1 bwd, async beside the weight-gradient GEMM)",
+            "kind": "all-reduce",
+            "bytes": n * BF16_BYTES,
+        },
     ]
 
 
@@ -111,16 +137,38 @@ def ring_bytes_per_rank(plan: list[dict], degree: int) -> float:
     return sum((2 * f if c["kind"] == "all-reduce" else f) * c["bytes"] for c in plan)
 
 
-__all__ = ["build", "collective_plan", "forward_backward", "recipe_for", "ring_bytes_per_rank"]
+def reset_fp8_state() -> None:
+    """Forget every FP8 module TE registered so far, before the next degree builds its own.
+
+    TE keeps process-wide FP8 state: delayed scaling registers each module's amax in
+    FP8GlobalStateManager's global_amax_buffer, keyed by recipe and id(group), and never removes it, so a
+    later degree would still reduce and update the previous degree's dead modules. `reset()` replaces that
+    state (transformer_engine/pytorch/quantization.py @ d0067d0 2.20.0.dev0: `quantization_state =
+    FP8GlobalState()`; @ v2.9 the class attributes, global_amax_buffer = {} among them; fp8.py before v2.9).
+    """
+    from labs.fp8_step.te import state_manager
+
+    state_manager().reset()
 
 
-def run_degree(w1, w2, x, dy, group, degree: int, rank: int, params: Any, profile_path: Any) -> dict:
+__all__ = [
+    "build",
+    "collective_plan",
+    "forward_backward",
+    "full_outputs",
+    "recipe_for",
+    "reset_fp8_state",
+    "ring_bytes_per_rank",
+]
+
+
+def run_degree(w1, w2, x, dy, group, host, degree: int, rank: int, params: Any, profile_path: Any) -> dict:
     """Warm up and time the TE block at one degree on this rank (CUDA events), profile the timed steps, and
-    return what the launcher compares with the Megatron block and TP=1."""
-    import torch.distributed as dist
+    return what the launcher compares with the Megatron block and TP=1. Only the step is timed: the
+    gathers that assemble the outputs for parity run after the last timed step."""
+    from labs.trace.profile import align_ranks, nvtx_range, profiled
 
-    from labs.trace.profile import nvtx_range, profiled
-
+    reset_fp8_state()
     fc1, fc2 = build(w1, w2, group, degree, rank, params.sequence_parallel)
     rec = recipe_for(params.recipe) if params.fp8 else None
     kw = {
@@ -137,7 +185,7 @@ def run_degree(w1, w2, x, dy, group, degree: int, rank: int, params: Any, profil
     with profiled(profile_path, enabled=profile_path is not None) as prof:
         for s in range(params.steps):
             fc1.weight.grad = fc2.weight.grad = None
-            dist.barrier(group=group)
+            align_ranks(host, prof=prof, cuda=True)  # off the profiled timeline (labs.trace.profile)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             with nvtx_range(f"te TP={degree} step {s}", "step"):
                 start.record()
@@ -145,8 +193,9 @@ def run_degree(w1, w2, x, dy, group, degree: int, rank: int, params: Any, profil
                 end.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end))
-            if prof is not None:
-                prof.step()
+            if prof is not None and s < params.steps - 1:
+                prof.step()  # one ProfilerStep#N per timed step
+    y, dx = full_outputs(y, dx, degree=degree, group=group, sequence_parallel=params.sequence_parallel)
     times.sort()
     return {
         "step_ms": times[(len(times) - 1) // 2],

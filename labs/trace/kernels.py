@@ -16,6 +16,12 @@ include_last_profiler_step=...)` then `.get_comm_comp_overlap(visualize=False)`,
 pydot (and 0.5.0 pytest) as requirements although analysis imports only pandas, numpy, plotly, networkx,
 pyyaml and psutil: the project installs it with --no-deps beside those (pyproject's `hta` extra and
 scripts/gpu-check-requirements.txt say how).
+
+Which kernels count: HTA keeps only the GPU kernels launched by CPU ops inside the traced iterations
+(`Trace._filter_irrelevant_gpu_kernels` in hta/common/trace.py @ v0.6.1: launches between the first
+ProfilerStep's start and the last one's, the last step included when include_last_profiler_step=True,
+matched to kernels by `correlation`). `kernel_intervals` does the same, so both counts see the same kernels;
+a trace without ProfilerStep markers is read whole, as HTA does after warning.
 """
 
 from __future__ import annotations
@@ -35,13 +41,45 @@ MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
 # ratio is far beyond that and well below the difference between the lab's schedules (0 vs most of it).
 AGREEMENT_TOLERANCE = 0.05
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def profiler_steps(trace: dict) -> list[tuple[int, float, float]]:
+    """(step number, start ms, end ms) of every ProfilerStep#N the profiler recorded, in step order."""
+    out = []
+    for ev in trace.get("traceEvents", []):
+        m = PROFILER_STEP.match(str(ev.get("name", "")))
+        if m and ev.get("ph") == "X":
+            start = float(ev["ts"]) / 1e3
+            out.append((int(m.group(1)), start, start + float(ev.get("dur", 0)) / 1e3))
+    return sorted(out)
+
+
+def _launched_in_steps(trace: dict) -> set[Any] | None:
+    """Correlation ids of the CPU-side launches inside the profiled steps, or None without step markers."""
+    steps = profiler_steps(trace)
+    if not steps:
+        return None
+    lo, hi = steps[0][1], max(end for _, _, end in steps)
+    ids = set()
+    for ev in trace.get("traceEvents", []):
+        if ev.get("ph") != "X" or str(ev.get("cat", "")).lower() in GPU_CATEGORIES:
+            continue
+        corr = (ev.get("args") or {}).get("correlation")
+        if corr is not None and lo <= float(ev["ts"]) / 1e3 <= hi:
+            ids.add(corr)
+    return ids
 
 
 def kernel_intervals(trace: dict) -> dict[str, list[tuple[float, float]]]:
-    """{"compute": [...], "communication": [...], "memory": [...]} in ms from a Chrome trace's GPU events."""
+    """{"compute": [...], "communication": [...], "memory": [...]} in ms from a Chrome trace's GPU events
+    launched inside its profiled steps."""
     out: dict[str, list[tuple[float, float]]] = {"compute": [], "communication": [], "memory": []}
+    launched = _launched_in_steps(trace)
     for ev in trace.get("traceEvents", []):
         if ev.get("ph") != "X" or str(ev.get("cat", "")).lower() not in GPU_CATEGORIES:
+            continue
+        if launched is not None and (ev.get("args") or {}).get("correlation") not in launched:
             continue
         name = str(ev.get("name", ""))
         start, dur = float(ev["ts"]) / 1e3, float(ev.get("dur", 0)) / 1e3  # µs -> ms
@@ -85,42 +123,59 @@ def hta_overlap(trace_files: dict[int, Path]) -> tuple[dict[int, float | None] |
 
 
 def cross_check(trace_files: dict[int, Path], lab_ratios: dict[int, float | None] | None = None) -> dict:
-    """Per rank: the lab's kernel count, HTA's, and (if given) the lab's own span-based ratio; flags disagreement."""
+    """Per rank: the lab's kernel count, HTA's, and (if given) the lab's own span-based ratio.
+
+    A rank is flagged when HTA or the lab's spans differ from the kernel count by more than the tolerance:
+    the spans are CUDA events around the lab's phases, so a gap there means the events bracket something the
+    kernels do not show (a launch delay, a stream wait), or the reverse.
+    """
     own = {r: kernel_overlap(p) for r, p in sorted(trace_files.items())}
     hta, why = hta_overlap(trace_files)
     ranks: list[dict[str, Any]] = []
-    flagged = []
+    hta_flagged, span_flagged = [], []
     for r, o in own.items():
         h = None if hta is None else hta.get(r)
-        diff = None if h is None or o["overlap_ratio"] is None else abs(h - o["overlap_ratio"])
+        kernel = o["overlap_ratio"]
+        diff = None if h is None or kernel is None else abs(h - kernel)
         if diff is not None and diff > AGREEMENT_TOLERANCE:
-            flagged.append(r)
+            hta_flagged.append(r)
+        span = None if lab_ratios is None else lab_ratios.get(r)
+        if span is not None and kernel is not None and abs(span - kernel) > AGREEMENT_TOLERANCE:
+            span_flagged.append(r)
         ranks.append(
             {
                 "rank": r,
-                "lab_kernel_overlap_ratio": o["overlap_ratio"],
+                "lab_kernel_overlap_ratio": kernel,
                 "hta_overlap_ratio": h,
-                "lab_span_overlap_ratio": None if lab_ratios is None else lab_ratios.get(r),
+                "lab_span_overlap_ratio": span,
                 "difference": diff,
                 "communication_kernel_ms": o["communication_kernel_ms"],
                 "compute_kernel_ms": o["compute_kernel_ms"],
                 "kernels": o["kernels"],
             }
         )
+    tol = number(AGREEMENT_TOLERANCE)
+    if hta_flagged:
+        hta_note = f"HTA and the lab's kernel count differ by more than {tol} on rank(s) {hta_flagged}"
+    elif hta is not None:
+        hta_note = f"HTA and the lab's kernel count agree within {tol} on every rank"
+    else:
+        hta_note = f"HTA did not run: {why}; the lab's own kernel count stands alone"
+    span_note = (
+        f"; the lab's CUDA-event spans and its kernel count differ by more than {tol} on rank(s) {span_flagged}"
+        if span_flagged
+        else f"; the lab's CUDA-event spans agree with its kernel count within {tol}"
+        if lab_ratios is not None
+        else ""
+    )
     return {
         "applies": True,
         "tolerance": AGREEMENT_TOLERANCE,
         "hta_available": hta is not None,
         "hta_reason": why,
         "ranks": ranks,
-        "disagree_ranks": flagged,
-        "note": (
-            f"HTA and the lab's kernel count differ by more than {number(AGREEMENT_TOLERANCE)} on rank(s) {flagged}"
-            if flagged
-            else f"HTA and the lab's kernel count agree within {number(AGREEMENT_TOLERANCE)} on every rank"
-            if hta is not None
-            else f"HTA did not run: {why}; the lab's own kernel count stands alone"
-        ),
+        "disagree_ranks": sorted(set(hta_flagged) | set(span_flagged)),
+        "note": hta_note + span_note,
     }
 
 
@@ -140,4 +195,12 @@ def not_applicable(backend: str) -> dict:
     }
 
 
-__all__ = ["AGREEMENT_TOLERANCE", "cross_check", "hta_overlap", "kernel_intervals", "kernel_overlap", "not_applicable"]
+__all__ = [
+    "AGREEMENT_TOLERANCE",
+    "cross_check",
+    "hta_overlap",
+    "kernel_intervals",
+    "kernel_overlap",
+    "not_applicable",
+    "profiler_steps",
+]

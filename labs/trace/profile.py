@@ -7,10 +7,23 @@ step is also an NVTX range (`nvtx_range`), in the `course-labs` domain with one 
 same run under Nsight Systems (`nsys profile -t cuda,nvtx python -m labs run ...`) shows the lab's phases
 above the kernels. On CPU both are no-ops: the CPU path keeps its own wall-clock spans.
 
+Steps: `profile()` marks steps only when it is given a `schedule` (torch/profiler/profiler.py @ v2.13,
+`profile.__init__`: `if schedule: ... self.record_steps = True` else `record_steps = False`, so `step()` then
+writes no ProfilerStep#N and HTA's per-step trimming finds no step). `profiled` passes a schedule that records
+every step, so the trace carries ProfilerStep#0..N-1, one per timed step.
+
+Ranks start each timed step together through `align_ranks`, and that rendezvous must not land on the GPU
+timeline: an NCCL barrier is a one-element all-reduce kernel (ProcessGroupNCCL::barrier @ v2.13) that HTA and
+the lab's kernel count both read as communication, spinning for however far the ranks are apart. So the
+device is drained (`torch.cuda.synchronize`), the ranks meet on a gloo group (host only: no kernel), and the
+profiler's collection is switched off around the meeting (`toggle_collection_dynamic`, profiler.py @ v2.13
+`_KinetoProfile.toggle_collection_dynamic(enable, activities)`, present since v2.4), so not even its CPU ops
+fall inside a ProfilerStep window.
+
 Checked against: torch/profiler/profiler.py (`profile(activities=[ProfilerActivity.CPU,
-ProfilerActivity.CUDA], ...)`, `export_chrome_trace(path)`, `step()`) in PyTorch v2.11 (the lent H200's) and
-v2.13 (this repository's pin); the `nvtx` package 0.2.x (`nvtx.annotate(message, color, domain)`, colours as
-ARGB ints or its named colours).
+ProfilerActivity.CUDA], schedule=...)`, `export_chrome_trace(path)`, `step()`) in PyTorch v2.11 (the lent
+H200's) and v2.13 (this repository's pin); the `nvtx` package 0.2.x (`nvtx.annotate(message, color, domain)`,
+colours as ARGB ints or its named colours).
 """
 
 from __future__ import annotations
@@ -36,22 +49,61 @@ def nvtx_range(name: str, lane: str = "step", *, enabled: bool = True) -> Any:
     return nvtx.annotate(message=name, color=NVTX_COLOURS.get(lane, NVTX_COLOURS["step"]), domain=NVTX_DOMAIN)
 
 
-@contextlib.contextmanager
-def profiled(trace_path: Path | None, *, enabled: bool) -> Iterator[Any]:
-    """Record the block with torch.profiler (CPU + CUDA) and export its Chrome trace to `trace_path`.
+def _record_every_step(step: int) -> Any:
+    """A profiler schedule that records from the first step to the last (a schedule turns step markers on)."""
+    from torch.profiler import ProfilerAction
 
-    Yields the profiler (call `.step()` between steps so the trace carries ProfilerStep#N markers), or
-    None when disabled (CPU runs).
+    return ProfilerAction.RECORD
+
+
+@contextlib.contextmanager
+def profiled(trace_path: Path | None, *, enabled: bool, cuda: bool = True) -> Iterator[Any]:
+    """Record the block with torch.profiler (CPU, and CUDA when `cuda`) and export its Chrome trace.
+
+    Yields the profiler, or None when disabled (CPU runs). Call `.step()` between timed steps, not after the
+    last: the trace then holds ProfilerStep#0..N-1, one per step.
     """
     if not enabled or trace_path is None:
         yield None
         return
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities, schedule=_record_every_step) as prof:
         yield prof
     trace_path.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(trace_path))
 
 
-__all__ = ["NVTX_COLOURS", "NVTX_DOMAIN", "nvtx_range", "profiled"]
+def host_group(ranks: list[int]) -> Any:
+    """A gloo group over `ranks` for host-only rendezvous (every rank must call this, members or not)."""
+    import torch.distributed as dist
+
+    return dist.new_group(ranks, backend="gloo")
+
+
+def align_ranks(group: Any, *, prof: Any = None, cuda: bool = False) -> None:
+    """Start the next step on every rank of `group` together, leaving nothing on the profiled timeline.
+
+    `group` must be a gloo group (`host_group`): its barrier runs on the host and launches no kernel.
+    """
+    import torch
+    import torch.distributed as dist
+
+    if cuda:
+        torch.cuda.synchronize()  # the device is idle before the ranks meet: no kernel waits on the skew
+    toggle = getattr(prof, "toggle_collection_dynamic", None)
+    if toggle is not None:
+        from torch.profiler import ProfilerActivity
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        toggle(False, activities)
+        try:
+            dist.barrier(group=group)
+        finally:
+            toggle(True, activities)
+    else:
+        dist.barrier(group=group)
+
+
+__all__ = ["NVTX_COLOURS", "NVTX_DOMAIN", "align_ranks", "host_group", "nvtx_range", "profiled"]

@@ -124,3 +124,40 @@ def test_tp1_has_no_collectives_and_tracer_sees_every_gemm():
         f"{layer} {k} GEMM" for layer in ("fc1", "fc2") for k in ("fwd", "dX", "dW")
     )
     assert not any(s.lane == "communication" for s in tracer.spans())
+
+
+def _fp8_scales(rank, world_size):
+    import torch.distributed as dist
+
+    solo = [dist.new_group([r]) for r in range(world_size)][rank]  # a one-rank group: TP=1 on this rank
+    g = torch.Generator().manual_seed(3)
+    w1, w2 = torch.randn(64, 16, generator=g) / 4, torch.randn(16, 64, generator=g) / 8  # (ffn, hidden), (hidden, ffn)
+    w1[0] *= 9.0  # rank 0's shard holds fc1's largest weight; rank 1's own amax is a third of it
+    w1[33] *= 3.0
+    x = torch.randn(8, 16, generator=g)  # (tokens, hidden)
+    out = {}
+    for name, group in (("tp1", solo), ("tp2", None)):
+        fc1 = tp.ColumnParallelLinear(w1, group, name="fc1", fp8=True)
+        fc2 = tp.RowParallelLinear(w2, group, name="fc2", fp8=True)
+        x_in = x.clone().requires_grad_(True)
+        with tp.recording_scales() as scales:
+            y = fc2(tp.gelu(fc1(x_in)))  # (tokens, hidden)
+            y.square().sum().backward()
+        out[name] = {"scales": list(scales), "y": y.detach(), "dx": x_in.grad}
+    return out
+
+
+def test_emulated_fp8_shards_use_the_scale_tp1_would():
+    # Each shard's own amax would give each rank its own scale; TE reduces amax over the TP group, and so does
+    # the emulation: every cast at TP=2 uses exactly TP=1's scale, and the outputs differ by sum order only.
+    out = labdist.launch(_fp8_scales, 2, timeout_s=90)
+    for rank, res in enumerate(out):
+        assert [n for n, _ in res["tp2"]["scales"]] == [n for n, _ in res["tp1"]["scales"]]
+        assert len(res["tp1"]["scales"]) == 6  # fc1 and fc2: input, weight, grad_output
+        # fc2's incoming gradient is 2y, itself a sum in another order: its amax agrees to fp32 reorder, not bits.
+        tp1 = [v for _, v in res["tp1"]["scales"]]
+        assert [v for _, v in res["tp2"]["scales"]] == pytest.approx(tp1, rel=PARITY_RTOL), f"rank {rank}"
+        for key in ("y", "dx"):
+            diff = (res["tp2"][key] - res["tp1"][key]).abs().max() / res["tp1"][key].abs().max()
+            assert diff <= PARITY_RTOL, f"rank {rank} {key}: relative diff {diff:.2e}"
+    assert out[0]["tp2"]["scales"] == out[1]["tp2"]["scales"]  # one reduced amax: bit-equal on both ranks

@@ -101,3 +101,46 @@ def test_without_hta_the_lab_count_stands_alone_and_says_why(traces):
 def test_on_cpu_hta_does_not_apply_and_the_result_says_so():
     na = not_applicable("cpu")
     assert na["applies"] is False and "not on the cpu backend" in na["note"] and na["ranks"] == []
+
+
+def test_span_ratio_far_from_the_kernel_count_is_flagged(traces):
+    # Rank 0's kernels overlap half the all-gather; spans that claim all of it disagree with the kernels.
+    check = cross_check(traces, {0: 1.0, 1: 0.0})
+    assert 0 in check["disagree_ranks"] and 1 not in check["disagree_ranks"]
+    assert "CUDA-event spans and its kernel count differ" in check["note"] and "[0]" in check["note"]
+    agreeing = cross_check(traces, {0: 0.5, 1: 0.0})
+    assert agreeing["disagree_ranks"] == [] and "spans agree with its kernel count" in agreeing["note"]
+
+
+def test_kernels_launched_outside_the_profiled_steps_are_not_counted():
+    # A one-element NCCL all-reduce (a barrier) launched before ProfilerStep#0 starts: HTA drops it, so must the lab.
+    trace = kineto_trace(
+        0, [("sm90_xmma_gemm_bf16bf16_bf16f32", 300.0, 400.0), ("ncclDevKernel_AllGather_RING_LL", 300.0, 400.0)]
+    )
+    trace["traceEvents"][0]["ts"] = 200.0  # ProfilerStep#0 now starts after a launch placed at ts 50
+    trace["traceEvents"] += [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 10,
+            "tid": 10,
+            "ts": 50.0,
+            "dur": 5.0,
+            "args": {"correlation": 99},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            "pid": 0,
+            "tid": 20,
+            "ts": 60.0,
+            "dur": 200.0,
+            "args": {"device": 0, "stream": 20, "correlation": 99},
+        },
+    ]
+    k = kernel_intervals(trace)
+    assert k["communication"] == [(0.3, 0.7)]
+    del trace["traceEvents"][0]  # without step markers the whole trace counts, as in HTA
+    assert len(kernel_intervals(trace)["communication"]) == 2
