@@ -30,6 +30,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,40 @@ class Outcome:
 
 def lab_command(python: str, *, lab: str, params: dict, out: Path, backend: str) -> list[str]:
     return [python, "-m", "labs", "run", lab, "--params", json.dumps(params), "--out", str(out), "--backend", backend]
+
+
+def lab_threads(*, backend: str, ranks: int, cpu_slots: float) -> int:
+    """CPU threads for each process of one lab run: its CPU slots shared among the processes that compute on the CPU.
+
+    On cpu every rank computes on the CPU, so each gets its share (labs/parallel/dist.py pins a gloo rank to one
+    thread as well). On a GPU backend the ranks drive GPUs, and the CPU work (the FP32 or emulated references a lab
+    compares against) runs in the lab's own process, which gets the job's slots whole."""
+    slots = max(1, int(cpu_slots))
+    return max(1, slots // max(1, ranks)) if backend == "cpu" else slots
+
+
+def lab_env(
+    base: Mapping[str, str], *, backend: str, threads: int, gpus: Sequence[str] | None = None
+) -> dict[str, str]:
+    """The environment of one lab run: threads set explicitly, and only the GPUs the job holds visible.
+
+    A cpu job sees no GPU at all (CUDA_VISIBLE_DEVICES=""): otherwise on a GPU host torch finds the GPUs, labs.env
+    imports Transformer Engine and the result reads "cpu on NVIDIA H200". Ray does not hide them for it: a task granted no GPUs
+    keeps the worker's CUDA_VISIBLE_DEVICES (ray-project/ray issue 54868; checked in Ray 2.60.0,
+    python/ray/_private/accelerators/accelerator.py, RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO, and
+    python/ray/_private/utils.py `set_visible_accelerator_ids`, which skips a resource with no ids).
+    A GPU job sees the devices granted to it (`gpus`: the embedded executor's allocator, app/executors/gpus.py);
+    None keeps what the caller's environment says (a Ray task: Ray set CUDA_VISIBLE_DEVICES to its grant).
+    Threads: Ray sets OMP_NUM_THREADS to a task's num_cpus only where it is unset (python/ray/_private/utils.py
+    `set_omp_num_threads_if_unset`, Ray 2.60.0), and the embedded workers set nothing; torch reads OMP_NUM_THREADS
+    for its intra-op pool at start-up, MKL its own variable."""
+    env = dict(base)
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(max(1, threads))
+    if backend == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+    return env
 
 
 # ---------------------------------------------------------------- cgroups (where available)

@@ -282,6 +282,7 @@ class Dispatcher:
             "params": job.params,
             "backend": backend,
             "time_limit_s": s.job_time_limit_s,
+            "ranks": need.ranks,  # with the task's CPUs, each lab process's threads (ray_node.run_lab_on_node)
             # no memory budget: the node enforces its own (ray_node.run_lab_on_node), not this host's
         }
         gen = remote_task().options(**opts).remote(spec)
@@ -329,6 +330,9 @@ class Dispatcher:
                 elif kind == "lab":
                     placement["lab_pid"] = item["pid"]
                     placement["lab_started"] = item["at"]
+                    placement["threads"] = item.get("threads")
+                    # the lab's own view: "" for a cpu job, which must not see the node's GPUs
+                    placement["lab_cuda_visible_devices"] = item.get("lab_cuda_visible_devices")
                     with self.sessions() as db:
                         job_service.record_placement(
                             db, job_id=job_id, worker_id=self.id, node=placement["hostname"], placement=placement

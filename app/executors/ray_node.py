@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import Settings
-from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, timed_out
+from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, lab_env, lab_threads, timed_out
 from app.services import bundles
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
 from labs.api import MIB, MIN_CPU_SLOTS
@@ -79,10 +79,22 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
     }
     cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
     cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", memory_bytes)
+    # The task's num_cpus are the job's CPU slots (ray_resources.need_for); a cpu job must not see the node's GPUs,
+    # which Ray leaves visible to a task granted none (labproc.lab_env says where in Ray's source), and a GPU job
+    # keeps the CUDA_VISIBLE_DEVICES Ray set to its grant.
+    cpus = float(ctx.get_assigned_resources().get("CPU") or 1)
+    threads = lab_threads(backend=spec["backend"], ranks=int(spec.get("ranks") or 1), cpu_slots=cpus)
+    env = lab_env(os.environ, backend=spec["backend"], threads=threads)
     # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
     # starve page loads there either; on a dedicated node it costs nothing
-    run = LabRun(cmd, cwd=out, memory_bytes=memory_bytes, nice=LAB_NICE, cgroup=cgroup)
-    yield {"event": "lab", "pid": run.proc.pid, "at": time.time()}
+    run = LabRun(cmd, cwd=out, memory_bytes=memory_bytes, nice=LAB_NICE, cgroup=cgroup, env=env)
+    yield {
+        "event": "lab",
+        "pid": run.proc.pid,
+        "lab_cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES"),
+        "threads": threads,
+        "at": time.time(),
+    }
     deadline = time.monotonic() + spec["time_limit_s"]
     outcome: Outcome | None = None
     last = None

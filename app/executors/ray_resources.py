@@ -42,6 +42,7 @@ class Need:
     gpus: int
     te_gpus: int
     memory_bytes: int
+    ranks: int = 1  # the lab's processes: the node shares the task's CPUs among them (labproc.lab_threads)
 
     def fits(self, free: Mapping[str, float]) -> bool:
         return (
@@ -72,4 +73,5 @@ def need_for(lab: str, params: dict, backend: str) -> Need:
         gpus=res.gpus if gpu else 0,
         te_gpus=res.gpus if backend == "te" else 0,
         memory_bytes=res.memory_bytes,
+        ranks=res.ranks,
     )

@@ -5,6 +5,9 @@ python -m labs run env-check --params '{}' --out /tmp/env-check
 
 from __future__ import annotations
 
+import os
+
+from labs import env as env_mod
 from labs.env_check.params import Params
 
 
@@ -31,7 +34,36 @@ def answer(backend: str, env: dict, matmul_ok: bool) -> str:
     else:
         fp8 = f"no FP8 recipe runs on Transformer Engine here ({next(iter(no.values()), 'unknown')})"
     smoke = "" if matmul_ok else " (but a test matmul on the device returned non-finite values)"
-    return f"Labs run {where}, with {libs}; {fp8}{smoke}."
+    mig = f" This GPU is a MIG instance: {env_mod.MIG_LIMITS}." if env_mod.is_mig(dev.get("name")) else ""
+    return f"Labs run {where}, with {libs}; {fp8}{smoke}.{mig}"
+
+
+def recipe_rows(env: dict) -> list[list[str]]:
+    """The FP8 recipes table: whether each runs, and why not or how (block scaling on Blackwell is emulated)."""
+    cc_text = env["device"].get("compute_capability")
+    major, _, minor = (cc_text or "").partition(".")
+    cc = (int(major), int(minor or 0)) if major.isdigit() else None
+    note = env_mod.block_scaling_note(cc, env["versions"].get("transformer_engine"))
+    rows = []
+    for k, v in env["fp8_recipes"].items():
+        how = v["reason"] or (note if k == "block" and v["supported"] and note else "")
+        rows.append([k, "yes" if v["supported"] else "no", how or ""])
+    return rows
+
+
+def process_table(torch_threads: int) -> dict:
+    """What this job's process was given by the executor that started it (app/executors/labproc.py lab_env): its
+    CPU threads and the GPUs it may see. A cpu job on a GPU host shows CUDA_VISIBLE_DEVICES empty (no GPU visible)."""
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return {
+        "title": "This job's process",
+        "columns": ["setting", "value"],
+        "rows": [
+            ["torch CPU threads", str(torch_threads)],
+            ["OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "not set")],
+            ["CUDA_VISIBLE_DEVICES", "not set" if cvd is None else (cvd or "empty: no GPU visible")],
+        ],
+    }
 
 
 def run(params: Params, ctx) -> dict:
@@ -44,7 +76,6 @@ def run(params: Params, ctx) -> dict:
     ok = bool(torch.isfinite(a @ a).all())
     ctx.progress(0.8, "smoke-tested a matmul on " + device)
     env = ctx.environment
-    recipes = env["fp8_recipes"]
     return {
         "answer": answer(ctx.backend, env, ok),
         "summary": [
@@ -58,10 +89,11 @@ def run(params: Params, ctx) -> dict:
                 "columns": ["library", "version"],
                 "rows": [[k, v or "not present"] for k, v in env["versions"].items()],
             },
+            process_table(torch.get_num_threads()),
             {
                 "title": "FP8 recipes",
-                "columns": ["recipe", "supported", "why not"],
-                "rows": [[k, "yes" if v["supported"] else "no", v["reason"] or ""] for k, v in recipes.items()],
+                "columns": ["recipe", "supported", "why not, or how"],
+                "rows": recipe_rows(env),
             },
         ],
         "smoke_test": {"device": device, "matmul_ok": ok},

@@ -99,6 +99,15 @@ def test_a_job_runs_on_the_node_and_its_artifacts_reach_the_learners_page(
     (job,) = _finished(ray_db, [job_id], dispatchers=dispatchers)
     assert job.status == "succeeded", job.error
     assert job.result["environment"]["backend"] == "cpu"  # the result says which backend ran
+    # The node declares four GPUs and Ray leaves a task granted none seeing them; the lab's own process does not,
+    # and its threads are the task's one CPU (env-check's table, written from inside the lab).
+    (inside,) = [t["rows"] for t in job.result["results"]["tables"] if t["title"] == "This job's process"]
+    assert dict(inside) == {
+        "torch CPU threads": "1",
+        "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "empty: no GPU visible",
+    }
+    assert job.placement["threads"] == 1 and job.placement["lab_cuda_visible_devices"] == ""
     assert job.placement["node_id"] != "" and job.node
     page = c.get(f"/jobs/{job_id}").text
     assert 'data-testid="honesty-label"' in page and f"/jobs/{job_id}/artifacts/result.json" in page
