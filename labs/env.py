@@ -24,6 +24,59 @@ RECIPE_MIN_CC = {
     "mxfp8": (10, 0),
 }
 RECIPE_MIN_CUDA = {"block": (12, 9)}
+# Block scaling by TE version (transformer_engine/pytorch/fp8.py @ v2.3 and v2.8 `check_fp8_block_scaling_support`:
+# 9.0 <= cc < 10.0, "requires Hopper"; quantization.py @ v2.9 and main: cc >= 9.0). From 2.9 a Blackwell GPU runs it
+# emulated through MXFP8 with power-of-two scales (v2.9 pytorch/csrc/extensions/gemm.cpp "Emulate the FP8 block
+# scaling recipe with MXFP8 on Blackwell and newer"; common/transpose/quantize_transpose_vector_blockwise.cu).
+BLOCK_ON_BLACKWELL_TE = (2, 9)
+
+
+def _version_tuple(version: str | None) -> tuple[int, ...] | None:
+    if not version:
+        return None
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            return None
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def block_scaling_note(cc: tuple[int, int] | None, te_version: str | None) -> str | None:
+    """How the 1x128/128x128 block recipe runs on this GPU, where that is not plain Hopper: emulated through MXFP8
+    on Blackwell from TE 2.9, refused there by TE 2.3-2.8 (Hopper only). None on Hopper or without a GPU."""
+    if cc is None or cc < (10, 0):
+        return None
+    te = _version_tuple(te_version)
+    if te is not None and te < BLOCK_ON_BLACKWELL_TE:
+        return (
+            f"Transformer Engine {te_version} runs block scaling on Hopper only (2.3-2.8); from 2.9 a Blackwell GPU "
+            "runs it emulated through MXFP8"
+        )
+    return "on Blackwell, Transformer Engine 2.9+ runs block scaling emulated through MXFP8 (power-of-two scales)"
+
+
+def is_mig(device_name: str | None) -> bool:
+    """A MIG instance: CUDA names it "<GPU> MIG <profile>" (e.g. "NVIDIA H100 80GB HBM3 MIG 1g.10gb")."""
+    return bool(device_name) and " MIG " in f" {device_name} "
+
+
+MIG_LIMITS = (
+    "a MIG instance has no NVLink or CUDA IPC to other instances, and CUPTI (which the profiler's kernel trace "
+    "needs) is not supported on shared compute instances"
+)
+
+
+def empty_profile_reason(device_name: str | None) -> str:
+    """Why a GPU profile came back without kernels, for the sentence a lab shows beside the empty trace."""
+    if is_mig(device_name):
+        return f"the profile recorded no GPU kernels: {MIG_LIMITS}, so run the profiling labs on a whole GPU"
+    return (
+        "the profile recorded no GPU kernels: CUPTI may be unavailable to this process (another profiler attached, "
+        "or a driver that restricts GPU performance counters to administrators)"
+    )
+
 
 # Where Transformer Engine answers "can this GPU run recipe X, and if not why", per recipe:
 # (TE >= 2.9 name, exported by transformer_engine.pytorch; TE 2.0-2.8 name in transformer_engine.pytorch.fp8).
@@ -115,7 +168,11 @@ def _recipe_support(
     cc: tuple[int, int] | None, cuda: str | None, te: Any, te_reason: str | None, te_version: str | None = None
 ) -> dict[str, dict]:
     if te is not None and cc is not None:
-        return te_support(te, _te_recipe_module(), te_version)
+        asked = te_support(te, _te_recipe_module(), te_version)
+        note = block_scaling_note(cc, te_version)
+        if note and "block" in asked and not asked["block"]["supported"]:
+            asked["block"]["reason"] = f"{asked['block']['reason']}; {note}"
+        return asked
     out: dict[str, dict] = {}
     cuda_v = tuple(int(x) for x in cuda.split(".")[:2]) if cuda else None
     for name, need in RECIPE_MIN_CC.items():
@@ -127,6 +184,8 @@ def _recipe_support(
                 "supported": False,
                 "reason": f"needs compute capability {need[0]}.{need[1]}+, this GPU is {cc[0]}.{cc[1]}",
             }
+        elif name == "block" and (note := block_scaling_note(cc, None)):
+            out[name] = {"supported": False, "reason": f"{te_reason or 'Transformer Engine missing'}; {note}"}
         elif need_cuda and cuda_v is not None and cuda_v < need_cuda:
             out[name] = {
                 "supported": False,

@@ -130,3 +130,48 @@ def test_env_check_answers_in_one_sentence_for_a_gpu_host():
         "Labs run on te on NVIDIA H100 80GB HBM3 (compute capability 9.0), with torch 2.11.0, Transformer Engine "
         "2.9.0, NCCL 2.27.3; Transformer Engine runs delayed, current, block FP8; mxfp8 not: " + HOPPER_MX + "."
     )
+
+
+def test_block_scaling_is_worded_by_te_version_on_blackwell():
+    assert env.block_scaling_note((9, 0), "2.8.0") is None  # Hopper: block scaling runs natively
+    assert env.block_scaling_note(None, "2.9.0") is None
+    old = env.block_scaling_note((10, 0), "2.8.0+cu129")
+    assert "Hopper only (2.3-2.8)" in old and "from 2.9" in old
+    assert "emulated through MXFP8" in env.block_scaling_note((10, 0), "2.9.0")
+    assert "emulated through MXFP8" in env.block_scaling_note((10, 0), "2.20.0.dev0+d0067d0")
+    # without TE, a Blackwell GPU's block reason says what TE would do there
+    out = env._recipe_support((10, 0), "12.9", None, "Transformer Engine is not importable (ImportError: x)")
+    assert (
+        out["block"]["reason"].startswith("Transformer Engine is not importable") and "MXFP8" in out["block"]["reason"]
+    )
+
+
+def test_te_2_8s_hopper_only_refusal_on_blackwell_names_2_9():
+    hopper_only = "FP8 block scaled GEMM requires Hopper and CUDA >= 12.9."  # fp8.py @ v2.8
+    legacy = SimpleNamespace(
+        check_fp8_support=lambda: (True, ""),
+        check_mxfp8_support=lambda: (True, ""),
+        check_fp8_block_scaling_support=lambda: (False, hopper_only),
+    )
+    out = env._recipe_support((10, 0), "12.9", SimpleNamespace(fp8=legacy), None, "2.8.0")
+    assert out["block"]["reason"].startswith(hopper_only) and "from 2.9" in out["block"]["reason"]
+    assert out["mxfp8"]["supported"] is True
+
+
+def test_a_mig_instance_is_named_with_what_it_lacks():
+    from labs.env_check.run import answer, recipe_rows
+
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    assert env.is_mig(name) and not env.is_mig("NVIDIA H100 80GB HBM3") and not env.is_mig(None)
+    assert "CUPTI" in env.empty_profile_reason(name) and "whole GPU" in env.empty_profile_reason(name)
+    assert "MIG" not in env.empty_profile_reason("NVIDIA H200")
+    report = {
+        "device": {"type": "cuda", "name": name, "compute_capability": "9.0"},
+        "versions": {"torch": "2.13.0", "transformer_engine": "2.9.0", "nccl": "2.27.3"},
+        "fp8_recipes": {"delayed": {"supported": True, "reason": None}},
+    }
+    said = answer("te", report, True)
+    assert "MIG instance" in said and "NVLink or CUDA IPC" in said and "CUPTI" in said
+    blackwell = {**report, "device": {"type": "cuda", "name": "NVIDIA B200", "compute_capability": "10.0"}}
+    blackwell["fp8_recipes"] = {"block": {"supported": True, "reason": None}}
+    assert "emulated through MXFP8" in recipe_rows(blackwell)[0][2]
