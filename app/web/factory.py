@@ -192,9 +192,8 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
         docs_url=None,  # app/web/routes/docs.py serves the vendored Swagger UI (FastAPI's loads it from a CDN)
         redoc_url=None,
-        # Bodies are counted as they arrive, whatever the transfer encoding (Starlette's RequestBodyLimitMiddleware);
-        # this is the limit of every route that names none (app/web/middleware/bodies.py), checked before any other dependency.
-        max_body_size=bodies.DEFAULT_LIMIT,
+        # Body limits are set per router below, not here: an app-wide limit wraps the admission gate, and would
+        # turn the gate's 503 to an upload larger than it into "413 Content Too Large".
         dependencies=[Depends(bodies.received_within_limit)],
     )
     _document_bearer_tokens(app)
@@ -228,10 +227,13 @@ def create_app(
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     app.state.content_errors = {}
+    # Bodies are counted as they arrive, whatever the transfer encoding (Starlette's RequestBodyLimitMiddleware);
+    # DEFAULT_LIMIT is the limit of every route that names none (app/web/middleware/bodies.py), checked before any
+    # other dependency.
     for router in PAGE_ROUTERS:
-        app.include_router(router, include_in_schema=False)
+        app.include_router(router, include_in_schema=False, max_body_size=bodies.DEFAULT_LIMIT)
     for router in API_ROUTERS:
-        app.include_router(router)
+        app.include_router(router, max_body_size=bodies.DEFAULT_LIMIT)
 
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired) -> Response:

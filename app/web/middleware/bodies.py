@@ -1,17 +1,18 @@
 """Request body limits: counted on the bytes actually received, per route, before any authentication work.
 
-    DEFAULT_LIMIT        every form and JSON route that names no limit (app-wide `max_body_size`)
+    DEFAULT_LIMIT        every form and JSON route that names no limit (each router's `max_body_size`)
     AUTHORING_LIMIT      an instructor's lesson file (200,000 characters, percent-encoded)
     UPLOAD_LIMIT         bundle uploads: the bundle limit plus the multipart envelope
 
-FastAPI (0.165, fastapi/_body_limit.py) wraps the app and every route that sets `max_body_size` in
-Starlette's RequestBodyLimitMiddleware (starlette/middleware/body_limit.py, Starlette 1.10), which counts
-the body as it arrives, for Content-Length, chunked and undeclared bodies alike, and raises a 413 past
+FastAPI (0.165, fastapi/_body_limit.py) wraps every route with a `max_body_size` (app/web/factory.py gives
+each router DEFAULT_LIMIT; routes and routers that name their own keep it) in Starlette's
+RequestBodyLimitMiddleware (starlette/middleware/body_limit.py, Starlette 1.10), which counts the body as it arrives, for Content-Length, chunked and undeclared bodies alike, and raises a 413 past
 the limit, so a 1 GB chunked body stops at the first megabyte instead of filling memory or a temp file.
 
 A body counted past its limit gets this module's message (naming the limit) through app/web/factory.py's handler;
 one whose Content-Length already says too much gets Starlette's plain "413 Content Too Large", which the
-middleware puts in place of any response to such a request.
+middleware puts in place of any response to such a request. No limit wraps the whole app: it would sit outside the
+admission gate, and a 503 the gate gives an upload declared larger than DEFAULT_LIMIT would reach the client as 413.
 
 What the middleware alone leaves open: it looks at a declared Content-Length only when the body is read or
 the response starts, and a route that reads its form inside the handler (after CurrentUser) would look the
@@ -19,7 +20,7 @@ user up first. `received_within_limit`, an app-wide dependency solved before eve
 it refuses a declared length over the route's limit at once, and reads a small body to its end (counted
 by the middleware) before anything else runs. Uploads are left to stream: their parser spools to disk.
 Neither waits on a slow client while holding a slot: the admission gate (admission.py) has read bodies up to
-the app-wide limit before admitting their request, and times every larger one's reads against its clock.
+DEFAULT_LIMIT before admitting their request, and times every larger one's reads against its clock.
 """
 
 from __future__ import annotations
