@@ -116,17 +116,45 @@ def _scale_clause(
     )
 
 
-def timing_note(backend: str) -> str:
-    """What the step times mean on this backend."""
+def where_fp8_pays(p: Params) -> str:
+    """Where FP8 beats BF16 on a GPU, said with this run's own GEMM size (labs.parallel.costmodel, H100 SXM).
+
+    An FP8 GEMM runs on tensor cores at twice BF16's peak, but its inputs must first be cast to FP8 and their
+    amax taken: extra kernels that read every input element. FP8 pays only where the GEMM time it saves
+    exceeds that casting (plus the extra kernels' launches, which the estimate leaves out); on small GEMMs
+    it is slower than BF16.
+    """
+    from labs.parallel.costmodel import NODES, gemm_s
+
+    node = NODES["H100-SXM"]
+    m, n, k = p.batch * p.seq, p.ffn, p.d_model  # the MLP's first GEMM: (tokens, d_model) @ (d_model, ffn)
+    saved_us = (gemm_s(m, n, k, node, "bf16") - gemm_s(m, n, k, node, "fp8")) * 1e6
+    # Cast both inputs: read BF16 (2 bytes) for the amax and again for the cast, write FP8 (1 byte).
+    cast_us = (m * k + k * n) * (2 + 2 + 1) / node.hbm_bytes_per_s * 1e6
+    pays = saved_us > 2 * cast_us  # launches come on top: ask for a clear margin before saying it pays
+    return (
+        f"Where FP8 pays: on an H100, FP8 would save about {words.number(saved_us, 2)} us of this run's largest GEMM "
+        f"({m} x {k} by {k} x {n}) and spend about {words.number(cast_us, 2)} us casting its inputs, before kernel "
+        "launches (labs.parallel.costmodel), so "
+        + (
+            "FP8 should come out ahead at this size"
+            if pays
+            else "FP8 is expected to be no faster, or slower, than BF16 at this size; it pays once GEMMs are large "
+            "enough that the saved time dwarfs the casts"
+        )
+    )
+
+
+def timing_note(backend: str, p: Params) -> str:
+    """What the step times mean on this backend, and where FP8 would pay."""
     if backend == "cpu":
         return (
             "CPU timings: FP8 is emulated in software and BF16 is not native on most CPUs either, so this ratio "
-            "says nothing about GPU speed (and other load on the machine moves it); on an FP8 GPU with Transformer "
-            "Engine the same ratio is the real speedup"
+            "says nothing about GPU speed (and other load on the machine moves it). " + where_fp8_pays(p)
         )
     if backend == "torch-cuda":
-        return "GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores"
-    return "GPU timings with Transformer Engine FP8 kernels"
+        return "GPU timings with plain PyTorch: FP8 is emulated, not run on FP8 tensor cores. " + where_fp8_pays(p)
+    return "GPU timings with Transformer Engine FP8 kernels. " + where_fp8_pays(p)
 
 
 def memory_note(cpu: bool) -> str:

@@ -75,6 +75,9 @@ class Precision:
     before_step: Callable[[int | None], None] = lambda s: None  # evidence from TE: which step TE's updates belong to
     session: Callable[[], Any] = contextlib.nullcontext  # entered around the whole training run
     pad_to: int = 1  # generation pads windows to this multiple (TE's FP8 GEMM shape rules)
+    # Read right after the last training step, before the generation check: TE's forward under te.autocast
+    # updates delayed scaling again, so state read later would describe generation, not training.
+    snapshot: Callable[[torch.nn.Module], Any] = lambda m: None
 
 
 def _bf16_autocast(device: str) -> Callable[[], Any]:
@@ -92,19 +95,39 @@ class Built:
     te_recorder: Any = None  # labs.fp8_step.te.TeScaleRecorder (te backend, delayed scaling)
 
 
+def initial_state(cfg: GPTConfig, seed: int) -> dict[str, torch.Tensor]:
+    """The starting weights every backend trains from: drawn once, on CPU, from `seed` with plain torch layers.
+
+    Each backend then loads them into its own layers. te.Linear initialises on CUDA from the CUDA generator
+    (transformer_engine/pytorch/module/linear.py @ d0067d0 2.20.0.dev0: `device="cuda"` by default, weights
+    drawn by `reset_parameters` on that device), so building the model from the seed alone would give the te
+    backend other weights, and other embeddings too, than the emulated backends.
+    """
+    torch.manual_seed(seed)
+    return {k: v.detach().clone() for k, v in GPT(cfg, torch_linear).state_dict().items()}
+
+
+def seeded_models(cfg: GPTConfig, seed: int, make_reference, make_fp8, device: str) -> tuple[GPT, GPT]:
+    """The reference and FP8 models, each built with its own layers and loaded with `initial_state`."""
+    state = initial_state(cfg, seed)
+    models = []
+    for make in (make_reference, make_fp8):
+        model = GPT(cfg, make).to(device)
+        _load_weights(model, state)
+        models.append(model)
+    return models[0], models[1]
+
+
 def build(p: Params, backend: str, collect: bool = True) -> Built:
     """Both models from one seeded initialisation, and the precision each runs under."""
     device = "cpu" if backend == "cpu" else "cuda"
     cfg = model_config(p)
-    torch.manual_seed(p.seed)
     bf16 = _bf16_autocast(device)
     if backend == "te":
         from labs.fp8_step import te
 
         make = te.te_linear_factory(torch.float32)
-        reference = GPT(cfg, make).to(device)
-        fp8 = GPT(cfg, make).to(device)
-        _copy_weights(reference, fp8)
+        reference, fp8 = seeded_models(cfg, p.seed, make, make, device)
         rec = te.te_recipe_for(p)
         built = Built(
             reference,
@@ -121,10 +144,10 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
             built.te_recorder = recorder
             built.fp8_precision.before_step = lambda s: setattr(recorder, "step", s)
             built.fp8_precision.session = lambda: te.delayed_session(recorder, p.delayed_update)
+        built.fp8_precision.snapshot = lambda m: te.te_metadata_summary(m, built.te_recorder, p.recipe)
         return built
-    reference = GPT(cfg, torch_linear).to(device)
-    fp8 = GPT(cfg, fp8_linear_factory(fp8_recipe(p), collect=collect, accumulator=accumulator(p))).to(device)
-    _copy_weights(reference, fp8)
+    make_fp8 = fp8_linear_factory(fp8_recipe(p), collect=collect, accumulator=accumulator(p))
+    reference, fp8 = seeded_models(cfg, p.seed, torch_linear, make_fp8, device)
     where = "CPU" if device == "cpu" else "GPU, no FP8 kernels"
     return Built(
         reference,
@@ -135,9 +158,9 @@ def build(p: Params, backend: str, collect: bool = True) -> Built:
     )
 
 
-def _copy_weights(src: torch.nn.Module, dst: torch.nn.Module) -> None:
+def _load_weights(dst: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
     # TE modules carry an `_extra_state` entry (their FP8 metadata); weights must match exactly.
-    missing, unexpected = dst.load_state_dict(src.state_dict(), strict=False)
+    missing, unexpected = dst.load_state_dict(state, strict=False)
     bad = [k for k in missing + unexpected if not k.endswith("_extra_state")]
     if bad:
         raise RuntimeError(f"models differ in parameters: {bad[:5]}")
@@ -153,6 +176,7 @@ class RunRecord:
     grads_step0: dict[str, torch.Tensor]
     peak_memory_bytes: int | None
     generation: dict
+    snapshot: Any = None  # what Precision.snapshot read after training (TE's FP8 metadata on the te backend)
 
 
 def lr_at(step: int, p: Params) -> float:
@@ -209,7 +233,8 @@ def train(
                 progress((step + 1) / p.steps, f"{prec.label}: step {step + 1}/{p.steps}, loss {loss_value:.3f}")
         prec.before_step(None)  # nothing after the last step belongs to training
     peak = int(torch.cuda.max_memory_allocated()) - base if cuda else None
-    return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device))
+    snapshot = prec.snapshot(model)
+    return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device), snapshot)
 
 
 def _one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str, step_ms: list) -> float:
@@ -301,8 +326,10 @@ def run(params: Params, ctx) -> dict:
         from labs.fp8_step import te
 
         layers = [n for n, _ in built.fp8.gemm_layers()]
-        quantizers = te.te_quantizers(built.te_recorder, rec, layers) if built.te_recorder is not None else []
-        te_meta = te.te_metadata_summary(built.fp8, built.te_recorder, p.recipe)
+        quantizers = (
+            te.te_quantizers(built.te_recorder, rec, layers, p.outlier_step) if built.te_recorder is not None else []
+        )
+        te_meta = f8.snapshot  # read after training, before the generation check ran TE's forward again
     else:
         quantizers = evidence.emulated_quantizers(built.fp8, p)
     accumulation = None
@@ -335,7 +362,7 @@ def run(params: Params, ctx) -> dict:
     total_clipped = sum(clipped_per_step) if clipped_per_step is not None else None
     total_underflow = sum(underflow_per_step) if underflow_per_step is not None else None
     clip_steps = [i for i, c in enumerate(clipped_per_step or []) if c]
-    timing_note = report.timing_note(backend)
+    timing_note = report.timing_note(backend, p)
 
     return {
         "answer": report.answer(p, backend, runs, outlier, total_clipped, clip_steps, quantizers),

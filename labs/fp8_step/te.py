@@ -181,16 +181,23 @@ def delayed_session(recorder: TeScaleRecorder, update: str) -> Iterator[None]:
             os.environ["NVTE_UNFUSED_FP8_UPDATE"] = before
 
 
-def te_quantizers(recorder: TeScaleRecorder, rec: Fp8Recipe, layers: list[str]) -> list[dict]:
-    """Per-tensor amax/scale histories as TE held them during each step (TE counts no clipped values)."""
+def te_quantizers(
+    recorder: TeScaleRecorder, rec: Fp8Recipe, layers: list[str], outlier_step: int | None = None
+) -> list[dict]:
+    """Per-tensor amax/scale histories as TE held them during each step (TE counts no clipped values).
+
+    Long histories are thinned as the emulated path thins them (evidence.emulated_quantizers): the outlier
+    step and the steps either side always stay, so the spike and the scale catching up are never thinned away.
+    """
     hist = recorder.history()
+    around = set() if outlier_step is None else {outlier_step - 1, outlier_step, outlier_step + 1}
     out = []
     for layer in layers:
         for role in ("input", "weight", "grad_output"):
             pts = hist.get((layer, role))
             if not pts:
                 continue
-            keep = keep_indices(len(pts), set())
+            keep = keep_indices(len(pts), {i for i, (step, _, _) in enumerate(pts) if step in around})
             fmt = rec.format_for(role)
             out.append(
                 {
@@ -214,7 +221,8 @@ def te_quantizers(recorder: TeScaleRecorder, rec: Fp8Recipe, layers: list[str]) 
 
 
 def te_metadata_summary(fp8_model: Any, recorder: TeScaleRecorder | None, recipe: str) -> dict:
-    """Final FP8 state of each te.Linear after TE's last update (the scale a next step would use)."""
+    """FP8 state of each te.Linear after training's last update (the scale a next step would use); read
+    before the generation check, whose forward passes update delayed scaling again."""
     if recorder is None:
         return {
             "available": False,

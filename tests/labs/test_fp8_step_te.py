@@ -121,3 +121,62 @@ def test_te_run_records_the_spike_before_the_scale_catches_up(tmp_path):
     assert target["amax"][k] * target["scale"][k] > target["fp8_max"]
     assert target["amax"][k + 1] * target["scale"][k + 1] <= target["fp8_max"] * 1.0001
     assert "Transformer Engine" in res["answer"]
+
+
+def test_every_backend_starts_from_the_same_weights_whatever_its_layers_draw():
+    # te.Linear draws its weights on CUDA, so the CPU generator's sequence (and with it the embeddings) moves.
+    # A layer factory that draws extra random numbers stands in for that; the models must still match.
+    from labs.fp8_step.model import GPT, GPTConfig, torch_linear
+    from labs.fp8_step.run import initial_state, seeded_models
+
+    cfg = GPTConfig(vocab=16, seq=8, d_model=16, n_layers=1, n_heads=2, ffn=32)
+
+    def drawing_linear(in_features: int, out_features: int, bias: bool, name: str) -> torch.nn.Module:
+        torch.randn(97)
+        return torch.nn.Linear(in_features, out_features, bias=bias)
+
+    state = initial_state(cfg, seed=5)
+    torch.manual_seed(5)
+    naive = GPT(cfg, drawing_linear).state_dict()
+    assert not torch.equal(naive["tok_emb.weight"], state["tok_emb.weight"])  # seeding alone does not do it
+    reference, fp8 = seeded_models(cfg, 5, torch_linear, drawing_linear, "cpu")
+    for model in (reference, fp8):
+        got = model.state_dict()
+        assert set(got) == set(state) and all(torch.equal(got[k], state[k]) for k in state)
+
+
+def test_te_histories_keep_the_outlier_step_and_its_neighbours_when_thinned():
+    recorder = TeScaleRecorder([])
+    rows = [(s, torch.tensor(1.0 + (s == 601) * 15), torch.tensor(2.0)) for s in range(1200)]  # 1200 steps
+    recorder.rows = {("fc", "input"): rows}
+    rec = Fp8Recipe(kind="delayed", fp8_format="hybrid")
+    kept = te_quantizers(recorder, rec, ["fc"], outlier_step=601)[0]
+    assert len(kept["steps"]) < 1200 and {600, 601, 602} <= set(kept["steps"])
+    assert kept["amax"][kept["steps"].index(601)] == 16.0
+    assert 601 not in te_quantizers(recorder, rec, ["fc"])[0]["steps"]  # the evenly spread points alone miss it
+
+
+def test_training_state_is_read_before_the_generation_check():
+    from labs.fp8_step.params import Params
+    from labs.fp8_step.run import build, train
+
+    p = Params.model_validate({"steps": 2, "batch": 2, "seq": 8, "d_model": 16, "n_heads": 2, "ffn": 32, "vocab": 16})
+    built = build(p, "cpu", collect=False)
+    order: list[str] = []
+    generate = built.fp8.generate
+    built.fp8.generate = lambda *a, **k: order.append("generation") or generate(*a, **k)
+    built.fp8_precision.snapshot = lambda m: order.append("snapshot") or "state after training"
+    record = train(built.fp8, built.fp8_precision, p, built.device)
+    assert order == ["snapshot", "generation"] and record.snapshot == "state after training"
+
+
+def test_timing_note_says_where_fp8_pays_from_the_runs_own_gemm_size():
+    from labs.fp8_step.params import Params
+    from labs.fp8_step.report import timing_note
+
+    small = Params.model_validate({"d_model": 64, "n_heads": 4, "ffn": 256})
+    large = Params.model_validate({"d_model": 4096, "n_heads": 32, "ffn": 16384, "seq": 256, "batch": 32})
+    for backend in ("cpu", "torch-cuda", "te"):
+        assert "no faster, or slower, than BF16 at this size" in timing_note(backend, small)
+        assert "should come out ahead at this size" in timing_note(backend, large)
+        assert "real speedup" not in timing_note(backend, small)
