@@ -42,6 +42,7 @@ from .schema import (
     SectionBlock,
     TimelineBlock,
 )
+from .timing import part_minutes
 from .yamltext import parse_yaml
 
 LESSON_FILE = "lesson.yaml"
@@ -232,6 +233,7 @@ class _LessonBuild:
             self.err("parts/", "", "at least one part file under parts/", "none")
         self.cross_check(parts, questions, extras.get("atlas.yaml"), raw)
         self.check_pauses(parts, header)
+        parts = self.time_parts(parts, questions, extras.get("atlas.yaml"))
         drawn = self.draw_figures(parts)
         self.check_rubric(extras.get("rubric.yaml"), extras.get("lab.yaml"), "lab.yaml" in self.files)
         if self.errors or header is None:
@@ -384,6 +386,20 @@ class _LessonBuild:
                         for where, expected, found in exc.problems:
                             self.err(rel, loc + where, expected, found)
         return drawn
+
+    def time_parts(self, parts: list[tuple[str, Part]], questions: dict, atlas: Atlas | None) -> list[tuple[str, Part]]:
+        """Give every part without a typed `minutes` the minutes its content takes (app/content/timing.py).
+
+        A typed value is kept as written; tests/content/test_timing.py holds every shipped lesson's typed
+        minutes to the same formula, so a part that grows shows it.
+        """
+        eras = {e.id: e for e in atlas.hardware_ecosystem} if atlas else {}
+        timed = []
+        for rel, part in parts:
+            est = part_minutes(part, questions, eras)
+            minutes = est.minutes if part.minutes is None else part.minutes
+            timed.append((rel, part.model_copy(update={"minutes": minutes, "optional_minutes": est.optional})))
+        return timed
 
     def check_pauses(self, parts: list[tuple[str, Part]], header: LessonFile | None) -> None:
         """Interactive tools must exist; a pause's `check` must name one of the lesson's interactive tools,

@@ -70,8 +70,13 @@ class Lesson(BaseModel):
 
     @property
     def read_time_minutes(self) -> int:
-        """Computed, never typed: the sum of the parts' minutes."""
-        return sum(p.minutes for p in self.parts)
+        """Computed, never typed: the sum of the parts' core minutes (app/content/timing.py)."""
+        return sum(p.minutes or 0 for p in self.parts)
+
+    @property
+    def optional_minutes(self) -> int:
+        """The optional-depth sections' minutes, outside the core read time."""
+        return sum(p.optional_minutes for p in self.parts)
 
     def part(self, part_id: str) -> Part | None:
         return next((p for p in self.parts if p.id == part_id), None)

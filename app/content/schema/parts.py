@@ -163,10 +163,19 @@ class PartFile(Strict):
     number: int = Field(ge=1, le=20, description="Position of the part; numbers run 1, 2, 3… without gaps.")
     title: Text = Field(description="Short title used in the pacing list, e.g. 'Mental model'.")
     heading: Text | None = Field(None, description="Longer heading on the part itself; defaults to the title.")
-    minutes: int = Field(ge=1, le=120, description="Minutes the part is budgeted; the read time is their sum.")
+    minutes: int | None = Field(
+        None,
+        ge=1,
+        le=240,
+        description="Leave it out: the loader computes it from the part's content (app/content/timing.py). "
+        "A value written here must equal that formula's (the tests check shipped lessons). The read time is the sum.",
+    )
     intro: Markdown | None = Field(None, description="Optional text before the blocks.")
     blocks: list[Block] = Field(default_factory=list, description="The part's content, in order.")
 
 
 class Part(PartFile):
     id: Id = Field(description="The part id: its file stem (set by the loader).")
+    optional_minutes: int = Field(
+        0, ge=0, description="Minutes of its optional-depth sections, set by the loader (app/content/timing.py)."
+    )
