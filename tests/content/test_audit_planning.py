@@ -23,8 +23,9 @@ SECTIONS = {
     "moe-params": ["active", "Expert parallelism"],
     "moe-all-to-all": ["all-to-all", "three times longer"],
     "kv-cache": ["KiB per token"],
+    "from-a-budget": ["\\sqrt{C/120}", "GPU-hours"],
     "prefill-decode": ["*Chunked prefill*", "*Disaggregated serving*", "Batching"],
-    "sharding-decode": ["tensor parallelism", "64 small all-reduces"],
+    "sharding-decode": ["tensor parallelism", "64 small all-reduces", "*batch*"],
 }
 
 
@@ -44,7 +45,7 @@ def test_shape(l08):
         "inference",
         "plan",
     ]
-    assert 50 <= l08.read_time_minutes <= 75
+    assert 50 <= l08.read_time_minutes <= 100
 
 
 def test_sections_carry_the_seed_material(l08):
@@ -101,3 +102,25 @@ def test_free_responses_have_self_checks(course):
         for qid, q in lesson.questions.items():
             if q.kind == "free_response":
                 assert len(q.body.self_check) >= 3, (lesson.id, qid)
+
+
+def test_what_the_counts_leave_out_and_a_budget_in_dollars(l08):
+    """Issue 32 §1.6 and §3: the numbers behind the additions, worked by hand."""
+    v = l08.values
+    # C = 1e23 = 120·N² → N = √(1e23/120) = 28.87B, D = 577B; 1e23 ÷ (989e12 × 0.4) s = 70,217 GPU-hours, $140k
+    assert v["budget-1e23"]["params"] == pytest.approx(28.87e9, rel=1e-3)
+    assert v["budget-1e23"]["tokens"] == pytest.approx(20 * v["budget-1e23"]["params"])
+    assert (
+        v["budget-1e23"]["gpu_hours"] == pytest.approx(70_217, rel=1e-4) and round(v["budget-1e23"]["usd"]) == 140_434
+    )
+    # attention: 12 × 32 × 4096 × 4096 = 6.44e9 FLOPs per token against 6 × 7e9 = 4.2e10: +15%, causal +7.7%
+    assert v["attn-7b"]["full_pct"] == pytest.approx(15.34, rel=1e-3) and v["attn-7b"]["causal_pct"] == pytest.approx(
+        7.67, rel=1e-3
+    )
+    # logits: 4096 × 128,256 values, 2 + 4 bytes each = 3.15 GB (the issue's ≈ 3.2 GB)
+    assert v["logits-128k"]["gb"] == pytest.approx(3.152, rel=1e-3)
+    # decode without the 1.05 GB embedding table: (16.06 − 1.05 + 9.44) GB ÷ 3.35 TB/s = 7.30 ms
+    assert v["decode-no-emb"]["ms"] == pytest.approx(7.298, rel=1e-3) and v["decode-no-emb"]["ms"] < v["decode"]["ms"]
+    # 8 KV heads on 16 GPUs: 16 KiB per token × 8,192 × 32 sequences = 4.29 GB for one head, against all
+    # 8 heads (128 KiB per token) for 2 sequences: 2.15 GB
+    assert v["kv-tp16"]["gb"] == pytest.approx(2 * v["kv-batch16"]["gb"]) == pytest.approx(4.295, rel=1e-3)

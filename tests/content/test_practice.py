@@ -95,10 +95,11 @@ def test_grading_correct_incorrect_and_tolerance():
     assert v.answer == 14
     assert grade(q, v, "14").correct
     assert grade(q, v, "14.4 ms").correct
-    wrong = grade(q, v, "17")
+    wrong = grade(q, v, "18")  # no named mistake: compute + comm is 17, compute alone 12
     assert wrong.status == "incorrect" and wrong.counts_as_attempt
     assert wrong.expected == 14 and wrong.unit == "ms" and wrong.expected_text == "14 ms"
-    assert "±0.5 ms" in wrong.message
+    assert "±0.5 ms" in wrong.message and "too high" in wrong.message
+    assert "too low" in grade(q, v, "10").message
     rel = numeric("fp8_scale", params={}, tolerance={"rel": 0.01})
     rv = make_variant(rel, 0)
     assert grade(rel, rv, "1.87").correct and grade(rel, rv, "1.866").correct
@@ -262,12 +263,23 @@ def test_spike_clip_explanation_never_says_not_clipped_of_a_clamped_value(l06):
     assert seen == {"clipped", "rounds", "inside"}
 
 
-def test_running_sum_never_says_every_0_terms(course):
-    q = course.lesson("precision-by-numbers").questions["e4m3-running-sum"]
-    prompts = {make_variant(q, seed).prompt for seed in range(60)}
-    assert not any("every 0 terms" in p for p in prompts)
-    assert any("never moved into a wider accumulator" in p for p in prompts)
-    assert any("every 8 terms" in p for p in prompts)
+def test_narrow_accumulator_question_truncates_and_names_the_wrong_mechanisms(course):
+    q = course.lesson("precision-by-numbers").questions["narrow-accumulator"]
+    seen_lost_all = False
+    for seed in range(24):
+        v = make_variant(q, seed)
+        exact, spacing = v.values["exact"], v.values["spacing"]
+        assert v.answer <= exact < v.answer + spacing and (v.answer / spacing).is_integer()
+        seen_lost_all |= v.answer == v.params["partial"]  # an add below the spacing vanishes
+        fb = grade(q, v, repr(exact))
+        assert fb.status == "incorrect" and "FP32 accumulator" in fb.message, fb.message
+        assert "E4M3" in grade(q, v, "448").message
+    assert seen_lost_all
+    # 3,000 + 0.9 with 14 significant bits: spacing 0.25, truncation keeps 3,000.75, nearest would give 3,001
+    fixed = numeric("narrow_add", params={"partial": 3000, "addend": 0.9}, tolerance={"abs": 0})
+    v = make_variant(fixed, 0)
+    assert v.answer == 3000.75 and grade(fixed, v, "3000.75").correct
+    assert "cuts toward zero" in grade(fixed, v, "3001").message
 
 
 def test_block_questions_cover_both_blocks(course):

@@ -71,7 +71,9 @@ def test_a_mistake_the_tolerance_cannot_tell_from_the_answer_is_not_named():
     v = make_variant(q, seed=0)
     assert grade(q, v, "2").status == "correct"
     fb = grade(q, v, "2.03")
-    assert fb.status == "incorrect" and fb.message == "Not quite: 2.03 GB is outside the accepted range (±2%)."
+    assert (
+        fb.status == "incorrect" and fb.message == "Not quite: 2.03 GB is too high, outside the accepted range (±2%)."
+    )
     q = numeric("ring_allreduce", params={"size": 1, "gpus": 64}, tolerance={"rel": 0.001})
     assert "its own 1/N" in grade(q, make_variant(q, seed=0), "2").message  # told apart at 0.1%
 
@@ -94,8 +96,8 @@ def test_answer_in_is_only_for_a_unitless_answer():
     q = numeric("gpu_hours", answer_in="GPU-hours", tolerance={"rel": 0.01})
     v = make_variant(q, seed=0)
     assert grade(q, v, "84.26 gpu-hours").message == "Correct: 84.26 GPU-hours."
-    assert grade(q, v, "90").message == "Not quite: 90 GPU-hours is outside the accepted range (±1%)."
-    assert grade(q, v, "1").message == "Not quite: 1 GPU-hour is outside the accepted range (±1%)."
+    assert grade(q, v, "90").message == "Not quite: 90 GPU-hours is too high, outside the accepted range (±1%)."
+    assert grade(q, v, "1").message == "Not quite: 1 GPU-hour is too low, outside the accepted range (±1%)."
     assert grade(q, v, "1 GPU-hour").status == "incorrect"  # the singular is read like the plural
     tokens = numeric("gpu_hours", answer_in="billion tokens", tolerance={"abs": 1})
     assert "(±1 billion tokens)" in grade(tokens, make_variant(tokens, seed=0), "1").message  # "billion" agrees

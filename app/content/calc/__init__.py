@@ -13,6 +13,7 @@ the numbers, so the page, the tests and the practice engine all read the same ar
 Each calculation returns a flat dict of named numbers (bools render as yes/no). The modules:
 
     fp8.py       FP32 scales, FP8 rounding, clipping, accumulation (bit-identical to labs/numerics/fp8.py)
+    accumulator.py  the tensor core's ~14-bit accumulator and FP32 promotion (labs/numerics/accumulate.py's model)
     quant.py     integer absmax quantization, per tensor and per block
     parallel.py  overlap, collectives (with the ring's latency term), pipeline bubbles, the TP limit
     memory.py    training state under DP/ZeRO/TP/PP and activations with and without recomputation
@@ -35,6 +36,7 @@ from labs.api import power_of_ten
 
 from ..formats import spec_problem
 from ._base import CalcError
+from .accumulator import fast_accumulation, narrow_add
 from .fp8 import (
     FLT_MAX,
     FP8_BITS,
@@ -64,16 +66,19 @@ from .parallel import (
     tp_threshold,
 )
 from .planning import (
+    attention_flops,
+    chinchilla_from_budget,
     decode_step,
     forward_time,
     kv_cache,
+    logits_memory,
     moe_all_to_all,
     moe_params,
     serving_pools,
     train_budget,
     train_compute,
 )
-from .quant import absmax_quant, block_quant
+from .quant import absmax_quant, affine_quant, block_quant
 
 __all__ = [
     "CalcError",
@@ -98,8 +103,11 @@ REGISTRY: dict[str, Callable[..., dict]] = {
         fp8_map,
         fp8_spacing,
         accumulate_fp8,
+        narrow_add,
+        fast_accumulation,
         absmax_quant,
         block_quant,
+        affine_quant,
         step_time,
         ring_allreduce,
         ring_time,
@@ -118,6 +126,9 @@ REGISTRY: dict[str, Callable[..., dict]] = {
         memory_per_gpu,
         train_compute,
         train_budget,
+        chinchilla_from_budget,
+        attention_flops,
+        logits_memory,
         forward_time,
         moe_params,
         moe_all_to_all,

@@ -235,11 +235,16 @@ def hsdp_step(
 
 
 def pipeline_bubble(stages: int, microbatches: int) -> dict:
-    """Idle fraction of a GPipe/1F1B pipeline: (p − 1) / (m + p − 1)."""
+    """Bubble of a GPipe/1F1B pipeline in both of its definitions.
+
+    `fraction`: idle share of the whole step, (p − 1) / (m + p − 1). `overhead`: idle time over the ideal
+    compute time, (p − 1) / m, as Narayanan et al. 2021 and the Ultra-Scale Playbook write it.
+    """
     stages = whole("stages", stages)
     microbatches = whole("microbatches", microbatches)
     frac = (stages - 1) / (microbatches + stages - 1)
-    return {"fraction": frac, "percent": 100 * frac}
+    overhead = (stages - 1) / microbatches
+    return {"fraction": frac, "percent": 100 * frac, "overhead": overhead, "overhead_percent": 100 * overhead}
 
 
 def tp_threshold(

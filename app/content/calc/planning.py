@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._base import CalcError, fraction, positive, whole
+import math
+
+from ._base import CalcError, at_least, fraction, positive, whole
 
 #: Chinchilla's compute-optimal ratio (Hoffmann et al. 2022): about 20 training tokens per parameter.
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -143,13 +145,20 @@ def decode_step(
     layers: int = 0,
     alpha: float = 0.0,
     bytes_per_param: float = 2,
+    embedding: float = 0.0,
 ) -> dict:
     """One decode step is memory-bound: every weight and every cached K/V is read once.
+
+    Every weight but the input embedding table: a step looks up one row of it per sequence. Give its
+    size as `embedding` (parameters) to leave it out; an untied output head is read in full.
 
     With `gpus`-way tensor parallelism each GPU reads 1/gpus of both, and the step pays 2·`layers`
     all-reduces of a few hundred KiB, which at decode sizes cost their latency `alpha` each.
     """
-    weight_bytes = positive("params", params) * positive("bytes_per_param", bytes_per_param)
+    embedding = at_least("embedding", embedding)
+    if embedding >= positive("params", params):
+        raise CalcError(f"embedding ({embedding:g}) must be smaller than params ({params:g})")
+    weight_bytes = (params - embedding) * positive("bytes_per_param", bytes_per_param)
     kv_bytes, hbm, gpus = positive("kv_bytes", kv_bytes), positive("hbm", hbm), whole("gpus", gpus)
     read = (weight_bytes + kv_bytes) / (hbm * gpus)
     comm = 2 * whole("layers", layers, least=0) * alpha if gpus > 1 else 0.0
@@ -159,6 +168,7 @@ def decode_step(
         "ms": 1e3 * (read + comm),
         "weights_ms": 1e3 * weight_bytes / hbm,
         "weight_gb": weight_bytes / 1e9,
+        "embedding_gb": embedding * bytes_per_param / 1e9,
     }
 
 
@@ -172,3 +182,49 @@ def serving_pools(prefill_ms: float, step_ms: float, batch: int, output_tokens: 
         "decode_per_prefill": prefill / decode,
         "prefill_in_steps": prefill_ms / step_ms,  # decode steps a batch stalls while one prefill runs
     }
+
+
+def chinchilla_from_budget(
+    compute: float, flops: float = 989e12, mfu: float = 0.4, gpu_hour_usd: float = 2.0, gpus: int = 1
+) -> dict:
+    """The compute-optimal model for a budget of `compute` FLOPs: C = 6·N·D with D = 20·N gives C = 120·N²,
+    so N = √(C/120) and D = 20·N; then GPU-hours at `mfu` of `flops`, their price, and days on `gpus` GPUs."""
+    compute = positive("compute", compute)
+    params = math.sqrt(compute / (6 * CHINCHILLA_TOKENS_PER_PARAM))
+    tokens = CHINCHILLA_TOKENS_PER_PARAM * params
+    run = train_budget(params, tokens=tokens, flops=flops, mfu=mfu, gpus=gpus)
+    usd = run["gpu_hours"] * positive("gpu_hour_usd", gpu_hour_usd)
+    return {
+        "params": params,
+        "tokens": tokens,
+        "gpu_hours": run["gpu_hours"],
+        "usd": usd,
+        "days": run["days"],
+        "hours": run["hours"],
+    }
+
+
+def attention_flops(params: float, layers: int, hidden: int, seq: int) -> dict:
+    """Training FLOPs per token beside 6·N: attention's QKᵀ and A·V, which 6·N·D leaves out.
+
+    Forward, per token and layer, QKᵀ and A·V cost 2·s·H FLOPs each over all s keys (4·s·H); training
+    triples it: 12·L·s·H per token (the term PaLM's MFU formula adds). A causal mask skips half of it, if
+    the kernel skips masked blocks (FlashAttention does).
+    """
+    six_n = 6 * positive("params", params)
+    full = 12 * whole("layers", layers) * whole("seq", seq) * whole("hidden", hidden)
+    return {
+        "six_n": six_n,
+        "attention": full,
+        "full_pct": 100 * full / six_n,
+        "causal_pct": 50 * full / six_n,
+    }
+
+
+def logits_memory(seq: int, vocab: int, micro_batch: int = 1) -> dict:
+    """Memory of the output logits for one micro-batch: the BF16 logits and the FP32 copy the cross-entropy
+    computes in (its softmax kept for the backward), s·b·V values each. Korthikanti's per-layer formula does
+    not count them; at a 128k vocabulary they outweigh several layers."""
+    values = whole("seq", seq) * whole("micro_batch", micro_batch) * whole("vocab", vocab)
+    bf16, fp32 = 2 * values, 4 * values
+    return {"values": values, "bf16_gb": bf16 / 1e9, "fp32_gb": fp32 / 1e9, "gb": (bf16 + fp32) / 1e9}

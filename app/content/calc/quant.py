@@ -1,4 +1,4 @@
-"""Integer absmax quantization, per tensor and per block (the worked int8 examples)."""
+"""Integer quantization: symmetric absmax per tensor and per block, and affine (zero-point) per tensor."""
 
 from __future__ import annotations
 
@@ -37,4 +37,30 @@ def block_quant(values: list[float], block: int, bits: int = 8) -> dict:
         for j in range(len(values[start : start + block])):
             out[f"q{start + j}"] = part[f"q{j}"]
             out[f"x{start + j}"] = part[f"x{j}"]
+    return out
+
+
+def affine_quant(values: list[float], bits: int = 8) -> dict:
+    """Affine (asymmetric) quantization: the grid spans [min, max] instead of [−max|x|, max|x|].
+
+    step = (max − min) / (2^b − 1); the zero point z = round(−min / step) is the code that stands for 0.0;
+    q = clamp(round(x / step) + z, 0, 2^b − 1) and x ≈ (q − z) · step. For values that are mostly of one
+    sign (after a GELU), the symmetric grid leaves half its codes unused and the affine one does not.
+    """
+    if not values:
+        raise CalcError("values must be a non-empty list of numbers")
+    if not isinstance(bits, int) or not 2 <= bits <= 16:
+        raise CalcError(f"bits must be an integer in 2..16, got {bits!r}")
+    lo, hi = min(0.0, *map(float, values)), max(0.0, *map(float, values))  # 0.0 stays exactly representable
+    if hi == lo:
+        raise CalcError("values must not all be zero")
+    qmax = 2**bits - 1
+    step = (hi - lo) / qmax
+    zero = int(round(-lo / step))
+    out: dict = {"step": step, "zero_point": zero, "qmax": qmax, "symmetric_step": absmax_quant(values, bits)["step"]}
+    out["finer"] = out["symmetric_step"] / step
+    for i, v in enumerate(values):
+        q = min(max(int(round(float(v) / step)) + zero, 0), qmax)
+        out[f"q{i}"] = q
+        out[f"x{i}"] = (q - zero) * step
     return out

@@ -134,7 +134,8 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     elif q.tolerance.abs == 0:
         message = f"Not quite: {shown} is not the answer, which is exact here."
     else:
-        message = f"Not quite: {shown} is outside the accepted range ({_band(q)})."
+        side = "too high" if value > expected else "too low"
+        message = f"Not quite: {shown} is {side}, outside the accepted range ({_band(q)})."
     return Feedback(
         "incorrect",
         message,

@@ -9,9 +9,34 @@ from .. import calc
 from .family import Generator
 
 
+def _other_format(fmt: str) -> str:
+    return "E5M2" if str(fmt).upper() == "E4M3" else "E4M3"
+
+
 def _fp8_scale(p):
-    r = calc.fp8_scale(p["amax"], p["fmt"], p.get("margin", 0))
-    return {"answer": r["scale"], "scale": r["scale"], "fp8_max": r["fp8_max"]}
+    margin = int(p.get("margin", 0))
+    r = calc.fp8_scale(p["amax"], p["fmt"], margin)
+    other = calc.fp8_scale(p["amax"], _other_format(p["fmt"]), margin)
+    mistakes = [
+        (
+            1 / r["scale"],
+            f"That is amax ÷ fp8_max, the inverse. The scale multiplies values *into* the FP8 range, so amax × scale "
+            f"must land on {r['fp8_max']:g}: scale = fp8_max ÷ amax.",
+        ),
+        (
+            other["scale"],
+            f"That uses {other['fp8_max']:g}, the largest {_other_format(p['fmt'])} value. {p['fmt']} stops at "
+            f"{r['fp8_max']:g}.",
+        ),
+    ]
+    if margin:
+        mistakes.append(
+            (
+                calc.fp8_scale(p["amax"], p["fmt"])["scale"],
+                f"That leaves out the margin: the scale is divided by 2^margin = {2**margin:g}.",
+            )
+        )
+    return {"answer": r["scale"], "scale": r["scale"], "fp8_max": r["fp8_max"], "mistakes": mistakes}
 
 
 def _fp8_clip(p):
@@ -29,7 +54,31 @@ def _fp8_clip(p):
         clip_note = f"not counted as clipped: within half a grid step of {m['fp8_max']:g}, it would round there anyway"
     else:
         clip_note = "clipped: no"
+    mistakes = []
+    if abs(m["scaled"]) <= m["fp8_max"]:
+        mistakes.append(
+            (
+                math.copysign(m["fp8_max"], m["scaled"]),
+                f"That assumes the value clips. {p['value']:g} × {s:.4g} = {m['scaled']:.4g} is inside ±{m['fp8_max']:g}, "
+                "so the clamp leaves it as it is.",
+            )
+        )
+    else:
+        mistakes.append(
+            (
+                m["scaled"],
+                f"That is the scaled value before the clamp. It is beyond ±{m['fp8_max']:g}, so the clamp sets it to "
+                f"{m['fp8_max']:g}.",
+            )
+        )
+    mistakes.append(
+        (
+            p["value"] / s,
+            "That divides by the scale. Quantizing multiplies by it (fp8_max ÷ amax); dividing is the way back.",
+        )
+    )
     return {
+        "mistakes": mistakes,
         "answer": clamped,
         "scale": s,
         "scaled": m["scaled"],
@@ -49,8 +98,24 @@ ROUNDED_SLIP = (
 
 def _step_time(p):
     overlap = min(p["overlap"], p["compute"], p["comm"])  # a range may draw more overlap than exists
+    if overlap <= 0:  # compute + comm with nothing hidden teaches nothing: make_variant draws again
+        raise calc.CalcError("overlap must be > 0 for a step-time problem (0 ms of overlap is a plain sum)")
     r = calc.step_time(p["compute"], p["comm"], overlap)
-    return {"answer": r["total"], "overlap": overlap, "exposed": r["exposed"], "serial": r["serial"]}
+    mistakes = [
+        (r["serial"], f"That adds all {p['comm']:g} ms of communication. The {overlap:g} ms that run under compute cost nothing."),
+        (
+            max(p["compute"], p["comm"]),
+            f"That hides all the communication. Only {overlap:g} ms of it overlaps; {r['exposed']:g} ms stays exposed.",
+        ),
+        (p["compute"] - overlap, "That subtracts the overlap from the compute. The compute runs in full; the overlap is hidden *communication*."),
+    ]  # fmt: skip
+    return {
+        "answer": r["total"],
+        "overlap": overlap,
+        "exposed": r["exposed"],
+        "serial": r["serial"],
+        "mistakes": mistakes,
+    }
 
 
 # Known wrong ideas about collectives (grading.py: a mistake is a try, and its feedback names the idea).
@@ -91,14 +156,28 @@ def _zero(p):
     return {"answer": r["gb"], "bytes_per_param": r["bytes_per_param"]}
 
 
+OTHER_BUBBLE = (
+    "{value:.4g}% is (p − 1)/m, the bubble measured against the ideal compute time: Narayanan et al. (2021) and "
+    "the Ultra-Scale Playbook define it so. This question asks for its share of the whole step, bubble "
+    "included: (p − 1)/(m + p − 1)."
+)
+
+
 def _bubble(p):
     r = calc.pipeline_bubble(int(p["stages"]), int(p["microbatches"]))
-    return {"answer": r["percent"], "fraction": r["fraction"]}
+    # The other definition is a right idea with another denominator: a hint (not a try), never "wrong".
+    slips = [(r["overhead_percent"], OTHER_BUBBLE.format(value=r["overhead_percent"]))]
+    return {"answer": r["percent"], "fraction": r["fraction"], "overhead": r["overhead"], "slips": slips}
 
 
 def _tp(p):
     r = calc.tp_threshold(p["flops"] * 1e12, p["bandwidth"] * 1e9)
-    return {"answer": r["d_min"]}
+    mistakes = [
+        (r["d_min"] / 2, "That is P/W. Each of the 2 ranks computes 2·B·D·F/2 = B·D·F FLOPs and all-reduces its B×F partial sum in "
+            "16-bit, 2(N−1)/N × 2·B·F = 2·B·F bytes: compute outlasts it when D > 2P/W."),
+        (r["d_min"] / 1000, "That divides TFLOP/s by GB/s as typed. Convert first: 10¹² ÷ 10⁹ = 1,000."),
+    ]  # fmt: skip
+    return {"answer": r["d_min"], "mistakes": mistakes}
 
 
 def _vector(p):
@@ -152,6 +231,28 @@ def _accumulate(p):
         else "the sum is never moved into a wider accumulator"
     )
     return {"answer": r["total"], "exact": r["exact"], "stuck_after": r["stuck_after"], "promotion": promotion}
+
+
+TRUNCATES = (
+    "That rounds to the nearest value the accumulator holds. The tensor core aligns the addend to the larger "
+    "exponent and drops the bits below the spacing: it cuts toward zero."
+)
+
+
+def _narrow_add(p):
+    r = calc.narrow_add(p["partial"], p["addend"], int(p["bits"]))
+    mistakes = [
+        (r["exact"], f"That keeps every bit, as an FP32 accumulator would. This one keeps {r['significant_bits']} "
+         f"significant bits, so near {p['partial']:g} its values are {r['spacing']:g} apart."),
+        (r["nearest"], TRUNCATES),
+        (calc.round_fp8(r["exact"]), "That stores the sum in E4M3. Only the GEMM's inputs are FP8; the sum lives "
+         "in the tensor core's wider accumulator (and 448 is as far as E4M3 goes)."),
+    ]  # fmt: skip
+    return {
+        "answer": r["stored"],
+        **{k: r[k] for k in ("exact", "lost", "spacing", "significant_bits")},
+        "mistakes": mistakes,
+    }
 
 
 FAMILIES: list[Generator] = [
@@ -239,6 +340,15 @@ FAMILIES: list[Generator] = [
         "Its block's step is {{step|.4f}}, so {{x}} → {{answer}}; one scale for the whole vector "
         "would give {{q_tensor}}.",
         _block,
+    ),
+    Generator(
+        "narrow_add",
+        {"partial": 3000, "addend": 0.9, "bits": 13},
+        "",
+        "The accumulator keeps {{significant_bits}} significant bits, cutting toward zero. It holds {{partial}}; "
+        "the next group of products adds {{addend}}. What does it hold after the add?",
+        "Near {{partial}} its values are {{spacing}} apart; {{exact}} is cut down to {{answer}}, losing {{lost|.3g}}.",
+        _narrow_add,
     ),
     Generator(
         "e4m3_accumulate",
