@@ -181,7 +181,8 @@ def results(
     timing_note = (
         "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
         if cpu
-        else "GPU timings from CUDA events; the Megatron block runs in BF16, the precision the prediction prices"
+        else "GPU timings from CUDA events; the Megatron block runs in BF16, the precision the prediction prices; "
+        "waits at TP>1 come from each rank's NCCL kernel durations in its profiler trace"
     )
     summary = [
         {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},

@@ -192,6 +192,9 @@ class DegreeRow(TypedDict):
     local_gemm_ms: Ms
     collective_ms: Ms
     wait_ms: Ms
+    # "trace kernels": from each rank's NCCL kernel durations (CUDA, profiled); "shared host clock": from the
+    # lab's spans, every rank read on one clock (CPU)
+    wait_source: Literal["trace kernels", "shared host clock"]
     exposed_comm_ms: Ms
     collective_kinds: list[str]
     collective_bytes_per_step: NonNegInt

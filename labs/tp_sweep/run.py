@@ -282,6 +282,23 @@ def _profiler_check(ctx, per_rank: list[dict], degree: int, ranks: list[dict] | 
     return check
 
 
+def _waits_from_kernels(per_rank: list[dict], degree: int, row: dict) -> None:
+    """Where profiler traces exist, replace the clock-based wait per rank with the trace kernels' own
+    (labs.trace.kernels.kernel_waits: durations only, no clock compared across ranks)."""
+    import statistics
+
+    from labs.trace import kernels
+
+    files = {r: Path(per_rank[r][degree]["profile"]) for r in range(degree)}
+    waits = kernels.kernel_waits(files) if degree > 1 else None
+    if waits is None:
+        return
+    for rank_row in row["ranks"]:
+        rank_row["wait_ms"] = statistics.median(waits[rank_row["rank"]])
+    row["wait_ms"] = statistics.mean(r["wait_ms"] for r in row["ranks"])
+    row["wait_source"] = "trace kernels"
+
+
 def _pick(rec: dict, key: str):
     return rec["te"]["profile"] if key == "te.profile" else rec[key]
 
@@ -358,6 +375,8 @@ def run(params: Params, ctx) -> dict:
             "local_gemm_ms": statistics.mean(r["local_gemm_ms"] for r in ranks),
             "collective_ms": statistics.mean(r["collective_ms"] for r in ranks),
             "wait_ms": statistics.mean(r["wait_ms"] for r in ranks),
+            # Split from spans on one host clock; on CUDA replaced below by the trace kernels' waits.
+            "wait_source": "shared host clock",
             "exposed_comm_ms": statistics.mean(r["exposed_comm_ms"] for r in ranks),
             "collective_kinds": sorted({c["kind"] for r in ranks for c in r["collectives"]}),
             "collective_bytes_per_step": sum(c["bytes"] for c in ranks[0]["collectives"]),
@@ -368,6 +387,7 @@ def run(params: Params, ctx) -> dict:
         row["artifacts"] = report.degree_artifacts(ctx, params, degree, spans)
         if device == "cuda":
             row["profiler"] = _profiler_check(ctx, per_rank, degree, ranks, "profile", f"profile_tp{degree}")
+            _waits_from_kernels(per_rank, degree, row)
         if with_te:
             row["te"] = _te_row(ctx, params, per_rank, degree, ref_fp32, row)
         degrees_out.append(row)

@@ -88,6 +88,62 @@ def kernel_intervals(trace: dict) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
+def _comm_kernels_per_step(trace: dict) -> list[list[float]] | None:
+    """Per ProfilerStep, the durations (ms) of the communication kernels its CPU ops launched, in launch order."""
+    steps = profiler_steps(trace)
+    if not steps:
+        return None
+    launch_at = {}
+    for ev in trace.get("traceEvents", []):
+        corr = (ev.get("args") or {}).get("correlation")
+        if ev.get("ph") == "X" and corr is not None and str(ev.get("cat", "")).lower() not in GPU_CATEGORIES:
+            launch_at[corr] = float(ev["ts"]) / 1e3
+    per_step: list[list[tuple[float, float]]] = [[] for _ in steps]
+    for ev in trace.get("traceEvents", []):
+        if ev.get("ph") != "X" or str(ev.get("cat", "")).lower() != "kernel":
+            continue
+        if not COMMUNICATION.match(str(ev.get("name", ""))):
+            continue
+        at = launch_at.get((ev.get("args") or {}).get("correlation"))
+        for i, (_, a, b) in enumerate(steps):
+            if at is not None and a <= at <= b:
+                per_step[i].append((at, float(ev.get("dur", 0)) / 1e3))
+                break
+    return [[dur for _, dur in sorted(ks)] for ks in per_step]
+
+
+def kernel_waits(trace_files: dict[int, Path]) -> dict[int, list[float]] | None:
+    """Per rank, per profiled step: milliseconds its communication kernels spent waiting for peers.
+
+    An NCCL kernel starts when its rank launches it and spins until every peer's has started; the rank that
+    arrives last waits for nobody, so the shortest duration of the k-th collective across ranks is its
+    transfer, and each rank's wait is its own duration minus that. Durations come from each rank's own
+    GPU timestamps: no clock is compared across ranks (the span-based split needs one host clock aligned
+    to every GPU's events, an error about as large as these collectives at small shapes). None when a trace
+    lacks step markers or the ranks' collectives do not pair up.
+    """
+    per_rank = {r: _comm_kernels_per_step(json.loads(Path(p).read_text())) for r, p in trace_files.items()}
+    if any(v is None for v in per_rank.values()):
+        return None
+    lists = {r: v for r, v in per_rank.items() if v is not None}
+    n_steps = {len(v) for v in lists.values()}
+    if len(n_steps) != 1:
+        return None
+    out: dict[int, list[float]] = {r: [] for r in lists}
+    for s in range(n_steps.pop()):
+        counts = {len(v[s]) for v in lists.values()}
+        if len(counts) != 1:
+            return None
+        waits = {r: 0.0 for r in lists}
+        for k in range(counts.pop()):
+            transfer = min(v[s][k] for v in lists.values())
+            for r, v in lists.items():
+                waits[r] += v[s][k] - transfer
+        for r in lists:
+            out[r].append(waits[r])
+    return out
+
+
 def kernel_overlap(trace_path: Path) -> dict:
     """The lab's own overlap numbers from one rank's trace file."""
     k = kernel_intervals(json.loads(Path(trace_path).read_text()))
@@ -201,6 +257,7 @@ __all__ = [
     "hta_overlap",
     "kernel_intervals",
     "kernel_overlap",
+    "kernel_waits",
     "not_applicable",
     "profiler_steps",
 ]

@@ -12,7 +12,14 @@ import json
 
 import pytest
 
-from labs.trace.kernels import AGREEMENT_TOLERANCE, cross_check, kernel_intervals, kernel_overlap, not_applicable
+from labs.trace.kernels import (
+    AGREEMENT_TOLERANCE,
+    cross_check,
+    kernel_intervals,
+    kernel_overlap,
+    kernel_waits,
+    not_applicable,
+)
 
 HAS_HTA = importlib.util.find_spec("hta") is not None
 
@@ -144,3 +151,58 @@ def test_kernels_launched_outside_the_profiled_steps_are_not_counted():
     assert k["communication"] == [(0.3, 0.7)]
     del trace["traceEvents"][0]  # without step markers the whole trace counts, as in HTA
     assert len(kernel_intervals(trace)["communication"]) == 2
+
+
+def stepped_trace(rank: int, steps: list[list[tuple[str, float]]]) -> dict:
+    """A Kineto-shaped trace with one ProfilerStep per entry; each step's kernels (name, duration µs) run in turn."""
+    ev, corr = [], 0
+    for s, kernels in enumerate(steps):
+        t0 = 10_000.0 * s
+        ev.append(
+            {"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1, "ts": t0, "dur": 9000.0}
+        )
+        for i, (name, dur) in enumerate(kernels):
+            corr += 1
+            at = t0 + 100.0 + 2000.0 * i
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": at,
+                    "dur": 5.0,
+                    "args": {"correlation": corr},
+                }
+            )
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": name,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": at + 10.0,
+                    "dur": dur,
+                    "args": {"device": rank, "stream": 7, "correlation": corr},
+                }
+            )
+    return {"schemaVersion": 1, "traceEvents": ev}
+
+
+def test_waits_come_from_each_ranks_own_kernel_durations(tmp_path):
+    ar, gemm = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "sm90_xmma_gemm_bf16bf16_bf16f32"
+    steps = {
+        # step 0: rank 0 launched its first all-reduce 300 µs early and spun; step 1: rank 1 was early twice
+        0: [[(gemm, 50.0), (ar, 500.0), (ar, 200.0)], [(ar, 100.0), (ar, 200.0)]],
+        1: [[(gemm, 80.0), (ar, 200.0), (ar, 200.0)], [(ar, 400.0), (ar, 250.0)]],
+    }
+    files = {}
+    for r, st in steps.items():
+        files[r] = tmp_path / f"r{r}.json"
+        files[r].write_text(json.dumps(stepped_trace(r, st)))
+    waits = kernel_waits(files)
+    assert waits == {0: pytest.approx([0.3, 0.0]), 1: pytest.approx([0.0, 0.35])}
+    files[1].write_text(json.dumps(stepped_trace(1, [[(ar, 200.0)], [(ar, 400.0), (ar, 250.0)]])))
+    assert kernel_waits(files) is None  # collectives that do not pair up give no waits rather than wrong ones
