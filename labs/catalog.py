@@ -153,6 +153,8 @@ class LabSpec:
 
 
 def _specs() -> dict[str, LabSpec]:
+    from labs.collectives import params as collectives
+    from labs.collectives.result import CollectivesResults
     from labs.env_check import params as env_check
     from labs.env_check.result import EnvCheckResults
     from labs.fp8_step import params as fp8_step
@@ -217,6 +219,20 @@ def _specs() -> dict[str, LabSpec]:
             cost=overlap_trace.estimate_seconds,
             limits=overlap_trace.limits,
             uses_fp8=lambda params: False,  # all-gathers and plain GEMMs: no FP8 anywhere
+        ),
+        LabSpec(
+            name="collectives",
+            title="Collectives: bandwidth, the α-β model, and what crossing a node costs",
+            question="How long does each collective take as messages grow, and what does crossing a node boundary cost?",
+            params=collectives.Params,
+            result=CollectivesResults,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.collectives.run:run",
+            needs=collectives.resources,
+            presets=collectives.PRESETS,
+            cost=collectives.estimate_seconds,
+            limits=collectives.limits,
+            uses_fp8=lambda params: False,  # collectives of FP32 buffers: no FP8 anywhere
         ),
     ]
     return {s.name: s for s in specs}

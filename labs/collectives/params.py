@@ -1,0 +1,217 @@
+"""collectives parameters, limits and resources (torch-free: the web tier reads this through labs.catalog)."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import Field, field_validator
+from pydantic.config import JsonDict
+
+from labs.params import LabParams, Preset
+from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, RANK_START_S, START_S, TRACKER_BYTES, Problem, Resources
+from labs.words import byte_size
+
+Collective = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"]
+COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
+Algorithm = Literal["ring", "tree"]
+
+RUN: JsonDict = {"group": "Run"}
+RUN_MORE: JsonDict = {"group": "Run", "advanced": True}
+SWEEP: JsonDict = {"group": "Message sizes"}
+TOPO: JsonDict = {"group": "Emulated nodes"}
+TOPO_MORE: JsonDict = {"group": "Emulated nodes", "advanced": True}
+
+
+class CollectivesParams(LabParams):
+    ranks: int = Field(4, ge=2, le=8, description="Processes, one per device", title="Ranks", json_schema_extra=RUN)
+    collectives: list[Collective] = Field(
+        default=list(COLLECTIVES),
+        min_length=1,
+        max_length=5,
+        description="Which collectives the size sweep times",
+        title="Collectives",
+        json_schema_extra=RUN,
+    )
+    min_bytes: int = Field(
+        4096,
+        ge=256,
+        le=2**30,
+        description="Smallest message in the sweep (nccl-tests' S: the whole buffer)",
+        title="Smallest message (bytes)",
+        json_schema_extra=SWEEP,
+    )
+    max_bytes: int = Field(
+        4 * 2**20,
+        ge=256,
+        le=2**30,
+        description="Largest message; the node comparisons use it too",
+        title="Largest message (bytes)",
+        json_schema_extra=SWEEP,
+    )
+    factor: int = Field(
+        4, ge=2, le=16, description="Each size is this many times the last", title="Size step", json_schema_extra=SWEEP
+    )
+    iters: int = Field(
+        5,
+        ge=1,
+        le=100,
+        description="Timed operations per size (median reported)",
+        title="Timed operations",
+        json_schema_extra=RUN,
+    )
+    warmup: int = Field(
+        1, ge=0, le=20, description="Untimed operations first", title="Warm-up operations", json_schema_extra=RUN_MORE
+    )
+    nodes: int = Field(
+        2,
+        ge=1,
+        le=4,
+        description="Emulated nodes the ranks are split into (ranks must divide evenly); 1 runs flat",
+        title="Nodes",
+        json_schema_extra=TOPO,
+    )
+    link_mbit: float = Field(
+        800.0,
+        ge=10.0,
+        le=100000.0,
+        description="Each node's cross-node link (its NIC) in Mbit/s, each way; ranks inside a node are not limited",
+        title="Cross-node link (Mbit/s)",
+        json_schema_extra=TOPO,
+    )
+    link_delay_ms: float = Field(
+        0.5,
+        ge=0.0,
+        le=50.0,
+        description="Added one-way latency on the cross-node link, where the kernel has tc netem",
+        title="Cross-node latency (ms)",
+        json_schema_extra=TOPO_MORE,
+    )
+    algorithms: list[Algorithm] = Field(
+        default=["ring", "tree"],
+        min_length=1,
+        max_length=2,
+        description="NCCL_ALGO values for the all-reduce sweep on GPU (one launch each); gloo on CPU always rings",
+        title="NCCL algorithms (GPU)",
+        json_schema_extra=RUN_MORE,
+    )
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds the tensors", json_schema_extra=RUN_MORE)
+    rank_timeout_s: int = Field(
+        300,
+        ge=10,
+        le=1800,
+        description="A rank that has not finished by then is stopped and the job fails",
+        title="Rank timeout (s)",
+        json_schema_extra=RUN_MORE,
+    )
+
+    @field_validator("collectives")
+    @classmethod
+    def _unique_in_order(cls, v: list[str]) -> list[str]:
+        return [c for c in COLLECTIVES if c in v]
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algos_unique(cls, v: list[str]) -> list[str]:
+        return [a for a in ("ring", "tree") if a in v]
+
+
+Params = CollectivesParams
+
+
+def device_for(backend: str) -> str:
+    return "cuda" if backend in GPU_BACKENDS else "cpu"
+
+
+def sizes(p: Params) -> list[int]:
+    """The sweep's message sizes in bytes, from min_bytes by `factor` up to max_bytes (both included)."""
+    out, s = [], p.min_bytes
+    while s < p.max_bytes:
+        out.append(s)
+        s *= p.factor
+    out.append(p.max_bytes)
+    return out
+
+
+def limits(params: Params, backend: str) -> list[Problem]:
+    p = params
+    out = []
+    if p.ranks % p.nodes:
+        out.append(Problem("nodes", f"nodes: ranks({p.ranks}) % nodes({p.nodes}) = {p.ranks % p.nodes}, must be 0"))
+    if p.max_bytes < p.min_bytes:
+        out.append(Problem("max_bytes", f"max_bytes: {p.max_bytes} is below min_bytes ({p.min_bytes})"))
+    elif len(sizes(p)) > 12:
+        out.append(
+            Problem(
+                "factor",
+                f"factor: {len(sizes(p))} sizes from {p.min_bytes} to {p.max_bytes}; at most 12, use a larger step",
+            )
+        )
+    return out
+
+
+# Host memory: per rank, the largest size's buffers: input, output (the all-gather's and all-to-all's are S),
+# the hierarchical all-reduce's shard and copy, and gloo's staging of the same order: about 6 x max_bytes.
+SAFETY = 1.5
+
+
+def resources(params: Params, backend: str) -> Resources:
+    p = params
+    gpu = backend in GPU_BACKENDS
+    per_rank = 0 if gpu else 6 * p.max_bytes
+    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
+    total = processes + int(SAFETY * p.ranks * per_rank)
+    return Resources(
+        ranks=p.ranks,
+        gpus=p.ranks if gpu else 0,
+        cpus=1 if gpu else p.ranks,
+        memory_bytes=total,
+        memory_note=(
+            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
+            f"= {byte_size(processes)}"
+            + (
+                ""
+                if gpu
+                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} (about 6 buffers of the largest "
+                f"message, {byte_size(p.max_bytes)})"
+            )
+        ),
+        ranks_field="ranks",
+        memory_field="max_bytes",
+    )
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "All-reduce only, flat",
+        "One node, all-reduce alone: the α-β fit of one collective on one host's loopback, with no slow links.",
+        {"collectives": ["all-reduce"], "nodes": 1},
+    ),
+    Preset(
+        "Two nodes, a slow link",
+        "Four ranks on two emulated nodes joined by a 200 Mbit/s link: the cross-node collective, the "
+        "hierarchical all-reduce and node egress, with the bandwidth term dominant.",
+        {"collectives": ["all-reduce", "all-gather"], "link_mbit": 200.0},
+    ),
+    Preset(
+        "Latency-bound small messages",
+        "Only small messages (256 B to 64 KiB): time barely grows with size, so the fit's α carries the result.",
+        {"min_bytes": 256, "max_bytes": 65536, "collectives": ["all-reduce", "broadcast"]},
+    ),
+)
+
+
+# Seconds per byte the emulated link and gloo's loopback move, calibrated on the 2-core CPU.
+CPU_LOOPBACK_BPS = 4e8
+
+
+def estimate_seconds(params: Params, backend: str) -> float:
+    """Start-up, namespaces, and every timed operation at the rates of its links."""
+    p = params
+    gpu = backend in GPU_BACKENDS
+    total_bytes = sum(sizes(p))
+    ops = (p.iters + p.warmup) * len(p.collectives)
+    link = CPU_LOOPBACK_BPS if gpu or p.nodes < 2 else min(CPU_LOOPBACK_BPS, p.link_mbit * 1e6 / 8)
+    # An all-reduce moves about 2 S per rank; the node comparisons run 4 more all-reduces of the largest size.
+    moved = 2 * total_bytes * ops + 4 * (p.iters + p.warmup) * 2 * p.max_bytes
+    launches = len(p.algorithms) if gpu else 1
+    return START_S + launches * p.ranks * RANK_START_S + moved / link + 0.01 * ops * len(sizes(p))

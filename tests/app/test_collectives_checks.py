@@ -1,0 +1,66 @@
+"""collectives' evidence checks on its golden bundle (4 gloo ranks, 2 emulated nodes) and on edited copies that
+must fail: a hierarchy that changed the sums, a node egress far from the model, a cross-node link no slower."""
+
+import copy
+
+from app.services.checks import collectives
+from app.services.checks.common import ArtifactUnreadable
+from tests.app import labruns
+
+
+def _read(result):
+    root = labruns.GOLDEN / "collectives"
+
+    def read(name: str) -> bytes:
+        a = next((a for a in result["artifacts"] if a["name"] == name), None)
+        if a is None:
+            raise ArtifactUnreadable(f"{name} is missing")
+        return (root / a["path"]).read_bytes()
+
+    return read
+
+
+def _golden():
+    import json
+
+    return json.loads((labruns.GOLDEN / "collectives" / "result.json").read_text())
+
+
+def _status(result) -> dict:
+    return {c["check"]: c["status"] for c in collectives.checks("evidence", result, _read(result))}
+
+
+def test_the_golden_run_passes_every_check():
+    got = _status(_golden())
+    assert got == {
+        "alpha-beta-fit": "pass",
+        "busbw-rises": "pass",
+        "hierarchy-parity": "pass",
+        "cross-node-slower": "pass",
+        "egress-flat": "pass",
+        "egress-hierarchical": "pass",
+        "every-rank": "pass",
+    }
+
+
+def test_edited_results_fail_what_they_break():
+    r = copy.deepcopy(_golden())
+    res = r["results"]
+    res["hierarchy"]["max_abs_diff"] = 2.0
+    res["hierarchy"]["egress"]["measured_flat_bytes"] = 3 * res["hierarchy"]["egress"]["predicted_flat_bytes"]
+    scopes = {s["scope"]: s for s in res["scopes"]}
+    scopes["cross-node"]["time_ms"] = scopes["intra-node"]["time_ms"] / 2
+    got = _status(r)
+    assert got["hierarchy-parity"] == "fail"
+    assert got["egress-flat"] == "warn"
+    assert got["cross-node-slower"] == "fail"
+    assert got["egress-hierarchical"] == "pass"
+
+
+def test_a_flat_run_says_why_there_are_no_node_checks():
+    r = copy.deepcopy(_golden())
+    r["results"]["topology"] |= {"mode": "flat", "note": "one node: nothing to emulate"}
+    checks = collectives.checks("evidence", r, _read(r))
+    info = [c for c in checks if c["check"] == "emulated-nodes"]
+    assert info and info[0]["status"] == "info" and "one node" in info[0]["sentence"]
+    assert not any(c["check"].startswith("egress") for c in checks)
