@@ -16,9 +16,11 @@ Ranks start each timed step together through `align_ranks`, and that rendezvous 
 timeline: an NCCL barrier is a one-element all-reduce kernel (ProcessGroupNCCL::barrier @ v2.13) that HTA and
 the lab's kernel count both read as communication, spinning for however far the ranks are apart. So the
 device is drained (`torch.cuda.synchronize`), the ranks meet on a gloo group (host only: no kernel), and the
-profiler's collection is switched off around the meeting (`toggle_collection_dynamic`, profiler.py @ v2.13
-`_KinetoProfile.toggle_collection_dynamic(enable, activities)`, present since v2.4), so not even its CPU ops
-fall inside a ProfilerStep window.
+profiler's CPU-op collection is switched off around the meeting (`toggle_collection_dynamic`, profiler.py @
+v2.13 `_KinetoProfile.toggle_collection_dynamic(enable, activities)`, present since v2.4), so not even its
+CPU ops fall inside a ProfilerStep window. CUDA collection stays on: the meeting launches nothing on the GPU,
+so there is nothing to hide there, and switching CUPTI activity off and on within a session is a path no GPU
+check of this project has run.
 
 Checked against: torch/profiler/profiler.py (`profile(activities=[ProfilerActivity.CPU,
 ProfilerActivity.CUDA], schedule=...)`, `export_chrome_trace(path)`, `step()`) in PyTorch v2.11 (the lent
@@ -96,7 +98,7 @@ def align_ranks(group: Any, *, prof: Any = None, cuda: bool = False) -> None:
     if toggle is not None:
         from torch.profiler import ProfilerActivity
 
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        activities = [ProfilerActivity.CPU]
         toggle(False, activities)
         try:
             dist.barrier(group=group)

@@ -91,6 +91,14 @@ def test_overlap_trace_on_gpu(tmp_path):
     proc = run_cli({**SMALL, "ranks": 2}, tmp_path, backend="torch-cuda")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "result.json").read_text())["results"]["timing"]["kind"] == "cuda-events"
+    from labs.trace.kernels import kernel_intervals, profiler_steps
+
+    for schedule in ("immediate", "windowed", "dependent"):
+        for rank in (0, 1):
+            trace = json.loads((tmp_path / f"profile_{schedule}_rank{rank}.json").read_text())
+            assert [n for n, _, _ in profiler_steps(trace)] == list(range(SMALL["steps"]))
+            # one all-gather kernel per step and nothing else: the per-step rendezvous left no NCCL barrier
+            assert len(kernel_intervals(trace)["communication"]) == SMALL["steps"], (schedule, rank)
 
 
 def test_the_dependent_schedules_why_reads_its_count_and_fits_one_table_cell():

@@ -267,3 +267,28 @@ def test_te_sequence_parallel_plan_regathers_x_and_moves_fp8_gathers_at_one_byte
     no_sp = te.collective_plan(tokens, hidden, p, sequence_parallel=False, fp8=fp8)
     assert [c["bytes"] for c in no_sp] == [n * 2, n * 2]  # all-reduces carry BF16 sums, FP8 or not
     assert te.ring_bytes_per_rank(no_sp, p) == pytest.approx(2 * 0.5 * 2 * n * 2)
+
+
+@pytest.mark.gpu
+def test_te_fp8_state_is_reset_between_degrees():
+    te = pytest.importorskip("transformer_engine.pytorch", reason="needs Transformer Engine on a CUDA GPU")
+    import torch
+
+    from labs.fp8_step.te import state_manager, te_fp8_autocast
+    from labs.tp_sweep.te import recipe_for, reset_fp8_state
+
+    manager = state_manager()
+
+    def registered() -> int:
+        # quantization.py @ d0067d0 keeps it in quantization_state; v2.9 and fp8.py as a class attribute
+        state = getattr(manager, "quantization_state", manager)
+        return sum(len(v) for v in state.global_amax_buffer.values())
+
+    layer = te.Linear(64, 64, bias=False, params_dtype=torch.float32, device="cuda")
+    x = torch.randn(32, 64, device="cuda", requires_grad=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16), te_fp8_autocast(te, recipe_for("delayed"), True):
+        y = layer(x)
+    y.float().sum().backward()
+    assert registered() > 0  # delayed scaling registered the layer's amaxes process-wide
+    reset_fp8_state()
+    assert registered() == 0  # the next degree starts with none of this degree's modules
