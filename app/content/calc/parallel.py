@@ -214,7 +214,8 @@ def hsdp_step(
     Against FSDP over all nodes × gpus_per_node GPUs, which sends 3·(nodes−1)/nodes of the weights out of
     every node in every pass (two gathers and a reduce-scatter): `fsdp_node_out_gb` per step of
     `microbatches` passes, since FSDP frees the gathered weights after each pass and gathers them again,
-    while HSDP can hold its cross-node all-reduce for the last pass (FSDP2's set_requires_all_reduce).
+    while HSDP can hold its cross-node all-reduce for the last pass (FSDP2's set_requires_all_reduce:
+    torch/distributed/fsdp/_fully_shard/_fully_shard.py, torch 2.13, reduce-scatter without the all-reduce).
     """
     per_node, nodes = whole("gpus_per_node", gpus_per_node), whole("nodes", nodes, least=2)
     whole_size = positive("params", params) * positive("bytes_per_param", bytes_per_param)
