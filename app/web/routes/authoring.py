@@ -6,6 +6,8 @@ then publish them as a new version (no restart; older versions stay readable).
     POST /instructor/lessons/{id}/publish                  validate and publish a new version
     GET  /instructor/lessons/{id}/versions/{n}/files.zip   a version's files, to unzip at the repository root
     GET  /instructor/lessons/{id}/versions/{n}/changes.diff  what it changed since version n-1 (`git apply`)
+
+The class views (roster, question and lab statistics) live in app/web/routes/classview.py, mounted here.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from app.services import lesson_export, publishing
 from app.services import lessons as lesson_service
 from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.web.middleware.bodies import AUTHORING_LIMIT
+from app.web.routes import classview
 from app.web.templates import render
+from labs.api import number
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
+router.include_router(classview.router)
 
 
 def _row(db, lesson_id: str):
@@ -84,16 +89,20 @@ def edit_page(
     db: SessionDep,
     file: str = "lesson.yaml",
     published: DbInt | None = None,
+    mistake: float | None = None,
 ):
     row = _row(db, lesson_id)
     if file not in row.files:
         raise HTTPException(404, f"Lesson {lesson_id!r} version {row.version} has no file {file!r}.")
     lesson = lesson_service.build(row)
+    text = row.files[file]
+    if mistake is not None and file.startswith("questions/"):
+        text = _mistake_draft(text, mistake)
     ctx = {
         "lesson_id": lesson_id,
         "row": row,
         "path": file,
-        "text": row.files[file],
+        "text": text,
         "errors": [],
         # after a publish (which redirects here, so that reloading the page does not post it again)
         "published": published if published is not None and published == row.version else None,
@@ -103,6 +112,23 @@ def edit_page(
         **_preview_ctx(lesson, file),
     }
     return render(request, "instructor/edit.html", ctx)
+
+
+def _mistake_draft(text: str, ratio: float) -> str:
+    """The question's text with a draft known-mistake rule for a frequent wrong answer (from the question
+    statistics) appended as YAML comments: the file stays valid until the author turns it into the question's
+    rule and writes the feedback, and nothing is published until they press Publish."""
+    if not (ratio == ratio and abs(ratio) < 1e12):  # NaN or absurd: only the statistics page links here
+        raise HTTPException(422, "mistake: a finite ratio of a wrong answer to the right answer, e.g. 2 or 0.5")
+    draft = (
+        f"\n# Draft known-mistake rule (from the class's question statistics): learners answered {number(ratio)}x "
+        "the right answer.\n"
+        "# Say which idea gives that number, then declare it as this question's known mistake (see\n"
+        "# lessons/_template/README.md, 'known mistakes') with feedback that names the idea, e.g.:\n"
+        f"#   - times_answer: {number(ratio)}\n"
+        "#     feedback: That counts … twice; … happens once per step.\n"
+    )
+    return text.rstrip("\n") + "\n" + draft
 
 
 def _download(export: lesson_export.Export) -> Response:
