@@ -1,4 +1,6 @@
-"""The prepared GPU check, dry-run on this CPU machine from nothing but torch: proves no wheel is missing.
+"""The prepared GPU check (scripts/gpu-check.sh). Cheap: what `--quick --plan` says it will run and skip, on this
+machine and on an H200's probe with and without Transformer Engine. Slow: the dry run on this CPU machine from
+nothing but torch, which proves no wheel is missing.
 
 Exactly what a torch-only, offline CUDA box gets: a fresh virtual environment with torch==2.13.0 alone
 (from the local wheel; ~70 s), the wheels scripts/gpu-wheels.sh downloads for this Python (PyPI, which CI
@@ -23,6 +25,67 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run(cmd: list[str], env: dict, timeout: int) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _plan(tmp_path, probe: dict | None = None, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPU_CHECK_PROBE")}
+    env |= {"PYTHON": sys.executable, "WHL_DIR": str(tmp_path / "no-wheels")}
+    if probe is not None:
+        (tmp_path / "probe.json").write_text(json.dumps(probe))
+        env["GPU_CHECK_PROBE"] = str(tmp_path / "probe.json")
+    return _run(["bash", "scripts/gpu-check.sh", *args, str(tmp_path / "out")], env, 120)
+
+
+def _h200(te_version: str | None) -> dict:
+    """`python -m labs probe` on one H200 (cc 9.0, CUDA 12.9), with or without Transformer Engine."""
+    ok = {"supported": True, "reason": None}
+    mx = {"supported": False, "reason": "Device compute capability 10.0 or higher required for MXFP8 execution."}
+    return {
+        "device": {"type": "cuda", "name": "NVIDIA H200", "compute_capability": "9.0", "count": 1},
+        "versions": {"torch": "2.13.0", "cuda": "12.9", "transformer_engine": te_version, "nccl": "2.27.3"},
+        "transformer_engine": {
+            "available": te_version is not None,
+            "reason": None if te_version else "Transformer Engine is not importable (ModuleNotFoundError: x)",
+        },
+        "fp8_recipes": {"delayed": ok, "current": ok, "block": ok, "mxfp8": mx},
+    }
+
+
+def test_the_quick_plan_says_up_front_that_te_is_missing_and_what_skips(tmp_path):
+    check = _plan(tmp_path, None, "--quick", "--plan")
+    assert check.returncode == 0, check.stdout + check.stderr
+    said = check.stdout
+    assert "gpu-check: Transformer Engine: does not import (ModuleNotFoundError" in said
+    assert "GPU: none" in said and "fp8-step on te will run: no recipe" in said
+    assert "will skip: TE's fused scale update against the emulation (no CUDA GPU)" in said
+    assert "will skip: bench/tp_overlap_gpu.py" in said and "nothing was run" in said
+    assert not (tmp_path / "out" / "pytest-gpu.log").exists()  # --plan runs nothing
+
+
+def test_on_an_h200_with_te_each_supported_recipe_runs_and_mxfp8_must_be_refused(tmp_path):
+    said = _plan(tmp_path, _h200("2.9.0"), "--quick", "--plan").stdout
+    assert "Transformer Engine: imports (version 2.9.0)" in said
+    assert "fp8-step on te will run: delayed, current, block" in said
+    assert "fp8-step on te must refuse mxfp8 with exit 2: Device compute capability 10.0" in said
+    assert "will skip: TE's" not in said and "will skip: the FP8 benchmark" not in said
+    assert "will skip: the two-rank checks (overlap-trace, tp-sweep TP=2 and up) (1 GPU visible, they need 2)" in said
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    assert plan["recipes_run"] == ["delayed", "current", "block"] and plan["recipes_refused"] == ["mxfp8"]
+
+
+def test_on_a_torch_only_h200_every_te_check_is_named_as_skipped(tmp_path):
+    said = _plan(tmp_path, _h200(None), "--quick", "--plan").stdout
+    assert "Transformer Engine: does not import (Transformer Engine is not importable" in said
+    assert "fp8-step on te will run: no recipe" in said and "must refuse" not in said
+    for what in ("TE's fused scale update", "fp8-step on te, per recipe", "tp-sweep's TE block", "the FP8 benchmark"):
+        assert f"will skip: {what}" in said
+
+
+def test_a_wrong_option_or_a_borrowed_probe_without_plan_is_refused(tmp_path):
+    wrong = _plan(tmp_path, None, "--fast")
+    assert wrong.returncode == 2 and "unknown option '--fast' (allowed: --quick, --plan, --help)" in wrong.stderr
+    borrowed = _plan(tmp_path, _h200("2.9.0"), "--quick")
+    assert borrowed.returncode == 2 and "GPU_CHECK_PROBE" in borrowed.stderr and "--plan only" in borrowed.stderr
 
 
 def _glibc() -> str:
@@ -51,6 +114,7 @@ def test_gpu_check_runs_to_the_end_from_a_fresh_torch_only_venv(tmp_path):
     log = check.stdout + check.stderr
     assert check.returncode == 0, log[-4000:]
     assert "gpu-check: finished with status 0" in check.stdout
+    assert "gpu-check: Transformer Engine: does not import" in check.stdout  # said before anything ran
     assert "installed" in (out / "steps.log").read_text()  # the carried wheels, not this venv's packages
     versions = (out / "versions.txt").read_text()
     assert "hta.trace_analysis" in versions and "nvtx" in versions and "jsonschema" in versions
