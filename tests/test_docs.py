@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from tests.conftest import ROOT
 
 README_LIMIT = 8000  # bytes: what it is, the two commands, the layout, where to read on; the rest is in docs/
-GUIDES = ("operating", "deploying", "settings", "architecture", "authoring", "testing")
+GUIDES = ("operating", "deploying", "monitoring", "settings", "architecture", "authoring", "testing")
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -29,3 +30,20 @@ def test_every_relative_link_resolves(doc):
     targets = LINK.findall(doc.read_text(encoding="utf-8"))
     broken = [t for t in targets if "://" not in t and not (doc.parent / t).exists()]
     assert broken == []
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_course_exposes():
+    """docs/grafana-dashboard.json: every metric a panel queries is one app/web/metrics.py or app/services/metrics.py
+    defines (a renamed metric would leave an empty panel nobody notices)."""
+    defined = set()
+    for src in ("app/web/metrics.py", "app/services/metrics.py"):
+        defined |= set(re.findall(r'"(course_[a-z_]+)"', (ROOT / src).read_text(encoding="utf-8")))
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text(encoding="utf-8"))
+    queried = {
+        re.sub(r"_(bucket|count|sum|total)$", "", m)
+        for p in dashboard["panels"]
+        for t in p["targets"]
+        for m in re.findall(r"course_[a-z_]+", t["expr"])
+    }
+    assert queried and queried <= defined, queried - defined
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])

@@ -32,6 +32,7 @@ from app.core import logs
 from app.core.config import Settings, SettingsError
 from app.executors.supervise import Reaper, Supervised
 from app.services import labhost
+from app.web.metrics import multiprocess_dir
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def warn_sqlite_processes(settings: Settings) -> None:
 def serve(settings: Settings, *, host: str, port: int) -> int:
     import uvicorn
 
-    logs.configure(settings.log_level, access_log=settings.access_log)
+    logs.configure(settings.log_level, access_log=settings.access_log, fmt=settings.log_format)
     warn_sqlite_processes(settings)
     started = time.monotonic()
     try:
@@ -111,6 +112,8 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
             app: Any = create_app(settings, host=capacity, prepare=False, settle=True)
         else:
             os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
+            # each web process counts its own requests; a scrape adds them up from the files there
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(multiprocess_dir(settings.data_dir))
             app = "app.web.factory:web_process"  # uvicorn's process manager imports it in each web process
         uvicorn.run(
             app,

@@ -308,6 +308,20 @@ class CourseEnv(BaseSettings):
         alias="COURSE_ACCESS_LOG",
         description="one log line per request; off by default, since it costs every request a write",
     )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        alias="COURSE_LOG_FORMAT",
+        description="`text`: one readable line per record; `json`: one JSON object per line, for a log collector",
+    )
+    metrics_token: str = Field(
+        "",
+        alias="COURSE_METRICS_TOKEN",
+        json_schema_extra={"accepts": "a long random string"},
+        description=(
+            "turns on `GET /metrics` (Prometheus) for requests carrying `Authorization: Bearer <token>`; unset: "
+            "no metrics are served"
+        ),
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -462,6 +476,8 @@ class Settings:
     web_processes: int
     log_level: str
     access_log: bool
+    log_format: str
+    metrics_token: str
     # How much one web process takes on at once (app/web/middleware/admission.py). One number sizes the thread
     # pool, the database pool and the admission gate together, so a request admitted is never left waiting for
     # a connection or a thread; what is not admitted waits in a bounded queue or is told to come back (503).
@@ -538,6 +554,8 @@ class Settings:
             web_processes=e.web_processes,
             log_level=e.log_level,
             access_log=e.access_log,
+            log_format=e.log_format,
+            metrics_token=e.metrics_token,
             web_concurrency=e.web_concurrency,
             web_queue=e.web_queue,
             web_queue_timeout_s=float(e.web_queue_timeout),

@@ -7,16 +7,36 @@ anything else (and so does each web process the server spawns). Modules log thro
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s [pid %(process)d] %(message)s"
 _configured = False
 
 
-def configure(level: str = "INFO", *, access_log: bool = False) -> None:
+class JsonLines(logging.Formatter):
+    """One JSON object per record (COURSE_LOG_FORMAT=json), for a log collector: time (UTC, ISO 8601), level,
+    logger, pid, message, and the traceback as one string when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def configure(level: str = "INFO", *, access_log: bool = False, fmt: str = "text") -> None:
     """One stderr handler on the root logger at `level`; repeated calls only change the level. uvicorn's
-    per-request lines reach it only with `access_log` (COURSE_ACCESS_LOG)."""
+    per-request lines reach it only with `access_log` (COURSE_ACCESS_LOG). `fmt`: "text" or "json"
+    (COURSE_LOG_FORMAT)."""
     global _configured
     root = logging.getLogger()
     root.setLevel(level)
@@ -24,7 +44,7 @@ def configure(level: str = "INFO", *, access_log: bool = False) -> None:
     if _configured:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(JsonLines() if fmt == "json" else logging.Formatter(FORMAT))
     root.addHandler(handler)
     # uvicorn's loggers carry their own handlers only when uvicorn configures logging itself; the server
     # passes log_config=None, so they propagate here.

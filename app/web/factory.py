@@ -34,6 +34,7 @@ from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.labhost import HostCapacity
 from app.web.csrf import CSRF_FORM_FIELD, CSRF_HEADER
 from app.web.deps import LoginRequired, get_optional_user
+from app.web.metrics import RequestTimer
 from app.web.middleware import bodies
 from app.web.middleware.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.web.middleware.headers import SecurityHeaders
@@ -48,6 +49,7 @@ from app.web.routes import (
     grading,
     labs,
     lessons,
+    metrics,
     pages,
     reports,
     tools,
@@ -62,7 +64,21 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 # before lessons, so /lessons/{id}/report is not read as a part called "report" (tests/app/test_route_order.py).
 PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
     m.router
-    for m in (reports, lessons, pages, auth, account, labs, artifacts, cluster, authoring, grading, tools, docs)
+    for m in (
+        reports,
+        lessons,
+        pages,
+        auth,
+        account,
+        labs,
+        artifacts,
+        cluster,
+        authoring,
+        grading,
+        tools,
+        docs,
+        metrics,
+    )
 )
 API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
 
@@ -223,7 +239,9 @@ def create_app(
         ],
         lane_of=_lane_of,
     )
-    app.add_middleware(SecurityHeaders, hsts=settings.secure_cookies)  # outermost: error answers carry them too
+    app.add_middleware(SecurityHeaders, hsts=settings.secure_cookies)  # error answers carry them too
+    # Outermost: a request's time includes its wait at the admission gate (app/web/metrics.py).
+    app.add_middleware(RequestTimer)
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
 
     app.state.content_errors = {}
@@ -310,5 +328,5 @@ def web_process() -> FastAPI:
 
     die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
     settings = Settings.from_env()
-    logs.configure(settings.log_level, access_log=settings.access_log)
+    logs.configure(settings.log_level, access_log=settings.access_log, fmt=settings.log_format)
     return create_app(settings, host=labhost.from_environment(), prepare=False, settle=True)

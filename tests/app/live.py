@@ -37,16 +37,16 @@ class Live:
 @contextmanager
 def course_server(tmp_path: Path, db_url: str, **env: str) -> Iterator[Live]:
     port = free_port()
-    full_env = dict(
-        os.environ,
-        COURSE_ENV="test",
-        COURSE_DATA_DIR=str(tmp_path / "data"),
-        COURSE_SECRET_KEY=LIVE_SECRET,
-        COURSE_WORKERS="0",
-        COURSE_LOG_LEVEL="WARNING",
-        DATABASE_URL=db_url,
-        **env,
-    )
+    full_env = {
+        **os.environ,
+        "COURSE_ENV": "test",
+        "COURSE_DATA_DIR": str(tmp_path / "data"),
+        "COURSE_SECRET_KEY": LIVE_SECRET,
+        "COURSE_WORKERS": "0",
+        "COURSE_LOG_LEVEL": "WARNING",
+        "DATABASE_URL": db_url,
+        **env,  # a test's own values win
+    }
     log = tmp_path / "server.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(

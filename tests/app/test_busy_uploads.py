@@ -1,6 +1,6 @@
 """A body larger than the default limit that the admission gate refuses for overload is answered 503 with
 Retry-After, not "413 Content Too Large": a learner whose upload met a busy server must be told to retry, not that
-the file is too big.
+the file is too big. The refusal is counted in /metrics.
 
 A server with two page slots and no queue: one stalled upload holds the one slot large bodies may take, so the next
 one has nowhere to wait.
@@ -9,13 +9,16 @@ one has nowhere to wait.
 from __future__ import annotations
 
 import socket
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from tests.app.live import Live, course_server
+from tests.app.test_metrics import samples, value
 from tests.app.test_slow_clients import read_to_end, status_of
 
+TOKEN = "busy-metrics-token-0123456789"
 PREVIEW = "/instructor/lessons/l06/preview"
 DECLARED = 1_500_000  # over the 1 MiB default, within the authoring route's 2 MiB
 
@@ -27,6 +30,7 @@ def live(tmp_path_factory) -> Iterator[Live]:
         "COURSE_WEB_CONCURRENCY": "2",
         "COURSE_WEB_QUEUE": "0",
         "COURSE_WEB_BODY_TIMEOUT": "20",
+        "COURSE_METRICS_TOKEN": TOKEN,
     }
     with course_server(tmp, f"sqlite:///{tmp / 'course.db'}", **env) as server:
         yield server
@@ -57,5 +61,11 @@ def test_an_upload_refused_for_overload_is_a_503_with_retry_after(live):
         assert status_of(answer) == 503, answer[:300]
         assert b"retry-after: 5" in answer.lower()
         assert b"Content Too Large" not in answer
+        # and the refusal is counted for the operator's dashboard (app/web/metrics.py)
+        req = urllib.request.Request(live.base + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            found = samples(r.read().decode())
+        refused = value(found, "course_admission_refused_total", lane="pages (large bodies)", reason="queue full")
+        assert refused >= 1
     finally:
         held.close()

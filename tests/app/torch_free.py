@@ -30,6 +30,7 @@ from tests.app.reporting import grade_form
 from tests.conftest import Browserless
 
 LESSON = "transformer-scaling"
+METRICS_TOKEN = "torch-free-metrics-token"
 
 
 def _zip(folder: Path) -> bytes:
@@ -42,7 +43,9 @@ def _zip(folder: Path) -> bytes:
 
 
 def main(data_dir: str, bundle_dir: str) -> dict:
-    settings = Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": data_dir}, embedded_workers=0)
+    settings = Settings.from_env(
+        {"COURSE_ENV": "test", "COURSE_DATA_DIR": data_dir, "COURSE_METRICS_TOKEN": METRICS_TOKEN}, embedded_workers=0
+    )
     app = create_app(settings)
     with TestClient(app) as tc_learner, TestClient(app) as tc_staff, TestClient(app) as tc_anon:
         learner, staff, anon = Browserless(tc_learner), Browserless(tc_staff), Browserless(tc_anon)
@@ -118,7 +121,9 @@ def main(data_dir: str, bundle_dir: str) -> dict:
                     path = path.replace("{" + n + "}", str(v))
                 served = []
                 for who, client in (("anonymous", anon), ("learner", learner), ("staff", staff)):
-                    r = client.get(path, follow_redirects=False)
+                    # the Prometheus scrape answers whoever carries its token, whatever their session
+                    auth = {"Authorization": f"Bearer {METRICS_TOKEN}"} if path == "/metrics" else {}
+                    r = client.get(path, follow_redirects=False, headers=auth)
                     if r.status_code == 200:
                         kind = "page" if r.headers["content-type"].startswith("text/html") else "file"
                         served.append(f"{kind} {who} {path}")

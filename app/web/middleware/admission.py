@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.web.metrics import ADMISSION_ACTIVE, ADMISSION_REFUSED, ADMISSION_WAITING
 from app.web.middleware.bodies import DEFAULT_LIMIT, MIB
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,14 @@ class Lane:
         if self.concurrency < 1:
             raise ValueError(f"{self.name} lane concurrency: got {self.concurrency}, expected at least 1")
         self.free = self.concurrency
+        self._waiting_gauge = ADMISSION_WAITING.labels(lane=self.name)
+        self._active_gauge = ADMISSION_ACTIVE.labels(lane=self.name)
+        self._report()
+
+    def _report(self) -> None:
+        """The lane's figures for Prometheus (app/web/metrics.py), after every change."""
+        self._waiting_gauge.set(len(self.waiters))
+        self._active_gauge.set(self.active)
 
     @property
     def active(self) -> int:
@@ -92,11 +101,13 @@ class Lane:
         """'' once a slot is ours; otherwise why not ('queue full' or 'waited too long')."""
         if self.free and not self.waiters:
             self.free -= 1
+            self._report()
             return ""
         if len(self.waiters) >= self.queue:
             return "queue full"
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiters.append(turn)
+        self._report()
         try:
             async with asyncio.timeout(self.timeout_s):
                 await turn
@@ -118,15 +129,19 @@ class Lane:
             self.waiters.remove(turn)
         except ValueError:
             pass
+        self._report()
 
     def release(self) -> None:
         """Hand the slot to the longest waiter still waiting, else free it."""
-        while self.waiters:
-            turn = self.waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
-        self.free += 1
+        try:
+            while self.waiters:
+                turn = self.waiters.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    return
+            self.free += 1
+        finally:
+            self._report()
 
 
 class BodyTimeout(ClientDisconnect):
@@ -317,6 +332,7 @@ class AdmissionGate:
 
     async def _busy(self, scope: Scope, send: Send, lane: Lane, why: str) -> None:
         self.refused += 1
+        ADMISSION_REFUSED.labels(lane=lane.name, reason=why).inc()
         now = time.monotonic()
         if now - self._last_log >= _LOG_EVERY_S:
             log.warning(

@@ -1,0 +1,139 @@
+"""The database's view of the course for Prometheus, read at scrape time: jobs by state and lab, how long jobs
+waited and ran, attempts lost to infrastructure, each Ray node's CPU and GPU slots and how many are in use, and
+signs of life of the dispatcher and the lab workers. Every web process answers a scrape with the same figures,
+since they come from the one database, not from any process's memory.
+
+Histograms are built from the job rows themselves: their buckets count every job the database holds, so they
+only grow (a learner's deletion, which removes their jobs, is the one exception Prometheus sees as a reset).
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.core.models import ClusterNode, Job, JobLoss, utcnow
+
+# Seconds: a queue wait or a lab's run, from an env-check's few seconds to a long sweep or a class-wide backlog.
+JOB_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+
+
+def _histogram(name: str, doc: str, values_by_lab: dict[str, list[float]]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=["lab"])
+    for lab, values in sorted(values_by_lab.items()):
+        buckets = [(str(b), sum(1 for v in values if v <= b)) for b in JOB_BUCKETS]
+        buckets.append(("+Inf", len(values)))
+        family.add_metric([lab], buckets, sum_value=sum(values))
+    return family
+
+
+def _seconds(a: datetime | None, b: datetime | None) -> float | None:
+    return max(0.0, (b - a).total_seconds()) if a is not None and b is not None else None
+
+
+class DatabaseCollector:
+    """A prometheus_client collector (`collect()` yields metric families) over one short database session."""
+
+    def __init__(self, sessions: Callable[[], Session]):
+        self.sessions = sessions
+
+    def collect(self) -> Iterator[Metric]:
+        with self.sessions() as db:
+            yield from self._jobs(db)
+            yield from self._losses(db)
+            yield from self._nodes(db)
+            yield from self._liveness(db)
+
+    def _jobs(self, db: Session) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("course_jobs", "Jobs by state and lab.", labels=["status", "lab"])
+        counts = {
+            (s, lab): n
+            for s, lab, n in db.execute(select(Job.status, Job.lab, func.count()).group_by(Job.status, Job.lab))
+        }
+        labs = sorted({lab for _, lab in counts})
+        for status in STATUSES:
+            for lab in labs:
+                jobs.add_metric([status, lab], counts.get((status, lab), 0))
+        yield jobs
+        waits: dict[str, list[float]] = {}
+        runs: dict[str, list[float]] = {}
+        rows = db.execute(select(Job.lab, Job.status, Job.created_at, Job.started_at, Job.finished_at))
+        for lab, status, created, started, finished in rows:
+            if (w := _seconds(created, started)) is not None:
+                waits.setdefault(lab, []).append(w)
+            if status in ("succeeded", "failed") and (r := _seconds(started, finished)) is not None:
+                runs.setdefault(lab, []).append(r)
+        yield _histogram(
+            "course_job_queue_wait_seconds", "From submission to the start of a job's latest attempt.", waits
+        )
+        yield _histogram(
+            "course_job_run_seconds", "Run time of jobs that finished by themselves (succeeded or failed).", runs
+        )
+
+    def _losses(self, db: Session) -> Iterator[Metric]:
+        lost = CounterMetricFamily(
+            "course_infrastructure_losses",
+            "Attempts lost to infrastructure (a worker, node or dispatcher died), by what the job became; never "
+            "charged to the learner.",
+            labels=["outcome"],
+        )
+        for outcome, n in db.execute(select(JobLoss.outcome, func.count()).group_by(JobLoss.outcome)):
+            lost.add_metric([outcome], n)
+        yield lost
+
+    def _nodes(self, db: Session) -> Iterator[Metric]:
+        slots = GaugeMetricFamily(
+            "course_node_slots", "CPU and GPU slots of each Ray node the dispatcher has seen.", labels=["node", "kind"]
+        )
+        used = GaugeMetricFamily(
+            "course_node_slots_used", "CPU and GPU slots running jobs hold, by node and kind.", labels=["node", "kind"]
+        )
+        alive = GaugeMetricFamily("course_node_alive", "1 while Ray reports the node alive.", labels=["node"])
+        for row in db.scalars(select(ClusterNode)):
+            res = row.resources or {}
+            name = row.hostname or row.node_id
+            slots.add_metric([name, "cpu"], float(res.get("CPU", 0)))
+            slots.add_metric([name, "gpu"], float(res.get("GPU", 0)))
+            alive.add_metric([name], 1.0 if row.alive else 0.0)
+        held = Tally[tuple[str, str]]()
+        for node, ranks, gpus in db.execute(select(Job.node, Job.ranks, Job.gpus).where(Job.status == "running")):
+            where = node or "unplaced"
+            if gpus:
+                held[(where, "gpu")] += gpus
+            else:
+                held[(where, "cpu")] += ranks
+        for (node, kind), n in sorted(held.items()):
+            used.add_metric([node, kind], n)
+        yield from (slots, used, alive)
+
+    def _liveness(self, db: Session) -> Iterator[Metric]:
+        now = utcnow()
+        seen = db.scalar(select(func.max(ClusterNode.seen_at)))
+        snapshot = GaugeMetricFamily(
+            "course_dispatcher_snapshot_age_seconds",
+            "Seconds since the Ray dispatcher last wrote the cluster's nodes (it does every cycle); absent before "
+            "any dispatcher ran.",
+        )
+        if seen is not None:
+            snapshot.add_metric([], max(0.0, (now - seen).total_seconds()))
+        yield snapshot
+        running = list(db.execute(select(Job.heartbeat_at, Job.lease_expires_at).where(Job.status == "running")))
+        expired = GaugeMetricFamily(
+            "course_running_jobs_past_lease",
+            "Running jobs whose worker stopped renewing the lease: a worker or node that died; the reaper will "
+            "requeue them.",
+        )
+        expired.add_metric([], sum(1 for _, lease in running if lease is not None and lease < now))
+        beat = GaugeMetricFamily(
+            "course_worker_heartbeat_age_seconds",
+            "The oldest heartbeat among running jobs (0 with none running): workers renew every few seconds.",
+        )
+        beat.add_metric([], max((max(0.0, (now - hb).total_seconds()) for hb, _ in running if hb), default=0.0))
+        yield from (expired, beat)

@@ -1,0 +1,30 @@
+"""GET /metrics: Prometheus's scrape (app/web/metrics.py). Off unless COURSE_METRICS_TOKEN is set, and then only
+for a request that carries it (`Authorization: Bearer <token>`), so the public port tells nobody else how busy the
+course is or which labs its learners run."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from app.web import metrics
+
+router = APIRouter()
+
+
+@router.get("/metrics")
+def scrape(request: Request) -> Response:
+    token = request.app.state.settings.metrics_token
+    if not token:
+        raise HTTPException(404, "Metrics are off on this server: set COURSE_METRICS_TOKEN to turn them on.")
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise HTTPException(
+            401,
+            "Metrics need the token: send the header `Authorization: Bearer <COURSE_METRICS_TOKEN>`.",
+            headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+        )
+    body = metrics.exposition(request.app.state.sessions)
+    return Response(body, media_type=metrics.CONTENT_TYPE, headers={"Cache-Control": "no-store"})

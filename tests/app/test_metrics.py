@@ -1,0 +1,180 @@
+"""Issue 35, point 4: GET /metrics for Prometheus, behind a token; request latency by route template, jobs by
+state and lab, queue wait and run time histograms, infrastructure losses, node slots and liveness, from the real
+database; several web processes added up; JSON log lines as an option."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.request
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.core.models import ClusterNode, Job, JobLoss, utcnow
+from app.web.factory import create_app
+from tests.app.live import Live, course_server
+
+TOKEN = "metrics-test-token-0123456789"
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} of an exposition."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(found: dict, name: str, **labels) -> float:
+    return found[(name, tuple(sorted(labels.items())))]
+
+
+@pytest.fixture
+def metrics_client(settings) -> Iterator[TestClient]:
+    app = create_app(dataclasses.replace(settings, metrics_token=TOKEN))
+    with TestClient(app) as c:
+        yield c
+
+
+def scrape(c: TestClient) -> dict:
+    r = c.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+    return samples(r.text)
+
+
+def test_metrics_are_off_unless_a_token_is_set(client):
+    r = client.get("/metrics")
+    assert r.status_code == 404 and "COURSE_METRICS_TOKEN" in r.text
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong-token", f"Basic {TOKEN}", TOKEN])
+def test_a_scrape_without_the_token_is_refused_and_says_which_header(metrics_client, header):
+    r = metrics_client.get("/metrics", headers={"Authorization": header} if header else {})
+    assert r.status_code == 401
+    assert (
+        "Authorization: Bearer" in r.json()["detail"]
+        if r.headers["content-type"].startswith("application/json")
+        else "Authorization: Bearer" in r.text
+    )
+    assert "course_jobs" not in r.text
+
+
+def test_request_latency_is_labelled_by_route_template_not_by_path(metrics_client):
+    for job_id in (101, 102, 103):
+        metrics_client.get(f"/jobs/{job_id}", follow_redirects=False)  # not logged in: a redirect to /login
+    metrics_client.get("/login")
+    found = scrape(metrics_client)
+    jobs = value(
+        found, "course_http_request_duration_seconds_count", route="/jobs/{job_id}", method="GET", status_class="3xx"
+    )
+    assert jobs == 3
+    assert (
+        value(found, "course_http_request_duration_seconds_count", route="/login", method="GET", status_class="2xx")
+        >= 1
+    )
+    assert not any("/jobs/101" in str(k) for k in found)
+
+
+def test_jobs_by_state_and_the_wait_and_run_histograms_come_from_the_database(metrics_client, db, make_user):
+    owner = make_user("metrics@example.org")
+    now = utcnow()
+
+    def job(status: str, lab: str, wait_s: float | None, run_s: float | None, **kw) -> Job:
+        created = now - timedelta(seconds=1000)
+        started = created + timedelta(seconds=wait_s) if wait_s is not None else None
+        finished = started + timedelta(seconds=run_s) if started is not None and run_s is not None else None
+        j = Job(
+            owner_id=owner.id,
+            lab=lab,
+            status=status,
+            created_at=created,
+            started_at=started,
+            finished_at=finished,
+            **kw,
+        )
+        db.add(j)
+        return j
+
+    job("succeeded", "fp8-step", 3, 100)
+    job("succeeded", "fp8-step", 40, 20)
+    job("failed", "fp8-step", 0.5, 2)
+    job("queued", "tp-sweep", None, None)
+    job("cancelled", "tp-sweep", 10, 5)  # cancelled: waited, but its run time is not a lab's
+    stale = job("running", "overlap-trace", 2, None, node="gpu-a", ranks=2, gpus=2)
+    stale.lease_expires_at = now - timedelta(seconds=30)
+    stale.heartbeat_at = now - timedelta(seconds=45)
+    db.flush()
+    db.add(JobLoss(job_id=stale.id, attempt=1, reason="the node died", outcome="queued"))
+    db.add(
+        ClusterNode(
+            node_id="ab" * 28,
+            hostname="gpu-a",
+            alive=True,
+            resources={"CPU": 16, "GPU": 8},
+            seen_at=now - timedelta(seconds=7),
+        )
+    )
+    db.commit()
+
+    found = scrape(metrics_client)
+    assert value(found, "course_jobs", status="succeeded", lab="fp8-step") == 2
+    assert value(found, "course_jobs", status="failed", lab="fp8-step") == 1
+    assert value(found, "course_jobs", status="queued", lab="tp-sweep") == 1
+    assert value(found, "course_jobs", status="running", lab="fp8-step") == 0  # every state is listed, 0 included
+    # waits of fp8-step: 3 s, 40 s, 0.5 s
+    assert value(found, "course_job_queue_wait_seconds_bucket", lab="fp8-step", le="1.0") == 1
+    assert value(found, "course_job_queue_wait_seconds_bucket", lab="fp8-step", le="5.0") == 2
+    assert value(found, "course_job_queue_wait_seconds_bucket", lab="fp8-step", le="60.0") == 3
+    assert value(found, "course_job_queue_wait_seconds_sum", lab="fp8-step") == pytest.approx(43.5)
+    # runs: 100 s and 20 s and 2 s; the cancelled tp-sweep is no lab's run time
+    assert value(found, "course_job_run_seconds_bucket", lab="fp8-step", le="30.0") == 2
+    assert value(found, "course_job_run_seconds_count", lab="fp8-step") == 3
+    assert ("course_job_run_seconds_count", (("lab", "tp-sweep"),)) not in found
+    assert value(found, "course_infrastructure_losses_total", outcome="queued") == 1
+    assert value(found, "course_node_slots", node="gpu-a", kind="gpu") == 8
+    assert value(found, "course_node_slots_used", node="gpu-a", kind="gpu") == 2
+    assert value(found, "course_node_alive", node="gpu-a") == 1
+    assert value(found, "course_running_jobs_past_lease") == 1
+    assert value(found, "course_worker_heartbeat_age_seconds") >= 45
+    assert 7 <= value(found, "course_dispatcher_snapshot_age_seconds") < 60
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("metrics")
+    env = {
+        "COURSE_WEB_PROCESSES": "2",
+        "COURSE_METRICS_TOKEN": TOKEN,
+        "COURSE_LOG_FORMAT": "json",
+        "COURSE_LOG_LEVEL": "INFO",
+    }
+    with course_server(tmp, f"sqlite:///{tmp / 'course.db'}", **env) as server:
+        yield server
+
+
+def test_several_web_processes_are_added_up_and_log_json_lines(two_processes):
+    live = two_processes
+    for _ in range(20):  # a new connection each: either process may answer
+        with urllib.request.urlopen(live.base + "/api/v1/docs", timeout=30) as r:
+            assert r.status == 200
+    for _ in range(4):  # whichever process answers the scrape, it reads both processes' counts
+        req = urllib.request.Request(live.base + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            found = samples(r.read().decode())
+        count = value(
+            found, "course_http_request_duration_seconds_count", route="/api/v1/docs", method="GET", status_class="2xx"
+        )
+        assert count == 20
+        assert value(found, "course_admission_waiting", lane="pages") == 0
+    files = list((live.log.parent / "data" / "run" / "metrics").glob("histogram_*.db"))
+    assert files, "the web processes did not write their metrics to the shared folder"
+    lines = [line for line in live.log.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert records and len(records) == len(lines), lines[:5]  # every line is one JSON object
+    assert {"time", "level", "logger", "pid", "message"} <= set(records[0])
