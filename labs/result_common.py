@@ -158,8 +158,9 @@ class ProfilerRank(TypedDict):
 
 @with_config(STRICT)
 class ProfilerCheck(TypedDict):
-    """Overlap from a CUDA profiler trace's kernels: the lab's count and HTA's, flagged beyond `tolerance`
-    (labs.trace.kernels). On CPU `applies` is false and the note says why HTA does not apply."""
+    """Overlap from a CUDA profiler trace's kernels: the lab's count and HTA's; a rank is in `disagree_ranks` when
+    HTA or the lab's CUDA-event spans differ from the kernel count by more than `tolerance` (labs.trace.kernels).
+    On CPU `applies` is false and the note says why HTA does not apply."""
 
     applies: bool
     tolerance: NonNegFloat
