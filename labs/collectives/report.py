@@ -44,16 +44,18 @@ def _chart(ctx: Any, sweeps: list[dict]) -> str:
     for sw in sweeps:
         for c in sw["collectives"]:
             label = c["name"] if len(sweeps) == 1 else f"{c['name']} ({sw['algorithm']})"
-            series.append(Series(label, [r["bytes"] for r in c["rows"]], [r["busbw_gbs"] for r in c["rows"]]))
+            series.append(Series(label, [r["bytes"] / 1024 for r in c["rows"]], [r["busbw_gbs"] for r in c["rows"]]))
+    kib = sorted({x for s in series for x in s.xs})
     ctx.write_text(
         CHART,
         line_chart(
             series,
             title="Bus bandwidth against message size",
-            xlabel="message size S (bytes)",
+            xlabel="message size S (KiB)",
             ylabel="bus bandwidth (GB/s)",
             log_x=True,
             log_y=True,
+            xticks=kib,  # the sweep's own sizes, not powers of ten
             shapes=True,
             subject="collectives bus bandwidth",
             description="busbw = S/t x the collective's nccl-tests factor; it rises while latency dominates and levels off at the link's bandwidth.",
