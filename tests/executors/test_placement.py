@@ -182,3 +182,16 @@ def test_the_lab_reads_the_gpus_it_was_given(db, make_user, settings, tmp_path):
     finally:
         other.release()
         w.engine.dispose()
+
+
+def test_the_worker_takes_the_gpu_count_the_serving_parent_probed(settings, monkeypatch):
+    from app.executors.embedded import host_gpus
+    from app.services import labhost
+
+    monkeypatch.setenv(labhost.CAPACITY_ENV, TWO_GPUS.to_json())
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    alloc = host_gpus(replace(settings, embedded_workers=2))
+    assert alloc is not None and alloc.devices == ["4", "5"]
+    assert host_gpus(replace(settings, embedded_workers=1)) is None  # one job at a time: nothing to share
+    monkeypatch.setenv(labhost.CAPACITY_ENV, HostCapacity.local_default().to_json())
+    assert host_gpus(replace(settings, embedded_workers=2)) is None  # a CPU host
