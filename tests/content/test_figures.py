@@ -95,6 +95,12 @@ def test_roofline_matches_calc_and_the_cost_model():
     assert d.numbers["comm_bound_bf16_8"] == 0 and d.numbers["comm_bound_fp8_8"] == 1
     assert "datasheet peak" in d.title and "arithmetic intensity" in d.alt and "2,198" in d.svg
     assert "1.5·F/(N−1)" in d.svg and "not measured" in d.svg
+    # a phone layout, 340 px wide, with the same ridges and intensities
+    narrow = _parse(d.narrow_svg)
+    assert narrow.get("viewBox").startswith("0 0 340 ")
+    texts = " ".join("".join(t.itertext()) for t in narrow.iter(f"{SVG}text"))
+    assert "ridge: 2,198 FLOP/B" in texts and "ridge: 4,398 FLOP/B" in texts
+    assert "TP=8: 3,072 FLOP/B · BF16 compute, FP8 comm" in texts
     # The forward alone is F/(N−1): TP=8 falls under the BF16 ridge there, which is why the step matters.
     f = figures.render("tp-roofline", {"per": "forward"}, "f")
     assert f.numbers["intensity_8"] == pytest.approx(14336 / 7) and f.numbers["comm_bound_bf16_8"] == 1

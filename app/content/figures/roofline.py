@@ -146,8 +146,7 @@ def draw_roofline(p: RooflineParams) -> Rendered:
                 f"<title>{escape(tip)}</title></circle>"
             )
             if prec == "BF16":
-                label = f"TP={d}: {r['intensity']:,.0f}"
-                out.append(text_at(x, y + 20, label, anchor="middle", fill=colour, extra=' font-weight="600"'))
+                out.append(text_at(x, y + 20, f"TP={d}", anchor="middle", fill=colour, extra=' font-weight="600"'))
     lx = left + pw + 12
     out.append(f'<circle cx="{lx + 11}" cy="{legend_y}" r="5" fill="{GREEN}" stroke="{GREEN}" stroke-width="2"/>')
     out.append(text_at(lx + 28, legend_y + 4, "compute-bound (BF16 filled,"))
@@ -155,8 +154,12 @@ def draw_roofline(p: RooflineParams) -> Rendered:
     out.append(f'<circle cx="{lx + 11}" cy="{legend_y + 34}" r="5" fill="#fff" stroke="{RED}" stroke-width="2"/>')
     out.append(text_at(lx + 28, legend_y + 38, "communication-bound"))
     out.append(text_at(lx, legend_y + 64, f"MLP block, F = {p.ffn:,}", fill="#444"))
-    out.append(text_at(lx, legend_y + 80, "Predicted from datasheet", fill="#444"))
-    out.append(text_at(lx, legend_y + 94, f"figures {at}, not measured", fill="#444"))
+    for k, (d, r) in enumerate(points):
+        out.append(text_at(lx, legend_y + 82 + 16 * k, f"TP={d}: {r['intensity']:,.0f} FLOP/B", fill="#444"))
+    ly = legend_y + 82 + 16 * len(points) + 6
+    out.append(text_at(lx, ly, "Predicted from datasheet", fill="#444"))
+    out.append(text_at(lx, ly + 14, f"figures {at},", fill="#444"))
+    out.append(text_at(lx, ly + 28, "not measured", fill="#444"))
     out.append("</svg>")
     rows = [
         [
@@ -173,8 +176,10 @@ def draw_roofline(p: RooflineParams) -> Rendered:
         numbers[f"intensity_{d}"] = r["intensity"]
         numbers[f"comm_bound_bf16_{d}"] = float(r["comm_bound"])
         numbers[f"comm_bound_fp8_{d}"] = float(f8["comm_bound"])
+    narrow = _narrow(p, fig, roofs, points, fp8_points, title, alt, formula, at)
     return finish(
         name="tp-roofline",
+        narrow_svg=narrow,
         title=title,
         svg="\n".join(out),
         alt=alt,
@@ -188,6 +193,84 @@ def draw_roofline(p: RooflineParams) -> Rendered:
         rows=rows,
         numbers=numbers,
     )
+
+
+def _narrow(p: RooflineParams, fig: dict, roofs: list, points: list, fp8_points: list, title: str, alt: str,
+            formula: str, at: str) -> str:  # fmt: skip
+    """The same roofline for a phone, 340 px: the title on three lines, the legend under the plot, the points
+    named by degree only (their intensities are in the legend lines and the table)."""
+    width, left, right, top, ph = 340, 46, 22, 78, 220
+    pw = width - left - right
+    x_lo, x_hi, y_lo, y_hi = 2.0, 5.0, 1.5, 3.5
+    legend_top = top + ph + 64
+    height = legend_top + 18 * (len(roofs) * 2 + len(points)) + 56
+
+    def px(i: float) -> float:
+        return left + (math.log10(i) - x_lo) / (x_hi - x_lo) * pw
+
+    def py(tf: float) -> float:
+        return top + ph - (math.log10(tf) - y_lo) / (y_hi - y_lo) * ph
+
+    out = svg_open(width, height, title, alt)
+    head, _, tail = title.partition(", over ")
+    out.append(title_line(head.replace(f" on {fig['gpus']}× {p.node}", ""), 10))
+    out.append(title_line(f"on {fig['gpus']}× {p.node}, over {tail.rsplit(', ', 1)[0]},", 10, 38))
+    out.append(title_line(at, 10, 56))
+    for e in range(int(x_lo), int(x_hi) + 1):
+        x = px(10.0**e)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#ddd"/>')
+        label = {2: "100", 3: "1k", 4: "10k", 5: "100k"}[e]
+        anchor = "end" if e == int(x_hi) else "middle"
+        out.append(text_at(x + (6 if e == int(x_hi) else 0), top + ph + 16, label, anchor=anchor, fill="#333"))
+    for tf in (30, 100, 300, 1000, 3000):
+        y = py(tf)
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(text_at(left - 4, y + 4, f"{tf:,}", anchor="end", fill="#333"))
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+    out.append(text_at(left + pw / 2, top + ph + 34, f"FLOP per NVLink byte, {formula} (log)", anchor="middle"))
+    out.append(text_at(4, top - 8, "TFLOP/s (log)", fill="#111"))
+    for prec, peak, ridge, dashed, colour in roofs:
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        xs = [10 ** (x_lo + k * (x_hi - x_lo) / 60) for k in range(61)]
+        pts = [(px(i), py(min(peak, i * fig["link_bytes_per_s"] / 1e12))) for i in xs]
+        path = " ".join(f"{'M' if k == 0 else 'L'}{x:.1f},{y:.1f}" for k, (x, y) in enumerate(pts))
+        out.append(
+            f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}><title>{prec.upper()} roof</title></path>'
+        )
+        out.append(
+            f'<line x1="{px(ridge):.1f}" x2="{px(ridge):.1f}" y1="{py(peak):.1f}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="2 3"/>'
+        )
+    for prec, pts_ in (("BF16", points), ("FP8", fp8_points)):
+        for d, r in pts_:
+            x, y = px(r["intensity"]), py(r["attainable_tflops"])
+            colour = RED if r["comm_bound"] else GREEN
+            fill = colour if prec == "BF16" else "#fff"
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="{fill}" stroke="{colour}" stroke-width="2"/>')
+            if prec == "BF16":  # the degree alone: "TP=8" labels would overlap at this width
+                out.append(text_at(x, y + 18, f"{d}", anchor="middle", fill=colour, extra=' font-weight="600"'))
+    y = legend_top
+    for prec, peak, ridge, dashed, colour in roofs:
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        out.append(f'<line x1="10" x2="32" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" stroke-width="2"{dash}/>')
+        out.append(text_at(38, y, f"{prec.upper()} roof: {peak:,.0f} TF/s"))
+        out.append(text_at(38, y + 18, f"{prec.upper()} ridge: {ridge:,.0f} FLOP/B", fill="#444"))
+        y += 36
+    for (d, r), (_, f8) in zip(points, fp8_points):
+        bound = lambda b: "comm" if b else "compute"  # noqa: E731
+        out.append(
+            text_at(
+                10,
+                y,
+                f"TP={d}: {r['intensity']:,.0f} FLOP/B · BF16 {bound(r['comm_bound'])}, FP8 {bound(f8['comm_bound'])}",
+            )  # fmt: skip
+        )
+        y += 18
+    out.append(text_at(10, y + 6, "Numbers under the points: TP degree. Filled BF16,", fill="#444"))
+    out.append(text_at(10, y + 22, "hollow FP8; red: communication-bound.", fill="#444"))
+    y += 16
+    out.append(text_at(10, y + 22, "Predicted from datasheet figures, not measured", fill="#444"))
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 SPEC = FigureSpec(

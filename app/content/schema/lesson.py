@@ -74,6 +74,11 @@ class Lesson(BaseModel):
         return sum(p.minutes or 0 for p in self.parts)
 
     @property
+    def builds_on(self) -> list[str]:
+        """The prerequisites that are lessons of the path ("Lesson 06 · …", "Lessons 03–04"), in order."""
+        return [p for p in self.header.prerequisites if p.startswith(("Lesson ", "Lessons "))]
+
+    @property
     def optional_minutes(self) -> int:
         """The optional-depth sections' minutes, outside the core read time."""
         return sum(p.optional_minutes for p in self.parts)

@@ -1,0 +1,57 @@
+"""Lesson 06 at laptop and phone width: the header leaves room for the part, figures fit the screen whole."""
+
+import pytest
+
+from tests.browser.conftest import SIZES, register, screenshot
+
+pytestmark = pytest.mark.browser
+
+BASE = "/lessons/transformer-scaling"
+
+
+@pytest.fixture(scope="module")
+def pages(browser, live_server):
+    """One registered learner, one page per width, reused by every test here."""
+    out, contexts = {}, []
+    for name, (w, h) in SIZES.items():
+        ctx = browser.new_context(viewport={"width": w, "height": h})
+        contexts.append(ctx)
+        pg = ctx.new_page()
+        pg.set_default_timeout(15_000)
+        register(pg, live_server.url, f"phone06-{name}@example.org")
+        out[name] = pg
+    yield out
+    for ctx in contexts:
+        ctx.close()
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_first_part_starts_on_the_first_screen(pages, live_server, size):
+    page = pages[size]
+    page.goto(f"{live_server.url}{BASE}/orient")
+    height = SIZES[size][1]
+    head = page.locator("header.lesson-head").bounding_box()
+    title = page.locator("#part-title").bounding_box()
+    screenshot(page, f"lesson06-orient-{size}", full_page=False)
+    assert head["y"] + head["height"] < 0.75 * height, head  # the header leaves a quarter of the screen at least
+    assert title["y"] + title["height"] < height, title  # and the part's title is on it
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_roofline_fits_the_screen_whole(pages, live_server, size):
+    page = pages[size]
+    page.goto(f"{live_server.url}{BASE}/deep-dives#fig-tp-roof")
+    fig = page.locator("#fig-tp-roof")
+    box = fig.locator(".figure-scroll")
+    svg = box.locator("svg:visible")
+    assert svg.count() == 1
+    drawn = int(svg.get_attribute("viewBox").split()[2])
+    shown = svg.bounding_box()
+    fig.scroll_into_view_if_needed()
+    screenshot(page, f"lesson06-roofline-{size}", full_page=False)
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "no sideways swipe inside the box"
+    assert not fig.locator(".scroll-hint").is_visible()
+    assert shown["x"] >= 0 and shown["x"] + shown["width"] <= SIZES[size][0] + 1
+    # legible: drawn at about its own size, the phone layout on a phone and the wide one on a laptop
+    assert shown["width"] >= 0.9 * drawn if size == "phone" else shown["width"] >= 600
+    assert drawn == (340 if size == "phone" else 780)
