@@ -163,6 +163,8 @@ def _specs() -> dict[str, LabSpec]:
     from labs.overlap_trace.result import OverlapTraceResults
     from labs.tp_sweep import params as tp_sweep
     from labs.tp_sweep.result import TpSweepResults
+    from labs.zero_fsdp import params as zero_fsdp
+    from labs.zero_fsdp.result import ZeroFsdpResults
 
     specs = [
         LabSpec(
@@ -233,6 +235,20 @@ def _specs() -> dict[str, LabSpec]:
             cost=collectives.estimate_seconds,
             limits=collectives.limits,
             uses_fp8=lambda params: False,  # collectives of FP32 buffers: no FP8 anywhere
+        ),
+        LabSpec(
+            name="zero-fsdp",
+            title="DDP, ZeRO-1 and FSDP2: what each rank holds and moves",
+            question="How much memory does each rank save by sharding, and how many more bytes does it send per step?",
+            params=zero_fsdp.Params,
+            result=ZeroFsdpResults,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.zero_fsdp.run:run",
+            needs=zero_fsdp.resources,
+            presets=zero_fsdp.PRESETS,
+            cost=zero_fsdp.estimate_seconds,
+            limits=zero_fsdp.limits,
+            uses_fp8=lambda params: False,  # FP32 training throughout: no FP8 anywhere
         ),
     ]
     return {s.name: s for s in specs}

@@ -1,0 +1,273 @@
+"""zero-fsdp's page: the answer, what each rank held and moved per strategy against lesson 08's anatomy, the
+loss parity, and a timeline per strategy. Nothing here measures; it lays out what run.py measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.result_common import table_number
+from labs.trace.chrome import chrome_trace_json
+from labs.trace.svgplot import svg_timeline
+from labs.trace.timeline import Span
+from labs.words import byte_size, number, percent
+from labs.zero_fsdp.params import Params
+
+# Every strategy sees the same data and weights; what differs is the order in which FP32 gradients are summed
+# (one all-reduce vs a reduce-scatter, bucket boundaries), a few ulps per step that Adam's normalised updates
+# can amplify over a few steps. 1e-4 on a loss near ln(vocab) is far above that and far below any real bug
+# (a wrong gradient scale or a skipped shard moves the loss by more than 1e-2 within two steps).
+LOSS_TOLERANCE = 1e-4
+
+NAMES = {
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "fsdp2": "FSDP2",
+    "fsdp2-no-reshard": "FSDP2, no reshard",
+}
+
+
+def strategy_artifacts(ctx: Any, params: Params, strategy: str, spans: list[Span], device: str) -> dict:
+    """The timeline SVG of one timed step (CPU: the last; GPU: all of them) and the Chrome trace of all."""
+    svg, trace = f"timeline_{strategy}.svg", f"trace_{strategy}.json"
+    last = max((s.args.get("step", 0) for s in spans), default=0)
+    drawn = [s for s in spans if s.args.get("step", 0) == last]
+    lo = min((s.start_ms for s in drawn), default=0.0)
+    drawn = [Span(s.rank, s.lane, s.name, s.start_ms - lo, s.end_ms - lo, s.args) for s in drawn]
+    ctx.write_text(
+        svg,
+        svg_timeline(
+            drawn,
+            title=f"{NAMES[strategy]}: one training step per rank"
+            + (f" (last of {params.steps})" if device == "cpu" else " (profiler kernels, all timed steps)"),
+            subtitle="CPU wall-clock spans on gloo: ops on each rank's thread, collectives from launch to completion"
+            if device == "cpu"
+            else "GPU kernels from torch.profiler on NCCL",
+            description=f"Compute, communication and wait lanes for {params.ranks} ranks under {NAMES[strategy]}.",
+        ),
+    )
+    ctx.write_text(
+        trace, chrome_trace_json(spans, metadata={"lab": "zero-fsdp", "strategy": strategy, "backend": ctx.backend})
+    )
+    ctx.add_artifact(f"timeline_{strategy}", svg, "image/svg+xml", f"Timeline: {NAMES[strategy]} (measured)")
+    ctx.add_artifact(
+        f"trace_{strategy}", trace, "application/json", f"Chrome trace: {NAMES[strategy]} (open in Perfetto)"
+    )
+    return {"timeline": svg, "trace": trace}
+
+
+def parity(strategies: dict) -> dict:
+    """Each strategy's losses against the first strategy's, step by step."""
+    names = list(strategies)
+    ref = strategies[names[0]]["losses"]
+    diffs = {n: max(abs(a - b) for a, b in zip(s["losses"], ref)) for n, s in strategies.items()}
+    worst = max(diffs.values())
+    return {
+        "reference": names[0],
+        "max_abs_loss_diff": diffs,
+        "worst": worst,
+        "tolerance": LOSS_TOLERANCE,
+        "within_tolerance": worst <= LOSS_TOLERANCE,
+    }
+
+
+def invariants(params: Params, strategies: dict) -> dict:
+    """The lesson's claims about what each rank holds, measured: ZeRO-1 holds 1/N of DDP's optimizer state,
+    FSDP2 1/N of the weights (each up to how the strategy splits: whole parameters, padded rows)."""
+    n = params.ranks
+    out: dict = {}
+    ddp, zero1 = strategies.get("ddp"), strategies.get("zero1")
+    if zero1 is not None:
+        full = 8 * zero1["params"]  # Adam's two FP32 moments of every parameter
+        per_rank = [r["optim_bytes"] for r in zero1["ranks"]]
+        # Whole parameters go to ranks, so a rank can be off 1/N by at most the largest parameter's moments.
+        slack = 8 * zero1["largest_param_numel"]
+        out["zero1_optim"] = {
+            "fraction_of_full": [b / full for b in per_rank],
+            "sum_over_ranks_bytes": sum(per_rank),
+            "full_bytes": full,
+            "ddp_bytes": ddp["ranks"][0]["optim_bytes"] if ddp else None,
+            "allowed_imbalance_bytes": slack,
+            "holds": sum(per_rank) == full and all(abs(b - full / n) <= slack for b in per_rank),
+        }
+    for name in ("fsdp2", "fsdp2-no-reshard"):
+        s = strategies.get(name)
+        if s is None:
+            continue
+        full = 4 * s["params"]
+        per_rank = [r["param_bytes"] for r in s["ranks"]]
+        padded = 4 * s["padded_shard_numel"]  # ceil(rows / N) rows of every parameter: a rank's most
+        out[name + "_params"] = {
+            "fraction_of_full": [b / full for b in per_rank],
+            "sum_over_ranks_bytes": sum(per_rank),
+            "full_bytes": full,
+            "padded_shard_bytes": padded,
+            "holds": sum(per_rank) == full and all(b <= padded for b in per_rank),
+        }
+    return out
+
+
+def answer(params: Params, strategies: dict, par: dict, device: str) -> str:
+    """The lab's question answered in one sentence from this run's numbers."""
+    where = "on this CPU" if device == "cpu" else "on these GPUs"
+    parts = []
+    for name, s in strategies.items():
+        r = s["ranks"][0]
+        held = r["param_bytes"] + r["grad_bytes"] + r["optim_bytes"]
+        parts.append(f"{NAMES[name]} {byte_size(held)} held and {byte_size(s['bus_bytes_per_step'])} sent per step")
+    loss = (
+        f"losses agree within {number(par['worst'], 2)}"
+        if par["within_tolerance"]
+        else f"losses DIFFER by {number(par['worst'], 2)}, over the {number(par['tolerance'])} tolerance"
+    )
+    return f"Per rank of {params.ranks} {where}: " + "; ".join(parts) + f"; {loss}."
+
+
+def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
+    cpu = device == "cpu"
+    par = parity(strategies)
+    inv = invariants(params, strategies)
+    first = next(iter(strategies.values()))
+    note = (
+        "CPU wall-clock spans; gloo runs collectives on its own thread and the ranks share cores"
+        if cpu
+        else "GPU kernels from torch.profiler (unverified: no GPU has run this lab yet)"
+    )
+    peak_note = (
+        "process resident set high-water mark (VmHWM) over the rank's start: torch's own pages and the allocator's "
+        "slack included, so only large differences mean something"
+        if cpu
+        else "CUDA caching allocator: torch.cuda.max_memory_allocated"
+    )
+    summary: list[dict] = [
+        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
+        {
+            "label": "Model parameters",
+            "value": first["params"],
+            "note": f"{params.layers} blocks of width {params.hidden}, vocabulary {params.vocab}",
+        },
+        {
+            "label": "Losses equal across strategies",
+            "value": par["within_tolerance"],
+            "note": f"largest difference {number(par['worst'], 3)} against {NAMES[par['reference']]}; tolerance {number(LOSS_TOLERANCE)}",
+        },
+    ]
+    if "zero1_optim" in inv:
+        z = inv["zero1_optim"]
+        summary.append(
+            {
+                "label": "ZeRO-1 optimizer state per rank (fraction of DDP's)",
+                "value": ", ".join(percent(f, 1) for f in z["fraction_of_full"]),
+                "note": f"1/N = {percent(1 / params.ranks, 1)}; whole parameters go to ranks, so each may be off by up to "
+                f"{byte_size(z['allowed_imbalance_bytes'])}",
+            }
+        )
+    for name in ("fsdp2", "fsdp2-no-reshard"):
+        if name + "_params" in inv:
+            f = inv[name + "_params"]
+            summary.append(
+                {
+                    "label": f"{NAMES[name]} weights per rank (fraction of the model)",
+                    "value": ", ".join(percent(x, 1) for x in f["fraction_of_full"]),
+                    "note": f"1/N = {percent(1 / params.ranks, 1)}; rows padded to a multiple of N",
+                }
+            )
+    for name, s in strategies.items():
+        summary.append(
+            {
+                "label": f"{NAMES[name]}: sent per rank per step (ring)",
+                "value": round(s["bus_bytes_per_step"]),
+                "unit": "bytes",
+                "note": f"predicted {byte_size(s['predicted_bus_bytes_per_step'])} (ZeRO paper's 2Ψ for DDP, 3Ψ for FSDP)",
+            }
+        )
+    held_rows = []
+    for name, s in strategies.items():
+        pred = s["predicted"]
+        for r in s["ranks"]:
+            held_rows.append(
+                [
+                    NAMES[name],
+                    r["rank"],
+                    byte_size(r["param_bytes"]),
+                    byte_size(r["param_bytes_after_forward"]),
+                    byte_size(r["grad_bytes"]),
+                    byte_size(r["optim_bytes"]),
+                    byte_size(pred["param_bytes"] + pred["grad_bytes"] + pred["optim_bytes"]),
+                    byte_size(r["param_bytes"] + r["grad_bytes"] + r["optim_bytes"]),
+                    byte_size(r["peak_growth_bytes"]),
+                    table_number(r["step_ms"]),
+                ]
+            )
+    comm_rows = []
+    for name, s in strategies.items():
+        for c in s["collectives"]:
+            comm_rows.append(
+                [
+                    NAMES[name],
+                    c["kind"],
+                    c["count"],
+                    byte_size(c["bytes"]),
+                    byte_size(c["predicted_bytes"]),
+                    byte_size(c["bus_bytes"]),
+                ]
+            )
+    overlap_rows = []
+    for name, s in strategies.items():
+        for r in s["ranks"]:
+            overlap_rows.append(
+                [
+                    NAMES[name],
+                    r["rank"],
+                    table_number(r["compute_ms"]),
+                    table_number(r["communication_ms"]),
+                    table_number(r["overlap_ratio"]),
+                    table_number(r["exposed_communication_ms"]),
+                    table_number(r["wait_ms"]),
+                ]
+            )
+    loss_rows = [[NAMES[n], *[table_number(v, 6) for v in s["losses"]]] for n, s in strategies.items()]
+    tables = [
+        {
+            "title": "What each rank holds (counted from its tensors) against lesson 08's anatomy (FP32 + AdamW: 4 + 4 + 8 bytes per parameter)",
+            "columns": [
+                "strategy",
+                "rank",
+                "weights at rest",
+                "weights after forward",
+                "gradients",
+                "Adam moments",
+                "predicted total",
+                "measured total",
+                "peak growth",
+                "step (ms)",
+            ],
+            "rows": held_rows,
+        },
+        {
+            "title": "Collectives per training step (rank 0): buffer bytes, as predicted, and what each rank sends on a ring",
+            "columns": ["strategy", "collective", "calls", "bytes", "predicted bytes", "sent per rank"],
+            "rows": comm_rows,
+        },
+        {
+            "title": "Overlap per rank (the median timed step, ms): |compute ∩ communication| / |communication|",
+            "columns": ["strategy", "rank", "compute", "communication", "overlap ratio", "exposed comm", "wait"],
+            "rows": overlap_rows,
+        },
+        {
+            "title": "Loss per step (mean over ranks; warm-up, timed and census steps)",
+            "columns": ["strategy", *[f"step {i}" for i in range(len(first["losses"]))]],
+            "rows": loss_rows,
+        },
+    ]
+    return {
+        "answer": answer(params, strategies, par, device),
+        "summary": summary,
+        "tables": tables,
+        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-profiler-kernels", "unit": "ms", "note": note},
+        "peak_memory": {"kind": first["peak_kind"], "note": peak_note},
+        "ranks": params.ranks,
+        "params": first["params"],
+        "parity": par,
+        "invariants": inv,
+        "strategies": strategies,
+    }
