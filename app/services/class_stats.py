@@ -47,7 +47,7 @@ class QuestionStats:
     parameterized: bool
     tries: int = 0
     learners: int = 0
-    first_try_right: int = 0
+    first_try_right: int | None = None  # None: not graded right or wrong (a written answer)
     spread: tuple[float, float, float] | None = None  # numeric: quartiles of answer / right answer
     wrong: list[WrongAnswer] = field(default_factory=list)
 
@@ -86,7 +86,7 @@ def _ratio_key(ratio: float) -> float:
 def question_stats(db: Session, *, lesson: Lesson) -> list[QuestionStats]:
     attempts = db.scalars(
         select(Attempt)
-        .where(Attempt.lesson_id == lesson.id, Attempt.status.in_(("correct", "incorrect")))
+        .where(Attempt.lesson_id == lesson.id, Attempt.status.in_(("correct", "incorrect", "answered")))
         .order_by(Attempt.id)
     )
     by_q: dict[str, list[Attempt]] = defaultdict(list)
@@ -107,7 +107,8 @@ def question_stats(db: Session, *, lesson: Lesson) -> list[QuestionStats]:
         for a in rows:
             firsts.setdefault(a.user_id, a)
         stats.learners = len(firsts)
-        stats.first_try_right = sum(1 for a in firsts.values() if a.status == "correct")
+        if isinstance(body, Numeric | SingleChoice):  # a written answer is "answered", never right or wrong
+            stats.first_try_right = sum(1 for a in firsts.values() if a.status == "correct")
         if isinstance(body, Numeric):
             _numeric(stats, question, body, rows)
         elif isinstance(body, SingleChoice):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
@@ -141,14 +141,21 @@ def rows(db: Session, *, lessons: list[Lesson], lesson_id: str | None = None) ->
     right = func.sum(case((Attempt.status == "correct", 1), else_=0))
     wrong = func.sum(case((Attempt.status == "incorrect", 1), else_=0))
     per_q = (
-        select(Attempt.user_id, Attempt.question_id, right.label("right"), wrong.label("wrong"))
+        select(
+            Attempt.user_id,
+            Attempt.question_id,
+            right.label("right"),
+            wrong.label("wrong"),
+            func.max(Attempt.created_at).label("last"),
+        )
         .where(Attempt.lesson_id.in_(lesson_ids))
         .group_by(Attempt.user_id, Attempt.question_id)
     )
-    for uid, qid, n_right, n_wrong in db.execute(per_q):
+    for uid, qid, n_right, n_wrong, last in db.execute(per_q):
         if uid not in table:
             continue
         row = table[uid]
+        row.last_seen = max(filter(None, (row.last_seen, _aware(last))), default=None)
         row.attempted += 1
         row.right += 1 if n_right else 0
         row.wrong += int(n_wrong or 0)
@@ -172,6 +179,16 @@ def rows(db: Session, *, lessons: list[Lesson], lesson_id: str | None = None) ->
         if uid in table:
             table[uid].grade_total, table[uid].grade_max = grade.total, grade.max_total
     return list(table.values())
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """MAX() of a timestamp column comes back as the dialect's raw value (naive, or a string on SQLite), not
+    through the column's UTC type: read it as UTC like the column itself would."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _latest_grades(db: Session, lesson_ids: list[str]) -> list[tuple[int, Grade]]:

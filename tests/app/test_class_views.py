@@ -19,6 +19,7 @@ from tests.app.reporting import LESSON, LOCAL, failed_job, finished_job
 
 SCALE_Q = "fp8-scale-from-amax"  # parameterized numeric; its generator names known mistakes
 CHOICE_Q = "verbs-in-order"  # single choice, A is right
+WRITTEN_Q = "async-consumer"  # free response: a try, never right or wrong
 
 
 def _answer(db, user, qid: str, text) -> str:
@@ -63,6 +64,7 @@ def klass(app, db, settings, make_user):
     assert _answer(db, eve, SCALE_Q, _times(1)) == "correct"
     for u, opt in ((ann, "A"), (bob, "B"), (cat, "B"), (dan, "C")):
         _answer(db, u, CHOICE_Q, opt)
+    assert _answer(db, eve, WRITTEN_Q, "It must wait for the data it reads.") == "answered"
     lesson = lesson_service.current(db, lesson_id=LESSON).lesson
     first, second = lesson.parts[0], lesson.parts[1]
     learning.visit(db, user=ann, lesson_id=LESSON, part_id=first.id)
@@ -102,6 +104,8 @@ def test_question_statistics_match_the_answers_made(db, klass, make_user):
     choice = stats[CHOICE_Q]
     assert (choice.tries, choice.learners, choice.first_try_right) == (4, 4, 1)
     assert [(w.shown, w.learners) for w in choice.wrong] == [("B", 2), ("C", 1)]
+    written = stats[WRITTEN_Q]
+    assert (written.tries, written.learners, written.first_try_right, written.wrong) == (1, 1, None, [])
     # a second learner gives the generator's named mistake (her own variant's inverse): a pattern, and caught
     _answer(db, make_user("fay@example.org"), SCALE_Q, _inverse)
     scale = next(s for s in class_stats.question_stats(db, lesson=klass["lesson"]) if s.id == SCALE_Q)

@@ -23,6 +23,20 @@ from app.web.templates import render
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 
+# the roster's columns a page sorts by, in the table's order (roster.SORT_KEYS holds every key the address takes)
+SORT_LABELS = (
+    ("name", "Learner"),
+    ("parts", "Parts done"),
+    ("time", "Time"),
+    ("right", "Questions right / tried"),
+    ("wrong", "Wrong tries"),
+    ("runs", "Lab runs"),
+    ("report", "Report"),
+    ("grade", "Grade"),
+    ("seen", "Last seen"),
+)
+
+
 def _lesson_or_none(db, lesson: str | None):
     lessons = [les for les, _ in lesson_service.catalogue(db)]
     if lesson and lesson not in {les.id for les in lessons}:
@@ -67,6 +81,7 @@ def roster_page(
         "sort_link": sort_link,
         "query": urlencode(filters),
         "stuck_count": sum(1 for r in rows if r.stuck),
+        "sort_labels": SORT_LABELS,
     }
     return render(request, "instructor/roster.html", ctx, block="roster")
 

@@ -1,0 +1,123 @@
+"""The instructor's class views in real Chromium at 1280x800 and 390x844: the roster (sort, stuck, learner page),
+question statistics with the one-click draft rule, and labs across the class. Boxes are measured: the page never
+scrolls sideways, and on a phone each roster row's cells stay on screen.
+
+Screenshots: test-artifacts/screenshots/class-*.png."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from app.core.models import PartProgress, User
+from app.services import answering, learning
+from app.services import lessons as lesson_service
+from tests.app.reporting import LESSON
+from tests.browser.conftest import SIZES, screenshot
+from tests.browser.seed import Seeder
+
+pytestmark = pytest.mark.browser
+
+INSTRUCTOR = "iris-class@example.org"
+QID = "fp8-scale-from-amax"
+PREFIX = "rosa"  # the learners this module plants share it, so a filter shows only them on the shared server
+
+
+def _user(db, uid: int) -> User:
+    return db.get(User, uid)
+
+
+def _answer(db, uid: int, factor: float) -> None:
+    user = _user(db, uid)
+    current = lesson_service.current(db, lesson_id=LESSON)
+    mine = answering.variant(current.lesson, user=user, question_id=QID)
+    done = answering.answer_question(
+        db,
+        user=user,
+        lesson=current.lesson,
+        current_version=current.version,
+        question_id=QID,
+        version=current.version,
+        answer=repr(mine.answer * factor),
+        seed=learning.variant_seed(uid, QID),
+    )
+    assert done.error is None, done.error
+
+
+@pytest.fixture(scope="module")
+def klass(live_server):
+    s = Seeder(live_server.data)
+    s.user(INSTRUCTOR, roles=("instructor",), name="Iris")
+    ids = {n: s.user(f"{PREFIX}-{n}@example.org", name=f"{PREFIX.title()} {n.title()}") for n in ("a", "b", "c")}
+    with s.sessions() as db:
+        for uid in ids.values():
+            for _ in range(3):
+                _answer(db, uid, 2.0)  # three wrong tries, none right: all three are stuck on it
+        _answer(db, ids["a"], 1.0)
+        part = lesson_service.current(db, lesson_id=LESSON).lesson.parts[0]
+        learning.visit(db, user=_user(db, ids["b"]), lesson_id=LESSON, part_id=part.id)
+        db.query(PartProgress).filter_by(user_id=ids["b"], part_id=part.id).update({"seconds_spent": 3 * 3600})
+        db.commit()
+    s.job(ids["a"], "overlap-trace")
+    yield ids
+    s.close()
+
+
+def _no_sideways_scroll(page) -> None:
+    widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_roster_sorts_and_opens_a_learner(live_server, klass, open_page, size):
+    pg = open_page(size, INSTRUCTOR)
+    pg.goto(f"{live_server.url}/instructor/roster?q={PREFIX}-")
+    rows = pg.locator("table.roster tbody tr[data-learner]")
+    expect(rows).to_have_count(3)
+    _no_sideways_scroll(pg)
+    # b and c are stuck (three wrong tries, none right), b also three hours on part 1; a got it right at last
+    stuck_b = pg.locator(f"tr[data-learner='{klass['b']}'] [data-testid='stuck']")
+    expect(stuck_b).to_contain_text("not finished")
+    expect(stuck_b).to_contain_text("wrong tries")
+    width = SIZES[size][0]
+    for label in ("Parts done", "Questions right / tried", "Wrong tries", "Stuck"):
+        box = pg.locator(f"tr[data-learner='{klass['b']}'] td[data-label='{label}']").bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, (label, box)
+    if size == "laptop":  # by the column's header, twice to reverse
+        pg.locator("a[data-sort='right']").click()
+        pg.wait_for_url("**sort=right**")
+        pg.locator("a[data-sort='right']").click()
+    else:  # a phone's rows are blocks without a header row: the form sorts
+        pg.get_by_label("Sort by").select_option("right")
+        pg.get_by_label("Highest first").check()
+        pg.get_by_role("button", name="Show").click()
+    pg.wait_for_url("**desc=1**")
+    expect(rows.first).to_have_attribute("data-learner", str(klass["a"]))
+    screenshot(pg, f"class-roster-{size}")
+    pg.get_by_role("link", name=f"{PREFIX.title()} A").click()
+    expect(pg.get_by_role("heading", level=1)).to_contain_text(f"{PREFIX.title()} A")
+    expect(pg.get_by_test_id("learner-attempts").locator("tbody tr")).to_have_count(4)
+    expect(pg.get_by_test_id("learner-runs")).to_contain_text("overlap-trace")
+    _no_sideways_scroll(pg)
+    screenshot(pg, f"class-learner-{size}")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_questions_draft_rule_opens_the_editor_and_labs_show_spread(live_server, klass, open_page, size):
+    pg = open_page(size, INSTRUCTOR)
+    pg.goto(f"{live_server.url}/instructor/questions?lesson={LESSON}")
+    row = pg.locator(f"tr[data-question='{QID}']")
+    expect(row.locator("[data-testid='wrong-answers']")).to_contain_text("2× the answer")
+    _no_sideways_scroll(pg)
+    link = row.get_by_test_id("draft-rule").first
+    box = link.bounding_box()
+    assert box and box["x"] + box["width"] <= SIZES[size][0], box
+    screenshot(pg, f"class-questions-{size}")
+    link.click()
+    pg.wait_for_url("**/edit?file=questions/**")
+    assert "# Draft known-mistake rule" in pg.locator("#text").input_value()
+    pg.goto(f"{live_server.url}/instructor/labs")
+    lab = pg.locator("section[data-lab='overlap-trace']")
+    expect(lab).to_contain_text("windowed: overlap ratio")
+    _no_sideways_scroll(pg)
+    screenshot(pg, f"class-labs-{size}")
