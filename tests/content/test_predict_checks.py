@@ -42,3 +42,18 @@ def test_tp_threshold_prompt_says_what_the_numbers_are(l06):
     prompt = " ".join(l06.questions["tp-comm-threshold"].body.prompt.split())
     assert "1,979 in FP8" in prompt and "Blackwell" in prompt and "twice that" in prompt
     assert "989 TFLOP/s in BF16" in prompt
+
+
+def test_lesson_06_numeric_questions_name_the_mistake(l06):
+    """Each numeric question of lesson 06 names at least one wrong idea when a learner's answer matches it."""
+    from app.content.practice import grade, make_variant
+
+    inverse = make_variant(l06.questions["fp8-scale-from-amax"], 3)
+    fb = grade(l06.questions["fp8-scale-from-amax"], inverse, f"{1 / inverse.answer!r}")
+    assert not fb.correct and "inverse" in fb.message
+    for qid in ("fp8-scale-from-amax", "fp8-spike-clip", "fp8-step-time", "tp-comm-threshold"):
+        q = l06.questions[qid]
+        v = make_variant(q, 5)
+        wrong, words = v.values["mistakes"][0]
+        fb = grade(q, v, f"{wrong!r} {v.unit}")
+        assert not fb.correct and words.split(".")[0] in fb.message, (qid, fb.message)
