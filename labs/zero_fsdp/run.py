@@ -41,11 +41,16 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
     """Every strategy in turn on this rank: {strategy: what it held, moved, took and lost}."""
     import torch
 
+    from labs.trace.profile import host_group
+
     params = Params.model_validate(params_dict)
     device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
+    # Rendezvous and the loss average go over gloo (host only) so that on CUDA no barrier or loss all-reduce
+    # kernel lands on the profiled timeline (labs/trace/profile.py align_ranks); on CPU the world is gloo already.
+    host = host_group(list(range(world))) if device_kind == "cuda" else None
     out = {}
     for strategy in params.strategies:
-        out[strategy] = _train(rank, world, params, strategy, device, out_dir)
+        out[strategy] = _train(rank, world, params, strategy, device, out_dir, host)
         _release_memory(device)
     return out
 
@@ -67,12 +72,12 @@ def _release_memory(device) -> None:
         pass
 
 
-def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir: str) -> dict:
+def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir: str, host) -> dict:
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
 
-    from labs.trace.profile import profiled
+    from labs.trace.profile import align_ranks, profiled
     from labs.zero_fsdp import measure, model, wrap
 
     cuda = device.type == "cuda"
@@ -111,10 +116,12 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
         opt.zero_grad(set_to_none=True)
         return loss
 
-    def step(census: bool = False) -> tuple[float, float]:
-        dist.barrier()  # every rank starts the step together; outside the recorded region
+    def step(census: bool = False, prof=None) -> tuple[float, float]:
+        # every rank starts the step together, outside the recorded region
         if cuda:
-            torch.cuda.synchronize(device)
+            align_ranks(host, prof=prof, cuda=True)
+        else:
+            dist.barrier()
         rec.reset()
         t0 = time.perf_counter()
         with rec:
@@ -122,9 +129,10 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
         if cuda:
             torch.cuda.synchronize(device)
         t1 = time.perf_counter()
-        rec.settle()  # every collective was waited on inside the step; their stamps land within microseconds
-        mean = loss.detach().clone()
-        dist.all_reduce(mean)
+        if not cuda:  # the CPU timeline's collective spans end at these stamps (GPU spans come from the profiler)
+            rec.settle()  # every collective was waited on inside the step; the stamps land within microseconds
+        mean = loss.detach().float().cpu()
+        dist.all_reduce(mean, group=host)
         losses.append(mean.item() / world)
         return t0, t1
 
@@ -136,7 +144,7 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
     peak.reset()
     with profiled(profile, enabled=profile is not None) as prof:
         for i in range(params.steps):
-            step_s.append(step())
+            step_s.append(step(prof=prof))
             per_step.append({"collectives": list(rec.collectives), "ops": list(rec.ops)})
             if prof is not None and i < params.steps - 1:
                 prof.step()
