@@ -161,6 +161,8 @@ def _specs() -> dict[str, LabSpec]:
     from labs.fp8_step.result import Fp8StepResults
     from labs.overlap_trace import params as overlap_trace
     from labs.overlap_trace.result import OverlapTraceResults
+    from labs.pipeline import params as pipeline
+    from labs.pipeline.result import PipelineResults
     from labs.tp_sweep import params as tp_sweep
     from labs.tp_sweep.result import TpSweepResults
     from labs.zero_fsdp import params as zero_fsdp
@@ -249,6 +251,20 @@ def _specs() -> dict[str, LabSpec]:
             cost=zero_fsdp.estimate_seconds,
             limits=zero_fsdp.limits,
             uses_fp8=lambda params: False,  # FP32 training throughout: no FP8 anywhere
+        ),
+        LabSpec(
+            name="pipeline",
+            title="Pipeline schedules: GPipe, 1F1B, interleaved and zero-bubble on real stages",
+            question="Where does a pipeline idle, and what do 1F1B, interleaving and zero-bubble buy against GPipe?",
+            params=pipeline.Params,
+            result=PipelineResults,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.pipeline.run:run",
+            needs=pipeline.resources,
+            presets=pipeline.PRESETS,
+            cost=pipeline.estimate_seconds,
+            limits=pipeline.limits,
+            uses_fp8=lambda params: False,  # FP32 layers and p2p sends: no FP8 anywhere
         ),
     ]
     return {s.name: s for s in specs}
