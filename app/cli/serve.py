@@ -88,6 +88,8 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
         log.error("the course cannot start, because the labs cannot run here:\n%s", exc)
         return 1
     startup.prepare(settings)
+    # the lab workers and every web process read the probe from here instead of probing again
+    os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
     name, commands = executors.processes(settings)
     workers = Supervised(name, commands)
     workers.start()
@@ -111,7 +113,6 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
 
             app: Any = create_app(settings, host=capacity, prepare=False, settle=True)
         else:
-            os.environ[labhost.CAPACITY_ENV] = capacity.to_json()
             # each web process counts its own requests; a scrape adds them up from the files there
             os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(multiprocess_dir(settings.data_dir))
             app = "app.web.factory:web_process"  # uvicorn's process manager imports it in each web process

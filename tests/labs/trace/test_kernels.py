@@ -88,12 +88,13 @@ def test_kernels_are_classified_as_hta_does_and_overlap_follows_the_definition(t
     not HAS_HTA, reason="Holistic Trace Analysis is not installed (the `hta` extra; gpu-check installs it)"
 )
 def test_hta_agrees_with_the_lab_on_the_same_traces(traces):
-    check = cross_check(traces, {0: 0.45, 1: 0.0})
+    # spans within the tolerance of the kernels (0.5 and 0): they agree too, and pass through as measured
+    check = cross_check(traces, {0: 0.47, 1: 0.0})
     assert check["hta_available"] and check["hta_reason"] is None
     by_rank = {r["rank"]: r for r in check["ranks"]}
     assert by_rank[0]["hta_overlap_ratio"] == pytest.approx(0.5, abs=1e-4)
     assert by_rank[1]["hta_overlap_ratio"] == pytest.approx(0.0, abs=1e-4)
-    assert by_rank[0]["lab_span_overlap_ratio"] == 0.45
+    assert by_rank[0]["lab_span_overlap_ratio"] == 0.47
     assert check["disagree_ranks"] == [] and all(r["difference"] <= AGREEMENT_TOLERANCE for r in check["ranks"])
 
 
