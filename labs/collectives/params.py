@@ -60,7 +60,7 @@ class CollectivesParams(LabParams):
         json_schema_extra=RUN,
     )
     warmup: int = Field(
-        1, ge=0, le=20, description="Untimed operations first", title="Warm-up operations", json_schema_extra=RUN_MORE
+        2, ge=0, le=20, description="Untimed operations first", title="Warm-up operations", json_schema_extra=RUN_MORE
     )
     nodes: int = Field(
         2,

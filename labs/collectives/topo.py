@@ -134,8 +134,12 @@ def _qdisc(ns: str, dev: str, rate_mbit: float, delay_ms: float) -> bool:
     # tbf's bucket must hold what the link sends in a timer tick or two, and veth hands it 64 KiB GSO packets:
     # 5 ms of the rate (64 KiB at least). Measured on the 2-core worker at 800 Mbit/s: a 64 KiB bucket let a
     # 4 MiB flat all-reduce reach half the rate (116 ms), 500 kB all of it (63 ms, the egress model's 63 ms).
+    # A full bucket would let a message smaller than it through at loopback speed, so a second bucket (peakrate,
+    # one 64 KiB packet deep: mtu) caps the burst at 1.1x the rate: a 16 KiB all-reduce across a 20 Mbit/s link
+    # then takes the model's 10 ms instead of 2.
     burst = max(65536, int(rate_mbit * 1e6 / 8 * 0.005))
     tbf = ["rate", f"{rate_mbit:g}mbit", "burst", str(burst), "latency", "100ms"]
+    tbf += ["peakrate", f"{rate_mbit * 1.1:g}mbit", "mtu", "70000"]
     if delay_ms > 0:
         try:
             _sh("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay", f"{delay_ms:g}ms")

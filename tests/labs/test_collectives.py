@@ -21,7 +21,7 @@ TINY = {
     "collectives": ["all-reduce", "all-gather"],
     "min_bytes": 4096,
     "max_bytes": 65536,
-    "iters": 2,
+    "iters": 3,
     "warmup": 1,
     # A slow link, so a 64 KiB transfer across it (~26 ms) stands far above CPU scheduling noise (a few ms).
     "link_mbit": 20.0,
