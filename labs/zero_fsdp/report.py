@@ -26,6 +26,15 @@ NAMES = {
 }
 
 
+# What each strategy's predicted traffic is, in the ZeRO paper's terms (Ψ: the weights' bytes; labs/zero_fsdp/anatomy.py).
+TRAFFIC = {
+    "ddp": "one all-reduce of the gradients, 2Ψ(N−1)/N",
+    "zero1": "torch's ZeRO-1 adds a broadcast of every updated weight to DDP's all-reduce",
+    "fsdp2": "all-gather in forward and in backward, reduce-scatter: 3Ψ(N−1)/N",
+    "fsdp2-no-reshard": "weights kept from forward to backward: one all-gather fewer, 2Ψ(N−1)/N",
+}
+
+
 def strategy_artifacts(ctx: Any, params: Params, strategy: str, spans: list[Span], device: str) -> dict:
     """The timeline SVG of one timed step (CPU: the last; GPU: all of them) and the Chrome trace of all."""
     svg, trace = f"timeline_{strategy}.svg", f"trace_{strategy}.json"
@@ -107,19 +116,26 @@ def invariants(params: Params, strategies: dict) -> dict:
 
 
 def answer(params: Params, strategies: dict, par: dict, device: str) -> str:
-    """The lab's question answered in one sentence from this run's numbers."""
-    where = "on this CPU" if device == "cpu" else "on these GPUs"
-    parts = []
-    for name, s in strategies.items():
+    """The lab's question answered in one sentence (at most ~25 words) from this run's numbers: the most sharded
+    strategy that ran against the least, in state held per rank and bytes sent per step."""
+    where = "On this CPU" if device == "cpu" else "On these GPUs"
+
+    def held(s: dict) -> float:
         r = s["ranks"][0]
-        held = r["param_bytes"] + r["grad_bytes"] + r["optim_bytes"]
-        parts.append(f"{NAMES[name]} {byte_size(held)} held and {byte_size(s['bus_bytes_per_step'])} sent per step")
-    loss = (
-        f"losses agree within {number(par['worst'], 2)}"
-        if par["within_tolerance"]
-        else f"losses DIFFER by {number(par['worst'], 2)}, over the {number(par['tolerance'])} tolerance"
+        return r["param_bytes"] + r["grad_bytes"] + r["optim_bytes"]
+
+    loss = "losses matched" if par["within_tolerance"] else f"losses DIFFERED by {number(par['worst'], 2)}"
+    most = max(strategies, key=lambda n: held(strategies[n]))
+    least = min(strategies, key=lambda n: held(strategies[n]))
+    a, b = strategies[least], strategies[most]
+    if least == most:
+        return f"{where}, {NAMES[most]} held {byte_size(held(b))} per rank and sent {byte_size(b['bus_bytes_per_step'])} per step; {loss}."
+    sent = a["bus_bytes_per_step"] / b["bus_bytes_per_step"] if b["bus_bytes_per_step"] else None
+    cost = f"sent {number(sent, 2)}× its bytes per step" if sent is not None else "sent bytes where it sent none"
+    return (
+        f"{where}, {NAMES[least]} held {byte_size(held(a))} per rank against {NAMES[most]}'s {byte_size(held(b))} "
+        f"and {cost}; {loss}."
     )
-    return f"Per rank of {params.ranks} {where}: " + "; ".join(parts) + f"; {loss}."
 
 
 def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
@@ -177,7 +193,7 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
                 "label": f"{NAMES[name]}: sent per rank per step (ring)",
                 "value": round(s["bus_bytes_per_step"]),
                 "unit": "bytes",
-                "note": f"predicted {byte_size(s['predicted_bus_bytes_per_step'])} (ZeRO paper's 2Ψ for DDP, 3Ψ for FSDP)",
+                "note": f"predicted {byte_size(s['predicted_bus_bytes_per_step'])}: {TRAFFIC[name]}",
             }
         )
     held_rows = []

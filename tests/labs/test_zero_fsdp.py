@@ -67,6 +67,9 @@ def test_every_strategy_trains_identically(result):
     for name, st in s.items():
         assert st["losses"] == pytest.approx(ref, abs=LOSS_TOLERANCE), name
     assert result["results"]["parity"]["within_tolerance"] is True
+    answer = result["results"]["answer"]
+    assert answer.startswith("On this CPU, FSDP2") and "DDP's" in answer and "losses matched" in answer, answer
+    assert len(answer.split()) <= 25, answer
 
 
 def test_held_bytes_follow_the_zero_stages(result):
