@@ -37,21 +37,27 @@ def test_the_first_part_starts_on_the_first_screen(pages, live_server, size):
     assert title["y"] + title["height"] < height, title  # and the part's title is on it
 
 
+# figure id -> the width it is drawn at on (laptop, phone): the roofline swaps to its phone layout, the mesh is
+# drawn for a phone in the first place
+FITS = {"tp-roof": (780, 340), "mesh-right": (340, 340), "mesh-wrong": (340, 340)}
+
+
 @pytest.mark.parametrize("size", ["laptop", "phone"])
-def test_the_roofline_fits_the_screen_whole(pages, live_server, size):
+@pytest.mark.parametrize("fig_id", sorted(FITS))
+def test_figures_fit_the_screen_whole(pages, live_server, size, fig_id):
     page = pages[size]
-    page.goto(f"{live_server.url}{BASE}/deep-dives#fig-tp-roof")
-    fig = page.locator("#fig-tp-roof")
+    if not page.url.endswith(f"{BASE}/deep-dives"):
+        page.goto(f"{live_server.url}{BASE}/deep-dives")
+    fig = page.locator(f"#fig-{fig_id}")
     box = fig.locator(".figure-scroll")
     svg = box.locator("svg:visible")
     assert svg.count() == 1
     drawn = int(svg.get_attribute("viewBox").split()[2])
-    shown = svg.bounding_box()
     fig.scroll_into_view_if_needed()
-    screenshot(page, f"lesson06-roofline-{size}", full_page=False)
+    shown = svg.bounding_box()
+    screenshot(page, f"lesson06-{fig_id}-{size}", full_page=False)
+    assert drawn == FITS[fig_id][size == "phone"]
     assert box.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "no sideways swipe inside the box"
     assert not fig.locator(".scroll-hint").is_visible()
     assert shown["x"] >= 0 and shown["x"] + shown["width"] <= SIZES[size][0] + 1
-    # legible: drawn at about its own size, the phone layout on a phone and the wide one on a laptop
-    assert shown["width"] >= 0.9 * drawn if size == "phone" else shown["width"] >= 600
-    assert drawn == (340 if size == "phone" else 780)
+    assert shown["width"] >= 0.9 * min(drawn, SIZES[size][0] - 60)  # drawn at about its own size: legible

@@ -196,3 +196,24 @@ def test_figure_ids_are_unique_in_a_lesson(template_texts):
     block = "  - {kind: figure, id: pic, name: ring-traffic}\n  - {kind: figure, id: pic, name: ring-traffic}\n"
     _, errors = validate_lesson_texts(_with_part(template_texts, block), lesson_id="broken")
     assert any("an id unique in the lesson" in e.expected for e in errors)
+
+
+@pytest.mark.parametrize("order", ["dp,tp", "tp,dp"])
+def test_device_mesh_groups_are_torchs(order):
+    """The groups drawn are the ones torch's device mesh builds (torch/distributed/_mesh_layout.py, 2.13)."""
+    import torch
+    from torch.distributed._mesh_layout import _MeshLayout
+
+    from app.content.figures.device_mesh import mesh_groups
+
+    shape = (2, 8) if order == "dp,tp" else (8, 2)
+    mesh = _MeshLayout.from_sizes_strides(shape).remap_to_tensor(torch.arange(16))[0]  # (dp, tp) or (tp, dp)
+    tp_dim = 1 if order == "dp,tp" else 0
+    torch_tp = sorted(sorted(g.tolist()) for g in mesh.unbind(1 - tp_dim))
+    torch_dp = sorted(sorted(g.tolist()) for g in mesh.unbind(tp_dim))
+    g = mesh_groups(2, 8, order)
+    assert sorted(map(sorted, g["tp_groups"])) == torch_tp and sorted(map(sorted, g["dp_groups"])) == torch_dp
+    d = figures.render("device-mesh", {"order": order}, "m")
+    assert d.numbers["tp_crossing"] == (0 if order == "dp,tp" else 2)
+    assert d.numbers["dp_crossing"] == (8 if order == "dp,tp" else 0)
+    assert d.width == 340 and ("Right: TP stays on NVLink." in d.svg) == (order == "dp,tp")
