@@ -324,7 +324,9 @@ def _profiler(ctx, per_rank: list[dict], schedule: str, ranks: list[dict], devic
     if device != "cuda":
         return kernels.not_applicable(ctx.backend)
     files = {r: Path(per_rank[r][schedule]["profile"]) for r in range(len(per_rank))}
-    check = kernels.cross_check(files, {row["rank"]: row["overlap_ratio"] for row in ranks})
+    check = kernels.cross_check(
+        files, {row["rank"]: row["overlap_ratio"] for row in ranks}, device_name=ctx.environment["device"].get("name")
+    )
     for r, f in files.items():
         ctx.add_artifact(
             f"profile_{schedule}_rank{r}", f.name, "application/json", f"Profiler trace: {schedule}, rank {r}"

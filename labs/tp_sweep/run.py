@@ -276,7 +276,7 @@ def _profiler_check(ctx, per_rank: list[dict], degree: int, ranks: list[dict] | 
 
     files = {r: Path(_pick(per_rank[r][degree], key)) for r in range(degree)}
     lab = {k["rank"]: k["overlap_ratio"] for k in ranks} if ranks else None
-    check = kernels.cross_check(files, lab)
+    check = kernels.cross_check(files, lab, device_name=ctx.environment["device"].get("name"))
     for r, f in files.items():
         ctx.add_artifact(f"{name}_rank{r}", f.name, "application/json", f"Profiler trace ({name}, rank {r})")
     return check

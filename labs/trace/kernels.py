@@ -32,6 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from labs.env import empty_profile_reason
 from labs.trace.timeline import intersection, total
 from labs.words import number
 
@@ -178,12 +179,15 @@ def hta_overlap(trace_files: dict[int, Path]) -> tuple[dict[int, float | None] |
     return out, None
 
 
-def cross_check(trace_files: dict[int, Path], lab_ratios: dict[int, float | None] | None = None) -> dict:
+def cross_check(
+    trace_files: dict[int, Path], lab_ratios: dict[int, float | None] | None = None, *, device_name: str | None = None
+) -> dict:
     """Per rank: the lab's kernel count, HTA's, and (if given) the lab's own span-based ratio.
 
     A rank is flagged when HTA or the lab's spans differ from the kernel count by more than the tolerance:
     the spans are CUDA events around the lab's phases, so a gap there means the events bracket something the
-    kernels do not show (a launch delay, a stream wait), or the reverse.
+    kernels do not show (a launch delay, a stream wait), or the reverse. A rank whose trace holds no kernel at
+    all is named with the likely reason for `device_name` (a MIG instance, CUPTI unavailable: labs.env).
     """
     own = {r: kernel_overlap(p) for r, p in sorted(trace_files.items())}
     hta, why = hta_overlap(trace_files)
@@ -224,6 +228,8 @@ def cross_check(trace_files: dict[int, Path], lab_ratios: dict[int, float | None
         if lab_ratios is not None
         else ""
     )
+    empty = [r for r, o in own.items() if not o["kernels"]]
+    empty_note = f"; rank(s) {empty}: {empty_profile_reason(device_name)}" if empty else ""
     return {
         "applies": True,
         "tolerance": AGREEMENT_TOLERANCE,
@@ -231,7 +237,7 @@ def cross_check(trace_files: dict[int, Path], lab_ratios: dict[int, float | None
         "hta_reason": why,
         "ranks": ranks,
         "disagree_ranks": sorted(set(hta_flagged) | set(span_flagged)),
-        "note": hta_note + span_note,
+        "note": hta_note + span_note + empty_note,
     }
 
 

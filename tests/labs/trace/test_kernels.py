@@ -207,3 +207,15 @@ def test_waits_come_from_each_ranks_own_kernel_durations(tmp_path):
     assert waits == {0: pytest.approx([0.3, 0.0]), 1: pytest.approx([0.0, 0.35])}
     files[1].write_text(json.dumps(stepped_trace(1, [[(ar, 200.0)], [(ar, 400.0), (ar, 250.0)]])))
     assert kernel_waits(files) is None  # collectives that do not pair up give no waits rather than wrong ones
+
+
+@pytest.mark.parametrize(
+    "device, says",
+    [("NVIDIA H100 80GB HBM3 MIG 1g.10gb", "MIG"), ("NVIDIA H200", "CUPTI may be unavailable")],
+)
+def test_a_rank_with_no_kernels_is_named_with_the_likely_reason(tmp_path, device, says):
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(kineto_trace(0, [])))
+    check = cross_check({0: empty}, device_name=device)
+    assert check["ranks"][0]["kernels"] == 0
+    assert "rank(s) [0]: the profile recorded no GPU kernels" in check["note"] and says in check["note"]
