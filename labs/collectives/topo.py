@@ -157,7 +157,7 @@ def build(nodes: int, rate_mbit: float, delay_ms: float) -> Topology:
         return Topology(False, "one node: nothing to emulate", nodes=nodes)
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
-            return Topology(False, f"iproute2's `{tool}` is not installed on this worker", nodes=nodes)
+            return Topology(False, f"iproute2's `{tool}` is not installed on this worker; ran flat", nodes=nodes)
     sweep_stale()
     tag = f"{PREFIX}{os.getpid()}-{next(_counter)}"
     topo = Topology(False, "", nodes=nodes, rate_mbit=rate_mbit, delay_ms=delay_ms)

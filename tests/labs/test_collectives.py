@@ -207,3 +207,12 @@ def test_sigterm_deletes_the_namespaces_and_sigkill_leaves_them_to_the_next_swee
             assert _mine(proc.pid) == names  # SIGKILL cannot be caught ...
             assert set(names) <= set(topo.sweep_stale())
             assert _mine(proc.pid) == []  # ... so the next start sweeps up after the dead process
+
+
+def test_without_iproute2_the_run_is_flat_and_says_why(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    t = topo.build(2, 100, 0)
+    assert not t.ok and t.names == []
+    assert t.why == "iproute2's `ip` is not installed on this worker; ran flat"
+    assert t.plan(2) == [None] * 4
+    assert topo.build(1, 100, 0).why == "one node: nothing to emulate"
