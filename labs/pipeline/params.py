@@ -217,7 +217,8 @@ PRESETS: tuple[Preset, ...] = (
     ),
     Preset(
         "Interleave the stages",
-        "1F1B against interleaved 1F1B with v = 2 stages per rank: a smaller bubble bought with twice the sends.",
+        "1F1B against interleaved 1F1B with v = 2 stages per rank: a smaller bubble bought with three times the "
+        "sends (2p - 1 = 3 stage boundaries instead of 1).",
         {"schedules": ["1f1b", "interleaved-1f1b"], "microbatches": 4},
     ),
 )

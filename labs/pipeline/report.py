@@ -50,37 +50,31 @@ def schedule_artifacts(
 
 def answer(params: Params, schedules: dict, device: str) -> str:
     """The lab's question ("Where does a pipeline idle, and what do 1F1B, interleaving and zero-bubble
-    schedules buy against GPipe?") answered in one sentence from this run's numbers."""
+    schedules buy against GPipe?") answered in one sentence of about 25 words from this run's numbers."""
     where = "on this CPU" if device == "cpu" else "on these GPUs"
-    p, m = params.ranks, params.microbatches
-    parts = []
     first = next(iter(schedules))
     base = schedules[first]
-    head = f"With p = {p} and m = {m}, {TITLES[first]} idled {percent(base['bubble_fraction'], 0)} of its step {where}"
-    if base["formula_step_fraction"] is not None:
-        head += f" (formula {percent(base['formula_step_fraction'], 0)})"
-    else:
-        head += f" (its own order at uniform stage cost: {percent(base['schedule_bubble_fraction'], 0)})"
-    parts.append(head)
+    model = base["formula_step_fraction"]
+    model = base["schedule_bubble_fraction"] if model is None else model
+    parts = [
+        f"With p = {params.ranks}, m = {params.microbatches}, {TITLES[first]} idled {percent(base['bubble_fraction'], 0)} "
+        f"of its step {where} (model {percent(model, 0)})"
+    ]
     g, o = schedules.get("gpipe"), schedules.get("1f1b")
     if g and o:
         parts.append(
-            f"1F1B held at most {o['peak_microbatches_in_flight']} micro-batches of activations against GPipe's "
+            f"1F1B held {o['peak_microbatches_in_flight']} micro-batches of activations, GPipe "
             f"{g['peak_microbatches_in_flight']}"
         )
     i = schedules.get("interleaved-1f1b")
-    if i and first != "interleaved-1f1b":
-        sends = f" for {number(i['sends_per_step'] / o['sends_per_step'], 2)}x 1F1B's p2p sends" if o else ""
+    if i and o and first != "interleaved-1f1b":
         parts.append(
-            f"interleaved 1F1B idled {percent(i['bubble_fraction'], 0)} "
-            f"(formula {percent(i['formula_step_fraction'], 0)}){sends}"
+            f"interleaving idled {percent(i['bubble_fraction'], 0)} for "
+            f"{number(i['sends_per_step'] / o['sends_per_step'], 2)}x the sends"
         )
     z = schedules.get("zero-bubble")
     if z and first != "zero-bubble":
-        parts.append(
-            f"zero-bubble idled {percent(z['bubble_fraction'], 0)} "
-            f"(its own order at uniform stage cost: {percent(z['schedule_bubble_fraction'], 0)})"
-        )
+        parts.append(f"zero-bubble {percent(z['bubble_fraction'], 0)}")
     return "; ".join(parts) + "."
 
 
@@ -168,22 +162,24 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
     ]
     tables = [
         {
-            "title": "Bubble, activations and p2p per schedule (idle share: (p−1)/(vm+p−1), GPipe paper and the course; "
-            "bubble / ideal: (p−1)/(vm), Narayanan et al. 2021 and the Ultra-Scale Playbook)",
+            "title": "Bubble, activations and p2p per schedule and step. Idle share = idle / step, formula (p−1)/(vm+p−1) "
+            "(GPipe paper, the course); bubble / ideal = idle / busy, formula (p−1)/(vm) (Narayanan et al. 2021, "
+            "Ultra-Scale Playbook). The executed order replayed with free p2p: at uniform stage cost (F 1, B 2, "
+            "I = W = 1), and at each action's own measured compute time",
             "columns": [
                 "schedule",
                 "stages per rank v",
                 "step (ms)",
-                "idle share measured",
-                "idle share formula",
-                "idle share of the order at uniform cost",
-                "idle share of the order at measured compute times, free p2p",
-                "bubble / ideal measured",
-                "bubble / ideal formula",
-                "peak micro-batches in flight",
+                "idle share",
+                "formula",
+                "order, uniform cost",
+                "order, own compute",
+                "bubble / ideal",
+                "formula",
+                "peak in flight",
                 "peak activations",
-                "p2p sends per step",
-                "p2p bytes per step",
+                "sends",
+                "bytes sent",
             ],
             "rows": bubble_rows,
         },

@@ -52,7 +52,7 @@ def test_the_run_validates_and_draws_every_schedule(run, res):
         ET.fromstring((run.out / s["artifacts"]["timeline"]).read_text())
         assert (run.out / s["artifacts"]["trace"]).is_file(), name
     assert run.result["environment"]["emulated"] is True
-    assert res["answer"].startswith("With p = 2 and m = 4, GPipe idled")
+    assert res["answer"].startswith("With p = 2, m = 4, GPipe idled") and len(res["answer"].split()) <= 40
 
 
 def test_pipelined_loss_and_gradients_equal_the_unpipelined_model(res):
