@@ -21,6 +21,18 @@ TITLES = {
 }
 
 
+# A table cell longer than this is cut by the page (app/web/views/result_excerpt.MAX_TEXT); the whole action
+# list stays in the result's `ran`.
+CELL = 200
+
+
+def _cell(text: str) -> str:
+    """`text`, or its start cut at a space with an ellipsis, to fit one table cell."""
+    if len(text) <= CELL:
+        return text
+    return text[: text.rfind(" ", 0, CELL - 2)] + " …"
+
+
 def schedule_artifacts(
     ctx: Any, params: Params, schedule: str, all_spans: list[Span], drawn: list[Span], bubble: float, device: str
 ) -> dict:
@@ -155,7 +167,7 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
             table_number(r["idle_fraction"], 4),
             r["peak_microbatches_in_flight"],
             r["sends"],
-            " ".join(r["ran"]),
+            _cell(" ".join(r["ran"])),
         ]
         for n, s in schedules.items()
         for r in s["ranks"]

@@ -118,6 +118,20 @@ def test_measured_bubble_lies_in_the_stated_band_around_the_schedule(res):
             assert r["idle_ms"] == pytest.approx(r["step_ms"] - r["busy_ms"], abs=1e-6)
 
 
+@pytest.mark.gpu
+def test_the_four_schedules_on_two_gpus_over_nccl():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs: NCCL p2p between two pipeline ranks")
+    done = runs.run("pipeline", {**SMALL, "width": 1024})
+    res = done.result["results"]
+    assert res["timing"]["kind"] == "cuda-events"
+    for name, s in res["schedules"].items():
+        # cuBLAS picks its own summation order per shape: looser than the CPU's 1e-4, far below a wrong stage
+        assert s["max_grad_rel_err"] <= 1e-3, name
+        assert s["sends_per_step"] == 2 * SMALL["microbatches"] * (s["stages"] - 1), name
+
+
 # ---- the arithmetic on its own ------------------------------------------------------------------
 
 
@@ -155,6 +169,16 @@ def test_in_flight_counts_until_the_last_backward_action():
     ]
     assert analysis.in_flight(acts) == {"peak_microbatches": 3, "peak_bytes": 30}
     assert analysis.gaps(acts[:2], (0, 3)) == [(2, 3)]
+
+
+def test_a_long_action_list_is_cut_to_one_table_cell():
+    MAX_TEXT = pytest.importorskip("app.web.views.result_excerpt").MAX_TEXT  # the page's cut
+    from labs.pipeline.report import _cell
+
+    ran = " ".join(f"{s}{k}{m}" for m in range(64) for s in (0, 4, 8, 12) for k in "FIW")
+    cut = _cell(ran)
+    assert len(cut) <= MAX_TEXT and cut.endswith(" …") and ran.startswith(cut[:-2])
+    assert _cell("0F0 0B0") == "0F0 0B0"
 
 
 def test_limits_show_the_arithmetic():
