@@ -216,4 +216,5 @@ def test_device_mesh_groups_are_torchs(order):
     d = figures.render("device-mesh", {"order": order}, "m")
     assert d.numbers["tp_crossing"] == (0 if order == "dp,tp" else 2)
     assert d.numbers["dp_crossing"] == (8 if order == "dp,tp" else 0)
-    assert d.width == 340 and ("Right: TP stays on NVLink." in d.svg) == (order == "dp,tp")
+    assert d.width == 700 and d.narrow_svg.startswith("<svg") and 'viewBox="0 0 340 ' in d.narrow_svg
+    assert ("Right: TP stays on NVLink." in d.svg) == (order == "dp,tp") == ("Right:" in d.narrow_svg)
