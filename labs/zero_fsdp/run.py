@@ -25,6 +25,7 @@ FSDP2 overlaps through CUDA streams, so the lab prefetches with async all-gather
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -45,6 +46,10 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
 
     params = Params.model_validate(params_dict)
     device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
+    # A collective's completion is stamped by Python code on another thread (gloo's callback, or the waiter for a
+    # Work without a future), which must first take the GIL from this thread: at the default 5 ms switch interval
+    # the stamp could land up to 5 ms late and fake overlap with the compute that follows. 0.1 ms bounds that.
+    sys.setswitchinterval(1e-4)
     # Rendezvous and the loss average go over gloo (host only) so that on CUDA no barrier or loss all-reduce
     # kernel lands on the profiled timeline (labs/trace/profile.py align_ranks); on CPU the world is gloo already.
     host = host_group(list(range(world))) if device_kind == "cuda" else None
