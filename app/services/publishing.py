@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.content import ContentError
-from app.core.models import User
+from app.core.models import PartProgress, User
 from app.services import grading
 from app.services import lessons as lesson_service
 
@@ -32,6 +33,12 @@ def publish(
             "lesson %s version %s published (%s); %d grade(s) recomputed", lesson_id, version, source, len(touched)
         )
     return version, errors
+
+
+def readers(db: Session, *, lesson_id: str) -> int:
+    """How many learners have opened a part of the lesson: whom a newly published version reaches at once."""
+    q = select(func.count(func.distinct(PartProgress.user_id))).where(PartProgress.lesson_id == lesson_id)
+    return int(db.scalar(q) or 0)
 
 
 def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentError]]:

@@ -336,7 +336,13 @@ def test_an_earlier_version_can_be_restored_as_a_new_version(instructor, db):
     assert f"/versions/{first.version + 1}/restore" not in page  # the current one is not offered
     stale = instructor.post(action, {"base_version": first.version}, follow_redirects=False)
     assert stale.status_code == 409 and "nothing was restored" in stale.text  # the list it was clicked in was old
-    r = instructor.post(action, {"base_version": first.version + 1}, follow_redirects=False)
+    # the first press asks: restoring publishes to every learner
+    ask = instructor.post(action, {"base_version": first.version + 1}, follow_redirects=False)
+    assert ask.status_code == 200 and "This publishes to every learner" in ask.text
+    assert 'name="confirm" value="yes"' in ask.text and f"become version {first.version + 2}" in ask.text
+    db.expire_all()
+    assert lesson_service.latest_row(db, lesson_id=LESSON).version == first.version + 1  # nothing published yet
+    r = instructor.post(action, {"base_version": first.version + 1, "confirm": "yes"}, follow_redirects=False)
     assert r.status_code == 303
     assert r.headers["location"].endswith(f"published={first.version + 2}&restored={first.version}#published")
     assert f"Published version {first.version + 2}: the files of version {first.version}, restored." in (
@@ -400,8 +406,9 @@ def test_publishing_or_restoring_nothing_new_makes_no_version(instructor, db):
     instructor.post(
         f"/instructor/lessons/{LESSON}/publish", {"path": "parts/orient.yaml", "text": text, "base_version": version}
     )
-    instructor.post(f"/instructor/lessons/{LESSON}/versions/{version}/restore", {"base_version": version + 1})
-    r = instructor.post(f"/instructor/lessons/{LESSON}/versions/{version}/restore", {"base_version": version + 2})
+    restore = f"/instructor/lessons/{LESSON}/versions/{version}/restore"
+    instructor.post(restore, {"base_version": version + 1, "confirm": "yes"})
+    r = instructor.post(restore, {"base_version": version + 2, "confirm": "yes"})
     assert r.status_code == 422 and "are the current ones already (version" in r.text
     db.expire_all()
     assert lesson_service.latest_row(db, lesson_id=LESSON).version == version + 2

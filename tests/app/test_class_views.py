@@ -208,3 +208,19 @@ def test_roster_sums_agree_on_both_backends(db, klass):
     dan, bob = rows["dan@example.org"], rows["bob@example.org"]
     assert (dan.wrong, dan.right, dan.attempted) == (4, 0, 2) and dan.stuck
     assert (bob.runs, bob.runs_failed, bob.parts_done) == (2, 1, 2)
+
+
+def test_a_grader_lands_on_the_queue_after_login(client, make_user):
+    make_user("gus@example.org", roles=("grader",))
+    make_user("ivy@example.org", roles=("instructor", "grader"))
+    r = client.login("gus@example.org")
+    assert r.status_code == 303 and r.headers["location"] == "/grader"
+    client.post("/logout")
+    r = client.post(
+        "/login",
+        data={"email": "gus@example.org", "password": "correct horse", "next": "/labs", "csrf_token": client.csrf()},
+        follow_redirects=False,
+    )
+    assert r.headers["location"] == "/labs"  # the page that asked for the login wins
+    client.post("/logout")
+    assert client.login("ivy@example.org").headers["location"] == "/"  # instructors author and run the class

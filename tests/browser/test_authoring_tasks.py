@@ -180,6 +180,8 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
         # 4. back to the version before: restored as a new version, the question gone from the learner's page
         _editor(page, base)
         page.get_by_role("button", name=f"restore v{start} as a new version").click()
+        expect(page.get_by_test_id("restore-confirm")).to_contain_text("This publishes to every learner")
+        page.get_by_role("button", name=f"Restore version {start} for every learner").click()
         expect(page.locator("#published")).to_contain_text(f"Published version {start + 3}")
         expect(page.locator(f"#v{start + 3}")).to_contain_text(f"Restored version {start}")
         screenshot(page, "authoring-restored-laptop")

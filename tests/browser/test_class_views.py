@@ -121,3 +121,35 @@ def test_questions_draft_rule_opens_the_editor_and_labs_show_spread(live_server,
     expect(lab).to_contain_text("windowed: overlap ratio")
     _no_sideways_scroll(pg)
     screenshot(pg, f"class-labs-{size}")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_editor_keeps_long_lines_whole_and_uses_the_width(live_server, klass, open_page, size):
+    """A long YAML line wrapped into a narrow column, and End stopped at the end of the visual line: each line is
+    one row that scrolls sideways, End reaches the line's last character, and on a laptop the editor takes most
+    of the page."""
+    pg = open_page(size, INSTRUCTOR)
+    pg.goto(f"{live_server.url}/instructor/lessons/{LESSON}/edit?file=questions/{QID}.yaml")
+    lines = pg.locator(".cm-host .cm-line")
+    expect(lines.first).to_be_visible()
+    heights = lines.evaluate_all("ls => ls.map(l => l.getBoundingClientRect().height)")
+    # each line's text as drawn: a block's own box is as wide as the widest line, its text is not
+    widths = lines.evaluate_all(
+        "ls => ls.map(l => { const r = document.createRange(); r.selectNodeContents(l); return r.getBoundingClientRect().width })"
+    )
+    scroller = pg.locator(".cm-host .cm-scroller")
+    client = scroller.evaluate("s => s.clientWidth")
+    assert max(widths) > client, (max(widths), client)  # a line longer than the box is there to test
+    assert max(heights) <= min(heights) + 1, heights  # and it is one row, not wrapped
+    longest = widths.index(max(widths))
+    lines.nth(longest).click(position={"x": 5, "y": 5})
+    pg.keyboard.press("End")
+    # the view follows the cursor to the line's end (CodeMirror scrolls in its next measure, after a frame)
+    pg.wait_for_function("() => document.querySelector('.cm-host .cm-scroller').scrollLeft > 0", timeout=5000)
+    col = pg.evaluate("() => { const s = getSelection(); return [s.focusNode.textContent.length, s.focusOffset] }")
+    assert col[0] == col[1], col
+    _no_sideways_scroll(pg)
+    if size == "laptop":
+        box = pg.locator(".cm-host").bounding_box()
+        assert box and box["width"] >= 0.5 * SIZES[size][0], box
+    screenshot(pg, f"class-editor-{size}", full_page=False)

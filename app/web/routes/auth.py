@@ -36,6 +36,14 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
+def _landing(user, target: str) -> str:
+    """Where a login goes: the page that asked for it, else a grader's queue (their work) or the home page.
+    Instructors land on the home page: they author and run the class more than they grade."""
+    if target == "/" and user.has_role("grader") and not user.has_role("instructor"):
+        return "/grader"
+    return target
+
+
 def _client(request: Request) -> str | None:
     # uvicorn puts the client of X-Forwarded-For here when the proxy is trusted (FORWARDED_ALLOW_IPS).
     return request.client.host if request.client else None
@@ -158,7 +166,7 @@ def login(
             response.headers["Retry-After"] = str(attempt.wait_s)
         return response
     start_session(request, db, attempt.user)
-    response = RedirectResponse(_safe_next(next), status_code=303)
+    response = RedirectResponse(_landing(attempt.user, _safe_next(next)), status_code=303)
     return remember_device(request, response, attempt.device_cookie) if attempt.device_cookie else response
 
 

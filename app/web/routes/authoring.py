@@ -278,12 +278,25 @@ def restore(
     user: InstructorUser,
     db: SessionDep,
     base_version: Annotated[DbInt, Form()],
+    confirm: Annotated[str, Form(max_length=3)] = "",
 ):
-    """Go back to an earlier version: publish its files again as a new version (the ones in between stay)."""
+    """Go back to an earlier version: publish its files again as a new version (the ones in between stay).
+
+    Publishing reaches every learner at once, so the first press asks (a page of its own, no script needed);
+    only the confirming form, which carries confirm=yes, publishes."""
     row = _row(db, lesson_id)
     old = lesson_service.version_row(db, lesson_id=lesson_id, version=version)
     if old is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no version {version}.")
+    if confirm != "yes" and row.version == base_version and old.files != row.files:
+        ctx = {
+            "lesson_id": lesson_id,
+            "version": version,
+            "base_version": base_version,
+            "new_version": row.version + 1,
+            "readers": publishing.readers(db, lesson_id=lesson_id),
+        }
+        return render(request, "instructor/restore_confirm.html", ctx)
     ctx = {
         "lesson_id": lesson_id,
         "row": row,

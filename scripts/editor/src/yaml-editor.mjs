@@ -46,7 +46,8 @@ export function mount(textarea, options = {}) {
         basicSetup,
         yaml(),
         indentUnit.of("  "), // YAML forbids tabs: indentation is two spaces
-        EditorView.lineWrapping, // prose lines are long; wrapped lines keep their line number
+        // No line wrapping: a long YAML line stays one row that scrolls sideways, so its indentation (which YAML
+        // reads) stays visible and End goes to the end of the line, not of a wrapped row of a narrow column.
         EditorState.tabSize.of(2),
         errorLines,
         theme.of(dark && dark.matches ? oneDark : []),
