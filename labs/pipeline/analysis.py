@@ -115,8 +115,10 @@ def expected_peak_in_flight(schedule: str, p: int, m: int, rank: int) -> int | N
 
 def formulas(schedule: str, p: int, m: int, v: int) -> dict:
     """Both bubble definitions for `schedule`, or None where the lab uses no closed form (zero-bubble: its
-    bubble depends on the measured F, I and W times; ZB-1P reaches ~0 only when they are equal)."""
-    if schedule == "zero-bubble":
+    bubble depends on the measured F, I and W times; ZB-1P reaches ~0 only when they are equal; interleaved
+    1F1B when m is not a multiple of p)."""
+    if schedule == "zero-bubble" or (schedule == "interleaved-1f1b" and m % p):
+        # Narayanan et al.'s interleaved bubble assumes m a multiple of p; torch runs other m in uneven rounds.
         return {"step_fraction": None, "over_ideal": None}
     vv = v if schedule == "interleaved-1f1b" else 1
     return {"step_fraction": bubble_step_fraction(p, m, vv), "over_ideal": bubble_over_ideal(p, m, vv)}

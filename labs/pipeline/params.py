@@ -147,6 +147,9 @@ def limits(params: Params, backend: str) -> list[Problem]:
                 )
             )
             break
+    if "1f1b" in params.schedules and m < p:
+        # torch 2.13 schedules.py Schedule1F1B.__init__: fewer micro-batches than stages is refused.
+        out.append(Problem("microbatches", f"microbatches: 1F1B needs m({m}) >= p({p}) stages; use m >= {p}"))
     if any(s in LOOPED for s in params.schedules):
         # torch.distributed.pipelining (2.13, schedules.py ScheduleInterleaved1F1B.__init__): the looped
         # schedules run m in rounds of max(1, m // p) and refuse an m that the rounds do not divide.
