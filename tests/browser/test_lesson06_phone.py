@@ -61,3 +61,16 @@ def test_figures_fit_the_screen_whole(pages, live_server, size, fig_id):
     assert not fig.locator(".scroll-hint").is_visible()
     assert shown["x"] >= 0 and shown["x"] + shown["width"] <= SIZES[size][0] + 1
     assert shown["width"] >= 0.9 * min(drawn, SIZES[size][0] - 60)  # drawn at about its own size: legible
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_dashboard_explains_the_order(pages, live_server, size):
+    page = pages[size]
+    page.goto(f"{live_server.url}/")
+    note = page.locator("#path-note")
+    box = note.bounding_box()
+    screenshot(page, f"lesson06-dashboard-{size}", full_page=False)
+    assert "Take them in order." in note.inner_text()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= SIZES[size][0]
+    first = page.locator(".lesson-card").first
+    assert "Anchor 2022" in first.inner_text() and first.bounding_box()["y"] < SIZES[size][1]  # a card on screen
