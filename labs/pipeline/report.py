@@ -166,6 +166,7 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
             table_number(r["idle_ms"]),
             table_number(r["idle_fraction"], 4),
             r["peak_microbatches_in_flight"],
+            byte_size(r["peak_activation_bytes"]),
             r["sends"],
             _cell(" ".join(r["ran"])),
         ]
@@ -208,6 +209,7 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
                 "idle",
                 "idle share",
                 "peak in flight",
+                "peak activations",
                 "sends",
                 "actions as run",
             ],
