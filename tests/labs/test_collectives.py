@@ -19,8 +19,10 @@ TINY = {
     "ranks": 4,
     "nodes": 2,
     "collectives": ["all-reduce", "all-gather"],
-    "min_bytes": 4096,
+    # 256 B is latency-bound even on the slow link below, 64 KiB bandwidth-bound: bus bandwidth must rise.
+    "min_bytes": 256,
     "max_bytes": 65536,
+    "factor": 16,
     "iters": 3,
     "warmup": 1,
     # A slow link, so a 64 KiB transfer across it (~26 ms) stands far above CPU scheduling noise (a few ms).
@@ -62,7 +64,7 @@ def test_busbw_is_algbw_times_the_nccl_tests_factor_and_algbw_is_s_over_t(res):
     assert sweep["algorithm"] == "gloo-ring"
     assert [c["name"] for c in sweep["collectives"]] == ["all-reduce", "all-gather"]
     for c in sweep["collectives"]:
-        assert [r["bytes"] for r in c["rows"]] == [4096, 16384, 65536]
+        assert [r["bytes"] for r in c["rows"]] == [256, 4096, 65536]
         for r in c["rows"]:
             assert r["algbw_gbs"] == pytest.approx(r["bytes"] / (r["time_ms"] / 1e3) / 1e9)
             assert r["busbw_gbs"] == pytest.approx(factors[c["name"]] * r["algbw_gbs"])
