@@ -3,6 +3,7 @@ shared by the parity, invariant and artifact tests; then fast tests of the arith
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -166,6 +167,31 @@ def test_the_app_grades_the_run_and_the_golden_bundle_has_its_shape(result, bund
         "bytes-moved": "pass",
         "timeline": "pass",
     }
+    # and each check fails on the run it guards against
+    from app.services.checks.zero_fsdp import checks
+
+    def statuses(edit) -> dict:
+        bad = copy.deepcopy(result)
+        edit(bad["results"]["strategies"])
+        return {c["check"]: c["status"] for c in checks("evidence", bad, None)}
+
+    assert (
+        statuses(lambda s: s["fsdp2"]["losses"].__setitem__(-1, s["fsdp2"]["losses"][-1] + 0.01))["losses-equal"]
+        == "fail"
+    )
+    assert (
+        statuses(lambda s: s["zero1"]["ranks"][0].__setitem__("optim_bytes", s["ddp"]["ranks"][0]["optim_bytes"]))[
+            "zero1-optimizer-shard"
+        ]
+        == "fail"
+    )
+    assert (
+        statuses(lambda s: s["fsdp2"]["ranks"][1].__setitem__("param_bytes", 4 * s["fsdp2"]["params"]))[
+            "fsdp2-weights-shard"
+        ]
+        == "fail"
+    )
+    assert statuses(lambda s: s["fsdp2"]["collectives"][0].__setitem__("bytes", 1))["bytes-moved"] == "fail"
     golden = ROOT / "tests" / "golden" / "zero-fsdp"
     assert shape_differences(json.loads((golden / "result.json").read_text()), result) == []
     assert sorted(p.name for p in golden.iterdir()) == sorted(p.name for p in bundle.iterdir())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, finite
+from labs.api import byte_size, number, percent
 
 # Same data, same weights: only the order of FP32 sums in the reductions differs, a few ulps per step that
 # Adam's normalised update can amplify over a handful of steps. A wrong gradient scale or a lost shard moves
@@ -67,19 +68,19 @@ def _zero1(r: dict, strategies: dict) -> dict:
     per_rank = [rk["optim_bytes"] for rk in zero1["ranks"]]
     # ZeroRedundancyOptimizer gives whole parameters to ranks: a rank may be off 1/N by one parameter's moments.
     slack = 8 * zero1.get("largest_param_numel", 0)
-    shares = ", ".join(f"{b / full:.1%}" for b in per_rank) if full else "?"
+    shares = ", ".join(percent(b / full, 1) for b in per_rank) if full else "?"
     if full and sum(per_rank) == full and all(abs(b - full / n) <= slack for b in per_rank):
         return check(
             "zero1-optimizer-shard",
             "pass",
-            f"ZeRO-1's ranks hold {shares} of DDP's optimizer state: together exactly DDP's {full:,} bytes, each within "
-            f"one parameter's moments ({slack:,} bytes) of 1/{n}.",
+            f"ZeRO-1's ranks hold {shares} of DDP's optimizer state: together exactly DDP's {byte_size(full)}, each within "
+            f"one parameter's moments ({byte_size(slack)}) of 1/{n}.",
         )
     return check(
         "zero1-optimizer-shard",
         "fail",
-        f"ZeRO-1's ranks hold {shares} of DDP's optimizer state ({sum(per_rank):,} bytes together against DDP's {full:,}); "
-        f"expected 1/{n} each within {slack:,} bytes.",
+        f"ZeRO-1's ranks hold {shares} of DDP's optimizer state ({number(sum(per_rank))} bytes together against DDP's {number(full)}); "
+        f"expected 1/{n} each within {number(slack)} bytes.",
     )
 
 
@@ -96,12 +97,11 @@ def _fsdp_weights(r: dict, strategies: dict) -> dict:
             return check(
                 "fsdp2-weights-shard",
                 "fail",
-                f"{name}'s ranks hold {per_rank} bytes of weights; expected {full:,} together, at most {padded:,} each.",
+                f"{name}'s ranks hold {', '.join(number(b) for b in per_rank)} bytes of weights; expected {number(full)} together, at most {number(padded)} each.",
             )
     n = len(strategies[ran[0]]["ranks"])
-    shares = ", ".join(
-        f"{rk['param_bytes'] / (4 * strategies[ran[0]]['params']):.1%}" for rk in strategies[ran[0]]["ranks"]
-    )
+    full = 4 * strategies[ran[0]]["params"]
+    shares = ", ".join(percent(rk["param_bytes"] / full, 1) for rk in strategies[ran[0]]["ranks"])
     return check(
         "fsdp2-weights-shard",
         "pass",
@@ -118,13 +118,13 @@ def _bytes_moved(r: dict, strategies: dict) -> dict:
         for c in s.get("collectives") or []:
             want, got = c["predicted_bytes"], c["bytes"]
             if not (want <= got <= want * ratio + 1024):  # + 1 KiB: DDP's occasional tiny flag broadcasts
-                off.append(f"{name} {c['kind']}: {got:,} bytes, predicted {want:,.0f}")
+                off.append(f"{name} {c['kind']}: {number(got)} bytes, predicted {number(want)}")
     if off:
         return check(
             "bytes-moved", "fail", "Measured bytes differ from the lesson's prediction: " + "; ".join(off[:3]) + "."
         )
     per = {n: s.get("bus_bytes_per_step", 0) for n, s in strategies.items()}
-    words = ", ".join(f"{n} {b / 2**20:.2f} MiB" for n, b in per.items())
+    words = ", ".join(f"{n} {byte_size(b)}" for n, b in per.items())
     return check(
         "bytes-moved",
         "pass",
