@@ -337,6 +337,21 @@ class Grade(Base):
     notes: Mapped[str] = mapped_column(Text, default="")  # graders and instructors only
     reason: Mapped[str] = mapped_column(Text, default="")  # e.g. "recomputed: rubric v7 changed points"
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # when the learner could first see it: at the save, or (its lesson holding grades, GradeHold) at the release
+    released_at: Mapped[datetime | None]
+
+
+class GradeHold(Base):
+    """A lesson whose grades are held until released (all at once, so learners see them together); a lesson
+    without a row releases each grade as it is saved."""
+
+    __tablename__ = "grade_holds"
+    __table_args__ = (UniqueConstraint("lesson_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    lesson_id: Mapped[str] = mapped_column(String(64))
+    held_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ApiToken(Base):

@@ -17,13 +17,13 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import ColumnElement, CursorResult, and_, case, false, func, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, and_, case, delete, false, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
 from app.core.digits import whole_number
-from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
+from app.core.models import Grade, GradeHold, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
 from app.services import lessons as lesson_service
 from app.services.evidence import slots
 
@@ -140,7 +140,7 @@ def resubmission(db: Session, *, version: ReportVersion, versions: list[ReportVe
     questions = lesson.lab.report_questions if lesson.lab else []
     return {
         "previous": previous,
-        "grade": latest_grade(db, version=previous),
+        "grade": latest_saved(db, version=previous),
         "evidence": [s.id for s in slots(lesson) if before.get(s.id) != after.get(s.id)],
         "answers": [q.id for q in questions if (was.get(q.id) or "") != (now.get(q.id) or "")],
     }
@@ -409,8 +409,81 @@ def rubric_hash(rubric: Rubric) -> str:
     return hashlib.sha256(json.dumps(shape).encode()).hexdigest()
 
 
-def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
+def latest_saved(db: Session, *, version: ReportVersion) -> Grade | None:
+    """The newest revision of the version's grade, released or not: what graders and instructors work from."""
     return db.scalar(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc()).limit(1))
+
+
+def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
+    """The grade the learner sees: the newest released revision (a lesson that holds grades shows none until the
+    release; a revision saved after a release stays unseen until the next one)."""
+    return db.scalar(
+        select(Grade)
+        .where(Grade.version_id == version.id, Grade.released_at.is_not(None))
+        .order_by(Grade.revision.desc())
+        .limit(1)
+    )
+
+
+# ---------------------------------------------------------------- holding grades until they are released
+
+
+def holds(db: Session, *, lesson_id: str) -> bool:
+    return db.scalar(select(GradeHold.id).where(GradeHold.lesson_id == lesson_id)) is not None
+
+
+def held_lessons(db: Session) -> set[str]:
+    return set(db.scalars(select(GradeHold.lesson_id)))
+
+
+def _lesson_grades(lesson_id: str):
+    return (
+        select(Grade.id)
+        .join(ReportVersion, Grade.version_id == ReportVersion.id)
+        .join(LabReport, ReportVersion.report_id == LabReport.id)
+        .where(LabReport.lesson_id == lesson_id)
+    )
+
+
+def waiting(db: Session, *, lesson_id: str) -> int:
+    """Saved revisions of the lesson's grades that no learner sees yet (each report counted once)."""
+    q = (
+        select(func.count(func.distinct(ReportVersion.report_id)))
+        .select_from(Grade)
+        .join(ReportVersion, Grade.version_id == ReportVersion.id)
+        .join(LabReport, ReportVersion.report_id == LabReport.id)
+        .where(LabReport.lesson_id == lesson_id, Grade.released_at.is_(None))
+    )
+    return int(db.scalar(q) or 0)
+
+
+def release_all(db: Session, *, lesson_id: str) -> int:
+    """Release every held grade of the lesson at once; returns how many reports' learners now see a new grade
+    (each learner is told by app/services/notices.py, which lists released grades only)."""
+    n = waiting(db, lesson_id=lesson_id)
+    db.execute(
+        update(Grade)
+        .where(Grade.id.in_(_lesson_grades(lesson_id)), Grade.released_at.is_(None))
+        .values(released_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    db.commit()
+    return n
+
+
+def set_hold(db: Session, *, lesson_id: str, hold: bool, user: User) -> int:
+    """Hold the lesson's grades from now on, or release them as saved again; going back to "as saved" releases
+    what was held (nothing stays hidden without a hold). Returns how many reports that released."""
+    if hold:
+        if not holds(db, lesson_id=lesson_id):
+            db.add(GradeHold(lesson_id=lesson_id, held_by_id=user.id))
+            try:
+                db.commit()
+            except IntegrityError:  # another instructor held it at the same moment: held either way
+                db.rollback()
+        return 0
+    db.execute(delete(GradeHold).where(GradeHold.lesson_id == lesson_id))
+    return release_all(db, lesson_id=lesson_id)
 
 
 def grade_history(db: Session, *, version: ReportVersion) -> list[Grade]:
@@ -479,7 +552,7 @@ def save_grade(
         )
     if len(feedback) > MAX_TEXT or len(notes) > MAX_TEXT:
         raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
-    current = latest_grade(db, version=version)
+    current = latest_saved(db, version=version)
     current_rev = current.revision if current else 0
     if base_revision != current_rev:
         raise GradingError(_conflict_message(db, current), conflict=True)
@@ -495,13 +568,14 @@ def save_grade(
         feedback=feedback,
         notes=notes,
         reason="saved by grader",
+        released_at=None if holds(db, lesson_id=report.lesson_id) else utcnow(),
     )
     db.add(grade)
     try:
         db.flush()
     except IntegrityError:  # another save from the same revision got there between our read and insert
         db.rollback()
-        raise GradingError(_conflict_message(db, latest_grade(db, version=version)), conflict=True) from None
+        raise GradingError(_conflict_message(db, latest_saved(db, version=version)), conflict=True) from None
     db.execute(
         update(LabReport)
         .where(LabReport.id == report.id)
@@ -568,6 +642,8 @@ def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
                 feedback=g.feedback,
                 notes=g.notes,
                 reason=reason,
+                # a recompute of what the learner sees is seen at once; of a held grade, stays held with it
+                released_at=utcnow() if g.released_at is not None else None,
             )
         )
         try:

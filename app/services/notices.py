@@ -31,15 +31,16 @@ def finished_jobs(db: Session, *, owner: User, ids: list[int]) -> list[Job]:
 
 def new_grades(db: Session, *, owner: User, after_id: int | None) -> list[tuple[Grade, LabReport, ReportVersion]]:
     """Grades a grader saved on the learner's reports since `after_id` (None: within GRADE_WINDOW), newest
-    per report. Recomputations after a rubric change (no grader) are not news."""
+    per report, once released (a lesson that holds grades tells its learners at the release). Recomputations after
+    a rubric change (no grader) are not news."""
     q = (
         select(Grade, LabReport, ReportVersion)
         .join(ReportVersion, Grade.version_id == ReportVersion.id)
         .join(LabReport, ReportVersion.report_id == LabReport.id)
-        .where(LabReport.owner_id == owner.id, Grade.grader_id.is_not(None))
+        .where(LabReport.owner_id == owner.id, Grade.grader_id.is_not(None), Grade.released_at.is_not(None))
     )
     if after_id is None:
-        q = q.where(Grade.created_at >= utcnow() - GRADE_WINDOW)
+        q = q.where(Grade.released_at >= utcnow() - GRADE_WINDOW)
     else:
         q = q.where(Grade.id > after_id)
     newest: dict[int, tuple[Grade, LabReport, ReportVersion]] = {}
@@ -49,12 +50,12 @@ def new_grades(db: Session, *, owner: User, after_id: int | None) -> list[tuple[
 
 
 def grade_of(db: Session, *, owner: User, grade_id: int) -> tuple[Grade, LabReport, ReportVersion] | None:
-    """One grade on one of the learner's own reports, or None."""
+    """One released grade on one of the learner's own reports, or None (a held one is not theirs to read yet)."""
     row = db.execute(
         select(Grade, LabReport, ReportVersion)
         .join(ReportVersion, Grade.version_id == ReportVersion.id)
         .join(LabReport, ReportVersion.report_id == LabReport.id)
-        .where(Grade.id == grade_id, LabReport.owner_id == owner.id)
+        .where(Grade.id == grade_id, LabReport.owner_id == owner.id, Grade.released_at.is_not(None))
     ).first()
     if row is None:
         return None

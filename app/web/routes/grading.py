@@ -66,8 +66,57 @@ def queue_page(
         "all_lessons": catalogue,
         "assign_note": _assign_note(request),
         "own": grading.own_in_queue(db, user=user),
+        "releases": _releases(db, lessons),
+        "release_note": RELEASE_NOTES.get(request.query_params.get("released", ""), "").format(
+            n=whole_number(request.query_params.get("n", "")) or 0, lesson=(request.query_params.get("for") or "")[:64]
+        ),
     }
     return render(request, "grader/index.html", ctx, block="queue")
+
+
+@dataclass(frozen=True)
+class Release:
+    lesson: object
+    held: bool
+    waiting: int
+
+
+def _releases(db, lessons) -> list[Release]:
+    held = grading.held_lessons(db)
+    return [
+        Release(les, les.id in held, grading.waiting(db, lesson_id=les.id) if les.id in held else 0) for les in lessons
+    ]
+
+
+# What the queue page says after a release or a change of mode (POST, then redirect): fixed sentences.
+RELEASE_NOTES = {
+    "release": "Released {n} grade(s) of {lesson}: each learner is told on their next page.",
+    "hold": "{lesson} now holds grades until you release them.",
+    "as-saved": "{lesson} releases grades as they are saved; {n} held grade(s) were released now.",
+}
+
+
+@router.post("/releases")
+def releases(
+    user: GraderUser,
+    db: SessionDep,
+    lesson_id: Annotated[str, Form(max_length=64)],
+    action: Annotated[str, Form(max_length=10)],
+) -> Response:
+    """Release a lesson's held grades (its graders and instructors), or hold / stop holding them (instructors)."""
+    allowed = grading.graded_lessons(db, user=user)
+    if (allowed is not None and lesson_id not in allowed) or lesson_service.current(db, lesson_id=lesson_id) is None:
+        raise HTTPException(404, f"lesson_id: there is no lesson {lesson_id[:64]!r} that you grade.")
+    if action not in RELEASE_NOTES:
+        raise HTTPException(422, f"action: {action[:20]!r} is not one of release, hold, as-saved.")
+    if action != "release" and not user.has_role("instructor"):
+        raise HTTPException(403, "Only an instructor decides whether a lesson holds its grades; you can release them.")
+    if action == "release":
+        n = grading.release_all(db, lesson_id=lesson_id)
+    else:
+        n = grading.set_hold(db, lesson_id=lesson_id, hold=action == "hold", user=user)
+    query = urlencode({"released": action, "n": n, "for": lesson_id})
+    return RedirectResponse(f"/grader?{query}#release-h", status_code=303)
 
 
 # What the queue page says after an assignment (POST, then redirect to ?assign=KIND&email=…&for=LESSON#assign-h, at the
@@ -163,7 +212,7 @@ def _review(
     lesson_then = evidence_service.lesson_of_version(db, report, version)
     cur = lesson_service.current(db, lesson_id=report.lesson_id)
     lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
-    grade = grading.latest_grade(db, version=version)
+    grade = grading.latest_saved(db, version=version)
     # A resubmission: what it replaces, how that was graded, and what the learner changed since.
     resubmitted = grading.resubmission(db, version=version, versions=versions, lesson=lesson_then)
     picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
@@ -290,7 +339,7 @@ def save_grade(
             # The learner resubmitted while the grader scored: their work goes onto the new version, unsaved, based
             # on that version's grade (if any), for them to check against what changed. The old version keeps its grade.
             newer = report_service.version(db, report=report, number=exc.newer)
-            newer_grade = grading.latest_grade(db, version=newer) if newer else None
+            newer_grade = grading.latest_saved(db, version=newer) if newer else None
             posted["base_revision"] = newer_grade.revision if newer_grade else 0
             number = exc.newer
         return _review(

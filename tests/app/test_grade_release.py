@@ -1,0 +1,75 @@
+"""Grades held until released: a lesson that holds shows its learners no grade until a release, then all at once,
+and each learner is told; a lesson that does not hold releases each grade as it is saved."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.core.models import Grade, LabReport, User
+from app.services import grading, notices
+from tests.app.reporting import LESSON, claimed_by_grader, grade_form, submit_report
+
+
+@pytest.fixture
+def setup(client, db, settings, make_user, make_client):
+    submit_report(client, db, settings)
+    report = db.query(LabReport).one()
+    ivy = make_user("ivy@example.org", roles=("instructor",))
+    staff = make_client()
+    staff.login(ivy.email)
+    gina = claimed_by_grader(make_user, make_client, db, report)
+    learner = db.query(User).filter_by(email="ann@example.org").one()
+    return report, staff, gina, learner
+
+
+def _learner_sees(client) -> list[str]:
+    return re.findall(r"(\d+) / 20", client.get(f"/lessons/{LESSON}/report").text)
+
+
+def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db):
+    report, staff, gina, learner = setup
+    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "hold"}, follow_redirects=False)
+    assert r.status_code == 303 and grading.holds(db, lesson_id=LESSON)
+    assert gina.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    review = gina.get(f"/grader/reports/{report.id}").text
+    assert 'data-testid="grade-held"' in review and "· held" in review
+    # the learner sees no grade and is told nothing
+    assert _learner_sees(client) == [] and "Not graded yet" in client.get(f"/lessons/{LESSON}/report").text
+    assert notices.new_grades(db, owner=learner, after_id=None) == []
+    queue = gina.get("/grader").text
+    assert 'data-release="transformer-scaling"' in queue and "1 grade</span> waiting" in queue
+    # a grader releases (deciding whether a lesson holds is an instructor's)
+    assert gina.post("/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}).status_code == 403
+    r = gina.post("/grader/releases", {"lesson_id": LESSON, "action": "release"}, follow_redirects=False)
+    assert r.status_code == 303 and "n=1" in r.headers["location"]
+    assert "16" in _learner_sees(client)
+    told = notices.new_grades(db, owner=learner, after_id=None)
+    assert len(told) == 1 and told[0][0].total == 16
+    # a regrade while held stays unseen: the learner keeps the released revision until the next release
+    db.expire_all()
+    gina.post(f"/grader/reports/{report.id}/claim")
+    levels = {"environment": "complete", "numerics": "explained", "tp-mapping": "shown", "timeline": "explained"}
+    levels |= {"reasoning": "sound", "stretch": "found"}  # 17.5 of 20
+    saved = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, levels=levels))
+    assert saved.status_code == 200, saved.text[-400:]
+    assert "16" in _learner_sees(client) and grading.waiting(db, lesson_id=LESSON) == 1
+    # going back to "as saved" releases what was held: nothing stays hidden without a hold
+    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}, follow_redirects=False)
+    assert "n=1" in r.headers["location"] and not grading.holds(db, lesson_id=LESSON)
+    db.expire_all()
+    newest = db.query(Grade).order_by(Grade.revision.desc()).first()
+    assert newest.released_at is not None and newest.total == 17.5
+    assert "17.5 / 20" in client.get(f"/lessons/{LESSON}/report").text
+
+
+def test_without_a_hold_a_grade_is_seen_as_saved_and_bad_requests_name_the_field(setup, client, db):
+    report, staff, gina, learner = setup
+    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    assert "16" in _learner_sees(client) and len(notices.new_grades(db, owner=learner, after_id=None)) == 1
+    r = staff.post("/grader/releases", {"lesson_id": "nope", "action": "release"})
+    assert r.status_code == 404 and "lesson_id" in r.text
+    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "publish"})
+    assert r.status_code == 422 and "action" in r.text
+    assert client.post("/grader/releases", {"lesson_id": LESSON, "action": "release"}).status_code == 403
