@@ -157,34 +157,42 @@ def held_bytes(model, optimizer) -> dict:
 
 
 class PeakMemory:
-    """Peak memory over a region: the CUDA caching allocator's peak on a GPU; on the CPU the process's resident
-    high-water mark (VmHWM), reset at the start by writing 5 to /proc/self/clear_refs (Linux 4.0+)."""
+    """Peak memory of the timed steps above what the process held before the model existed.
+
+    GPU: the CUDA caching allocator's peak (max_memory_allocated) over memory_allocated at construction (the
+    previous strategy's tensors freed). CPU: the process's resident high-water mark (VmHWM) over its resident
+    size at construction; `reset()` restarts the high-water mark by writing 5 to /proc/self/clear_refs (Linux
+    4.0+) so warm-up and earlier strategies stay out. The CPU figure counts pages, not tensors: the allocator's
+    slack and torch's lazily loaded kernels are in it, so only differences of megabytes mean something.
+    """
 
     def __init__(self, device: torch.device):
         self.device = device
-        self.start = 0
         self.kind = "cuda-max-allocated" if device.type == "cuda" else "process-rss-high-water"
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            self.base = torch.cuda.memory_allocated(device)
+        else:
+            self.base = _status_bytes("VmRSS")
 
     def reset(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
-            self.start = torch.cuda.memory_allocated(self.device)
             return
         try:
             Path("/proc/self/clear_refs").write_text("5")
         except OSError:
-            pass  # the high-water mark then covers the whole process life; `start` still says where it began
-        self.start = _status_bytes("VmRSS")
+            pass  # the high-water mark then covers the whole process life: an upper bound, still a peak
 
     def peak(self) -> tuple[int, int]:
-        """(peak bytes, peak minus what was held at reset)."""
+        """(peak bytes, peak minus the base held before the model was built)."""
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             p = torch.cuda.max_memory_allocated(self.device)
         else:
             p = _status_bytes("VmHWM")
-        return p, max(0, p - self.start)
+        return p, max(0, p - self.base)
 
 
 def _status_bytes(field: str) -> int:

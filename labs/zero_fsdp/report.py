@@ -150,10 +150,10 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
         else "GPU kernels from torch.profiler (unverified: no GPU has run this lab yet)"
     )
     peak_note = (
-        "process resident set high-water mark (VmHWM) over the rank's start: torch's own pages and the allocator's "
-        "slack included, so only large differences mean something"
+        "process resident set high-water mark (VmHWM) of the timed steps, over the process before the model was "
+        "built: the allocator's slack included, so only differences of megabytes mean something"
         if cpu
-        else "CUDA caching allocator: torch.cuda.max_memory_allocated"
+        else "CUDA caching allocator: torch.cuda.max_memory_allocated over what was allocated before the model"
     )
     summary: list[dict] = [
         {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
@@ -255,7 +255,7 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
                 "Adam moments",
                 "predicted total",
                 "measured total",
-                "peak growth",
+                "peak over bare process",
                 "step (ms)",
             ],
             "rows": held_rows,

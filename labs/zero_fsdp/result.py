@@ -35,7 +35,7 @@ class ZeroFsdpRankRow(TypedDict):
     optim_bytes: NonNegInt  # Adam's exp_avg + exp_avg_sq this rank holds
     optim_step_counter_bytes: NonNegInt  # Adam's per-tensor step counters, replicated under every strategy
     peak_bytes: NonNegInt
-    peak_growth_bytes: NonNegInt  # peak minus what the rank held when training began
+    peak_growth_bytes: NonNegInt  # peak minus what the rank's process held before the model was built
     step_ms: Ms  # median over timed steps
     compute_ms: Ms
     communication_ms: Ms

@@ -86,13 +86,13 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
     from labs.zero_fsdp import measure, model, wrap
 
     cuda = device.type == "cuda"
+    peak = measure.PeakMemory(device)  # its base: this process before the model exists
     net = model.build(params, params.seed)
     shapes = [tuple(p.shape) for p in net.parameters()]
     wrapped, opt = wrap.apply(strategy, net, params, device)
     tokens = model.batch_for(params, rank).to(device)
     inp, target = tokens[:, :-1], tokens[:, 1:]  # (batch, seq) each
     rec = measure.CollectiveRecorder(time_ops=not cuda)
-    peak = measure.PeakMemory(device)
     losses, step_s, per_step, held = [], [], [], {}
     profile = Path(out_dir) / f"profile_{strategy}_rank{rank}.json" if cuda else None
 
@@ -143,8 +143,8 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
 
     for _ in range(params.warmup):
         step()
-    # From here the rank holds its resting state (weights, Adam's moments once a step has run): the peak's
-    # growth over it is what a step adds (gradients, activations, gathered weights).
+    # The peak is taken over the timed steps only (warm-up's first-call costs and Adam's state allocation are
+    # behind), counted from the base: resting state (weights, Adam's moments) plus what a step adds.
     _release_memory(device)
     peak.reset()
     with profiled(profile, enabled=profile is not None) as prof:
