@@ -26,7 +26,19 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from ..schema import Rendered
-from . import device_mesh, memory, number_line, ring_time, ring_traffic, roofline, step_timeline, tp_block
+from . import (
+    device_mesh,
+    memory,
+    number_line,
+    pipeline_schedule,
+    ring_phases,
+    ring_time,
+    ring_traffic,
+    roofline,
+    step_timeline,
+    tp_block,
+    zero_stages,
+)
 from .base import FigureError, FigureSpec, Params, scope_ids
 
 __all__ = ["FIGURES", "FigureError", "FigureSpec", "Params", "render"]
@@ -34,7 +46,19 @@ __all__ = ["FIGURES", "FigureError", "FigureSpec", "Params", "render"]
 # The order authors see them in: the template README and the unknown-name error list them so.
 FIGURES: dict[str, FigureSpec] = {
     m.SPEC.name: m.SPEC
-    for m in (number_line, step_timeline, tp_block, device_mesh, ring_traffic, ring_time, roofline, memory)
+    for m in (
+        number_line,
+        step_timeline,
+        tp_block,
+        device_mesh,
+        ring_traffic,
+        ring_time,
+        ring_phases,
+        roofline,
+        memory,
+        zero_stages,
+        pipeline_schedule,
+    )
 }
 
 
