@@ -261,6 +261,12 @@ def _strategy_result(ctx, params: Params, strategy: str, per_rank: list[dict], d
     pred_mem = anatomy.zero_memory(n_params, world, anatomy.STAGE[strategy])
     traffic = anatomy.predicted_traffic(strategy, params=n_params)
     spans, rows = _timeline(ctx, params, strategy, per_rank, device)
+    for r, rec in enumerate(per_rank):
+        if rec["profile"] is not None:  # CUDA: each rank's torch.profiler trace, for Perfetto and HTA
+            name = Path(rec["profile"]).name
+            ctx.add_artifact(
+                f"profile_{strategy}_rank{r}", name, "application/json", f"Profiler trace: {strategy}, rank {r}"
+            )
     last = per_rank[0]["per_step"][-1]["tally"] if per_rank[0]["per_step"] else {}
     collectives = []
     for kind in sorted(set(last) | set(traffic)):
@@ -335,25 +341,38 @@ def _timeline(ctx, params: Params, strategy: str, per_rank: list[dict], device: 
 
 
 def _timeline_cuda(per_rank: list[dict]):
-    """GPU kernels from each rank's profiler trace (labs.trace.kernels), over all timed steps together."""
+    """GPU kernels from each rank's profiler trace (labs.trace.kernels), each given the ProfilerStep it started in
+    (every step ends with a device synchronize, so its kernels finish inside it), and each rank's median step."""
     import json
 
-    from labs.trace.kernels import kernel_intervals
+    from labs.trace.kernels import kernel_intervals, profiler_steps
 
     spans, rows = [], []
-    t0 = None
-    traces = {r: kernel_intervals(json.loads(Path(rec["profile"]).read_text())) for r, rec in enumerate(per_rank)}
+    docs = {r: json.loads(Path(rec["profile"]).read_text()) for r, rec in enumerate(per_rank)}
+    traces = {r: kernel_intervals(doc) for r, doc in docs.items()}
     starts = [s for k in traces.values() for lane in ("compute", "communication") for s, _ in k[lane]]
     t0 = min(starts) if starts else 0.0
     for r, k in traces.items():
+        windows = profiler_steps(docs[r]) or [(0, min(starts, default=0.0), float("inf"))]
         mine = [
-            tl.Span(r, lane, f"{lane} kernels", s - t0, e - t0, {"step": 0})
+            tl.Span(r, lane, f"{lane} kernels", s - t0, e - t0, {"step": _step_of(s, windows)})
             for lane in ("compute", "communication")
             for s, e in k[lane]
         ]
         spans += mine
-        rows.append(_overlap_row(tl.overlap_metrics(mine, r) if mine else None))
+        per_step = [
+            tl.overlap_metrics([x for x in mine if x.args["step"] == n], r, step=(a - t0, min(b, 1e12) - t0))
+            for n, a, b in windows
+            if any(x.args["step"] == n for x in mine)
+        ]
+        rep = sorted(per_step, key=lambda m: m["step_ms"])[(len(per_step) - 1) // 2] if per_step else None
+        rows.append(_overlap_row(rep))
     return spans, rows
+
+
+def _step_of(start: float, windows: list) -> int:
+    """The ProfilerStep (number, start, end) a kernel starting at `start` ran in; the last one if none holds it."""
+    return next((n for n, a, b in windows if a <= start < b), windows[-1][0])
 
 
 def _overlap_row(m: dict | None) -> dict:
