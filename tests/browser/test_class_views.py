@@ -153,3 +153,58 @@ def test_editor_keeps_long_lines_whole_and_uses_the_width(live_server, klass, op
         box = pg.locator(".cm-host").bounding_box()
         assert box and box["width"] >= 0.5 * SIZES[size][0], box
     screenshot(pg, f"class-editor-{size}", full_page=False)
+
+
+GRADER = "gwen-class@example.org"
+
+
+@pytest.fixture(scope="module")
+def submitted(live_server, klass):
+    from tests.browser.test_report_grading_tasks import _grader, _submitted
+
+    s = Seeder(live_server.data)
+    _grader(s, GRADER)
+    report_id = _submitted(s, f"{PREFIX}-report@example.org", "Rosa Report")
+    yield report_id
+    s.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_each_rubric_line_shows_what_it_grades_beside_it(live_server, submitted, open_page, size):
+    """The written answers sat ~17,600 px down a 1280 px page and the rubric ~23,900 px down a phone's: each line
+    now carries the answer and the evidence checks it grades, a few lines under its title."""
+    pg = open_page(size, GRADER)
+    pg.goto(f"{live_server.url}/grader/reports/{submitted}#rubric-h")
+    answer = pg.get_by_test_id("beside-answer-reasoning")
+    expect(answer).to_contain_text("Gap 0.02% at step 4.")
+    evidence = pg.get_by_test_id("beside-ev-numerics")
+    expect(evidence.locator("li").first).to_be_visible()
+    for item, beside in (("reasoning", answer), ("numerics", evidence)):
+        legend = pg.locator(f"#item-{item} legend").bounding_box()
+        box = beside.bounding_box()
+        assert legend and box and 0 < box["y"] - legend["y"] < 250, (item, legend, box)
+        assert box["x"] + box["width"] <= SIZES[size][0], (item, box)
+    _no_sideways_scroll(pg)
+    pg.locator("#item-reasoning").scroll_into_view_if_needed()
+    screenshot(pg, f"class-review-beside-{size}", full_page=False)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_queue_page_holds_and_releases_a_lessons_grades(live_server, klass, open_page, size):
+    pg = open_page(size, INSTRUCTOR)
+    pg.goto(f"{live_server.url}/grader")
+    row = pg.locator(f"li[data-release='{LESSON}']")
+    expect(row).to_contain_text("released as saved")
+    row.get_by_role("button", name="Hold grades until released").click()
+    expect(pg.get_by_test_id("release-note")).to_contain_text("now holds grades")
+    expect(row).to_contain_text("held, 0 grades waiting")
+    for button in row.get_by_role("button").all():
+        box = button.bounding_box()
+        assert box and box["x"] + box["width"] <= SIZES[size][0], box
+    _no_sideways_scroll(pg)
+    pg.get_by_test_id("releases").scroll_into_view_if_needed()
+    screenshot(pg, f"class-release-{size}", full_page=False)
+    # back to releasing as saved, which the suite's other grading tests expect
+    row.get_by_role("button", name="Release as saved from now on").click()
+    expect(pg.get_by_test_id("release-note")).to_contain_text("releases grades as they are saved")
+    expect(row).to_contain_text("released as saved")
