@@ -212,7 +212,7 @@ def test_the_lab_page_keeps_its_eyebrow_short_and_says_each_evidence_item_once(l
     html = learner.get(f"/lessons/{LESSON}/lab").text
     eyebrow = re.search(r'<p class="eyebrow">([^<]*)</p>\s*<h2 id="lab-h">', html).group(1)
     assert eyebrow == "Optional hands-on lab · 45–70 min"  # kind · time, not a sentence in capitals
-    assert re.search(r"<p>Outside the core 60 minutes\. Best on a CUDA GPU with FP8 support;[^<]*</p>", html)
+    assert re.search(r"<p>Outside the lesson&#39;s core time\. Best on a CUDA GPU with FP8 support;[^<]*</p>", html)
     item = re.search(r'<li id="evidence-static-trace">(.*?)</li>', html, re.S).group(1)
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", item))
     assert text.startswith("on unsupported hardware Static recipe and shape trace: Without a suitable GPU")
