@@ -26,6 +26,37 @@ TINY = {
     "fp8-step": {"steps": 4, "batch": 2, "seq": 8, "d_model": 16, "n_heads": 2, "ffn": 32, "n_layers": 1},
     "tp-sweep": {"degrees": [1, 2], "tokens": 16, "hidden": 32, "ffn": 64, "steps": 1, "warmup": 0},
     "overlap-trace": {"ranks": 2, "tokens": 16, "hidden": 32, "ffn": 64, "window_out": 64, "steps": 1, "warmup": 0},
+    "collectives": {
+        "ranks": 4,
+        "nodes": 2,
+        "collectives": ["all-reduce", "all-gather"],
+        "min_bytes": 256,
+        "max_bytes": 65536,
+        "factor": 16,
+        "iters": 3,
+        "warmup": 1,
+        "link_mbit": 20.0,
+    },
+    "zero-fsdp": {
+        "ranks": 2,
+        "layers": 1,
+        "hidden": 16,
+        "heads": 2,
+        "vocab": 16,
+        "seq": 8,
+        "batch": 1,
+        "steps": 1,
+        "warmup": 1,
+    },
+    "pipeline": {
+        "ranks": 2,
+        "microbatches": 2,
+        "layers": 4,
+        "width": 16,
+        "microbatch_rows": 4,
+        "steps": 1,
+        "warmup": 0,
+    },
 }
 
 

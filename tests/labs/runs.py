@@ -25,6 +25,27 @@ SMALL = {
     "fp8-step": {"steps": 6, "batch": 4, "seq": 16, "d_model": 32, "n_heads": 2, "ffn": 64, "n_layers": 2, "vocab": 16},
     "tp-sweep": {"degrees": [1, 2], "tokens": 64, "hidden": 128, "ffn": 512, "steps": 2, "warmup": 1},
     "overlap-trace": {"tokens": 64, "hidden": 128, "ffn": 512, "window_out": 128, "steps": 2, "warmup": 1},
+    "collectives": {
+        "ranks": 4,
+        "nodes": 2,
+        "collectives": ["all-reduce", "all-gather"],
+        "min_bytes": 256,
+        "max_bytes": 65536,
+        "factor": 16,
+        "iters": 3,
+        "warmup": 1,
+        "link_mbit": 20.0,
+    },
+    "zero-fsdp": {"layers": 2, "hidden": 32, "heads": 2, "vocab": 64, "seq": 16, "batch": 2, "steps": 2, "warmup": 1},
+    "pipeline": {
+        "ranks": 2,
+        "microbatches": 4,
+        "layers": 4,
+        "width": 512,
+        "microbatch_rows": 256,
+        "steps": 2,
+        "warmup": 1,
+    },
 }
 
 

@@ -17,6 +17,7 @@ from labs.runtime import validate_result
 from labs.zero_fsdp import anatomy
 from labs.zero_fsdp.params import Params
 from labs.zero_fsdp.report import LOSS_TOLERANCE
+from tests.labs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"layers": 2, "hidden": 32, "heads": 2, "vocab": 64, "seq": 16, "batch": 2, "steps": 2, "warmup": 1}
@@ -24,29 +25,9 @@ N = 2
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("zero-fsdp")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "labs",
-            "run",
-            "zero-fsdp",
-            "--params",
-            json.dumps(SMALL),
-            "--out",
-            str(out),
-            "--backend",
-            "cpu",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out
+def bundle() -> Path:
+    """The SMALL run, shared with the catalog-wide tests that run every lab once (tests/labs/runs.py)."""
+    return runs.run("zero-fsdp", SMALL).out
 
 
 @pytest.fixture(scope="module")
