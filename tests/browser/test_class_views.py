@@ -208,3 +208,25 @@ def test_the_queue_page_holds_and_releases_a_lessons_grades(live_server, klass, 
     row.get_by_role("button", name="Release as saved from now on").click()
     expect(pg.get_by_test_id("release-note")).to_contain_text("releases grades as they are saved")
     expect(row).to_contain_text("released as saved")
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_refused_new_lesson_names_the_field_on_the_instructor_page(live_server, klass, open_page, size):
+    """Creating with a taken id changes nothing on the shared server: the summary links to the field, typed text
+    stays. (Creating itself is checked over HTTP in tests/app/test_authoring_new_lesson.py.)"""
+    pg = open_page(size, INSTRUCTOR)
+    pg.goto(f"{live_server.url}/instructor")
+    form = pg.locator("#new-lesson")
+    form.get_by_label("Id").fill(LESSON)
+    form.get_by_label("Title").fill("Again")
+    form.get_by_label("Number").fill("98")
+    form.get_by_role("button", name="Create and edit").click()
+    summary = pg.get_by_test_id("new-lesson-errors")
+    expect(summary).to_contain_text("exists already")
+    expect(form.get_by_label("Title")).to_have_value("Again")
+    summary.get_by_role("link", name="Id").click()
+    expect(form.get_by_label("Id")).to_be_focused()
+    box = form.get_by_role("button", name="Create and edit").bounding_box()
+    assert box and box["x"] + box["width"] <= SIZES[size][0], box
+    _no_sideways_scroll(pg)
+    screenshot(pg, f"class-new-lesson-refused-{size}", full_page=False)

@@ -1,6 +1,7 @@
 """Instructor authoring: edit a lesson's files in the browser with live validation and preview,
 then publish them as a new version (no restart; older versions stay readable).
 
+    POST /instructor/lessons                               a new lesson from lessons/_template (id, title, number)
     GET  /instructor/lessons/{id}/edit[?file=…]            the editor (CodeMirror over a textarea)
     POST /instructor/lessons/{id}/preview                  htmx: validate and preview as the author types
     POST /instructor/lessons/{id}/publish                  validate and publish a new version
@@ -20,6 +21,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.content import listing, make_variant, validate_lesson_texts
 from app.content.schema import Numeric
+from app.core.digits import whole_number
 from app.services import lesson_export, publishing
 from app.services import lessons as lesson_service
 from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
@@ -79,6 +81,39 @@ def _preview_ctx(lesson, path: str) -> dict:
         "attempts": {},
         "variants": variants,
     }
+
+
+@router.post("/lessons")
+def new_lesson(
+    request: Request,
+    user: InstructorUser,
+    db: SessionDep,
+    lesson_id: Annotated[str, Form(max_length=200)] = "",
+    title: Annotated[str, Form(max_length=500)] = "",
+    number: Annotated[str, Form(max_length=20)] = "",
+):
+    """Create a lesson from the template and open it in the editor; a refusal names each field and keeps the form."""
+    lesson_id, n = lesson_id.strip(), whole_number(number.strip())
+    problems = publishing.new_lesson_problems(db, lesson_id=lesson_id, title=title, number=n)
+    version = None
+    if not problems:
+        assert n is not None
+        settings = request.app.state.settings
+        version, errors = publishing.create_from_template(
+            db, lessons_dir=settings.lessons_dir, lesson_id=lesson_id, title=title, number=n, author=user
+        )
+        if errors:  # the template itself no longer validates: say where
+            problems["template"] = "; ".join(f"{e.file}: expected {e.expected}, found {e.found}" for e in errors[:3])
+    if problems:
+        catalogue = lesson_service.catalogue(db)
+        ctx = {
+            "rows": [(les, v, lesson_service.versions(db, lesson_id=les.id)) for les, v in catalogue],
+            "file_errors": request.app.state.content_errors,
+            "new_errors": problems,
+            "new": {"lesson_id": lesson_id, "title": title, "number": number},
+        }
+        return render(request, "instructor/index.html", ctx, status_code=422)
+    return RedirectResponse(f"/instructor/lessons/{lesson_id}/edit?published={version}#published", status_code=303)
 
 
 @router.get("/lessons/{lesson_id}/edit")
