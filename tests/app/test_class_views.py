@@ -87,7 +87,7 @@ def ivy(klass, make_client):
     return c
 
 
-def test_question_statistics_match_the_answers_made(db, klass, make_user):
+def test_question_and_lab_statistics_match_what_the_tests_made(db, klass, make_user, settings, ivy):
     stats = {s.id: s for s in class_stats.question_stats(db, lesson=klass["lesson"])}
     scale = stats[SCALE_Q]
     assert scale.parameterized
@@ -111,6 +111,25 @@ def test_question_statistics_match_the_answers_made(db, klass, make_user):
     scale = next(s for s in class_stats.question_stats(db, lesson=klass["lesson"]) if s.id == SCALE_Q)
     inverse = [w for w in scale.wrong if w.caught]
     assert len(inverse) == 1 and inverse[0].learners == 2, scale.wrong  # eve and fay, each with her own variant
+
+    # labs across the class: one run lost to infrastructure on both of its attempts
+    job = jobs.create_job(
+        db, owner=klass["eve"], lab="overlap-trace", params=labruns.TINY["overlap-trace"], backend="cpu", host=LOCAL
+    )
+    for _ in range(job.max_attempts):
+        assert jobs.claim_next(db, worker_id="w", lease_s=60).id == job.id
+        jobs.lost(db, job_id=job.id, worker_id="w", reason="node died")
+    db.refresh(job)
+    assert job.status == "failed"
+    stats = {s.lab: s for s in class_stats.lab_stats(db)}["overlap-trace"]
+    assert (stats.runs, stats.succeeded, stats.failed_run, stats.failed_infra) == (4, 2, 1, 1)
+    assert stats.median_s is not None
+    ratio = next(h for h in stats.headlines if h.label == "windowed: overlap ratio (mean over ranks)")
+    golden = labruns.result("overlap-trace")["results"]["summary"]
+    expected = next(i["value"] for i in golden if i["label"] == ratio.label)
+    assert ratio.values == [expected, expected]
+    page = ivy.get("/instructor/labs").text
+    assert 'data-lab="overlap-trace"' in page and "windowed: overlap ratio" in page
 
 
 def test_roster_sorts_filters_exports_and_opens_a_learner(ivy, klass, db):
@@ -151,7 +170,20 @@ def test_roster_sorts_filters_exports_and_opens_a_learner(ivy, klass, db):
     assert page.status_code == 200
     assert page.text.count("fp8-scale-from-amax") >= 3 and 'action="/account/reset-links"' in page.text
     assert 'value="dan@example.org"' in page.text and 'name="csrf_token"' in page.text
+    issued = ivy.post("/account/reset-links", {"email": "dan@example.org"})
+    assert issued.status_code == 200 and "/reset/" in issued.text
     assert ivy.get("/instructor/learners/999999").status_code == 404
+
+    # the question page: a frequent wrong answer links to a draft rule opened in the editor
+    page = ivy.get(f"/instructor/questions?lesson={LESSON}")
+    assert page.status_code == 200
+    link = re.search(r'href="(/instructor/lessons/[^"]+mistake=[^"]+)" data-testid="draft-rule"', page.text)
+    assert link and f"file=questions/{SCALE_Q}.yaml" in link.group(1)
+    editor = ivy.get(link.group(1).replace("&amp;", "&"))
+    assert editor.status_code == 200
+    assert "# Draft known-mistake rule" in editor.text and "answered 2x" in editor.text
+    assert ivy.get("/instructor/questions?lesson=nope").status_code == 422
+    assert 'href="/instructor/roster"' in ivy.get("/instructor").text
 
 
 PATHS = ("/instructor/roster", "/instructor/roster.csv", "/instructor/questions", "/instructor/labs")
@@ -166,39 +198,6 @@ def test_learners_and_graders_are_refused(klass, make_client, make_user):
         for path in (*PATHS, f"/instructor/learners/{klass['ann'].id}"):
             assert c.get(path, follow_redirects=False).status_code == 403, (email, path)
             assert anonymous.get(path, follow_redirects=False).status_code in (302, 303, 401), path
-
-
-def test_questions_page_links_a_frequent_wrong_answer_to_a_draft_rule(ivy, klass):
-    page = ivy.get(f"/instructor/questions?lesson={LESSON}")
-    assert page.status_code == 200
-    link = re.search(r'href="(/instructor/lessons/[^"]+mistake=[^"]+)" data-testid="draft-rule"', page.text)
-    assert link and f"file=questions/{SCALE_Q}.yaml" in link.group(1)
-    editor = ivy.get(link.group(1).replace("&amp;", "&"))
-    assert editor.status_code == 200
-    assert "# Draft known-mistake rule" in editor.text and "answered 2x" in editor.text
-    assert ivy.get("/instructor/questions?lesson=nope").status_code == 422
-    assert 'href="/instructor/roster"' in ivy.get("/instructor").text
-
-
-def test_lab_statistics_split_failures_and_spread_headlines(db, klass, settings, ivy):
-    # one run lost to infrastructure on both of its attempts
-    job = jobs.create_job(
-        db, owner=klass["eve"], lab="overlap-trace", params=labruns.TINY["overlap-trace"], backend="cpu", host=LOCAL
-    )
-    for _ in range(job.max_attempts):
-        assert jobs.claim_next(db, worker_id="w", lease_s=60).id == job.id
-        jobs.lost(db, job_id=job.id, worker_id="w", reason="node died")
-    db.refresh(job)
-    assert job.status == "failed"
-    stats = {s.lab: s for s in class_stats.lab_stats(db)}["overlap-trace"]
-    assert (stats.runs, stats.succeeded, stats.failed_run, stats.failed_infra) == (4, 2, 1, 1)
-    assert stats.median_s is not None
-    ratio = next(h for h in stats.headlines if h.label == "windowed: overlap ratio (mean over ranks)")
-    golden = labruns.result("overlap-trace")["results"]["summary"]
-    expected = next(i["value"] for i in golden if i["label"] == ratio.label)
-    assert ratio.values == [expected, expected]
-    page = ivy.get("/instructor/labs").text
-    assert 'data-lab="overlap-trace"' in page and "windowed: overlap ratio" in page
 
 
 @pytest.mark.both_backends
