@@ -183,7 +183,7 @@ def _settings_doc(path: Path, *, check: bool) -> int:
 
 
 NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
-DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders")
+DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders", "lti")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     validate_p.add_argument(
         "root", nargs="?", type=Path, help="a folder of lesson folders (default: the course's, COURSE_LESSONS_DIR)"
     )
+    from app.services import lti_cli
+
+    lti_cli.add_arguments(sub.add_parser("lti", help="LTI 1.3: register an LMS, sync its roster, send grades"))
     doc_p = sub.add_parser("settings-doc", help="write docs/settings.md from the settings model")
     doc_p.add_argument("--check", action="store_true", help="exit 1 if the committed file differs, writing nothing")
     args = parser.parse_args(argv)
@@ -291,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         return _users_reset_link(settings, args) if args.users_cmd == "reset-link" else _users_create(settings, args)
     if args.cmd == "graders":
         return _graders_assign(settings, args)
+    if args.cmd == "lti":
+        return lti_cli.main(settings, args)
     if args.cmd == "lessons":
         from app.content.cli import validate_command
 

@@ -49,6 +49,7 @@ from app.web.routes import (
     grading,
     labs,
     lessons,
+    lti,
     metrics,
     pages,
     reports,
@@ -76,6 +77,7 @@ PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
         authoring,
         grading,
         tools,
+        lti,
         docs,
         metrics,
     )
