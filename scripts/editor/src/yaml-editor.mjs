@@ -51,7 +51,9 @@ export function mount(textarea, options = {}) {
         EditorState.tabSize.of(2),
         errorLines,
         theme.of(dark && dark.matches ? oneDark : []),
-        EditorView.contentAttributes.of({ "aria-label": options.label || "YAML", spellcheck: "false" }),
+        // tabindex: the text is the scroller's focusable content (a line wider than the box scrolls sideways), which
+        // axe's scrollable-region-focusable rule looks for; an editable element is in the tab order either way.
+        EditorView.contentAttributes.of({ "aria-label": options.label || "YAML", spellcheck: "false", tabindex: "0" }),
         EditorView.baseTheme({ ".cm-error-line": { backgroundColor: "rgba(220, 40, 40, 0.18)" } }),
         EditorView.updateListener.of((update) => {
           if (!update.docChanged) return;
