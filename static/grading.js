@@ -1,5 +1,6 @@
-// The grader's review page. Keyboard grading: j/k move between rubric lines, 1-9 pick a level of the
-// current line, f/n jump to feedback/notes, Ctrl+Enter saves; the total updates as levels change.
+// The grader's review page. Keyboard grading: j/k move between rubric lines, digits pick a level of the
+// current line (by its points, or its place: the page's data-key), f/n jump to feedback/notes, Ctrl+Enter saves;
+// the total updates as levels change.
 // Keys typed into a text box are left alone (Esc leaves the box). Leaving the page (a link, reload, closing the
 // tab) with picks or text not saved yet asks first; saving does not. No dependencies.
 (function () {
@@ -102,9 +103,10 @@
     else if (e.key === "f" || e.key === "n") {
       const box = document.getElementById(e.key === "f" ? "feedback" : "notes");
       if (box && !box.disabled) { e.preventDefault(); box.focus(); }
-    } else if (/^[1-9]$/.test(e.key) && items.length) {
-      const radios = items[current].querySelectorAll("input[type=radio]");
-      const radio = radios[parseInt(e.key, 10) - 1];
+    } else if (/^[0-9]$/.test(e.key) && items.length) {
+      // The key each level answers to is the page's (data-key): its points where every level of the rubric is a
+      // whole number of points, else its place in the line (app/services/grading.py level_keys).
+      const radio = items[current].querySelector('input[type=radio][data-key="' + e.key + '"]');
       if (radio && !radio.disabled) {
         e.preventDefault();
         radio.checked = true;

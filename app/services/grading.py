@@ -403,6 +403,26 @@ def release(db: Session, *, report: LabReport, user: User) -> None:
 # ---------------------------------------------------------------- grades
 
 
+def level_keys(rubric: Rubric) -> tuple[bool, dict[str, list[str]]]:
+    """The number key that picks each level of each line, and whether keys name points.
+
+    Where every level of every line is worth a whole number of points from 0 to 9, distinct within its line, the
+    key is that number ("3" gives 3 points); otherwise keys count the levels in order (1 for the first). One rule
+    for the whole rubric, so a grader never has to ask which kind of line they are on."""
+    by_points: dict[str, list[str]] = {}
+    for item in rubric.items:
+        points = [lv.fraction * item.points for lv in item.levels]
+        whole = [round(p) for p in points]
+        if any(abs(p - w) > 1e-9 or not 0 <= w <= 9 for p, w in zip(points, whole, strict=True)):
+            break
+        if len(set(whole)) != len(whole):
+            break
+        by_points[item.id] = [str(w) for w in whole]
+    else:
+        return True, by_points
+    return False, {item.id: [str(i + 1) if i < 9 else "" for i in range(len(item.levels))] for item in rubric.items}
+
+
 def rubric_hash(rubric: Rubric) -> str:
     """What a total depends on: item ids and points, level ids and fractions (not the wording)."""
     shape = [[i.id, i.points, [[lv.id, lv.fraction] for lv in i.levels]] for i in rubric.items]

@@ -230,3 +230,35 @@ def test_a_refused_new_lesson_names_the_field_on_the_instructor_page(live_server
     assert box and box["x"] + box["width"] <= SIZES[size][0], box
     _no_sideways_scroll(pg)
     screenshot(pg, f"class-new-lesson-refused-{size}", full_page=False)
+
+
+def test_a_digit_picks_the_level_the_page_names_by_that_key(live_server, submitted, open_page):
+    """The script picks the level whose data-key is the digit: the level's place on the shipped rubric (some levels
+    are 1.5 points), its points where every level is whole (the server writes those keys: tests/app/
+    test_grading_keys.py). Here the page's keys are rewritten to the points the server would write, so the same
+    script is seen picking by points: 4 gives the 4-point level, and 3, which names none, picks nothing."""
+    from app.services import grading
+    from tests.browser.test_grader_audit import _focused_line
+
+    with Seeder(live_server.data).sessions() as db:
+        report = db.get(grading.LabReport, submitted)
+        grader = db.query(User).filter_by(email=GRADER).one()
+        if report.claimed_by_id is None:
+            grading.claim(db, report=report, grader=grader)
+    pg = open_page("laptop", GRADER)
+    pg.goto(f"{live_server.url}/grader/reports/{submitted}")
+    expect(pg.locator("details.shortcuts")).to_have_attribute("data-keys", "order")
+    pg.locator("#item-numerics").focus()
+    assert _focused_line(pg) == "numerics"
+    pg.keyboard.press("3")
+    expect(pg.locator("#item-numerics input[value=explained]")).to_be_checked()
+    pg.evaluate(
+        """() => document.querySelectorAll('#item-numerics input[type=radio]').forEach(
+             r => { r.dataset.key = String(Math.round(parseFloat(r.dataset.fraction) * 4)); })"""
+    )
+    pg.keyboard.press("0")
+    expect(pg.locator("#item-numerics input[value=missing]")).to_be_checked()
+    pg.keyboard.press("3")  # no level of this line is worth 3 points
+    expect(pg.locator("#item-numerics input[value=missing]")).to_be_checked()
+    pg.keyboard.press("2")
+    expect(pg.locator("#item-numerics input[value=shown]")).to_be_checked()

@@ -245,6 +245,7 @@ def _review(
         "lesson_version": lesson_version,
         "evidence": evidence_service.evidence_views(db, settings, report, version, lesson_then),
         "rubric": lesson.rubric,
+        "keys": grading.level_keys(lesson.rubric) if lesson.rubric else (False, {}),
         "grade": grade,
         "resubmitted": resubmitted,
         "history": grading.grade_history(db, version=version),
