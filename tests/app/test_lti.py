@@ -71,7 +71,6 @@ def refused_check(response) -> str:
     return re.search(r'data-check="([^"]+)"', response.text).group(1)
 
 
-@pytest.mark.both_backends
 def test_launch_logs_in_by_sub_maps_roles_and_refuses_forgeries(registered, client, make_client, db):
     platform = registered
     target = {"target": f"lesson:{LESSON}"}
@@ -229,7 +228,7 @@ def test_registration_form_names_bad_fields_and_jwks_is_stable(client, make_user
     assert "PRIVATE" not in client.get("/lti").text
 
 
-def test_cli_registers_a_platform(settings, monkeypatch, capsys):
+def test_cli_registers_a_platform(app, settings, monkeypatch, capsys):  # `app`: a migrated database to start from
     from app.cli.commands import main
 
     monkeypatch.setenv("COURSE_ENV", "test")
