@@ -6,6 +6,9 @@ credentials with a JWT assertion, pylti1p3's ServiceConnector):
     send_grades(db, link=…, key=…)    Assignment and Grade Services: each released grade of the link's lesson
                                        not yet sent goes to the gradebook column, once per saved grade
 
+    send_lesson_grades(db, lesson_id=…, key=…)  send_grades for every link placed as that lesson's lab report,
+                                       for the grade release to call; -> what each link said, failures included
+
 Both are run by an instructor (the LTI page's buttons, or `python -m app lti sync-roster|send-grades`).
 """
 
@@ -26,7 +29,7 @@ from sqlalchemy.orm import Session
 from app.core.models import Grade, LabReport, LtiIdentity, LtiLink, LtiPlatform, LtiScoreSent, ReportVersion, User
 from app.services import lti
 from app.services.errors import DomainError
-from app.services.lti_tool import registration_of
+from app.services.lti_tool import TimedSession, registration_of
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
@@ -51,7 +54,7 @@ class GradesSent:
 
 
 def _connector(platform: LtiPlatform, key: lti.ToolKey) -> ServiceConnector:
-    return ServiceConnector(registration_of(platform, key))
+    return ServiceConnector(registration_of(platform, key), requests_session=TimedSession())
 
 
 def sync_roster(db: Session, *, link: LtiLink, key: lti.ToolKey) -> RosterSync:
@@ -151,3 +154,21 @@ def send_grades(db: Session, *, link: LtiLink, key: lti.ToolKey) -> GradesSent:
         sent += 1
     db.commit()
     return GradesSent(sent=sent, already=already, without_grade=without)
+
+
+def send_lesson_grades(db: Session, *, lesson_id: str, key: lti.ToolKey) -> list[str]:
+    """After grades of `lesson_id` are released: send them to every gradebook column of a link to its lab report.
+    A refusing or unreachable LMS is reported in the answer, never raised, so a release is never undone by it;
+    what was not sent is sent by the next release or the LTI page's button."""
+    said = []
+    for row in lti.links(db):
+        if row.target != f"lab:{lesson_id}" or SCORE_SCOPE not in (row.ags_scopes or []):
+            continue
+        where = row.context_title or row.context_id
+        try:
+            sent = send_grades(db, link=row, key=key)
+        except ServiceRefused as exc:
+            said.append(f"{where}: {exc.message}")
+        else:
+            said.append(f"{where}: {sent.sent} grades sent to the LMS")
+    return said

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
+import requests
 from pylti1p3.cookie import CookieService
 from pylti1p3.deployment import Deployment
 from pylti1p3.exception import LtiException
@@ -38,8 +39,17 @@ from sqlalchemy.orm import Session
 from app.core.models import LtiPlatform
 from app.services import lti
 
+HTTP_TIMEOUT_S = 10  # each call to the LMS (JWKS, token, roster, scores): a hung LMS must not hold a worker thread
 JWKS_CACHE_S = 300  # a platform that rotates its key is heard within five minutes; a burst of launches fetches once
 CLOCK_LEEWAY_S = 5  # iat/exp: the LMS's clock and ours may differ by a few seconds
+
+
+class TimedSession(requests.Session):
+    """pylti1p3 calls the LMS through a requests.Session without a timeout; this one always has one."""
+
+    def request(self, method, url, *args, **kwargs):
+        kwargs.setdefault("timeout", HTTP_TIMEOUT_S)
+        return super().request(method, url, *args, **kwargs)
 
 
 class Refused(Exception):
@@ -197,7 +207,7 @@ _CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 class Launch(MessageLaunch[LtiRequest, ToolConf, SessionService, ServerCookies]):
     def __init__(self, db: Session, request: LtiRequest, conf: ToolConf):
         session, cookies, storage = _services(db, request)
-        super().__init__(request, conf, session, cookies, launch_data_storage=storage)
+        super().__init__(request, conf, session, cookies, launch_data_storage=storage, requests_session=TimedSession())
         self.db = db
         self._issued: dict | None = None
         self.set_public_key_caching(storage, JWKS_CACHE_S)

@@ -22,7 +22,7 @@ from app.core.models import (
     ReportVersion,
     User,
 )
-from app.services import lti
+from app.services import lti, lti_sync
 from tests.lti_platform.platform import INSTRUCTOR, LEARNER, TA, Platform, form_fields, new_key
 
 LESSON = "transformer-scaling"  # a lesson with a lab, so both "lesson:" and "lab:" targets exist
@@ -175,7 +175,7 @@ def _released_grade(db, user_id: int, total: float) -> GradeRow:
     return grade
 
 
-def test_roster_sync_and_grade_passback(registered, client, make_client, db):
+def test_roster_sync_and_grade_passback(registered, client, make_client, db, settings):
     platform = registered
     platform.add_member("u-new", "Nia New", [LEARNER])
     custom = {"target": f"lab:{LESSON}"}
@@ -196,13 +196,35 @@ def test_roster_sync_and_grade_passback(registered, client, make_client, db):
     assert client.client.post(f"/lti/links/{link.id}/roster").status_code == 403  # no CSRF token: refused
 
     ann_id = db.query(LtiIdentity).filter_by(sub="u-ann").one().user_id
-    _released_grade(db, ann_id, 17.0)
+    first = _released_grade(db, ann_id, 17.0)
     sent = client.post(f"/lti/links/{link.id}/grades")
     assert sent.status_code == 200 and "1 sent, 0 sent before" in sent.text
     (score,) = platform.scores
     assert score["userId"] == "u-ann" and score["lineitem"] == "1"
     assert (score["scoreGiven"], score["scoreMaximum"], score["gradingProgress"]) == (17.0, 20.0, "FullyGraded")
     assert "0 sent, 1 sent before" in client.post(f"/lti/links/{link.id}/grades").text  # each grade once
+
+    # a regrade, released: what the grade release calls sends it, and an LMS that is down is reported, not raised
+    db.add(GradeRow(version_id=first.version_id, revision=2, rubric_version=1, rubric_hash="x" * 64, scores={},
+                    total=19.0, max_total=20.0, released_at=lti.utcnow()))  # fmt: skip
+    db.commit()
+    key = lti.tool_key(settings.data_dir)
+    assert lti_sync.send_lesson_grades(db, lesson_id=LESSON, key=key) == [
+        "GPU Systems, fall term: 1 grades sent to the LMS"
+    ]
+    assert platform.scores[-1]["scoreGiven"] == 19.0
+    db.add(GradeRow(version_id=first.version_id, revision=3, rubric_version=1, rubric_hash="x" * 64, scores={},
+                    total=20.0, max_total=20.0, released_at=lti.utcnow()))  # fmt: skip
+    db.commit()
+    platform.down = True
+    try:
+        (said,) = lti_sync.send_lesson_grades(db, lesson_id=LESSON, key=key)
+    finally:
+        platform.down = False
+    assert (
+        said.startswith("GPU Systems, fall term: The LMS's gradebook refused a score after 0 were sent")
+        and "503" in said
+    )
 
 
 def test_registration_form_names_bad_fields_and_jwks_is_stable(client, make_user, db, settings):

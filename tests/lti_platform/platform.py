@@ -65,6 +65,7 @@ class Platform:
     tokens: dict[str, set[str]] = field(default_factory=dict)  # access token -> scopes
     scores: list[dict] = field(default_factory=list)
     deep_link_items: list[dict] = field(default_factory=list)
+    down: bool = False  # the gradebook answers 503, as an LMS in maintenance does
     server: uvicorn.Server | None = None
 
     # --- test-side API ---------------------------------------------------------------------------------------
@@ -245,6 +246,8 @@ class Platform:
     async def _score(self, request: Request) -> Response:
         if SCORE_SCOPE not in self._scopes(request):
             return JSONResponse({"error": "unauthorized"}, status_code=401)
+        if self.down:
+            return JSONResponse({"error": "maintenance"}, status_code=503)
         if request.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
             return JSONResponse({"error": "unsupported content type"}, status_code=415)
         self.scores.append({"lineitem": request.path_params["item"], **(await request.json())})
