@@ -23,7 +23,7 @@ from app.core.models import (
     User,
 )
 from app.services import lti, lti_sync
-from tests.lti_platform.platform import INSTRUCTOR, LEARNER, TA, Platform, form_fields, new_key
+from tests.lti_platform.platform import INSTRUCTOR, LEARNER, SCHOOL, TA, Platform, form_fields, new_key
 
 LESSON = "transformer-scaling"  # a lesson with a lab, so both "lesson:" and "lab:" targets exist
 
@@ -79,7 +79,7 @@ def test_launch_logs_in_by_sub_maps_roles_and_refuses_forgeries(registered, clie
     assert page.status_code == 200, page.text[:600]
     # the launch page may be framed by the LMS, and by nobody else
     ancestors = re.search(r"frame-ancestors ([^;]+)", page.headers["content-security-policy"]).group(1)
-    assert sorted(ancestors.split()) == sorted(["'self'", platform.base, platform.issuer])
+    assert sorted(ancestors.split()) == sorted(["'self'", platform.base, platform.issuer, SCHOOL])
     opened, ticket = enter(client, page.text)
     assert opened.status_code == 303 and opened.headers["location"] == f"/lessons/{LESSON}"
     assert "Ann Learner" in client.get(f"/lessons/{LESSON}").text  # logged in as the LMS's user

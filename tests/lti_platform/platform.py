@@ -41,6 +41,7 @@ INSTRUCTOR = f"{MEMBERSHIP}#Instructor"
 TA = f"{MEMBERSHIP}/Instructor#TeachingAssistant"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+SCHOOL = "https://school.example.edu"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 
 
@@ -171,6 +172,8 @@ class Platform:
             LTI + "roles": member.roles,
             LTI + "context": {"id": "course-42", "title": "GPU Systems, fall term"},
             LTI + "custom": message["custom"],
+            # the page the LMS shows the link on: Canvas's issuer is not the school's domain that frames the tool
+            LTI + "launch_presentation": {"document_target": "iframe", "return_url": SCHOOL + "/courses/42"},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
                 "context_memberships_url": f"{self.base}/memberships",
                 "service_versions": ["2.0"],

@@ -76,6 +76,19 @@ def _framed_by(request: Request, response: Response, *, frame: list[str], form: 
     return response
 
 
+def _frame_origins(message: Launch) -> list[str]:
+    """Who may frame the launch page: the platform's own addresses, and the one the signed launch says the user
+    came from (its return URL; Canvas's issuer and login host are not the school's domain the course page is on)."""
+    platform = message.platform
+    urls = [platform.issuer, platform.auth_login_url]
+    presentation = message.claim("launch_presentation", {}) or {}
+    deep = message.body.get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings", {}) or {}
+    for url in (presentation.get("return_url"), deep.get("deep_link_return_url")):
+        if isinstance(url, str) and url.startswith("https://"):
+            urls.append(url)
+    return urls
+
+
 def _refused(request: Request, exc: Refused, status: int = 400) -> Response:
     return render(request, "lti/refused.html", {"check": exc.check, "message": exc.message}, status_code=status)
 
@@ -116,7 +129,7 @@ def launch(request: Request, db: SessionDep, settings: SettingsDep, form: Posted
     platform = message.platform
     body = message.body
     roles = lti.course_roles(list(message.claim("roles", [])))
-    frame = [platform.issuer, platform.auth_login_url]
+    frame = _frame_origins(message)
     if message.is_deep_link_launch():
         if "instructor" not in roles:
             return _refused(request, Refused("role", "only an instructor chooses what a link opens"), 403)
@@ -200,11 +213,10 @@ def deep_link(request: Request, db: SessionDep, settings: SettingsDep, form: Pos
     settings_claim = message.body.get("https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings", {})
     return_url = settings_claim.get("deep_link_return_url", "")
     ctx = {"jwt": link.get_response_jwt([resource]), "return_url": return_url, "chosen": chosen}
-    platform = message.platform
     return _framed_by(
         request,
         render(request, "lti/deep_link_return.html", ctx),
-        frame=[platform.issuer, platform.auth_login_url],
+        frame=_frame_origins(message),
         form=[return_url],
     )
 
