@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     validate_p.add_argument(
         "root", nargs="?", type=Path, help="a folder of lesson folders (default: the course's, COURSE_LESSONS_DIR)"
     )
-    from app.services import lti_cli
+    from app.cli import lti as lti_cli
 
     lti_cli.add_arguments(sub.add_parser("lti", help="LTI 1.3: register an LMS, sync its roster, send grades"))
     doc_p = sub.add_parser("settings-doc", help="write docs/settings.md from the settings model")
