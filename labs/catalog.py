@@ -155,6 +155,8 @@ class LabSpec:
 def _specs() -> dict[str, LabSpec]:
     from labs.collectives import params as collectives
     from labs.collectives.result import CollectivesResults
+    from labs.context_parallel import params as context_parallel
+    from labs.context_parallel.result import ContextParallelResults
     from labs.env_check import params as env_check
     from labs.env_check.result import EnvCheckResults
     from labs.fp8_step import params as fp8_step
@@ -265,6 +267,20 @@ def _specs() -> dict[str, LabSpec]:
             cost=pipeline.estimate_seconds,
             limits=pipeline.limits,
             uses_fp8=lambda params: False,  # FP32 layers and p2p sends: no FP8 anywhere
+        ),
+        LabSpec(
+            name="context-parallel",
+            title="Context parallelism: ring attention, a zig-zag split, and an all-to-all over heads",
+            question="How do ranks share the attention of one long sequence, and what does a causal mask do to their work?",
+            params=context_parallel.Params,
+            result=ContextParallelResults,
+            backends=("torch-cuda", "cpu"),
+            runner="labs.context_parallel.run:run",
+            needs=context_parallel.resources,
+            presets=context_parallel.PRESETS,
+            cost=context_parallel.estimate_seconds,
+            limits=context_parallel.limits,
+            uses_fp8=lambda params: False,  # FP32 attention and p2p sends: no FP8 anywhere
         ),
     ]
     return {s.name: s for s in specs}
