@@ -30,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--key-set-url", required=True, help="the LMS's public JWKS")
     add.add_argument("--auth-audience", default="", help="token audience, only where the LMS names one")
     sub.add_parser("list", help="registered platforms, the tool's URLs and the links launched")
-    for name, what in (("sync-roster", "sync one link's course roster"), ("send-grades", "send released grades")):
+    for name, what in (
+        ("sync-roster", "sync one link's course roster"),
+        ("send-grades", "send released report grades"),
+        ("send-practice", "send practice scores of a lesson link"),
+    ):
         p = sub.add_parser(name, help=what)
         p.add_argument("--link", type=int, required=True, help="the link's id, from `lti list`")
 
@@ -79,6 +83,8 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
             if args.lti_cmd == "sync-roster":
                 r = lti_sync.sync_roster(db, link=chosen, key=key)
                 print(f"{r.members} members, {r.created} new accounts, {r.roles_added} roles added")
+            elif args.lti_cmd == "send-practice":
+                print(f"{lti_sync.send_practice(db, link=chosen, key=key)} practice scores sent")
             else:
                 g = lti_sync.send_grades(db, link=chosen, key=key)
                 print(f"{g.sent} sent, {g.already} sent before, {g.without_grade} without a released grade")

@@ -6,6 +6,8 @@ credentials with a JWT assertion, pylti1p3's ServiceConnector):
     send_grades(db, link=…, key=…)    Assignment and Grade Services: each released grade of the link's lesson
                                        not yet sent goes to the gradebook column, once per saved grade
 
+    send_practice(db, link=…, key=…)  for a link to a lesson: each learner's practice score (questions answered
+                                       right at least once, of the lesson's auto-checked questions) to its column
     send_lesson_grades(db, lesson_id=…, key=…)  send_grades for every link placed as that lesson's lab report,
                                        for the grade release to call; -> what each link said, failures included
 
@@ -27,7 +29,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.models import Grade, LabReport, LtiIdentity, LtiLink, LtiPlatform, LtiScoreSent, ReportVersion, User
-from app.services import lti
+from app.services import lessons as lesson_service
+from app.services import lti, roster
 from app.services.errors import DomainError
 from app.services.lti_tool import TimedSession, registration_of
 
@@ -101,26 +104,71 @@ def _latest_released(db: Session, *, lesson_id: str, user_id: int) -> Grade | No
     return db.scalars(q).first()
 
 
-def send_grades(db: Session, *, link: LtiLink, key: lti.ToolKey) -> GradesSent:
-    """Released report grades of the link's lesson to its gradebook column, as points of the rubric's total."""
+def _column(link: LtiLink, *, label: str) -> LineItem | None:
+    """None: the link's own column (the launch named it); else one found or made by tag (the link's target)."""
+    if link.lineitem_url:
+        return None
+    if LINEITEM_SCOPE not in (link.ags_scopes or []):
+        raise ServiceRefused("The LMS gave no gradebook column for this link and no right to create one.")
+    column = LineItem().set_tag(link.target).set_label(label).set_score_maximum(100)
+    return column.set_resource_link_id(link.resource_link_id)
+
+
+def _ags(link: LtiLink, platform: LtiPlatform, key: lti.ToolKey) -> AssignmentsGradesService:
     if SCORE_SCOPE not in (link.ags_scopes or []) or not (link.lineitem_url or link.lineitems_url):
         raise ServiceRefused(
             "This link's launches offered no gradebook service (Assignment and Grade Services with the score "
             "scope): enable it in the LMS's registration of the course, then launch the link once."
         )
+    data = {"scope": link.ags_scopes, "lineitem": link.lineitem_url, "lineitems": link.lineitems_url}
+    return AssignmentsGradesService(_connector(platform, key), data)  # type: ignore[arg-type]
+
+
+def send_practice(db: Session, *, link: LtiLink, key: lti.ToolKey) -> int:
+    """The current practice score of every LMS user of the link's platform; returns how many were sent. Each send
+    is the score now (the LMS keeps the latest by timestamp), so sending again after more practice updates it."""
+    if not link.target.startswith("lesson:"):
+        raise ServiceRefused(f"Practice scores go to links that open a lesson; this one opens {link.target}.")
     platform = db.get(LtiPlatform, link.platform_id)
     assert platform is not None
     lesson_id = link.target.split(":", 1)[1]
-    ags = AssignmentsGradesService(
-        _connector(platform, key),
-        {"scope": link.ags_scopes, "lineitem": link.lineitem_url, "lineitems": link.lineitems_url},  # type: ignore[typeddict-item]
-    )
-    column = None
-    if not link.lineitem_url:  # no column of its own: find or make one tagged with the target
-        if LINEITEM_SCOPE not in link.ags_scopes:
-            raise ServiceRefused("The LMS gave no gradebook column for this link and no right to create one.")
-        column = LineItem().set_tag(link.target).set_label(f"Lab report: {lesson_id}").set_score_maximum(100)
-        column.set_resource_link_id(link.resource_link_id)
+    found = lesson_service.current(db, lesson_id=lesson_id)
+    if found is None:
+        raise ServiceRefused(f"The lesson {lesson_id!r} is not published any more.")
+    checked = sum(1 for q in found.lesson.questions.values() if q.kind != "free_response")
+    if not checked:
+        raise ServiceRefused(f"The lesson {lesson_id!r} has no automatically checked questions to score.")
+    ags = _ags(link, platform, key)
+    column = _column(link, label=f"Practice: {found.lesson.title}")
+    right = {r.id: r.right for r in roster.rows(db, lessons=[found.lesson], lesson_id=lesson_id)}
+    sent = 0
+    for identity in lti.identities(db, platform_id=platform.id):
+        if identity.user_id not in right:  # staff are not on the roster of learners
+            continue
+        score = (
+            LtiGrade()
+            .set_score_given(float(min(right[identity.user_id], checked)))
+            .set_score_maximum(float(checked))
+            .set_activity_progress("InProgress")
+            .set_grading_progress("FullyGraded")
+            .set_user_id(identity.sub)
+            .set_timestamp(lti.utcnow().isoformat())
+        )
+        try:
+            ags.put_grade(score, column)
+        except (LtiServiceException, LtiException, RequestException) as exc:
+            raise ServiceRefused(f"The LMS's gradebook refused a practice score after {sent} were sent: {exc}") from exc
+        sent += 1
+    return sent
+
+
+def send_grades(db: Session, *, link: LtiLink, key: lti.ToolKey) -> GradesSent:
+    """Released report grades of the link's lesson to its gradebook column, as points of the rubric's total."""
+    platform = db.get(LtiPlatform, link.platform_id)
+    assert platform is not None
+    lesson_id = link.target.split(":", 1)[1]
+    ags = _ags(link, platform, key)
+    column = _column(link, label=f"Lab report: {lesson_id}")
     sent = already = without = 0
     for identity in lti.identities(db, platform_id=platform.id):
         grade = _latest_released(db, lesson_id=lesson_id, user_id=identity.user_id)

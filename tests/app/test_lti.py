@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from app.core.models import Grade as GradeRow
 from app.core.models import (
+    Attempt,
     GraderAssignment,
     LabReport,
     LtiIdentity,
@@ -22,6 +22,8 @@ from app.core.models import (
     ReportVersion,
     User,
 )
+from app.core.models import Grade as GradeRow
+from app.services import lessons as lesson_service
 from app.services import lti, lti_sync
 from tests.lti_platform.platform import INSTRUCTOR, LEARNER, SCHOOL, TA, Platform, form_fields, new_key
 
@@ -225,6 +227,31 @@ def test_roster_sync_and_grade_passback(registered, client, make_client, db, set
         said.startswith("GPU Systems, fall term: The LMS's gradebook refused a score after 0 were sent")
         and "503" in said
     )
+
+
+def test_practice_scores_go_to_a_lesson_links_column(registered, client, make_client, db):
+    platform = registered
+    custom = {"target": f"lesson:{LESSON}"}
+    ann = make_client()
+    enter(
+        ann,
+        ann.post(
+            "/lti/launch", data=launch_fields(ann, platform, "u-ann", custom=custom, link="l-link", lineitem="7")
+        ).text,
+    )
+    enter(client, client.post("/lti/launch", data=launch_fields(client, platform, "u-ivy", custom=custom, link="l-link", lineitem="7")).text)  # fmt: skip
+    lesson = lesson_service.current(db, lesson_id=LESSON).lesson
+    checked = [q.id for q in lesson.questions.values() if q.kind != "free_response"]
+    ann_id = db.query(LtiIdentity).filter_by(sub="u-ann").one().user_id
+    for status in ("incorrect", "correct", "correct"):  # one question right (twice), after a wrong try
+        db.add(Attempt(user_id=ann_id, lesson_id=LESSON, lesson_version=1, question_id=checked[0], variant_seed=0,
+                       answer="x", status=status))  # fmt: skip
+    db.commit()
+    link = db.query(LtiLink).filter_by(resource_link_id="l-link").one()
+    done = client.post(f"/lti/links/{link.id}/practice")
+    assert done.status_code == 200 and "1 sent" in done.text  # Ann; Ivy is staff
+    (score,) = [s for s in platform.scores if s["lineitem"] == "7"]
+    assert (score["userId"], score["scoreGiven"], score["scoreMaximum"]) == ("u-ann", 1.0, float(len(checked)))
 
 
 def test_registration_form_names_bad_fields_and_jwks_is_stable(client, make_user, db, settings):

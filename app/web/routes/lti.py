@@ -9,6 +9,7 @@
     POST /lti/platforms              register a platform (or add deployment ids)
     POST /lti/links/{id}/roster      Names and Role Provisioning: sync the link's course roster
     POST /lti/links/{id}/grades      Assignment and Grade Services: send released report grades
+    POST /lti/links/{id}/practice    the same for a lesson link: each learner's practice score
 
 Sessions: a launch arrives as a cross-site POST, often in an iframe; the course's cookies are SameSite=Lax and no
 course page may be framed. So the launch itself sets no login: it answers a small page (which the LMS may
@@ -291,6 +292,13 @@ def grades(request: Request, db: SessionDep, settings: SettingsDep, user: Instru
         "learners without a released grade."
     )
     return _page(request, db, settings, done=done)
+
+
+@staff.post("/lti/links/{link_id}/practice")
+def practice(request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser, link_id: DbInt) -> Response:
+    link = _link_or_404(db, link_id)
+    sent = lti_sync.send_practice(db, link=link, key=lti.tool_key(settings.data_dir))
+    return _page(request, db, settings, done=f"Practice scores for {link.target}: {sent} sent.")
 
 
 router.include_router(launches)
