@@ -36,7 +36,9 @@ def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db
     review = gina.get(f"/grader/reports/{report.id}").text
     assert 'data-testid="grade-held"' in review and "· held" in review
     # the learner sees no grade and is told nothing
-    assert _learner_sees(client) == [] and "Not graded yet" in client.get(f"/lessons/{LESSON}/report").text
+    page = client.get(f"/lessons/{LESSON}/report").text
+    assert _learner_sees(client) == [] and "Not graded yet" in page
+    assert '<span class="status">being graded</span>' in page  # not "graded" above "Not graded yet"
     assert notices.new_grades(db, owner=learner, after_id=None) == []
     queue = gina.get("/grader").text
     assert 'data-release="transformer-scaling"' in queue and "1 grade</span> waiting" in queue

@@ -79,6 +79,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             report = db.scalars(select(LabReport)).one()
             # a reset link an instructor issued for someone else, so /reset/{token} renders its form
             other = users.create_user(db, email="bob@example.org", password="correct horse", roles=["learner"])
+            other_id = other.id
             staff_user = users.get_by_email(db, email="prof@example.org")
             _, reset_token = resets.issue(db, user=other, issued_by=staff_user, lifetime_s=3600)
         # graded, so the grade's notice link has a grade to open
@@ -102,6 +103,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "grade_id": [grade.id],
             "token_id": [1],  # GET of the revoke form's address only leads back to /account
             "version": [1],
+            "user_id": [other_id],  # an instructor's page of one learner
         }
 
         rendered: list[str] = []

@@ -8,7 +8,7 @@ then publish them as a new version (no restart; older versions stay readable).
     GET  /instructor/lessons/{id}/versions/{n}/files.zip   a version's files, to unzip at the repository root
     GET  /instructor/lessons/{id}/versions/{n}/changes.diff  what it changed since version n-1 (`git apply`)
 
-The class views (roster, question and lab statistics) live in app/web/routes/classview.py, mounted here.
+The class views (roster, question and lab statistics) live in app/web/routes/classview.py.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from app.services import lesson_export, publishing
 from app.services import lessons as lesson_service
 from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.web.middleware.bodies import AUTHORING_LIMIT
-from app.web.routes import classview
 from app.web.templates import render
 from labs.api import number
 
 router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)], max_body_size=AUTHORING_LIMIT)
-router.include_router(classview.router)
 
 
 def _row(db, lesson_id: str):

@@ -20,7 +20,7 @@ from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.web.downloads import attachment
 from app.web.templates import render
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(prefix="/instructor", dependencies=[Depends(csrf_protect)])
 
 
 # the roster's columns a page sorts by, in the table's order (roster.SORT_KEYS holds every key the address takes)
