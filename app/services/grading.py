@@ -5,7 +5,7 @@ Visibility: a learner sees only their own reports; a grader only reports of less
 
 A grade stores, per rubric item, the level the grader picked and that level's fraction of the item's
 points. Totals are always fraction x the rubric's *current* points, so when a published rubric changes
-an item's points (or a level's fraction), `sync_rubric` appends a recomputed revision of each affected
+an item's points (or a level's fraction), rubric_sync.sync_rubric appends a recomputed revision of each affected
 grade. Grades are append-only revisions with (version_id, revision) unique: a save names the revision it
 started from, and of two saves from the same revision the database accepts exactly one.
 """
@@ -17,14 +17,14 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import ColumnElement, CursorResult, and_, case, delete, false, func, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, and_, case, false, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
 from app.core.digits import whole_number
-from app.core.models import Grade, GradeHold, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
-from app.services import lessons as lesson_service
+from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
+from app.services import grade_release
 from app.services.evidence import slots
 
 QUEUE_STATUSES = ("submitted", "claimed", "graded")
@@ -445,67 +445,6 @@ def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
     )
 
 
-# ---------------------------------------------------------------- holding grades until they are released
-
-
-def holds(db: Session, *, lesson_id: str) -> bool:
-    return db.scalar(select(GradeHold.id).where(GradeHold.lesson_id == lesson_id)) is not None
-
-
-def held_lessons(db: Session) -> set[str]:
-    return set(db.scalars(select(GradeHold.lesson_id)))
-
-
-def _lesson_grades(lesson_id: str):
-    return (
-        select(Grade.id)
-        .join(ReportVersion, Grade.version_id == ReportVersion.id)
-        .join(LabReport, ReportVersion.report_id == LabReport.id)
-        .where(LabReport.lesson_id == lesson_id)
-    )
-
-
-def waiting(db: Session, *, lesson_id: str) -> int:
-    """Saved revisions of the lesson's grades that no learner sees yet (each report counted once)."""
-    q = (
-        select(func.count(func.distinct(ReportVersion.report_id)))
-        .select_from(Grade)
-        .join(ReportVersion, Grade.version_id == ReportVersion.id)
-        .join(LabReport, ReportVersion.report_id == LabReport.id)
-        .where(LabReport.lesson_id == lesson_id, Grade.released_at.is_(None))
-    )
-    return int(db.scalar(q) or 0)
-
-
-def release_all(db: Session, *, lesson_id: str) -> int:
-    """Release every held grade of the lesson at once; returns how many reports' learners now see a new grade
-    (each learner is told by app/services/notices.py, which lists released grades only)."""
-    n = waiting(db, lesson_id=lesson_id)
-    db.execute(
-        update(Grade)
-        .where(Grade.id.in_(_lesson_grades(lesson_id)), Grade.released_at.is_(None))
-        .values(released_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-    db.commit()
-    return n
-
-
-def set_hold(db: Session, *, lesson_id: str, hold: bool, user: User) -> int:
-    """Hold the lesson's grades from now on, or release them as saved again; going back to "as saved" releases
-    what was held (nothing stays hidden without a hold). Returns how many reports that released."""
-    if hold:
-        if not holds(db, lesson_id=lesson_id):
-            db.add(GradeHold(lesson_id=lesson_id, held_by_id=user.id))
-            try:
-                db.commit()
-            except IntegrityError:  # another instructor held it at the same moment: held either way
-                db.rollback()
-        return 0
-    db.execute(delete(GradeHold).where(GradeHold.lesson_id == lesson_id))
-    return release_all(db, lesson_id=lesson_id)
-
-
 def grade_history(db: Session, *, version: ReportVersion) -> list[Grade]:
     return list(db.scalars(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc())))
 
@@ -588,7 +527,7 @@ def save_grade(
         feedback=feedback,
         notes=notes,
         reason="saved by grader",
-        released_at=None if holds(db, lesson_id=report.lesson_id) else utcnow(),
+        released_at=None if grade_release.holds(db, lesson_id=report.lesson_id) else utcnow(),
     )
     db.add(grade)
     try:
@@ -618,57 +557,3 @@ def _conflict_message(db: Session, current: Grade | None) -> str:
         f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
         "your scores and text are kept below. Open the saved grade to read it, then save again if you still disagree."
     )
-
-
-def sync_rubric(db: Session, *, lesson_id: str) -> list[int]:
-    """Recompute every grade of `lesson_id` whose rubric differs from the current one; returns version ids touched.
-
-    Each recompute is a new revision by nobody (grader_id None), with the reason, so history keeps the old totals.
-    """
-    cur = lesson_service.current(db, lesson_id=lesson_id)
-    if cur is None or cur.lesson.rubric is None:
-        return []
-    rubric, lesson_version = cur.lesson.rubric, cur.version
-    want = rubric_hash(rubric)
-    latest_rev = (
-        select(Grade.version_id, func.max(Grade.revision).label("rev"))
-        .join(ReportVersion, ReportVersion.id == Grade.version_id)
-        .join(LabReport, LabReport.id == ReportVersion.report_id)
-        .where(LabReport.lesson_id == lesson_id)
-        .group_by(Grade.version_id)
-        .subquery()
-    )
-    stale = db.scalars(
-        select(Grade)
-        .join(latest_rev, (Grade.version_id == latest_rev.c.version_id) & (Grade.revision == latest_rev.c.rev))
-        .where(Grade.rubric_hash != want)
-    ).all()
-    touched = []
-    for g in stale:
-        scores, total, unscored = score(rubric, g.scores or {})
-        reason = f"recomputed for rubric of lesson version {lesson_version}: total {g.total:g} -> {total:g} of {rubric.max_points:g}"
-        if unscored:
-            reason += f"; new lines not scored yet: {', '.join(unscored)}"
-        db.add(
-            Grade(
-                version_id=g.version_id,
-                revision=g.revision + 1,
-                grader_id=None,
-                rubric_version=lesson_version,
-                rubric_hash=want,
-                scores=scores,
-                total=total,
-                max_total=rubric.max_points,
-                feedback=g.feedback,
-                notes=g.notes,
-                reason=reason,
-                # a recompute of what the learner sees is seen at once; of a held grade, stays held with it
-                released_at=utcnow() if g.released_at is not None else None,
-            )
-        )
-        try:
-            db.commit()
-            touched.append(g.version_id)
-        except IntegrityError:  # a grader's save or another recompute took that revision: it will be seen next time
-            db.rollback()
-    return touched

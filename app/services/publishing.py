@@ -18,8 +18,8 @@ from app.content import ContentError
 from app.content.loader import read_lesson_texts
 from app.content.schema import MAX_ID, is_id
 from app.core.models import PartProgress, User
-from app.services import grading
 from app.services import lessons as lesson_service
+from app.services import rubric_sync
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def publish(
         db, lesson_id=lesson_id, files=files, source=source, author=author, note=note
     )
     if version is not None:
-        touched = grading.sync_rubric(db, lesson_id=lesson_id)
+        touched = rubric_sync.sync_rubric(db, lesson_id=lesson_id)
         log.info(
             "lesson %s version %s published (%s); %d grade(s) recomputed", lesson_id, version, source, len(touched)
         )
@@ -94,7 +94,7 @@ def sync_from_files(db: Session, lessons_dir: Path) -> dict[str, list[ContentErr
     """
     problems = lesson_service.sync_from_files(db, lessons_dir)
     for lesson, _ in lesson_service.catalogue(db):
-        touched = grading.sync_rubric(db, lesson_id=lesson.id)
+        touched = rubric_sync.sync_rubric(db, lesson_id=lesson.id)
         if touched:
             log.info("lesson %s: %d grade(s) recomputed for its current rubric", lesson.id, len(touched))
     for folder, errors in problems.items():

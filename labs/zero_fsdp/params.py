@@ -196,7 +196,7 @@ def resources(params: Params, backend: str) -> Resources:
     )
 
 
-# Named runs the lesson's pauses ask for (lessons/_drafts/zero-fsdp/parts/*.yaml links them by key).
+# Named runs the lesson's pauses ask for (lessons/parallelism-measured/parts/zero-fsdp-lab.yaml links them by key).
 PRESETS: tuple[Preset, ...] = (
     Preset(
         "DDP against ZeRO-1",

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.core.models import Grade, LabReport, User
-from app.services import grading, notices
+from app.services import grade_release, notices
 from tests.app.reporting import LESSON, claimed_by_grader, grade_form, submit_report
 
 
@@ -31,8 +31,9 @@ def _learner_sees(client) -> list[str]:
 def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db):
     report, staff, gina, learner = setup
     r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "hold"}, follow_redirects=False)
-    assert r.status_code == 303 and grading.holds(db, lesson_id=LESSON)
-    assert gina.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    assert r.status_code == 303 and grade_release.holds(db, lesson_id=LESSON)
+    saved = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    assert saved.status_code == 200 and "Grade saved and held" in saved.text and "can see it now" not in saved.text
     review = gina.get(f"/grader/reports/{report.id}").text
     assert 'data-testid="grade-held"' in review and "· held" in review
     # the learner sees no grade and is told nothing
@@ -56,10 +57,10 @@ def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db
     levels |= {"reasoning": "sound", "stretch": "found"}  # 17.5 of 20
     saved = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, levels=levels))
     assert saved.status_code == 200, saved.text[-400:]
-    assert "16" in _learner_sees(client) and grading.waiting(db, lesson_id=LESSON) == 1
+    assert "16" in _learner_sees(client) and grade_release.waiting(db, lesson_id=LESSON) == 1
     # going back to "as saved" releases what was held: nothing stays hidden without a hold
     r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}, follow_redirects=False)
-    assert "n=1" in r.headers["location"] and not grading.holds(db, lesson_id=LESSON)
+    assert "n=1" in r.headers["location"] and not grade_release.holds(db, lesson_id=LESSON)
     db.expire_all()
     newest = db.query(Grade).order_by(Grade.revision.desc()).first()
     assert newest.released_at is not None and newest.total == 17.5

@@ -12,7 +12,7 @@ import pytest
 
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import Grade, Job, LabReport, ReportVersion, User
-from app.services import grading, publishing
+from app.services import grading, publishing, rubric_sync
 from app.services import lessons as lesson_service
 from tests.app.reporting import LESSON, grade_form, submit_report
 
@@ -181,7 +181,7 @@ def test_changing_rubric_points_recomputes_saved_grades(report, client, make_use
     r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1))
     assert r.status_code == 409 and "by a rubric recompute" in r.text
     # nothing to do the second time
-    assert grading.sync_rubric(db, lesson_id=LESSON) == []
+    assert rubric_sync.sync_rubric(db, lesson_id=LESSON) == []
 
 
 def test_visibility_by_role_lesson_and_owner(report, client, make_user, make_client, db, settings):

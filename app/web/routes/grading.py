@@ -11,6 +11,7 @@ Reports a grader may not grade answer 404, like reports that do not exist.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
@@ -22,7 +23,7 @@ from app.content.schema import MAX_ID, is_id
 from app.core.digits import DB_INT_MAX, whole_number
 from app.core.models import LabReport, User
 from app.services import evidence as evidence_service
-from app.services import grade_export, grading
+from app.services import grade_export, grade_release, grading, lti, lti_sync
 from app.services import lessons as lesson_service
 from app.services import reports as report_service
 from app.services import users as user_service
@@ -30,6 +31,7 @@ from app.web.deps import DbInt, GradedReport, GraderUser, InstructorUser, Posted
 from app.web.downloads import attachment
 from app.web.templates import render
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/grader", dependencies=[Depends(csrf_protect)])
 
 
@@ -82,9 +84,10 @@ class Release:
 
 
 def _releases(db, lessons) -> list[Release]:
-    held = grading.held_lessons(db)
+    held = grade_release.held_lessons(db)
     return [
-        Release(les, les.id in held, grading.waiting(db, lesson_id=les.id) if les.id in held else 0) for les in lessons
+        Release(les, les.id in held, grade_release.waiting(db, lesson_id=les.id) if les.id in held else 0)
+        for les in lessons
     ]
 
 
@@ -98,6 +101,7 @@ RELEASE_NOTES = {
 
 @router.post("/releases")
 def releases(
+    request: Request,
     user: GraderUser,
     db: SessionDep,
     lesson_id: Annotated[str, Form(max_length=64)],
@@ -112,9 +116,11 @@ def releases(
     if action != "release" and not user.has_role("instructor"):
         raise HTTPException(403, "Only an instructor decides whether a lesson holds its grades; you can release them.")
     if action == "release":
-        n = grading.release_all(db, lesson_id=lesson_id)
+        n = grade_release.release_all(db, lesson_id=lesson_id)
     else:
-        n = grading.set_hold(db, lesson_id=lesson_id, hold=action == "hold", user=user)
+        n = grade_release.set_hold(db, lesson_id=lesson_id, hold=action == "hold", user=user)
+    if n:
+        _pass_back(request, db, lesson_id)
     query = urlencode({"released": action, "n": n, "for": lesson_id})
     return RedirectResponse(f"/grader?{query}#release-h", status_code=303)
 
@@ -355,7 +361,21 @@ def save_grade(
             conflict=exc.conflict,
             status_code=409,
         )
-    return _review(request, db, user, report, number, message="Grade saved. The learner can see it now.")
+    if grade_release.holds(db, lesson_id=report.lesson_id):
+        message = "Grade saved and held: the learner sees it when this lesson's grades are released."
+    else:
+        message = "Grade saved. The learner can see it now."
+        _pass_back(request, db, report.lesson_id)
+    return _review(request, db, user, report, number, message=message)
+
+
+def _pass_back(request: Request, db, lesson_id: str) -> None:
+    """Released grades go to the gradebook of every LMS that links this lesson's lab report (LTI 1.3 AGS). An LMS
+    that refuses or is down is logged, never raised: the release stands, and the LTI page's button resends."""
+    for line in lti_sync.send_lesson_grades(
+        db, lesson_id=lesson_id, key=lti.tool_key(request.app.state.settings.data_dir)
+    ):
+        log.info("LTI grade passback for %s: %s", lesson_id, line)
 
 
 @router.post("/reports/{report_id}/regrade")
