@@ -46,6 +46,13 @@ class ContextParallelParams(LabParams):
         title="Run a no-overlap ring as well",
         json_schema_extra=RUN,
     )
+    backward: bool = Field(
+        True,
+        description="Also check the zig-zag ring's backward once (untimed): its dQ, dK, dV against autograd "
+        "through full attention",
+        title="Check the backward",
+        json_schema_extra=RUN,
+    )
     seq_len: int = Field(
         2048,
         ge=16,
@@ -202,7 +209,8 @@ def estimate_seconds(params: Params, backend: str) -> float:
     methods = 3 + (1 if params.serial_baseline else 0)
     passes = methods * (params.steps + params.warmup)
     per_pass = full * slow / rate
-    reference = n * full * slow / rate
+    # The backward check: full attention's forward and backward (3x) beside the ring's, once.
+    reference = n * full * slow / rate * (1 + (6 if params.backward else 0))
     # Each ring step posts a send and a receive: ~1 ms on gloo.
     p2p = passes * n * 1e-3
     return START_S + n * RANK_START_S + reference + passes * per_pass + p2p

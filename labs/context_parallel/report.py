@@ -69,7 +69,9 @@ def answer(params: Params, variants: dict, device: str) -> str:
     return "; ".join(parts) + "."
 
 
-def results(params: Params, ctx: Any, variants: dict, torch_cp: dict, device: str, tol: float) -> dict:
+def results(
+    params: Params, ctx: Any, variants: dict, torch_cp: dict, backward: dict | None, device: str, tol: float
+) -> dict:
     cpu = device == "cpu"
     note = (
         "CPU wall-clock spans; gloo sends progress on a background thread, ranks share cores"
@@ -133,6 +135,17 @@ def results(params: Params, ctx: Any, variants: dict, torch_cp: dict, device: st
                     ),
                 }
             )
+    if backward is not None:
+        worst = max(backward["max_rel_err_dq"], backward["max_rel_err_dk"], backward["max_rel_err_dv"])
+        summary.append(
+            {
+                "label": "Ring (zig-zag) backward: largest gradient difference from full attention",
+                "value": worst,
+                "note": f"dQ {backward['max_rel_err_dq']:.1e}, dK {backward['max_rel_err_dk']:.1e}, dV "
+                f"{backward['max_rel_err_dv']:.1e} of each gradient's largest entry; tolerance {backward['tolerance']:.0e}; "
+                "K/V gradients returned to their owners with p2p",
+            }
+        )
     summary.append(
         {
             "label": "PyTorch's own ring loop (_templated_ring_attention) against full attention",
@@ -234,4 +247,5 @@ def results(params: Params, ctx: Any, variants: dict, torch_cp: dict, device: st
         "tolerance": tol,
         "variants": variants,
         "torch_context_parallel": torch_cp,
+        "backward": backward,
     }

@@ -82,6 +82,18 @@ class TorchContextParallel(TypedDict):
     context_parallel_error: str | None
 
 
+@with_config(STRICT)
+class CpBackward(TypedDict):
+    """The zig-zag ring's backward, once: largest |ring − autograd through full attention| of each gradient,
+    relative to that gradient's largest entry, over ranks."""
+
+    split: Literal["zigzag"]
+    max_rel_err_dq: NonNegFloat
+    max_rel_err_dk: NonNegFloat
+    max_rel_err_dv: NonNegFloat
+    tolerance: NonNegFloat
+
+
 class ContextParallelResults(LabResults):
     timing: CpTiming
     ranks: Annotated[int, Field(ge=2)]
@@ -93,3 +105,4 @@ class ContextParallelResults(LabResults):
     tolerance: NonNegFloat
     variants: CpVariants
     torch_context_parallel: TorchContextParallel
+    backward: CpBackward | None  # None when the run skipped the backward check

@@ -24,8 +24,9 @@ aten._scaled_dot_product_flash_attention_for_cpu, which has no sharding strategy
 NotImplementedError (the run records the message). Its ring loop `_templated_ring_attention` takes the op as an
 argument and rotates K/V with `ft_c.permute_tensor` (an all_to_all, not p2p): the lab calls it with the CPU
 flash op as a cross-check of the same arithmetic, and builds its own ring from isend/irecv so the sends are
-point-to-point and their overlap with compute is measured span by span. Backward is not run: the parity check
-is the forward output.
+point-to-point and their overlap with compute is measured span by span. The backward (`backward`, on by
+default) is checked once, untimed: autograd through the blocks each rank held, each K/V gradient sent back to
+its owner with p2p, against autograd through full attention.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ from labs.trace import timeline as tl
 # FP32 attention merged block by block against one full softmax: the sums run in another order, a few ulps of
 # values of order one. Far above it, a block was skipped, doubled or merged with the wrong scale.
 TOL = 1e-4
+
+# Gradients through the ring's merges against autograd through one softmax: FP32 in another order, relative to
+# each gradient's largest entry.
+GRAD_RTOL = 1e-4
 
 VARIANTS = ("ring-zigzag", "ring-contiguous", "ring-serial", "ulysses")
 
@@ -218,6 +223,72 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
     return out, spans, {"send_bytes": sent, "computed": w["computed"], "needed": w["needed"], "compute_cpu_ms": cpu_ms}
 
 
+def _ring_backward(torch, dist, params: Params, q_all, k_all, v_all, rank, world) -> dict:
+    """The zig-zag ring's backward, once, against autograd through full attention: autograd runs through the
+    blocks this rank held (each received block a leaf), then each block's K/V gradient goes back to the rank that
+    owns it with one p2p exchange per ring distance, summed there. Returns the largest error of dQ, dK and dV,
+    relative to each reference gradient's largest entry."""
+    import torch.nn.functional as F
+
+    c, split = chunk_tokens(params), "zigzag"
+    mine = work.chunks(split, rank, world)
+    dst, src = (rank + 1) % world, (rank - 1) % world
+    kv = torch.stack([_rows(k_all, mine, c), _rows(v_all, mine, c)]).contiguous()
+    blocks = []  # (the rank whose chunks these are, the block as an autograd leaf)
+    for i in range(world):
+        blocks.append(((rank - i) % world, kv.detach().clone().requires_grad_()))
+        if i < world - 1:
+            nxt = torch.empty_like(kv)
+            for r in dist.batch_isend_irecv([dist.P2POp(dist.isend, kv, dst), dist.P2POp(dist.irecv, nxt, src)]):
+                r.wait()
+            kv = nxt
+    q = _rows(q_all, mine, c).clone().requires_grad_()
+    scale = 1.0 / math.sqrt(params.head_dim)
+    above = torch.triu(torch.ones(c, c, dtype=torch.bool, device=q.device), diagonal=1)
+    outs = []
+    for qi, a in enumerate(mine):
+        o = lse = None
+        qs = q[:, qi * c : (qi + 1) * c]
+        for holder, leaf in blocks:
+            for ki, b in enumerate(work.chunks(split, holder, world)):
+                if work.pair_work(a, b, params.causal)[0] == 0:
+                    continue
+                sc = torch.matmul(qs, leaf[0, :, ki * c : (ki + 1) * c].transpose(1, 2)) * scale
+                if params.causal and a == b:
+                    sc = sc.masked_fill(above, -math.inf)
+                blse = torch.logsumexp(sc, dim=-1)
+                bout = torch.matmul(torch.exp(sc - blse.unsqueeze(-1)), leaf[1, :, ki * c : (ki + 1) * c])
+                if o is None or lse is None:
+                    o, lse = bout, blse
+                else:
+                    new = torch.logaddexp(lse, blse)
+                    o = o * torch.exp(lse - new).unsqueeze(-1) + bout * torch.exp(blse - new).unsqueeze(-1)
+                    lse = new
+        outs.append(o)
+    g = torch.randn(q_all.shape, generator=torch.Generator().manual_seed(params.seed + 7)).to(q.device)
+    (torch.cat(outs, dim=1) * _rows(g, mine, c)).sum().backward()
+    dkv = blocks[0][1].grad.clone()
+    for i in range(1, world):  # my gradient of rank (rank - i)'s block goes to it; rank + i sends me mine
+        theirs, got = blocks[i][1].grad.contiguous(), torch.empty_like(dkv)
+        reqs = dist.batch_isend_irecv(
+            [dist.P2POp(dist.isend, theirs, (rank - i) % world), dist.P2POp(dist.irecv, got, (rank + i) % world)]
+        )
+        for r in reqs:
+            r.wait()
+        dkv += got
+    qr, kr, vr = (t.detach().clone().requires_grad_() for t in (q_all, k_all, v_all))
+    (F.scaled_dot_product_attention(qr, kr, vr, is_causal=params.causal) * g).sum().backward()
+
+    def rel(got, want) -> float:
+        return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+
+    return {
+        "dq": rel(q.grad, _rows(qr.grad, mine, c)),
+        "dk": rel(dkv[0], _rows(kr.grad, mine, c)),
+        "dv": rel(dkv[1], _rows(vr.grad, mine, c)),
+    }
+
+
 def _torch_ring(torch, dist, params: Params, q_all, k_all, v_all, ref, rank, world, cuda: bool) -> dict:
     """PyTorch's own ring loop (`_templated_ring_attention`) on contiguous shards, and whether the public
     `context_parallel()` runs here. Private API of torch 2.13: its failure is reported, not raised."""
@@ -302,7 +373,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
                 err = float((o - want).abs().max())
             out[name] = {"passes": passes, "max_abs_err": err, "chunks": held}
         torch_ring = _torch_ring(torch, dist, params, q_all, k_all, v_all, ref, rank, world, cuda)
-    return {"variants": out, "torch": torch_ring}
+    backward = _ring_backward(torch, dist, params, q_all, k_all, v_all, rank, world) if params.backward else None
+    return {"variants": out, "torch": torch_ring, "backward": backward}
 
 
 # ---- run ----------------------------------------------------------------------------------------
@@ -334,8 +406,18 @@ def run(params: Params, ctx) -> dict:
             (r["torch"]["context_parallel_error"] for r in per_rank if r["torch"]["context_parallel_error"]), None
         ),
     }
+    backward = None
+    if params.backward:
+        backward = {k: max(rec["backward"][k] for rec in per_rank) for k in ("dq", "dk", "dv")}
+        backward = {
+            "split": "zigzag",
+            "max_rel_err_dq": backward["dq"],
+            "max_rel_err_dk": backward["dk"],
+            "max_rel_err_dv": backward["dv"],
+            "tolerance": GRAD_RTOL,
+        }
     ctx.progress(0.95, "writing tables")
-    return report.results(params, ctx, variants, torch_cp, device, TOL)
+    return report.results(params, ctx, variants, torch_cp, backward, device, TOL)
 
 
 def _variant(params: Params, ctx, name: str, recs: list[dict], t0: float, device: str) -> dict:

@@ -47,6 +47,13 @@ def test_an_output_off_full_attention_fails_parity(golden):
     assert got["status"] == "fail" and "ring-contiguous (2.0e-02)" in got["sentence"]
 
 
+def test_a_gradient_off_full_attention_fails_parity(golden):
+    bad = copy.deepcopy(golden)
+    bad["results"]["backward"]["max_rel_err_dk"] = 0.5
+    got = _by_name(bad)["parity"]
+    assert got["status"] == "fail" and "dQ, dK, dV" in got["sentence"] and "5.0e-01" in got["sentence"]
+
+
 def test_an_unbalanced_zigzag_or_a_balanced_causal_contiguous_split_fails(golden):
     bad = copy.deepcopy(golden)
     bad["results"]["variants"]["ring-zigzag"]["work_imbalance"] = 1.5

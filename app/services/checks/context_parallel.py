@@ -11,6 +11,9 @@ from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, 
 # FP32 attention merged block by block against one softmax over the whole row: a few ulps of values of order one
 # (the lab's TOL). Far above it, a block was skipped, counted twice or merged with the wrong scale.
 TOL = 1e-4
+# Gradients through the ring's merges against autograd through one softmax, relative to each gradient's largest
+# entry (the lab's GRAD_RTOL).
+GRAD_RTOL = 1e-4
 # Zig-zag gives every rank chunks i and 2N-1-i: the same number of causal chunk pairs, so max/min is 1; anything
 # above this says the split was not zig-zag.
 BALANCED = 1.05
@@ -22,7 +25,7 @@ def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> 
     r = result["results"]
     variants = r.get("variants") or {}
     return [
-        _parity(variants, r.get("torch_context_parallel") or {}),
+        _parity(variants, r.get("torch_context_parallel") or {}, r.get("backward")),
         _balance(variants, bool(r.get("causal"))),
         _bytes(variants),
         _overlap(variants),
@@ -30,7 +33,7 @@ def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> 
     ]
 
 
-def _parity(variants: dict, torch_cp: dict) -> dict:
+def _parity(variants: dict, torch_cp: dict, backward: dict | None) -> dict:
     if not variants:
         return check("parity", "fail", "No method's output is compared with full attention.")
     bad = {
@@ -44,6 +47,18 @@ def _parity(variants: dict, torch_cp: dict) -> dict:
     worst = max(v["max_abs_err"] for v in variants.values())
     theirs = torch_cp.get("ring_max_abs_err")
     extra = f"; PyTorch's own ring loop differs by {theirs:.1e}" if finite(theirs) else ""
+    if backward:
+        grads = [backward.get(k) for k in ("max_rel_err_dq", "max_rel_err_dk", "max_rel_err_dv")]
+        if not all(g is not None and finite(g) and g <= GRAD_RTOL for g in grads):
+            return check(
+                "parity",
+                "fail",
+                f"The ring's gradients differ from full attention's by more than {GRAD_RTOL:.0e} (dQ, dK, dV: "
+                + ", ".join("missing" if not finite(g) else f"{g:.1e}" for g in grads)
+                + ").",
+            )
+        worst_grad = max(float(g) for g in grads if g is not None)
+        extra += f"; its backward's gradients to within {worst_grad:.1e} of their largest entries"
     return check(
         "parity",
         "pass",
