@@ -7,13 +7,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class LabParams(BaseModel):
     """Base for every lab's parameters. Subclasses give each field a bound and a description."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def rank_timeout_field(group: dict[str, Any]) -> Any:
+    """`rank_timeout_s`, the same in every multi-rank lab: labs/parallel/dist.py stops ranks still running then.
+    `group` is the form's fieldset (json_schema_extra), as every field names one."""
+    return Field(
+        300,
+        ge=10,
+        le=1800,
+        description="A rank that has not finished by then is stopped and the job fails",
+        title="Rank timeout (s)",
+        json_schema_extra=group,
+    )
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from labs.words import count
+from labs.words import byte_size, count
 
 # Best first: `auto` picks the first one a host can run. The Literal types the result models.
 Backend = Literal["te", "torch-cuda", "cpu"]
@@ -138,6 +138,32 @@ class Resources:
     memory_note: str  # the arithmetic behind memory_bytes, in the learner's terms
     ranks_field: str | None = None  # the parameter that sets `ranks`, where errors about ranks belong
     memory_field: str | None = None  # the parameter that drives memory most, where a memory error belongs
+
+
+def rank_job(
+    ranks: int, backend: str, *, per_rank_bytes: int, what: str, memory_field: str, safety: float = 1.5
+) -> Resources:
+    """A lab of `ranks` processes started by labs/parallel/dist.py plus its launcher and the resource tracker: one
+    GPU per rank on a GPU backend (the tensors live there), one CPU slot per rank on cpu, each rank holding
+    about `per_rank_bytes` of host tensors (`what` says which, in the learner's terms) times `safety`."""
+    gpu = backend in GPU_BACKENDS
+    per_rank = 0 if gpu else per_rank_bytes
+    processes = (ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
+    note = (
+        f"{ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
+        f"= {byte_size(processes)}"
+    )
+    if not gpu:
+        note += f", + {safety} x {ranks} ranks x {byte_size(per_rank)} {what}"
+    return Resources(
+        ranks=ranks,
+        gpus=ranks if gpu else 0,
+        cpus=1 if gpu else ranks,
+        memory_bytes=processes + int(safety * ranks * per_rank),
+        memory_note=note,
+        ranks_field="ranks",
+        memory_field=memory_field,
+    )
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset
-from labs.resources import GPU_BACKENDS, PROCESS_BASE_BYTES, RANK_START_S, START_S, TRACKER_BYTES, Problem, Resources
+from labs.params import LabParams, Preset, rank_timeout_field
+from labs.resources import GPU_BACKENDS, RANK_START_S, START_S, Problem, Resources, rank_job
 from labs.words import byte_size
 
 Collective = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"]
@@ -95,14 +95,7 @@ class CollectivesParams(LabParams):
         json_schema_extra=RUN_MORE,
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds the tensors", json_schema_extra=RUN_MORE)
-    rank_timeout_s: int = Field(
-        300,
-        ge=10,
-        le=1800,
-        description="A rank that has not finished by then is stopped and the job fails",
-        title="Rank timeout (s)",
-        json_schema_extra=RUN_MORE,
-    )
+    rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("collectives")
     @classmethod
@@ -156,27 +149,13 @@ SAFETY = 1.5
 
 def resources(params: Params, backend: str) -> Resources:
     p = params
-    gpu = backend in GPU_BACKENDS
-    per_rank = 0 if gpu else 6 * p.max_bytes
-    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
-    total = processes + int(SAFETY * p.ranks * per_rank)
-    return Resources(
-        ranks=p.ranks,
-        gpus=p.ranks if gpu else 0,
-        cpus=1 if gpu else p.ranks,
-        memory_bytes=total,
-        memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
-            f"= {byte_size(processes)}"
-            + (
-                ""
-                if gpu
-                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} (about 6 buffers of the largest "
-                f"message, {byte_size(p.max_bytes)})"
-            )
-        ),
-        ranks_field="ranks",
+    return rank_job(
+        p.ranks,
+        backend,
+        per_rank_bytes=6 * p.max_bytes,
+        what=f"(about 6 buffers of the largest message, {byte_size(p.max_bytes)})",
         memory_field="max_bytes",
+        safety=SAFETY,
     )
 
 

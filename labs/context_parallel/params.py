@@ -5,19 +5,17 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset
+from labs.params import LabParams, Preset, rank_timeout_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
     GPU_GEMM_FLOPS,
-    PROCESS_BASE_BYTES,
     RANK_START_S,
     START_S,
-    TRACKER_BYTES,
     Problem,
     Resources,
+    rank_job,
 )
-from labs.words import byte_size
 
 RUN: JsonDict = {"group": "Context parallelism"}
 RUN_MORE: JsonDict = {"group": "Context parallelism", "advanced": True}
@@ -89,14 +87,7 @@ class ContextParallelParams(LabParams):
         1, ge=0, le=10, description="Untimed passes first", title="Warm-up passes", json_schema_extra=RUN_MORE
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds Q, K and V", json_schema_extra=RUN_MORE)
-    rank_timeout_s: int = Field(
-        300,
-        ge=10,
-        le=1800,
-        description="A rank that has not finished by then is stopped and the job fails",
-        title="Rank timeout (s)",
-        json_schema_extra=RUN_MORE,
-    )
+    rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
 
 Params = ContextParallelParams
@@ -146,28 +137,15 @@ def _rank_bytes(p: Params) -> int:
 
 def resources(params: Params, backend: str) -> Resources:
     p = params
-    gpu = backend in GPU_BACKENDS
-    per_rank = 0 if gpu else _rank_bytes(p)
-    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
-    total = processes + int(SAFETY * p.ranks * per_rank)
-    return Resources(
-        ranks=p.ranks,
-        gpus=p.ranks if gpu else 0,
-        cpus=1 if gpu else p.ranks,
-        memory_bytes=total,
-        memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
-            f"= {byte_size(processes)}"
-            + (
-                ""
-                if gpu
-                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} of FP32 tensors each (Q, K, V and "
-                f"the reference output for {p.seq_len} tokens x {p.heads} heads x {p.head_dim}, the reference's "
-                "scores one chunk at a time, and the shards and buffers in flight)"
-            )
-        ),
-        ranks_field="ranks",
+    return rank_job(
+        p.ranks,
+        backend,
+        per_rank_bytes=_rank_bytes(p),
+        what=f"of FP32 tensors each (Q, K, V and "
+        f"the reference output for {p.seq_len} tokens x {p.heads} heads x {p.head_dim}, the reference's "
+        "scores one chunk at a time, and the shards and buffers in flight)",
         memory_field="seq_len",
+        safety=SAFETY,
     )
 
 

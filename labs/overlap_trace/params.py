@@ -7,19 +7,17 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset
+from labs.params import LabParams, Preset, rank_timeout_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
     GPU_GEMM_FLOPS,
-    PROCESS_BASE_BYTES,
     RANK_START_S,
     START_S,
-    TRACKER_BYTES,
     Problem,
     Resources,
+    rank_job,
 )
-from labs.words import byte_size
 
 Schedule = Literal["immediate", "windowed", "dependent"]
 SCHEDULES: tuple[Schedule, ...] = get_args(Schedule)
@@ -98,14 +96,7 @@ class OverlapTraceParams(LabParams):
         json_schema_extra=RUN,
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds inputs and weights", json_schema_extra=RUN_MORE)
-    rank_timeout_s: int = Field(
-        300,
-        ge=10,
-        le=1800,
-        description="A rank that has not finished by then is stopped and the job fails",
-        title="Rank timeout (s)",
-        json_schema_extra=RUN_MORE,
-    )
+    rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("schedules")
     @classmethod
@@ -148,28 +139,15 @@ def _rank_elems(p: Params) -> int:
 def resources(params: Params, backend: str) -> Resources:
     """`ranks` processes plus the launcher; on a GPU the ranks' tensors live on the devices."""
     p = params
-    gpu = backend in GPU_BACKENDS
-    per_rank = 0 if gpu else 4 * _rank_elems(p)
-    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
-    total = processes + int(SAFETY * p.ranks * per_rank)
-    return Resources(
-        ranks=p.ranks,
-        gpus=p.ranks if gpu else 0,
-        cpus=1 if gpu else p.ranks,
-        memory_bytes=total,
-        memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
-            f"= {byte_size(processes)}"
-            + (
-                ""
-                if gpu
-                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} of FP32 tensors each (the full "
-                f"w1 ffn({p.ffn}) x hidden({p.hidden}), and per step about 3.25 x tokens({p.tokens}) x ffn for "
-                "the gathered buffer and its copies)"
-            )
-        ),
-        ranks_field="ranks",
+    return rank_job(
+        p.ranks,
+        backend,
+        per_rank_bytes=4 * _rank_elems(p),
+        what=f"of FP32 tensors each (the full "
+        f"w1 ffn({p.ffn}) x hidden({p.hidden}), and per step about 3.25 x tokens({p.tokens}) x ffn for "
+        "the gathered buffer and its copies)",
         memory_field="tokens",
+        safety=SAFETY,
     )
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
-from labs.params import LabParams, Preset
+from labs.params import LabParams, Preset, rank_timeout_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
@@ -185,14 +185,7 @@ class TpSweepParams(LabParams):
         description="Seeds weights and inputs, so TP=1 and TP>1 see the same block",
         json_schema_extra=RUN_MORE,
     )
-    rank_timeout_s: int = Field(
-        300,
-        ge=10,
-        le=1800,
-        description="A rank that has not finished by then is stopped and the job fails",
-        title="Rank timeout (s)",
-        json_schema_extra=RUN_MORE,
-    )
+    rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("degrees")
     @classmethod

@@ -7,19 +7,17 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset
+from labs.params import LabParams, Preset, rank_timeout_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
     GPU_GEMM_FLOPS,
-    PROCESS_BASE_BYTES,
     RANK_START_S,
     START_S,
-    TRACKER_BYTES,
     Problem,
     Resources,
+    rank_job,
 )
-from labs.words import byte_size
 from labs.zero_fsdp import anatomy
 
 Strategy = Literal["ddp", "zero1", "fsdp2", "fsdp2-no-reshard"]
@@ -122,14 +120,7 @@ class ZeroFsdpParams(LabParams):
         description="Seeds weights and data, the same for every strategy",
         json_schema_extra=RUN_MORE,
     )
-    rank_timeout_s: int = Field(
-        300,
-        ge=10,
-        le=1800,
-        description="A rank that has not finished by then is stopped and the job fails",
-        title="Rank timeout (s)",
-        json_schema_extra=RUN_MORE,
-    )
+    rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("strategies")
     @classmethod
@@ -171,28 +162,15 @@ def _rank_bytes(p: Params) -> int:
 def resources(params: Params, backend: str) -> Resources:
     """`ranks` processes plus the launcher; on a GPU the ranks' tensors live on the devices."""
     p = params
-    gpu = backend in GPU_BACKENDS
-    per_rank = 0 if gpu else _rank_bytes(p)
-    processes = (p.ranks + 1) * PROCESS_BASE_BYTES + TRACKER_BYTES
-    total = processes + int(SAFETY * p.ranks * per_rank)
-    return Resources(
-        ranks=p.ranks,
-        gpus=p.ranks if gpu else 0,
-        cpus=1 if gpu else p.ranks,
-        memory_bytes=total,
-        memory_note=(
-            f"{p.ranks} rank(s) + 1 launcher x {byte_size(PROCESS_BASE_BYTES)} + tracker {byte_size(TRACKER_BYTES)} "
-            f"= {byte_size(processes)}"
-            + (
-                ""
-                if gpu
-                else f", + {SAFETY} x {p.ranks} ranks x {byte_size(per_rank)} each (5 FP32 copies of the "
-                f"{anatomy.param_count(layers=p.layers, hidden=p.hidden, vocab=p.vocab, seq=p.seq):,} parameters "
-                f"and the activations of batch({p.batch}) x seq({p.seq}) tokens)"
-            )
-        ),
-        ranks_field="ranks",
+    return rank_job(
+        p.ranks,
+        backend,
+        per_rank_bytes=_rank_bytes(p),
+        what=f"each (5 FP32 copies of the "
+        f"{anatomy.param_count(layers=p.layers, hidden=p.hidden, vocab=p.vocab, seq=p.seq):,} parameters "
+        f"and the activations of batch({p.batch}) x seq({p.seq}) tokens)",
         memory_field="hidden",
+        safety=SAFETY,
     )
 
 
