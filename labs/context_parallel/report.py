@@ -31,8 +31,8 @@ def variant_artifacts(
             drawn,
             title=f"{TITLES[name]}: one measured pass per rank (last of {params.steps})",
             subtitle=f"N = {params.ranks}, {params.seq_len} tokens, {'causal' if params.causal else 'no mask'}; "
-            "compute = attention on the K/V block held, communication = K/V send/recv posted to completed, "
-            "wait = blocked on the receive; "
+            "attn K/V2 = attention of this rank's queries on rank 2's K/V block; K/V→1 ←3 = send to rank 1 and "
+            "receive from rank 3, posted to completed; wait = blocked on the receive; a2a = all-to-all; "
             + ("CPU wall-clock spans on gloo" if device == "cpu" else "stream-synchronized spans on NCCL (unverified)"),
             description=f"Attention compute, K/V transfers and waits for {params.ranks} ranks: {TITLES[name]}.",
         ),
@@ -44,6 +44,20 @@ def variant_artifacts(
     ctx.add_artifact(f"timeline_{name}", svg, "image/svg+xml", f"Timeline: {TITLES[name]} (measured)")
     ctx.add_artifact(f"trace_{name}", trace, "application/json", f"Chrome trace: {TITLES[name]} (open in Perfetto)")
     return {"timeline": svg, "trace": trace}
+
+
+def _words(error: str | None) -> str | None:
+    """An error for a summary note: the known CPU refusal said in words (its op name, one 51-letter word, would
+    not wrap on a phone), anything else as raised with each long identifier cut to fit."""
+    if not error:
+        return None
+    if "flash_attention_for_cpu" in error and "sharding strategy" in error:
+        return (
+            "NotImplementedError: the CPU attention op (…flash_attention_for_cpu) has no DTensor sharding "
+            "strategy; context_parallel() dispatches only the CUDA attention kernels (the whole message is in "
+            "result.json)"
+        )
+    return " ".join(w if len(w) <= 32 else w[:30] + "…" for w in error.split())
 
 
 def _short(v: float | None) -> str:
@@ -101,7 +115,15 @@ def results(
                 {
                     "label": f"{TITLES[name]}: busiest / idlest rank's causal work",
                     "value": None if v["work_imbalance"] is None else round(v["work_imbalance"], 3),
-                    "note": f"chunk pairs needed; measured attention time {_short(v['compute_time_imbalance'])}",
+                    "note": f"chunk pairs needed; measured attention CPU time {_short(v['compute_time_imbalance'])}; "
+                    f"pass {number(v['pass_ms'], 3)} ms"
+                    + (
+                        " (more ranks than free cores: an idle rank's core serves a busy one, so the pass shows the "
+                        "total work and the per-rank CPU time shows its split; on GPUs every ring step waits for the "
+                        "busiest rank)"
+                        if cpu and name == "ring-contiguous"
+                        else ""
+                    ),
                 }
             )
     if "ring-zigzag" in variants:
@@ -148,17 +170,19 @@ def results(
         )
     summary.append(
         {
-            "label": "PyTorch's own ring loop (_templated_ring_attention) against full attention",
+            "label": "PyTorch's own ring loop against full attention",
             "value": torch_cp["ring_max_abs_err"] if torch_cp["ring_error"] is None else "did not run",
-            "note": torch_cp["ring_error"]
-            or "it rotates K/V with an all-to-all (ft_c.permute_tensor), not point-to-point sends",
+            "note": _words(torch_cp["ring_error"])
+            if torch_cp["ring_error"]
+            else "torch's _templated_ring_attention with this device's attention op; it rotates K/V with an "
+            "all-to-all (permute_tensor), not point-to-point sends",
         }
     )
     summary.append(
         {
             "label": "context_parallel() here",
             "value": "runs" if torch_cp["context_parallel_error"] is None else "does not run",
-            "note": torch_cp["context_parallel_error"] or "patched SDPA ran on this device",
+            "note": _words(torch_cp["context_parallel_error"]) or "patched SDPA ran on this device",
         }
     )
     method_rows = [

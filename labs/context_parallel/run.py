@@ -105,11 +105,11 @@ def _ring_pass(torch, dist, clock, params: Params, split: str, overlap: bool, q_
                 for r in reqs:
                     r.wait()
                 done = clock.now()
-                spans.append(("wait", f"wait for K/V from rank {src_peer}", w0, done, {"ring_step": i}))
+                spans.append(("wait", f"wait K/V←{src_peer}", w0, done, {"ring_step": i}))
                 spans.append(
                     (
                         "communication",
-                        f"K/V to {dst}, from {src_peer}",
+                        f"K/V→{dst} ←{src_peer}",
                         posted,
                         done,
                         {"ring_step": i, "bytes": kv.numel() * kv.element_size()},
@@ -144,7 +144,7 @@ def _ring_pass(torch, dist, clock, params: Params, split: str, overlap: bool, q_
         spans.append(
             (
                 "compute",
-                f"attention: my queries x rank {holder}'s K/V",
+                f"attn K/V{holder}",
                 t0,
                 t1,
                 {"ring_step": i, "blocks": blocks, "flops": int(blocks * flops_per_chunk_pair(params))},
@@ -155,11 +155,11 @@ def _ring_pass(torch, dist, clock, params: Params, split: str, overlap: bool, q_
             for r in reqs:
                 r.wait()
             done = clock.now()
-            spans.append(("wait", f"wait for K/V from rank {src_peer}", w0, done, {"ring_step": i}))
+            spans.append(("wait", f"wait K/V←{src_peer}", w0, done, {"ring_step": i}))
             spans.append(
                 (
                     "communication",
-                    f"K/V to {dst}, from {src_peer}",
+                    f"K/V→{dst} ←{src_peer}",
                     posted,
                     done,
                     {"ring_step": i, "bytes": kv.numel() * kv.element_size()},
@@ -190,7 +190,7 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
     spans.append(
         (
             "communication",
-            "all-to-all: Q, K, V to head shards",
+            "a2a Q,K,V",
             t0,
             t1,
             {"bytes": send.numel() * elem * (world - 1) // world},
@@ -202,7 +202,15 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
     o = F.scaled_dot_product_attention(q, k, v, is_causal=params.causal)  # (h, S, d)
     t3 = clock.now()
     cpu_ms += 1e3 * (time.thread_time() - c0)
-    spans.append(("compute", f"attention: heads {rank * h}..{rank * h + h - 1}, whole sequence", t2, t3, {}))
+    spans.append(
+        (
+            "compute",
+            f"attn head {rank * h}" if h == 1 else f"attn heads {rank * h}-{rank * h + h - 1}",
+            t2,
+            t3,
+            {},
+        )
+    )
     back = o.reshape(h, world, shard, d).permute(1, 0, 2, 3).contiguous()  # dim 0: the sequence shard's owner
     got = torch.empty_like(back)  # got[j] = head group j of my shard
     t4 = clock.now()
@@ -211,7 +219,7 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
     spans.append(
         (
             "communication",
-            "all-to-all: output back to sequence shards",
+            "a2a out",
             t4,
             t5,
             {"bytes": back.numel() * elem * (world - 1) // world},

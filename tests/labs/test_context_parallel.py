@@ -142,3 +142,16 @@ def test_resources_and_estimate_grow_with_the_sequence():
     assert resources(big, "cpu").memory_bytes > resources(small, "cpu").memory_bytes
     assert resources(small, "torch-cuda").gpus == 4 and resources(small, "cpu").cpus == 4
     assert estimate_seconds(big, "cpu") > estimate_seconds(small, "cpu") > 5
+
+
+def test_errors_in_summary_notes_wrap_on_a_phone():
+    from labs.context_parallel.report import _words
+
+    cpu = (
+        "NotImplementedError: Operator aten._scaled_dot_product_flash_attention_for_cpu.default does not have a "
+        "sharding strategy registered."
+    )
+    assert max(len(w) for w in _words(cpu).split()) <= 32 and "CUDA attention kernels" in _words(cpu)
+    other = _words("RuntimeError: " + "x" * 60 + " failed")
+    assert other == "RuntimeError: " + "x" * 30 + "… failed"
+    assert _words(None) is None
