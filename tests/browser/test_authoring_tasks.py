@@ -91,15 +91,16 @@ def test_an_instructors_authoring_tasks_end_to_end(browser, live_server):
 
         # 2. a word where a number goes: the message says what to type; publishing keeps the text and the note
         _editor(page, base)
-        _type(page, files[PART].replace("minutes: 10", "minutes: ten"))
+        assert files[PART].startswith("number: 5\n")
+        _type(page, files[PART].replace("number: 5\n", "number: five\n", 1))
         problem = page.locator("#preview ul.errors li").first
-        expect(problem).to_contain_text(f"{LESSON}/{PART}:4 minutes: expected a whole number (integer) such as 5")
+        expect(problem).to_contain_text(f"{LESSON}/{PART}:1 number: expected a whole number (integer) such as 5")
         expect(problem).not_to_contain_text("unable to parse")
-        page.get_by_label("Note for the version history (optional)").fill("Serving: ten minutes")
+        page.get_by_label("Note for the version history (optional)").fill("Serving: part five")
         page.get_by_role("button", name="Validate and publish a new version").click()
         expect(page.locator("#preview")).to_contain_text("nothing is published until it is fixed")
-        assert "minutes: ten" in page.locator("textarea#text").input_value()
-        expect(page.get_by_label("Note for the version history (optional)")).to_have_value("Serving: ten minutes")
+        assert "number: five" in page.locator("textarea#text").input_value()
+        expect(page.get_by_label("Note for the version history (optional)")).to_have_value("Serving: part five")
 
         # leaving with unpublished edits asks first (a file link would have dropped them without a word)
         dialogs: list[str] = []

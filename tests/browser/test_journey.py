@@ -27,6 +27,7 @@ def _parts() -> list[tuple[str, str, str]]:
 
 
 PARTS = _parts()
+EYEBROW = {part: f"{number} · {minutes}" for part, number, minutes in PARTS}
 
 
 def test_learner_journey_to_environment_report(page, live_server):
@@ -127,14 +128,14 @@ def test_back_and_forward_between_parts_bring_back_whole_pages(page, live_server
     page.evaluate("window.stillThisPage = true")  # gone if anything reloads the document
     eyebrow = page.locator(".part .eyebrow").first
     page.locator('#pacing a[href="/lessons/transformer-scaling/deep-dives"]').click()
-    expect(eyebrow).to_have_text("03 · 15 min")
+    expect(eyebrow).to_have_text(EYEBROW["deep-dives"])
     page.locator("footer.part-foot a.next").click()
     expect(page).to_have_url(re.compile("/code-trace$"))
-    expect(eyebrow).to_have_text("04 · 12 min")
+    expect(eyebrow).to_have_text(EYEBROW["code-trace"])
 
     page.go_back()
     expect(page).to_have_url(re.compile("/deep-dives$"))
-    expect(eyebrow).to_have_text("03 · 15 min")
+    expect(eyebrow).to_have_text(EYEBROW["deep-dives"])
     expect(page.locator("header.site")).to_have_count(1)
     expect(page.locator("#pacing")).to_have_count(1)
     expect(page.locator('#pacing a[aria-current="page"]')).to_contain_text("Deep dives")
@@ -147,7 +148,7 @@ def test_back_and_forward_between_parts_bring_back_whole_pages(page, live_server
 
     page.go_back()
     expect(page).to_have_url(re.compile("/orient$"))
-    expect(eyebrow).to_have_text("01 · 5 min")
+    expect(eyebrow).to_have_text(EYEBROW["orient"])
     page.go_forward()
     expect(page).to_have_url(re.compile("/deep-dives$"))
     expect(page.locator(".pause").first).to_contain_text("The scale goes stale")  # the saved answer, from the server

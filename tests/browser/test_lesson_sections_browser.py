@@ -68,7 +68,7 @@ def test_the_lab_page_eyebrow_is_short_and_the_requirements_read_as_prose(browse
     eyebrow = page.locator("article[aria-labelledby=lab-h] > p.eyebrow")
     expect(eyebrow).to_have_text("Optional hands-on lab · 45–70 min")
     assert eyebrow.evaluate("e => e.getBoundingClientRect().height") < 40  # one line, even on a phone
-    expect(page.get_by_text(re.compile(r"^Outside the core 60 minutes\. Best on a CUDA GPU"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^Outside the lesson's core time\. Best on a CUDA GPU"))).to_be_visible()
     item = page.locator("#evidence-static-trace")
     text = re.sub(r"\s+", " ", item.inner_text())
     assert text.upper().count("UNSUPPORTED HARDWARE") == 1 and " :" not in text, text

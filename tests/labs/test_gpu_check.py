@@ -68,7 +68,10 @@ def test_on_an_h200_with_te_each_supported_recipe_runs_and_mxfp8_must_be_refused
     assert "fp8-step on te will run: delayed, current, block" in said
     assert "fp8-step on te must refuse mxfp8 with exit 2: Device compute capability 10.0" in said
     assert "will skip: TE's" not in said and "will skip: the FP8 benchmark" not in said
-    assert "will skip: the two-rank checks (overlap-trace, tp-sweep TP=2 and up) (1 GPU visible, they need 2)" in said
+    assert (
+        "will skip: the two-rank checks (overlap-trace, tp-sweep TP=2 and up, and the collectives, zero-fsdp, "
+        "pipeline and context-parallel runs on NCCL) (1 GPU visible, they need 2)" in said
+    )
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
     assert plan["recipes_run"] == ["delayed", "current", "block"] and plan["recipes_refused"] == ["mxfp8"]
 

@@ -180,7 +180,8 @@ def render_part(env: Environment, key: tuple, ctx: dict[str, Any]) -> Markup:
         elif piece[0] in ("pause", "question"):
             out.append(kept(_slots, _SLOTS_KEPT, (learner, piece), partial(_render_slot, env, ctx, piece)))
         elif piece[0] == "run":
-            out.append(env.get_template("lessons/_your_run.html").render(ctx, lab=piece[1]))
+            lab, _, where = piece[1].partition("@")
+            out.append(env.get_template("lessons/_your_run.html").render(ctx, lab=lab, where=where))
         else:
             out.append(env.get_template("lessons/_part_foot.html").render(ctx))
     return Markup("".join(out))
