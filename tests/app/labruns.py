@@ -48,6 +48,7 @@ TINY = {
         "steps": 1,
         "warmup": 1,
     },
+    "context-parallel": {"ranks": 2, "seq_len": 32, "heads": 2, "head_dim": 8, "steps": 1, "warmup": 0},
     "pipeline": {
         "ranks": 2,
         "microbatches": 2,

@@ -107,7 +107,7 @@ def test_ring_and_all_to_all_on_two_gpus_over_nccl():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
         pytest.skip("needs 2 CUDA GPUs: NCCL p2p between two context-parallel ranks")
-    done = runs.run("context-parallel", {"ranks": 2, "seq_len": 4096, "heads": 4, "head_dim": 64})
+    done = runs.run("context-parallel", {"ranks": 2, "seq_len": 4096, "heads": 4, "head_dim": 64}, backend="torch-cuda")
     res = done.result["results"]
     assert res["timing"]["kind"] == "cuda-stream-sync"
     for name, v in res["variants"].items():

@@ -123,7 +123,7 @@ def test_the_four_schedules_on_two_gpus_over_nccl():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
         pytest.skip("needs 2 CUDA GPUs: NCCL p2p between two pipeline ranks")
-    done = runs.run("pipeline", {**SMALL, "width": 1024})
+    done = runs.run("pipeline", {**SMALL, "width": 1024}, backend="torch-cuda")
     res = done.result["results"]
     assert res["timing"]["kind"] == "cuda-events"
     for name, s in res["schedules"].items():
