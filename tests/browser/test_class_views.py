@@ -262,3 +262,22 @@ def test_a_digit_picks_the_level_the_page_names_by_that_key(live_server, submitt
     expect(pg.locator("#item-numerics input[value=missing]")).to_be_checked()
     pg.keyboard.press("2")
     expect(pg.locator("#item-numerics input[value=shown]")).to_be_checked()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_reset_link_issued_from_the_roster_is_copied_with_one_click(live_server, klass, open_page, size):
+    pg = open_page(size, INSTRUCTOR)
+    pg.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    pg.goto(f"{live_server.url}/instructor/learners/{klass['c']}")
+    pg.get_by_role("button", name="Issue a password-reset link").click()
+    link = pg.locator("#reset-link")
+    expect(link).to_contain_text("/reset/")
+    copy = pg.locator("button[data-copy='reset-link']")
+    expect(copy).to_have_text("Copy link")
+    box, width = copy.bounding_box(), SIZES[size][0]
+    assert box and box["x"] + box["width"] <= width
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert pg.evaluate("navigator.clipboard.readText()") == link.inner_text().strip()
+    _no_sideways_scroll(pg)
+    screenshot(pg, f"class-reset-link-copy-{size}")
