@@ -165,7 +165,9 @@ def test_the_sweep_chart_is_two_panels_with_legends_under_them(open_page, live_s
     expect(charts).to_have_count(2)
     expect(figure.locator(".scroll-box")).to_be_hidden()
     expect(figure.locator(".scroll-hint")).to_be_hidden()
-    expect(figure.locator(".plotv-title")).to_have_text([re.compile("^Measured on this machine"), re.compile("^Predicted")])
+    expect(figure.locator(".plotv-title")).to_have_text(
+        [re.compile("^Measured on this machine"), re.compile("^Predicted")]
+    )
     width = SIZES[size][0]
     for k in range(2):
         chart, legend = charts.nth(k).bounding_box(), figure.locator(".plotv-legend").nth(k)
@@ -178,9 +180,12 @@ def test_the_sweep_chart_is_two_panels_with_legends_under_them(open_page, live_s
     # collective and exposed comm coincide when nothing hides the collective: hollow markers keep both visible
     assert charts.first.locator("svg rect, svg circle, svg polygon").count() > 4
     # both panels share the x axis: TP=1 and TP=2 sit at one x in each, though only the prediction reaches TP=8
-    ticks = [c.locator("svg text[text-anchor=middle]").evaluate_all(
-        "ts => Object.fromEntries(ts.filter(t => /^[0-9]+$/.test(t.textContent)).map(t => [t.textContent, +t.getAttribute('x')]))"
-    ) for c in (charts.nth(0), charts.nth(1))]
+    ticks = [
+        c.locator("svg text[text-anchor=middle]").evaluate_all(
+            "ts => Object.fromEntries(ts.filter(t => /^[0-9]+$/.test(t.textContent)).map(t => [t.textContent, +t.getAttribute('x')]))"
+        )
+        for c in (charts.nth(0), charts.nth(1))
+    ]
     assert ticks[0]["1"] == pytest.approx(ticks[1]["1"]) and ticks[0]["2"] == pytest.approx(ticks[1]["2"]), ticks
     # the TP degrees are the x ticks, evenly spaced (log x)
     charts.nth(1).focus()
