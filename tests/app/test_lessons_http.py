@@ -217,3 +217,12 @@ def test_the_lab_page_keeps_its_eyebrow_short_and_says_each_evidence_item_once(l
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", item))
     assert text.startswith("on unsupported hardware Static recipe and shape trace: Without a suitable GPU")
     assert text.lower().count("unsupported hardware") == 1 and " :" not in text
+
+
+def test_a_pause_prompt_links_to_the_lab_preset_it_names(learner):
+    """Lesson 09's pauses ask the learner to run a named preset: the prompt is inline Markdown, so the link is a
+    link, not '[GPipe against 1F1B](/labs/...)' typed out."""
+    html = learner.get("/lessons/parallelism-measured/pipeline-lab").text
+    prompt = re.search(r'<p class="prompt" id="pause-[^"]+-prompt">(.*?)</p>', html, re.S).group(1)
+    assert re.search(r'<a href="/labs/pipeline\?preset=gpipe-against-1f1b"[^>]*>GPipe against 1F1B</a>', prompt), prompt
+    assert "](/labs" not in html

@@ -32,7 +32,9 @@ class PauseCheck(Strict):
 
 class Pause(Strict):
     id: Id = Field(description="Stable id; the learner's answer is saved under it before the reveal.")
-    prompt: Text = Field(description="The 'pause and reason' question.")
+    prompt: Markdown = Field(
+        description="The 'pause and reason' question (inline Markdown: a link to a lab preset, `code`)."
+    )
     answer: Markdown = Field(description="Reference answer revealed after the learner writes theirs.")
     check: PauseCheck | None = Field(None, description="Optional: the interactive tool that checks the prediction.")
 
