@@ -12,6 +12,7 @@ Every check returns {"check", "status", "sentence"} with status one of
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,3 +100,49 @@ def check_environment(result: dict) -> dict:
         return check("environment", "fail", f"The environment is not stated: {', '.join(missing)} missing.")
     kind = "CPU emulation" if env.get("emulated") else "measured on the device"
     return check("environment", "pass", f"Ran on {device} with the {backend} backend ({kind}): “{label}”.")
+
+
+def ranks_covered(
+    result: dict, runs: dict, read_artifact: ReadArtifact | None, *, kind: str, kinds: str, span_cat: str | None
+) -> dict:
+    """Every rank 0..N-1 in each run's result rows (`runs`: name -> run with `ranks` and `artifacts.trace`) and in
+    its Chrome trace, which must carry spans (of category `span_cat`, when given) for every rank. `kind`/`kinds`
+    name a run in the sentences ("Schedule"/"schedules")."""
+    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
+    if not isinstance(n, int) or n < 1:
+        return check("every-rank", "fail", "The number of ranks is not stated.")
+    want = set(range(n))
+    for name, run in runs.items():
+        got = {rk.get("rank") for rk in run.get("ranks") or []}
+        if got != want:
+            return check("every-rank", "fail", f"{kind} {name} reports ranks {sorted(got)}; expected 0..{n - 1}.")
+        trace_name = (run.get("artifacts") or {}).get("trace")
+        if trace_name and read_artifact is not None:
+            artifact = next(
+                (
+                    a["name"]
+                    for a in result.get("artifacts", [])
+                    if a.get("path") == trace_name or a.get("name") == trace_name
+                ),
+                trace_name,
+            )
+            try:
+                events = json.loads(read_artifact(artifact)).get("traceEvents", [])
+            except ArtifactUnreadable as exc:
+                return check("every-rank", "not_gradable", f"The {name} trace could not be read: {exc}.")
+            except (ValueError, AttributeError):
+                return check("every-rank", "fail", f"The {name} trace is not Chrome trace JSON.")
+            pids = {
+                e.get("pid")
+                for e in events
+                if isinstance(e, dict) and e.get("ph") == "X" and (span_cat is None or e.get("cat") == span_cat)
+            }
+            if not want <= pids:
+                spans = f"{span_cat} spans" if span_cat else "spans"
+                return check(
+                    "every-rank",
+                    "fail",
+                    f"The {name} trace has {spans} for ranks {sorted(p for p in pids if isinstance(p, int))}; "
+                    f"expected every rank 0..{n - 1}.",
+                )
+    return check("every-rank", "pass", f"The timeline covers every rank (0..{n - 1}) in all {len(runs)} {kinds}.")

@@ -4,9 +4,7 @@ overlapped its attention, and the timelines cover every rank."""
 
 from __future__ import annotations
 
-import json
-
-from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, finite
+from app.services.checks.common import ReadArtifact, check, finite, ranks_covered
 
 # FP32 attention merged block by block against one softmax over the whole row: a few ulps of values of order one
 # (the lab's TOL). Far above it, a block was skipped, counted twice or merged with the wrong scale.
@@ -29,7 +27,7 @@ def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> 
         _balance(variants, bool(r.get("causal"))),
         _bytes(variants),
         _overlap(variants),
-        _ranks_covered(result, variants, read_artifact),
+        ranks_covered(result, variants, read_artifact, kind="Method", kinds="methods", span_cat="compute"),
     ]
 
 
@@ -129,34 +127,3 @@ def _overlap(variants: dict) -> dict:
             f"{s['pass_ms']:.1f} ms with each transfer waited for first.",
         )
     return check("overlap", "pass", f"{ov:.0%} of the ring's transfer time ran under attention.")
-
-
-def _ranks_covered(result: dict, variants: dict, read_artifact: ReadArtifact | None) -> dict:
-    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
-    if not isinstance(n, int) or n < 1:
-        return check("every-rank", "fail", "The number of ranks is not stated.")
-    want = set(range(n))
-    for name, v in variants.items():
-        got = {rk.get("rank") for rk in v.get("ranks") or []}
-        if got != want:
-            return check("every-rank", "fail", f"Method {name} reports ranks {sorted(got)}; expected 0..{n - 1}.")
-        trace_name = (v.get("artifacts") or {}).get("trace")
-        if trace_name and read_artifact is not None:
-            artifact = next((a["name"] for a in result.get("artifacts", []) if a.get("path") == trace_name), trace_name)
-            try:
-                events = json.loads(read_artifact(artifact)).get("traceEvents", [])
-            except ArtifactUnreadable as exc:
-                return check("every-rank", "not_gradable", f"The {name} trace could not be read: {exc}.")
-            except (ValueError, AttributeError):
-                return check("every-rank", "fail", f"The {name} trace is not Chrome trace JSON.")
-            pids = {
-                e.get("pid") for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == "compute"
-            }
-            if not want <= pids:
-                return check(
-                    "every-rank",
-                    "fail",
-                    f"The {name} trace has compute spans for ranks {sorted(p for p in pids if isinstance(p, int))}; "
-                    f"expected every rank 0..{n - 1}.",
-                )
-    return check("every-rank", "pass", f"The timeline covers every rank (0..{n - 1}) in all {len(variants)} methods.")

@@ -3,9 +3,7 @@ overlaps more, and the timeline covers every rank in every schedule."""
 
 from __future__ import annotations
 
-import json
-
-from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check
+from app.services.checks.common import ReadArtifact, check, ranks_covered
 
 # An all-gather waited on at once leaves no window; a few percent of "overlap" is timer granularity at the
 # span edges (CPU clocks, CUDA event resolution), not work.
@@ -75,43 +73,5 @@ def timeline(result: dict, read_artifact: ReadArtifact | None) -> list[dict]:
                     ),
                 )
             )
-    out.append(_check_ranks_covered(result, schedules, read_artifact))
+    out.append(ranks_covered(result, schedules, read_artifact, kind="Schedule", kinds="schedules", span_cat=None))
     return out
-
-
-def _check_ranks_covered(result: dict, schedules: dict, read_artifact: ReadArtifact | None) -> dict:
-    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
-    if not isinstance(n, int) or n < 1:
-        return check("every-rank", "fail", "The number of ranks is not stated.")
-    want = set(range(n))
-    for name, s in schedules.items():
-        got = {rk.get("rank") for rk in s.get("ranks") or []}
-        if got != want:
-            return check("every-rank", "fail", f"Schedule {name} reports ranks {sorted(got)}; expected 0..{n - 1}.")
-        trace_name = (s.get("artifacts") or {}).get("trace")
-        if trace_name and read_artifact is not None:
-            artifact = next(
-                (
-                    a["name"]
-                    for a in result.get("artifacts", [])
-                    if a.get("path") == trace_name or a.get("name") == trace_name
-                ),
-                trace_name,
-            )
-            try:
-                events = json.loads(read_artifact(artifact)).get("traceEvents", [])
-            except ArtifactUnreadable as exc:
-                return check("every-rank", "not_gradable", f"The {name} trace could not be read: {exc}.")
-            except (ValueError, AttributeError):
-                return check("every-rank", "fail", f"The {name} trace is not Chrome trace JSON.")
-            pids = {e.get("pid") for e in events if isinstance(e, dict) and e.get("ph") == "X"}
-            if not want <= pids:
-                return check(
-                    "every-rank",
-                    "fail",
-                    f"The {name} trace has spans for ranks {sorted(p for p in pids if isinstance(p, int))}; "
-                    f"expected every rank 0..{n - 1}.",
-                )
-    return check(
-        "every-rank", "pass", f"The timeline covers every rank (0..{n - 1}) in all {len(schedules)} schedules."
-    )

@@ -4,9 +4,7 @@ timing explains), interleaving's extra sends are there, and the timelines cover 
 
 from __future__ import annotations
 
-import json
-
-from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, finite
+from app.services.checks.common import ReadArtifact, check, finite, ranks_covered
 
 # FP32 gradients summed per micro-batch then divided by m, against one mean over the batch: a few ulps of the
 # gradient's size (the lab's GRAD_RTOL); far above it, a stage used the wrong weights or dropped a micro-batch.
@@ -28,7 +26,7 @@ def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> 
         _memory(schedules),
         *_bubbles(schedules, cpu),
         _interleaving(schedules),
-        _ranks_covered(result, schedules, read_artifact),
+        ranks_covered(result, schedules, read_artifact, kind="Schedule", kinds="schedules", span_cat="compute"),
     ]
 
 
@@ -120,39 +118,3 @@ def _interleaving(schedules: dict) -> dict:
             f"{i.get('bubble_fraction', 0):.1%} against {o.get('bubble_fraction', 0):.1%}.",
         )
     return check("interleaving-cost", "fail", f"Interleaved 1F1B sent {si} messages, not more than 1F1B's {so}.")
-
-
-def _ranks_covered(result: dict, schedules: dict, read_artifact: ReadArtifact | None) -> dict:
-    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
-    if not isinstance(n, int) or n < 1:
-        return check("every-rank", "fail", "The number of ranks is not stated.")
-    want = set(range(n))
-    for name, s in schedules.items():
-        got = {rk.get("rank") for rk in s.get("ranks") or []}
-        if got != want:
-            return check("every-rank", "fail", f"Schedule {name} reports ranks {sorted(got)}; expected 0..{n - 1}.")
-        trace_name = (s.get("artifacts") or {}).get("trace")
-        if trace_name and read_artifact is not None:
-            artifact = next(
-                (a["name"] for a in result.get("artifacts", []) if a.get("path") == trace_name),
-                trace_name,
-            )
-            try:
-                events = json.loads(read_artifact(artifact)).get("traceEvents", [])
-            except ArtifactUnreadable as exc:
-                return check("every-rank", "not_gradable", f"The {name} trace could not be read: {exc}.")
-            except (ValueError, AttributeError):
-                return check("every-rank", "fail", f"The {name} trace is not Chrome trace JSON.")
-            pids = {
-                e.get("pid") for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == "compute"
-            }
-            if not want <= pids:
-                return check(
-                    "every-rank",
-                    "fail",
-                    f"The {name} trace has compute spans for ranks {sorted(p for p in pids if isinstance(p, int))}; "
-                    f"expected every rank 0..{n - 1}.",
-                )
-    return check(
-        "every-rank", "pass", f"The timeline covers every rank (0..{n - 1}) in all {len(schedules)} schedules."
-    )
