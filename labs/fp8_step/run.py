@@ -225,7 +225,7 @@ def train(
     with prec.session():
         for step in range(p.steps):
             prec.before_step(step)
-            loss_value = _one_step(model, prec, p, step, opt, gen, target, device, step_ms)
+            loss_value = one_step(model, prec, p, step, opt, gen, target, device, step_ms)
             if step == 0 and collect:
                 grads0 = _weight_grads(model)
             losses.append(loss_value)
@@ -237,7 +237,7 @@ def train(
     return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device), snapshot)
 
 
-def _one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str, step_ms: list) -> float:
+def one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str, step_ms: list) -> float:
     """Forward, backward, optimizer step and FP8 scale update; returns the loss (a host sync on GPU)."""
     cuda = device == "cuda"
     x, y = stride_batch(gen, p.batch, p.seq, p.vocab)  # (B, T) each

@@ -98,6 +98,8 @@ class QuantResult:
     amax: torch.Tensor  # max |x| of the unscaled input (per tensor or per block)
     clipped_t: torch.Tensor | int | None  # values with |x * scale| beyond max + half an ULP (saturated)
     flushed_t: torch.Tensor | int | None  # nonzero inputs that came back as exactly 0
+    # max amax and min scale as Python numbers, where the CPU counts already read them
+    host_amax_scale: tuple[float, float] | None = None
 
     @property
     def clipped(self) -> int:
@@ -158,11 +160,12 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
                 amin = a.amin()
     clipped: torch.Tensor | int | None = None
     flushed: torch.Tensor | int | None = None
+    host = None
     if count and xf.device.type == "cpu":
-        clipped, flushed = _host_counts(xf, scaled, data, dequant, scale_t, amax, amin, spec)
+        clipped, flushed, host = _host_counts(xf, scaled, data, dequant, scale_t, amax, amin, spec)
     elif count:
         clipped, flushed = _clipped_count(scaled, spec), _flushed_count(xf, dequant)
-    return QuantResult(dequant, data, scale_t, amax, clipped, flushed)
+    return QuantResult(dequant, data, scale_t, amax, clipped, flushed, host)
 
 
 # What the counts mean; `_host_counts` reaches the same numbers with fewer passes on the CPU.
@@ -190,27 +193,29 @@ def _host_counts(
     amax: torch.Tensor,
     amin: torch.Tensor | None,
     spec: Fp8Format,
-) -> tuple[int, int]:
-    """`_clipped_count` and `_flushed_count`, exactly, with full passes only where something may count.
+) -> tuple[int, int, tuple[float, float] | None]:
+    """`_clipped_count` and `_flushed_count`, exactly, with full passes only where something may count;
+    also max amax and min scale as read on the way (None where they were not read).
 
     A product of two FP32 values is exact in float64, and FP32 multiplication rounds monotonically, so
     every |x * s| lies within [fl(min|x| * min s), fl(max|x| * max s)]: if amax * max s is within the
     clip threshold nothing clipped, and if min|x| * min s lies above half the smallest subnormal nothing
     was zero and nothing flushed. Otherwise the count runs, over the FP8 bytes for the flushes (a +-0 byte
     is a zero; an input 0 stays 0, so flushed = zeros out - zeros in). On the fp8-step default about
-    a quarter of the calls count flushes (a spiked tensor's later steps, inputs with exact zeros) and
-    only the spike step counts clips. Anything outside these assumptions takes the reference formulas.
+    an eighth of the calls count flushes (tensors with tiny values or exact zeros) and only the spike
+    step counts clips. Anything outside these assumptions takes the reference formulas.
     """
     n = xf.numel()
     if n == 0:
-        return 0, 0
+        return 0, 0, None
     if scale_t.dim() == 0:
         s_lo = s_hi = float(scale_t)
     else:
         s_lo, s_hi = float(scale_t.min()), float(scale_t.max())
     if not (_MIN_NORMAL_F32 <= s_lo and s_hi <= FLT_MAX):  # NaN fails both
-        return int(_clipped_count(scaled, spec)), int(_flushed_count(xf, dequant))
+        return int(_clipped_count(scaled, spec)), int(_flushed_count(xf, dequant)), None
     a_hi = float(amax) if amax.numel() == 1 else float(amax.max())  # a caller's amax may be per block
+    host = (a_hi, s_lo)
     clipped = 0
     if not a_hi * s_hi <= spec.clip_threshold:
         # _clipped_count's comparison; count_nonzero reads the mask faster than summing it as integers.
@@ -219,13 +224,13 @@ def _host_counts(
     # The cast rounds to nearest even: up to half the smallest subnormal goes to 0, anything above it does
     # not. An exact product at or past the FP32 number after that half rounds to it or beyond.
     if lo * s_lo >= spec.min_subnormal / 2 * (1 + _F32_EPS):
-        return clipped, 0
-    zeros_out = n - int(torch.count_nonzero(data.view(torch.uint8) & 0x7F))  # the sign bit aside
+        return clipped, 0, host
+    zeros_out = n - int(torch.count_nonzero(data.detach().view(torch.uint8) & 0x7F))  # the sign bit aside
     if zeros_out == 0 or lo > 0:  # an input 0 gives a 0 byte, so zeros_out == 0 means no zero came in
-        return clipped, zeros_out
+        return clipped, zeros_out, host
     # Counted over `bool()`: count_nonzero reads a bool tensor ~12x faster than float32 on the CPU. NaN is
     # nonzero in both, and -0.0 is zero.
-    return clipped, zeros_out - (n - int(torch.count_nonzero(xf.bool())))
+    return clipped, zeros_out - (n - int(torch.count_nonzero(xf.detach().bool()))), host
 
 
 # --------------------------------------------------------------------------- scales

@@ -107,6 +107,9 @@ class TensorQuantizer:
 
     def _accumulate(self, res: QuantResult, numel: int) -> None:
         # Keep tensors as they are (no host sync, few ops); reduce once per step in end_step().
+        if res.host_amax_scale is not None:  # the CPU counts read both already
+            self._pending.append((*res.host_amax_scale, res.clipped_t, res.flushed_t, numel))
+            return
         scale_of_max = res.scale if res.scale.dim() == 0 else res.scale.min()
         self._pending.append((res.amax, scale_of_max, res.clipped_t, res.flushed_t, numel))
 
@@ -118,15 +121,22 @@ class TensorQuantizer:
             self.delayed.update()
         if self._pending:
             amax, scale, clipped, flushed, numel = zip(*self._pending)
-            if len(self._pending) == 1:  # the usual case: one forward (or backward) per step
-                row = [amax[0], scale[0], clipped[0], flushed[0]]
-            else:  # several calls in one step (e.g. gradient accumulation): TE keeps their max
-                row = [torch.stack(amax).max(), torch.stack(scale).min(), sum(clipped), sum(flushed)]
-            if row[0].device.type == "cpu":
-                self._history.append((self.step, (float(row[0]), float(row[1]), int(row[2]), int(row[3])), sum(numel)))
+            if all(isinstance(a, float) for a in amax):  # read on the CPU by the counts already
+                host = (max(amax), min(scale), int(sum(clipped)), int(sum(flushed)))
+                self._history.append((self.step, host, sum(numel)))
             else:
-                row_t = torch.stack([torch.as_tensor(v).detach().to(torch.float32) for v in row])  # (4,)
-                self._history.append((self.step, row_t, sum(numel)))
+                if len(self._pending) == 1:  # the usual case: one forward (or backward) per step
+                    row = [amax[0], scale[0], clipped[0], flushed[0]]
+                else:  # several calls in one step (e.g. gradient accumulation): TE keeps their max
+                    amax_t = [torch.as_tensor(a, dtype=torch.float32) for a in amax]
+                    scale_t = [torch.as_tensor(v, dtype=torch.float32) for v in scale]
+                    row = [torch.stack(amax_t).max(), torch.stack(scale_t).min(), sum(clipped), sum(flushed)]
+                if row[0].device.type == "cpu":
+                    row_h = (float(row[0]), float(row[1]), int(row[2]), int(row[3]))
+                    self._history.append((self.step, row_h, sum(numel)))
+                else:
+                    row_t = torch.stack([torch.as_tensor(v).detach().to(torch.float32) for v in row])  # (4,)
+                    self._history.append((self.step, row_t, sum(numel)))
         self._pending = []
         self.step += 1
 

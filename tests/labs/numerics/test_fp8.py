@@ -241,6 +241,21 @@ def test_current_scaling_never_lags():
     assert q.history()[1].scale == pytest.approx(448 / 300)
 
 
+def test_several_casts_in_one_step_keep_the_max_amax_min_scale_and_summed_counts():
+    """Gradient accumulation: a step with two casts of one tensor gets one history row, as TE keeps it."""
+    recipe = Fp8Recipe(kind="current", fp8_format="e4m3")
+    q = TensorQuantizer("x", "input", recipe)
+    tiny = 2.0**-40  # flushes to 0 next to 300 in E4M3 (scale 448/300)
+    q.quantize(torch.tensor([1.0, 2.0, tiny]))
+    q.quantize(torch.tensor([300.0, tiny, tiny]))
+    q.end_step()
+    (row,) = q.history()
+    assert row.amax == 300.0
+    assert row.scale == pytest.approx(448 / 300)  # the smaller of the two calls' scales (448/2 and 448/300)
+    assert row.flushed == 2 + 1 and row.clipped == 0
+    assert row.numel == 6
+
+
 # --------------------------------------------------------------------------- block formats
 
 
