@@ -58,6 +58,17 @@ class Need:
         free[TE_RESOURCE] = free.get(TE_RESOURCE, 0) - self.te_gpus
         free["memory"] = free.get("memory", 0) - self.memory_bytes
 
+    def with_cpu_share(self, totals: Mapping[str, float], free: Mapping[str, float]) -> Need:
+        """A GPU job's CPU slots on one node: its GPUs' share of that node's CPUs (an 8-GPU, 96-core node gives
+        each GPU 12), as many of them as are free now and never fewer than the catalog's one. The lab's own
+        process runs the CPU-side work of a GPU run (the FP32 and emulated references it compares against) on
+        these threads (labproc.lab_threads). CPU jobs keep what they asked for: one slot per rank."""
+        node_gpus = totals.get("GPU", 0)
+        if not self.gpus or node_gpus <= 0:
+            return self
+        share = int(totals.get("CPU", 0) // node_gpus) * self.gpus
+        return replace(self, cpus=float(max(self.cpus, min(share, int(free.get("CPU", 0))))))
+
     def within(self, memory_budget: int) -> Need:
         """Ray's logical memory on a node: the catalog's estimate, but no more than that node lets a job use."""
         return replace(self, memory_bytes=min(self.memory_bytes, memory_budget))
