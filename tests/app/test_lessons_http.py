@@ -226,3 +226,16 @@ def test_a_pause_prompt_links_to_the_lab_preset_it_names(learner):
     prompt = re.search(r'<p class="prompt" id="pause-[^"]+-prompt">(.*?)</p>', html, re.S).group(1)
     assert re.search(r'<a href="/labs/pipeline\?preset=gpipe-against-1f1b"[^>]*>GPipe against 1F1B</a>', prompt), prompt
     assert "](/labs" not in html
+
+
+@pytest.mark.parametrize(
+    ("lesson", "says"),
+    [
+        ("transformer-scaling", "The report is one of this lab's evidence items."),
+        ("parallelism-measured", "Run it once before the labs below"),
+    ],
+)
+def test_the_environment_check_is_called_evidence_only_where_the_lab_asks_for_it(learner, lesson, says):
+    page = learner.get(f"/lessons/{lesson}/lab").text
+    assert says in page
+    assert "first evidence item" not in page
