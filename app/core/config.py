@@ -322,6 +322,16 @@ class CourseEnv(BaseSettings):
             "no metrics are served"
         ),
     )
+    dispatcher_lease_seconds: int = Field(
+        5,
+        ge=2,
+        le=60,
+        alias="COURSE_DISPATCHER_LEASE_SECONDS",
+        description=(
+            "ray mode: the active dispatcher renews its lease in the database every cycle; a standby takes over "
+            "when it is this old (docs/dispatcher.md)"
+        ),
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -505,6 +515,7 @@ class Settings:
     # Not read from the environment: the worker's own pace, and the interpreter that runs `python -m labs`.
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)
+    dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/dispatch_lease.py)
 
     @property
     def db_url(self) -> str:
@@ -581,6 +592,7 @@ class Settings:
             ray_address=e.ray_address,
             dispatcher=e.dispatcher,
             unplaceable_s=e.unplaceable_seconds,
+            dispatcher_lease_s=float(e.dispatcher_lease_seconds),
         )
         values.update(overrides)
         return cls(**values)
