@@ -18,6 +18,9 @@ Each calculation returns a flat dict of named numbers (bools render as yes/no). 
     parallel.py  overlap, collectives (with the ring's latency term), pipeline bubbles, the TP limit
     memory.py    training state under DP/ZeRO/TP/PP and activations with and without recomputation
     planning.py  6·N·D budgets, compute-optimal tokens, MoE sizes, KV cache and serving
+    fabric.py    a node's NVLink domain, rails and egress; the all-to-all a NIC per GPU bounds
+    hiding.py    DDP's buckets, FSDP2's prefetch and async TP: serial, overlapped, exposed
+    blockscale.py  bits per element of block-scaled formats (DeepSeek-V3, MXFP8, NVFP4) and FP32 promotions
 
 Everything is plain Python, so the web tier never imports torch. FP8 rules follow Transformer Engine
 (shared/DESIGN.md) in one arithmetic: scale = (fp8_max / amax) / 2**margin computed in FP32; quantize = multiply in FP32,
@@ -37,6 +40,8 @@ from labs.api import power_of_ten
 from ..formats import spec_problem
 from ._base import CalcError
 from .accumulator import fast_accumulation, narrow_add
+from .blockscale import promotions, recipe_bits, scaled_format
+from .fabric import cross_node_all_to_all, node_fabric
 from .fp8 import (
     FLT_MAX,
     FP8_BITS,
@@ -50,6 +55,7 @@ from .fp8 import (
     fp8_spacing,
     round_fp8,
 )
+from .hiding import async_tp, bucketed_allreduce, ddp_buckets, layer_prefetch
 from .memory import activations, memory_per_gpu, model_state, zero_memory
 from .parallel import (
     collective_time,
@@ -135,6 +141,15 @@ REGISTRY: dict[str, Callable[..., dict]] = {
         kv_cache,
         decode_step,
         serving_pools,
+        node_fabric,
+        cross_node_all_to_all,
+        ddp_buckets,
+        bucketed_allreduce,
+        layer_prefetch,
+        async_tp,
+        scaled_format,
+        recipe_bits,
+        promotions,
     )
 }
 

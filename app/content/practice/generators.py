@@ -21,7 +21,7 @@ from labs.api import number, percent
 from .. import calc
 from ..formats import spec_problem
 from ..schema import Choices, Numeric, Question, Range
-from . import numerics, planning
+from . import atscale, numerics, planning
 from .family import Generator
 
 
@@ -87,7 +87,7 @@ def fill(template: str, values: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- generators
 
 
-GENERATORS: dict[str, Generator] = {g.name: g for g in (*numerics.FAMILIES, *planning.FAMILIES)}
+GENERATORS: dict[str, Generator] = {g.name: g for g in (*numerics.FAMILIES, *planning.FAMILIES, *atscale.FAMILIES)}
 
 
 # ---------------------------------------------------------------- variants
