@@ -1,19 +1,25 @@
 """Dark mode (prefers-color-scheme: dark), measured in real Chromium at 1280 x 800 and 390 x 844: text against
 the background it really sits on (WCAG AA), form fields' borders, no light boxes glaring on the dark page
 except the paper islands that must stay light (lesson figures, lab plots, /play drawings: their SVGs draw dark
-ink), the code trace turned dark, the memory bar's track and HBM mark, CodeMirror's one-dark gutter.
+ink), the code trace turned dark, the memory bar's track and HBM mark, CodeMirror's one-dark gutter; at the laptop width, axe in the dark scheme on the pages test_pages_fit.py checks
+in the light one (the same visit serves both).
 
 Screenshots: test-artifacts/screenshots/dark-*.png: look at them."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from tests.app.reporting import CRASHED
 from tests.browser.conftest import login, screenshot
+from tests.browser.pages import rgb
 from tests.browser.seed import Seeder
+from tests.browser.settle import goto_settled
+from tests.browser.test_lesson_quality import serious_violations
+from tests.browser.test_pages_fit import axe_pages
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -114,6 +120,7 @@ def test_dark_pages_have_legible_text_and_no_glaring_boxes(browser, live_server,
             f"/lessons/{LESSON}/atlas",
             "/lessons/precision-by-numbers/formats",
             "/play",
+            "/labs/fp8-step",
             "/labs/tp-sweep",
             f"/jobs/{jobs['tp-sweep']}",
             f"/jobs/{jobs['overlap-trace']}",
@@ -131,14 +138,15 @@ def test_dark_pages_have_legible_text_and_no_glaring_boxes(browser, live_server,
             "/instructor/cluster?saved=default",  # a .banner.ok
         ],
     }
-    low, light = {}, {}
+    axe = axe_pages(jobs, dark_seeded["report"], LEARNER, STAFF) if name == "laptop" else {}
+    low, light, violations = {}, {}, {}
     for email, paths in pages.items():
         ctx = _context(browser, width, height)
         page = ctx.new_page()
         login(page, live_server.url, email)
+        assert set(axe.get(email, [])) <= set(paths), "every axe page is in the dark sweep"
         for path in paths:
-            page.goto(live_server.url + path)
-            page.wait_for_load_state("networkidle")
+            goto_settled(page, live_server.url + path)
             if "/edit" in path:
                 page.locator(".cm-editor .cm-gutters").wait_for()  # CodeMirror has replaced the textarea
             screenshot(page, f"dark-{_slug(path)}-{name}")
@@ -146,9 +154,14 @@ def test_dark_pages_have_legible_text_and_no_glaring_boxes(browser, live_server,
                 low[path] = found
             if found := page.evaluate(LIGHT_BOXES):
                 light[path] = found
+            if path in axe.get(email, []) and (found := serious_violations(page)):
+                violations[path] = found
+        bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert sum(rgb(bg)) < 3 * 60, bg  # the dark scheme is in effect
         ctx.close()
     assert low == {}, low
     assert light == {}, light
+    assert violations == {}, "axe (dark scheme): " + json.dumps(violations, indent=1)
 
 
 def test_dark_paper_islands_code_trace_memory_bar_and_editor(browser, live_server, dark_seeded):
@@ -227,8 +240,7 @@ def test_light_scheme_unchanged_where_the_dark_fixes_reach(browser, live_server,
     ctx = _context(browser, 1280, 800, scheme="light")
     page = ctx.new_page()
     login(page, live_server.url, LEARNER)
-    page.goto(live_server.url + path)
-    page.wait_for_load_state("networkidle")
+    goto_settled(page, live_server.url + path)
     assert page.evaluate(CONTRAST) == []
     if "code-trace" in path:
         bg = page.locator(".trace pre.code").evaluate("e => getComputedStyle(e).backgroundColor")
