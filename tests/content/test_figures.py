@@ -141,8 +141,60 @@ def test_memory_figure_has_a_phone_layout_with_the_same_numbers():
     assert [r.findtext(f"{SVG}title") for r in narrow.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None] == [
         r.findtext(f"{SVG}title") for r in _parse(d.svg).iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None
     ]
-    # a figure without a phone layout has none
-    assert figures.render("ring-traffic", {}, "r").narrow_svg == ""
+    # a figure drawn for a phone's width in the first place has no second layout
+    assert figures.render("zero-stages", {}, "z").narrow_svg == ""
+
+
+def _texts(root: ET.Element) -> str:
+    """Every label of a drawing, joined; the no-break spaces that keep "14 ms" on one line read as spaces."""
+    return " | ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text")).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("name", sorted(figures.FIGURES))
+def test_every_figure_wider_than_a_phone_has_a_phone_layout(name):
+    """Drawn 340 px wide, with the wide drawing's title and description (one of the two is display: none, so a
+    screen reader meets them once), its own scoped marker ids, and no label under 12 px: shown in a 390 px phone's
+    ~335 px column, 12 px text is ~11.8 px on screen."""
+    drawn = figures.render(name, DEFAULTS[name], "fig-x")
+    assert bool(drawn.narrow_svg) == (drawn.width > 400), drawn.width
+    if not drawn.narrow_svg:
+        return
+    wide, narrow = _parse(drawn.svg), _parse(drawn.narrow_svg)
+    assert narrow.get("viewBox").startswith("0 0 340 ")
+    assert [narrow[0].text, narrow[1].text] == [wide[0].text, wide[1].text]
+    ids = [el.get("id") for el in narrow.iter() if el.get("id")]
+    assert all(i.startswith("fig-x-n-") for i in ids), ids
+    assert len([t for t in narrow.iter(f"{SVG}text") if "".join(t.itertext()).strip()]) >= 5
+    sizes = [float(el.get("font-size")) for el in narrow.iter() if el.get("font-size")]
+    assert min(sizes) >= 12, sizes
+
+
+def test_phone_layouts_show_the_wide_drawings_numbers():
+    line = figures.render("fp8-number-line", {"amax": 240, "values": [120, 300]}, "f")
+    texts = _texts(_parse(line.narrow_svg))
+    assert all(w in texts for w in ("560 → 448", "| 224 |", "max 448", "max 57,344", "240 = 1.867"))
+    step = figures.render("step-timeline", {"compute": 12, "comm": 5, "overlap": 3}, "f")
+    texts = _texts(_parse(step.narrow_svg))
+    assert all(w in texts for w in ("12 + 5 − 3 = 14 ms", "compute (GEMMs)", "hidden 3 ms", "exposed", "wait 2 ms"))
+    assert "| 14 |" in texts  # the step's end is on the time axis
+    for sp, words in ((False, ("forward identity", "backward all-reduce")), (True, ("forward all-gather", "X₁"))):
+        block = figures.render("tp-mlp-block", {"sequence_parallel": sp}, "f")
+        texts = _texts(_parse(block.narrow_svg))
+        assert all(w in texts for w in (*words, "A₁ (column slice)", "B₀ (row slice)", "470 MB sent per GPU"))
+    ring = figures.render("ring-time", {"size_mb": 1000, "alpha_us": 5}, "f")
+    texts = _texts(_parse(ring.narrow_svg))
+    assert all(w in texts for w in ("total", "bandwidth term", "latency term 2(p−1)·α", "1,000", "450 GB/s"))
+    traffic = _texts(_parse(figures.render("ring-traffic", {"max_gpus": 64}, "f").narrow_svg))
+    assert "2(p−1)/p" in traffic and "limit 2×" in traffic and "| 1.75 |" in traffic
+
+
+def test_a_phone_timeline_names_short_spans_under_their_lane_without_collisions():
+    """Spans too short for their name are named under the lane, a second line when two would touch."""
+    d = figures.render("step-timeline", {"compute": 12, "comm": 5, "overlap": 3}, "f")
+    root = _parse(d.narrow_svg)
+    y = {"".join(t.itertext()): float(t.get("y")) for t in root.iter(f"{SVG}text")}
+    assert y["compute (GEMMs)"] < y["communication"] + 20  # fits inside its bar
+    assert y["communication"] < y["hidden 3 ms"] < y["exposed"] < y["wait"]  # under the lane, on two lines
 
 
 # ---------------------------------------------------------------- figures in lessons

@@ -10,6 +10,7 @@ from labs.api import Series, line_chart
 
 from .. import calc
 from ..schema import Rendered
+from . import phone
 from .base import FigureSpec, Params, finish
 
 
@@ -48,6 +49,18 @@ def draw_ring_time(p: RingTimeParams) -> Rendered:
         width=600,
         description=alt,
     )
+    narrow = phone.line_chart(
+        [
+            ("total", xs, [r["ms"] for r in rs], False),
+            ("bandwidth term", xs, [r["transfer_ms"] for r in rs], True),
+            ("latency term 2(p−1)·α", xs, [r["latency_ms"] for r in rs], True),
+        ],
+        title=title,
+        alt=alt,
+        xlabel="GPUs in the ring (p)",
+        ylabel="time (ms)",
+        x_ticks=6,
+    )
     rows = [[str(n), f"{r['transfer_ms']:.3f}", f"{r['latency_ms']:.3f}", f"{r['ms']:.3f}"] for n, r in zip(p.gpus, rs)]
     numbers: dict[str, float] = {}
     for n, r in zip(p.gpus, rs):
@@ -60,6 +73,7 @@ def draw_ring_time(p: RingTimeParams) -> Rendered:
         name="ring-time",
         title=title,
         svg=svg,
+        narrow_svg=narrow,
         alt=alt,
         columns=["GPUs (p)", "bandwidth term (ms)", "latency term (ms)", "total (ms)"],
         rows=rows,

@@ -8,6 +8,7 @@ from labs.api import Series, line_chart
 
 from .. import calc
 from ..schema import Rendered
+from . import phone
 from .base import FigureSpec, Params, finish
 
 
@@ -35,10 +36,21 @@ def draw_ring_traffic(p: RingTrafficParams) -> Rendered:
         width=600,
         description=alt,
     )
+    narrow = phone.line_chart(
+        [
+            ("2(p−1)/p", [float(n) for n in ns], factors, False),
+            ("limit 2×", [float(ns[0]), float(ns[-1])], [2.0, 2.0], True),
+        ],
+        title=title,
+        alt=alt,
+        xlabel="GPUs in the ring (p)",
+        ylabel="bytes sent ÷ array size",
+    )
     return finish(
         name="ring-traffic",
         title=title,
         svg=svg,
+        narrow_svg=narrow,
         alt=alt,
         columns=["GPUs (p)", "bytes per GPU ÷ array"],
         rows=[[str(n), f"{f:.3f}"] for n, f in zip(ns, factors)],

@@ -199,7 +199,7 @@ def _narrow(p: RooflineParams, fig: dict, roofs: list, points: list, fp8_points:
             formula: str, at: str) -> str:  # fmt: skip
     """The same roofline for a phone, 340 px: the title on three lines, the legend under the plot, the points
     named by degree only (their intensities are in the legend lines and the table)."""
-    width, left, right, top, ph = 340, 46, 22, 78, 220
+    width, left, right, top, ph = 340, 46, 22, 86, 220
     pw = width - left - right
     x_lo, x_hi, y_lo, y_hi = 2.0, 5.0, 1.5, 3.5
     legend_top = top + ph + 64
@@ -220,8 +220,9 @@ def _narrow(p: RooflineParams, fig: dict, roofs: list, points: list, fp8_points:
         x = px(10.0**e)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#ddd"/>')
         label = {2: "100", 3: "1k", 4: "10k", 5: "100k"}[e]
-        anchor = "end" if e == int(x_hi) else "middle"
-        out.append(text_at(x + (6 if e == int(x_hi) else 0), top + ph + 16, label, anchor=anchor, fill="#333"))
+        # the end labels start and end at the plot's corners: the first would sit on the y axis's lowest label
+        anchor, dx = {int(x_lo): ("start", -2), int(x_hi): ("end", 6)}.get(e, ("middle", 0))
+        out.append(text_at(x + dx, top + ph + 16, label, anchor=anchor, fill="#333"))
     for tf in (30, 100, 300, 1000, 3000):
         y = py(tf)
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')

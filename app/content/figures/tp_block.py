@@ -8,7 +8,20 @@ from labs.api import svg_open
 
 from .. import calc
 from ..schema import Rendered
+from . import phone
 from .base import BLUE, GREY, ORANGE, FigureSpec, Params, arrow_defs, finish, text_at, title_line
+
+# The block's boxes, in data-flow order: (label, sublabel, width in the wide drawing, colour). Rank 0's names;
+# _for_rank renames them for rank 1.
+BOXES = [
+    ("A₀ (column slice)", "X · A[:, 0:F/N]", 118, BLUE),
+    ("GeLU", "per element", 72, GREY),
+    ("B₀ (row slice)", "Y₀ · B[0:F/N, :]", 118, BLUE),
+]
+
+
+def _for_rank(text: str, r: int) -> str:
+    return text.replace("0:F/N", "0:F/N" if r == 0 else "F/N:2F/N").replace("₀", "₀₁"[r])
 
 
 class TpBlockParams(Params):
@@ -52,18 +65,13 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     out.append(arrow_defs())
     out.append(title_line(title))
     lanes = [("rank 0", 70), ("rank 1", 176)]
-    boxes = [  # (x, w, label, sublabel, colour)
-        (150, 118, "A₀ (column slice)", "X · A[:, 0:F/N]", BLUE),
-        (290, 72, "GeLU", "per element", GREY),
-        (384, 118, "B₀ (row slice)", "Y₀ · B[0:F/N, :]", BLUE),
-    ]
+    boxes = [(x, w, label, sub, colour) for x, (label, sub, w, colour) in zip((150, 290, 384), BOXES)]
     for r, (name, y) in enumerate(lanes):
         out.append(text_at(12, y + 24, name, fill="#111", extra=' font-weight="600"'))
         out.append(text_at(88, y + 24, "X" if not sp else f"X{'₀₁'[r]}", anchor="middle", fill="#111"))
         prev_x = 104
         for bx, bw, label, sub, colour in boxes:
-            label = label.replace("₀", "₀₁"[r])
-            sub = sub.replace("0:F/N", "0:F/N" if r == 0 else "F/N:2F/N").replace("Y₀", "Y" + "₀₁"[r])
+            label, sub = _for_rank(label, r), _for_rank(sub, r)
             out.append(
                 f'<line x1="{prev_x}" y1="{y + 20}" x2="{bx - 2}" y2="{y + 20}" stroke="#333" marker-end="url(#ARROW-k)"/>'
             )
@@ -91,16 +99,13 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
     out.append(text_at(586, 266, f"backward {g_bwd}", anchor="middle", fill="#111", extra=' font-size="11"'))
     if sp:
         out.append(text_at(12, height - 28, "X₀, X₁ and Z₀, Z₁: each rank's slice of the sequence", fill="#444"))
-    out.append(
-        text_at(
-            12,
-            height - 10,
-            f"Per layer (attention + MLP): {c['collectives_per_layer']} collectives; "
-            f"{c['bytes_per_gpu_per_layer'] / 1e6:,.0f} MB sent per GPU at {p.tokens:,} tokens, H = {p.hidden:,}, N = {p.degree}",
-            fill="#444",
-        )
+    per_layer = (
+        f"Per layer (attention + MLP): {c['collectives_per_layer']} collectives; "
+        f"{c['bytes_per_gpu_per_layer'] / 1e6:,.0f} MB sent per GPU at {p.tokens:,} tokens, H = {p.hidden:,}, N = {p.degree}"
     )
+    out.append(text_at(12, height - 10, per_layer, fill="#444"))
     out.append("</svg>")
+    narrow = _narrow(sp, title, alt, (f_in, f_bwd), (g_out, g_bwd), per_layer)
     rows = [
         ["f (before A)", f_in, f_bwd, "2 per layer (attention, MLP)" if f_in != "identity" else "—"],
         ["column-parallel A", "none", "none", "each rank owns F/N columns"],
@@ -112,11 +117,74 @@ def draw_tp_block(p: TpBlockParams) -> Rendered:
         name="tp-mlp-block",
         title=title,
         svg="\n".join(out),
+        narrow_svg=narrow,
         alt=alt,
         columns=["where", "forward", "backward", "how often"],
         rows=rows,
         numbers=numbers,
     )
+
+
+def _narrow(sp: bool, title: str, alt: str, f: tuple[str, str], g: tuple[str, str], per_layer: str) -> str:
+    """The same block for a phone, 340 px: data flows down instead of across, the two ranks side by side, and
+    each collective a band across both ranks that the data enters and leaves, its forward and backward named
+    inside. Text is 12 px throughout: the picture is shown a little under its drawn size on a 390 px phone."""
+    centres, box_w = (86, 254), 148
+    body: list[str] = [arrow_defs()]
+    y = phone.title_block(body, title) + 30
+    for r, cx in enumerate(centres):
+        body.append(text_at(cx, y, f"rank {r}", anchor="middle", extra=' font-weight="600"'))
+        body.append(text_at(cx, y + 20, f"X{'₀₁'[r]}" if sp else "X", anchor="middle"))
+    y += 26  # the top of the first arrow
+
+    def arrows(y0: float, y1: float) -> None:
+        for cx in centres:
+            body.append(f'<line x1="{cx}" y1="{y0}" x2="{cx}" y2="{y1 - 2}" stroke="#333" marker-end="url(#ARROW-k)"/>')
+
+    def band(y0: float, tag: str, fwd: str, bwd: str) -> None:
+        colour = ORANGE if fwd != "identity" else GREY
+        body.append(
+            f'<rect x="{phone.MARGIN}" y="{y0}" width="{phone.PHONE_W - 2 * phone.MARGIN}" height="40" rx="6" '
+            f'fill="{colour}" fill-opacity="0.15" stroke="{colour}"/>'
+        )
+        body.append(text_at(phone.MARGIN + 8, y0 + 25, tag, fill=colour, extra=' font-weight="600"'))
+        mid = phone.PHONE_W / 2
+        body.append(text_at(mid, y0 + 17, f"forward {fwd}", anchor="middle"))
+        body.append(text_at(mid, y0 + 33, f"backward {bwd}", anchor="middle"))
+
+    band(y + 16, "f", *f)
+    arrows(y, y + 16)  # into the band, and out of it into A
+    arrows(y + 56, y + 76)
+    y += 76
+    for k, (label, sub, _, colour) in enumerate(BOXES):
+        for r, cx in enumerate(centres):
+            w = box_w if colour == BLUE else 90
+            body.append(
+                f'<rect x="{cx - w / 2}" y="{y}" width="{w}" height="40" rx="5" fill="#fff" stroke="{colour}" '
+                'stroke-width="2"/>'
+            )
+            body.append(text_at(cx, y + 17, _for_rank(label, r), anchor="middle"))
+            body.append(text_at(cx, y + 33, _for_rank(sub, r), anchor="middle", fill="#555"))
+        if k < len(BOXES) - 1:
+            arrows(y + 40, y + 60)
+            y += 60
+    y += 40
+    band(y + 34, "g", *g)
+    arrows(y, y + 34)
+    arrows(y + 74, y + 96)
+    for cx in centres:
+        body.append(text_at(cx + 6, y + 22, "partial", fill="#555"))
+    y += 96
+    for r, cx in enumerate(centres):
+        body.append(text_at(cx, y + 16, f"Z{'₀₁'[r]}" if sp else "Z", anchor="middle"))
+    y += 40
+    if sp:
+        y = phone.note_block(body, "X₀, X₁ and Z₀, Z₁: each rank's slice of the sequence.", y)
+    y = phone.note_block(body, per_layer, y)
+    out = svg_open(phone.PHONE_W, round(y - 4), title, alt)
+    out += body
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 SPEC = FigureSpec("tp-mlp-block", "column- then row-parallel MLP and its collectives", TpBlockParams, draw_tp_block)
