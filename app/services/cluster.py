@@ -4,6 +4,10 @@ Web processes never connect to Ray (a Ray driver per web process would cost memo
 loads to the cluster's health). The dispatcher (app/executors/ray.py) writes each node's resources and its
 capability labels every few seconds; pages and the submit check read them here. A node the dispatcher has not
 listed for FRESH_S is treated as gone, so a dead dispatcher shows as "no node online", not as stale capacity.
+
+Only lab nodes count towards what a job can get (`lab_nodes`): every lab task asks Ray for at least one CPU, so a
+node that offers none, such as a head started with `--num-cpus=0 --num-gpus=0`, never runs one, and its missing
+memory label must not lend it the web host's budget.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ def node_memory_budget(labels: Mapping[str, Any], fallback: int) -> int:
 
 
 @dataclass(frozen=True)
+class ClusterCapacity(HostCapacity):
+    """The cluster's best node per resource, and which node's budget bounds a job's memory, in words."""
+
+    memory_why: str = ""  # e.g. "the largest per-job budget of a lab node online (gpu-1, COURSE_JOB_MEMORY_MB=3072)"
+
+
+@dataclass(frozen=True)
 class Node:
     node_id: str
     hostname: str
@@ -59,6 +70,11 @@ class Node:
 
     def label(self, name: str, default: str = "") -> str:
         return str(self.labels.get(LABEL_PREFIX + name, default))
+
+    @property
+    def runs_labs(self) -> bool:
+        """Whether any lab task can land here: each asks for at least one CPU (ray_resources.need_for)."""
+        return self.cpus > 0
 
 
 def node_from_row(row: ClusterNode) -> Node:
@@ -91,11 +107,27 @@ def all_nodes(db: Session) -> list[tuple[Node, bool, object]]:
     return [(node_from_row(r), bool(r.alive and r.seen_at > since), r.seen_at) for r in rows]
 
 
-def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
-    """What one job can get from the cluster: the best node for each kind of resource. Memory is the largest
-    budget a node online enforces (each enforces its own COURSE_JOB_MEMORY_MB); `memory_bytes`, this host's,
-    stands in for a node without the label and for an empty cluster."""
-    memory_bytes = max((node_memory_budget(n.labels, memory_bytes) for n in nodes), default=memory_bytes)
+def lab_nodes(nodes: list[Node]) -> list[Node]:
+    return [n for n in nodes if n.runs_labs]
+
+
+def _memory_why(nodes: list[Node], fallback: int) -> tuple[int, str]:
+    """The largest per-job memory budget of the lab nodes, and a sentence naming the node that has it."""
+    if not nodes:
+        return fallback, "no lab node of the Ray cluster is online; this is the web host's COURSE_JOB_MEMORY_MB"
+    best = max(nodes, key=lambda n: node_memory_budget(n.labels, fallback))
+    budget = node_memory_budget(best.labels, fallback)
+    raw = whole_number(str(best.labels.get(JOB_MEMORY_LABEL, "")), lo=1)
+    setting = f"COURSE_JOB_MEMORY_MB={raw}" if raw is not None else "no memory label, so the web host's budget"
+    return budget, f"the largest per-job budget of a lab node online: {best.hostname}, {setting}"
+
+
+def capacity(nodes: list[Node], *, memory_bytes: int) -> ClusterCapacity:
+    """What one job can get from the cluster: the best lab node for each kind of resource. Memory is the largest
+    budget a lab node online enforces (each enforces its own COURSE_JOB_MEMORY_MB); `memory_bytes`, this host's,
+    stands in for a node without the label and for a cluster with no lab node online."""
+    nodes = lab_nodes(nodes)
+    memory_bytes, memory_why = _memory_why(nodes, memory_bytes)
     gpus = max((n.gpus for n in nodes), default=0)
     cpus = max((n.cpus for n in nodes), default=0)
     backends = [b for b in ("te", "torch-cuda", "cpu") if any(b in n.backends for n in nodes)]
@@ -109,9 +141,9 @@ def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
         )
         cpu_why = f"the largest node online offers {cpus} CPU rank slots"
     else:
-        gpu_why = "no node of the course's Ray cluster is online"
-        cpu_why = "no node is online; CPU jobs wait in the queue"
-    return HostCapacity(
+        gpu_why = "no lab node of the course's Ray cluster is online"
+        cpu_why = "no lab node is online; CPU jobs wait in the queue"
+    return ClusterCapacity(
         capacity=Capacity(
             cpu_slots=cpus or MIN_CPU_SLOTS,
             gpus=gpus,
@@ -121,8 +153,9 @@ def capacity(nodes: list[Node], *, memory_bytes: int) -> HostCapacity:
         ),
         backends=tuple(backends),
         source="cluster",
+        memory_why=memory_why,
     )
 
 
-def host_capacity(db: Session, *, memory_bytes: int) -> HostCapacity:
+def host_capacity(db: Session, *, memory_bytes: int) -> ClusterCapacity:
     return capacity(online_nodes(db), memory_bytes=memory_bytes)

@@ -26,10 +26,12 @@ from sqlalchemy.orm import Session
 from app.core.models import Job, JobLoss, Person, User, utcnow
 from app.services import limits as limit_service
 from app.services import queue as queue_service
+from app.services.cluster import ClusterCapacity
 from app.services.errors import Conflict
 from app.services.labhost import HostCapacity
 from labs import catalog
-from labs.api import describe_error
+from labs.api import LabParams, describe_error
+from labs.catalog import LabSpec, Problem
 
 BACKEND_CHOICES = catalog.BACKEND_CHOICES
 log = logging.getLogger(__name__)
@@ -79,10 +81,29 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     except ValidationError as exc:
         raise JobInputError(describe_error(exc)) from None
     runs_on = host.resolve(spec, backend)
-    problems = host.problems(spec, model, runs_on)
+    problems = _whose_budget(host, spec, model, runs_on, host.problems(spec, model, runs_on))
     if problems:
         raise JobInputError([{"field": p.field, "message": p.message} for p in problems])
     return model.model_dump(mode="json"), runs_on
+
+
+def _whose_budget(
+    host: HostCapacity, spec: LabSpec, model: LabParams, backend: str, problems: list[Problem]
+) -> list[Problem]:
+    """In Ray mode the catalog's "over the per-job budget" is a node's budget: the message then says which node's
+    (the largest of the lab nodes online), so the learner knows no node could hold the run as asked."""
+    if not isinstance(host, ClusterCapacity) or not host.memory_why:
+        return problems
+    need = spec.resources(model, backend)
+    if need.memory_bytes <= host.capacity.memory_bytes:
+        return problems
+    field = need.memory_field or "params"
+    out, said = [], False
+    for p in problems:
+        if not said and p.field == field and "per-job budget" in p.message:  # the catalog's memory problem
+            p, said = Problem(p.field, f"{p.message.rstrip('.')} ({host.memory_why})"), True
+        out.append(p)
+    return out
 
 
 def create_job(
