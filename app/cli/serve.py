@@ -38,7 +38,18 @@ log = logging.getLogger(__name__)
 
 
 def check_and_probe(settings: Settings) -> labhost.HostCapacity:
-    """Both subprocesses at once (each imports torch: a few seconds); LabHostError if either fails."""
+    """Both subprocesses at once (each imports torch: a few seconds); LabHostError if either fails.
+
+    In Ray mode only the check: labs run on the cluster's lab nodes, each probed by its own `ray-node-flags` and
+    enforcing its own memory budget, so this host's probe would describe a lab host that runs no lab (the submit
+    check reads the nodes' budgets, app/services/cluster.py)."""
+    if settings.executor == "ray":
+        labhost.check_labs(settings.python)
+        log.info(
+            "web host: runs no lab (executor ray); jobs run on the Ray cluster's lab nodes, each within its own "
+            "per-job memory budget, checked at submit against the largest one online (/instructor/cluster lists them)"
+        )
+        return labhost.HostCapacity.local_default()
     with ThreadPoolExecutor(2) as pool:
         checked = pool.submit(labhost.check_labs, settings.python)
         probed = pool.submit(labhost.probe, settings.python)

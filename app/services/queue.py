@@ -38,6 +38,7 @@ from sqlalchemy.sql.expression import ColumnElement, FunctionElement
 
 from app.core.config import Settings
 from app.core.models import FINISHED_STATUSES, Job, JobLoss, UTCDateTime, utcnow
+from app.services import cluster
 from labs import catalog
 from labs.api import count
 
@@ -355,11 +356,39 @@ def slots(settings: Settings, db: Session) -> int:
     return max(1, int(running))
 
 
+def no_start(settings: Settings, db: Session) -> dict[str, str]:
+    """Ray mode: the backends no lab node online can run now, each with the reason a queued job of it has no ETA.
+
+    Key "auto": no lab node at all (a job that asked for `auto` takes whatever is online when it starts). An ETA
+    of 0 s there would be a promise the cluster cannot keep: the job starts only when a node joins."""
+    if settings.executor != "ray":
+        return {}
+    nodes = cluster.lab_nodes(cluster.online_nodes(db))
+    if not nodes:
+        reason = "no lab node of the Ray cluster is online, so no start can be estimated; it starts when one joins"
+        return {b: reason for b in ("auto", *catalog.BACKENDS)}
+    offered = {b for n in nodes for b in n.backends}
+    return {
+        b: f"no lab node online runs {b}, so no start can be estimated; it starts when one that does joins"
+        for b in catalog.BACKENDS
+        if b not in offered
+    }
+
+
 def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Estimate]:
-    """Place in the queue and ETA of each unfinished job (the job card shows them)."""
+    """Place in the queue and ETA of each unfinished job (the job card shows them); a queued job that no lab node
+    online can run gets its place and the reason, without an ETA."""
     active = [j for j in jobs if not j.finished]
     if not active:
         return {}
     n = slots(settings, db)
+    waiting = no_start(settings, db)
     history: History = {}  # shared by the jobs listed together: one read per (lab, backend)
-    return {j.id: estimate(db, job=j, slots=n, history=history) for j in active}
+    out = {}
+    for j in active:
+        asked = "auto" if j.requested_backend == "auto" else j.backend
+        if j.status == "queued" and asked in waiting:
+            out[j.id] = Estimate(position(db, job=j), None, None, waiting[asked])
+        else:
+            out[j.id] = estimate(db, job=j, slots=n, history=history)
+    return out
