@@ -61,6 +61,25 @@ def _smtp_scheme(url: str) -> str:
     return url
 
 
+PERCENT_ENCODE = "python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' 'PASSWORD'"
+
+
+def _database_url(url: str) -> str:
+    """A password with `@` in it, not percent-encoded, splits the URL at the wrong `@`: `user:p@ss/w@db/course`
+    reads as host `ss`, and the connection error then blames a host nobody typed. Refused here, before anything
+    connects; the message never repeats the URL, which holds the password."""
+    if "://" not in url:
+        return url
+    before_query = url.partition("?")[0]
+    if before_query.count("@") > 1:
+        raise ValueError(
+            "the URL has more than one '@' before the database name, so a password (or user name) holds an '@' "
+            "that splits it at the wrong place; percent-encode the password (@ as %40, / as %2F, : as %3A, "
+            f"% as %25), e.g. with {PERCENT_ENCODE}"
+        )
+    return url
+
+
 def _cased(convert: Callable[[str], str]) -> BeforeValidator:
     """A choice in whatever case the operator typed: `COURSE_LOG_LEVEL=debug` means DEBUG."""
     return BeforeValidator(lambda raw: convert(raw.strip()) if isinstance(raw, str) else raw)
@@ -71,6 +90,7 @@ Environment = Annotated[Literal["development", "test", "production"], _cased(str
 LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _cased(str.upper)]
 Executor = Annotated[Literal["embedded", "ray"], _cased(str.lower)]
 SmtpUrl = Annotated[str, AfterValidator(_smtp_scheme)]
+DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
 
 # A key shorter than this is guessable offline from one signed cookie; token_urlsafe(48) gives 64 characters.
 MIN_SECRET_CHARS = 32
@@ -114,11 +134,15 @@ class CourseEnv(BaseSettings):
         alias="COURSE_LESSONS_DIR",
         description="the lesson folders published at start-up; unset: `lessons/` in the checkout",
     )
-    database_url: str = Field(
+    database_url: DatabaseUrl = Field(
         "",
         alias="DATABASE_URL",
         json_schema_extra={"accepts": "a `postgresql+psycopg://` (or `sqlite:///`) URL"},
-        description="the database, `postgresql+psycopg://user:pw@host/db`; unset: the SQLite file `course.db` in the data folder",
+        description=(
+            "the database, `postgresql+psycopg://user:pw@host/db`, the password percent-encoded (`@` as `%40`, "
+            "`/` as `%2F`, `:` as `%3A`, `%` as `%25`; an unencoded `@` is refused); unset: the SQLite file "
+            "`course.db` in the data folder"
+        ),
     )
     secure_cookies: OnOff | None = Field(
         None,

@@ -214,6 +214,25 @@ CSRF_REFUSED = (
     "The form's security token is missing or out of date (the login changed since this page was loaded), "
     "so nothing was saved. Reload the page and send it again."
 )
+# A script on the JSON API with the login cookie: it is told which header to send and where to read its value.
+CSRF_HEADER_MISSING = (
+    "No X-CSRF-Token header: a request authenticated by the login cookie must send the session's CSRF token in "
+    "the X-CSRF-Token header (or a multipart upload's csrf_token field). GET /api/v1/me returns it as "
+    "csrf_token, and this response's X-CSRF-Token header carries it. An Authorization: Bearer API token needs "
+    "none. Nothing was changed."
+)
+CSRF_HEADER_STALE = (
+    "The X-CSRF-Token header does not match this session's token (a login since it was read starts a new "
+    "session); this response's X-CSRF-Token header carries the current one. Nothing was changed."
+)
+
+
+def csrf_refusal(request: Request, presented: object) -> str:
+    """Why a request's CSRF token was refused: a page's form is told to reload; a JSON API call names the header
+    it lacked, or says its value went stale."""
+    if not request.url.path.startswith("/api/"):
+        return CSRF_REFUSED
+    return CSRF_HEADER_STALE if presented else CSRF_HEADER_MISSING
 
 
 async def csrf_protect(request: Request) -> None:
@@ -240,7 +259,9 @@ async def csrf_protect(request: Request) -> None:
         # The session's current token rides along, so a page whose token went stale (a login in another tab
         # starts a new session) can take it and send again without a reload that would lose what was typed
         # (static/requests.js). Another site's page cannot read a response header of ours.
-        raise HTTPException(403, CSRF_REFUSED, headers={CSRF_HEADER: csrf_token_for(request.session)})
+        raise HTTPException(
+            403, csrf_refusal(request, presented), headers={CSRF_HEADER: csrf_token_for(request.session)}
+        )
 
 
 async def posted_form(request: Request) -> FormData:
