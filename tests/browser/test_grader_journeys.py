@@ -195,11 +195,16 @@ def test_a_save_refused_for_a_conflict_links_to_the_saved_grade_without_javascri
     second = first.context.new_page()
     second.goto(f"{live_server.url}/grader/reports/{report_id}")
     for pg, text in ((first, "Saved in the first tab."), (second, "Typed in the second tab.")):
+        # the tab in use is in front, as the grader's would be: a background tab gets no animation frames, and
+        # Playwright waits for two of them before each click (13 s for the first tab's six radios)
+        pg.bring_to_front()
         for line in LINES:
             pg.locator(f"#item-{line} input[type=radio]").last.check()
         pg.locator("#feedback").fill(text)
+    first.bring_to_front()
     first.get_by_role("button", name="Save grade").click()
     expect(first.get_by_role("status").filter(has_text="Grade saved")).to_be_visible()
+    second.bring_to_front()
     second.get_by_role("button", name="Save grade").click()
     expect(second.get_by_test_id("grading-error")).to_contain_text("Not saved: this grade was saved meanwhile")
     expect(second.get_by_test_id("grading-error")).not_to_contain_text("Reload")
