@@ -198,8 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("dispatcher", help="ray mode: claim queued jobs in fair order and run each as a Ray task")
     sub.add_parser("ray-node-flags", help="print the `ray start` flags that advertise this host's lab capabilities")
-    sub.add_parser("dispatcher-health", help="exit 0 if this host's dispatcher completed a cycle in the last 30 s")
-    sub.add_parser("ray-node-health", help="exit 0 if a raylet runs here and the Ray head answers")
+    sub.add_parser(
+        "dispatcher-health",
+        help="exit 0 if each dispatcher on this host (active or standing by) completed a cycle in the last 30 s",
+    )
+    sub.add_parser(
+        "ray-node-health", help="exit 0 if this lab node's raylet runs and the cluster lists its node id ALIVE"
+    )
     sub.add_parser("migrate", help="apply database migrations")
     users_p = sub.add_parser("users", help="manage users")
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)

@@ -559,3 +559,31 @@ class LtiScoreSent(Base):
     grade_id: Mapped[int] = mapped_column(ForeignKey("grades.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     sent_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --- the Ray dispatcher's election (app/services/dispatch_lease.py, docs/dispatcher.md) -----------------------
+
+
+class DispatcherLease(Base):
+    """The one active dispatcher: whoever holds this row's unexpired lease. Taken and renewed with one conditional
+    UPDATE per cycle (the database's compare-and-set), so two dispatchers never both believe they are active."""
+
+    __tablename__ = "dispatcher_lease"
+
+    name: Mapped[str] = mapped_column(String(20), primary_key=True)  # "ray": one deployment, one row
+    holder: Mapped[str | None] = mapped_column(String(120))  # dispatcher id host:pid:uuid; None: released
+    acquired_at: Mapped[datetime | None]  # when the holder became active
+    renewed_at: Mapped[datetime | None]  # its last heartbeat
+    expires_at: Mapped[datetime | None]  # a standby takes over after this
+
+
+class DispatcherSeen(Base):
+    """Each dispatcher process's latest cycle: active or standing by, and its last error, for the cluster page."""
+
+    __tablename__ = "dispatchers_seen"
+
+    id: Mapped[str] = mapped_column(String(120), primary_key=True)  # host:pid:uuid, as in jobs.worker_id
+    role: Mapped[str] = mapped_column(String(10))  # active | standby | stopped
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    error: Mapped[str | None] = mapped_column(Text)  # why its last cycle failed; None after a good one

@@ -246,7 +246,7 @@ class Worker:
 def main(settings: Settings | None = None, *, check_labs: bool = True) -> int:
     """`python -m app worker`: refuse to start (exit 1, naming the lab and why) if a lab runner does not import."""
     settings = settings or Settings.from_env()
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, fmt=settings.log_format)
     if check_labs:
         try:
             labhost.check_labs(settings.python)

@@ -2,8 +2,13 @@
 says about itself (app/executors/ray_node.py); what a job needs and which nodes may take work
 (app/executors/ray_resources.py); reaching the head and the health check's files (app/executors/ray_health.py).
 
-    python -m app dispatcher          # one per deployment (serve starts it with COURSE_EXECUTOR=ray); safe to run twice
-    python -m app dispatcher-health   # 0 if this host's dispatcher completed a cycle lately (compose health check)
+    python -m app dispatcher          # serve starts one with COURSE_EXECUTOR=ray; more on other hosts stand by
+    python -m app dispatcher-health   # 0 if this host's dispatchers completed a cycle lately (compose health check)
+
+One dispatcher is active at a time, elected through the database (app/services/dispatch_lease.py, docs/dispatcher.md):
+each cycle it renews a lease row with a compare-and-set UPDATE; another dispatcher stands by, says so in its log
+(naming the active one), and takes over within COURSE_DISPATCHER_LEASE_SECONDS of the active one's last renewal,
+giving back the jobs the old one had running as lost attempts (requeued, not charged).
 
 Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
 extra), reading its source and docs:
@@ -50,7 +55,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -69,7 +73,7 @@ from app.executors.labproc import Outcome, timed_out
 from app.executors.ray_health import Health, connect, dispatcher_health_main, wait_for_head
 from app.executors.ray_node import remote_task
 from app.executors.ray_resources import DEAD_NODE_S, Need, alive_nodes, need_for
-from app.services import bundles
+from app.services import bundles, dispatch_lease
 from app.services import cluster as cluster_service
 from app.services import jobs as job_service
 from app.services import queue as queue_service
@@ -116,7 +120,7 @@ class InFlight:
 class Dispatcher:
     def __init__(self, settings: Settings, dispatcher_id: str | None = None):
         self.settings = settings
-        self.id = dispatcher_id or f"dispatcher:{socket.gethostname()}:{os.getpid()}"
+        self.id = dispatcher_id or dispatch_lease.new_id()
         self.engine = make_engine(settings.db_url)
         self.sessions = make_sessionmaker(self.engine)
         self.inflight: dict[int, InFlight] = {}
@@ -126,6 +130,10 @@ class Dispatcher:
         self.dead: dict[str, float] = {}  # node id -> when a task's stream said it died (see DEAD_NODE_S)
         self._snapshot_at = 0.0
         self.health = Health()
+        self.active = False  # holds the dispatcher lease (dispatch_lease.try_acquire, each tick)
+        self.renewed_at = 0.0  # monotonic time of its last renewal: past the lease, it is active no more
+        self.standing_by_for: str | None = None  # the holder last named in the standby's log
+        self._recorded: tuple[str, float] = ("", 0.0)  # role and when, in dispatchers_seen
 
     # -- cluster
 
@@ -199,7 +207,13 @@ class Dispatcher:
             need = need_for(job.lab, job.params, backend)
             for n in nodes:
                 totals = {"CPU": n.cpus, "GPU": n.gpus, TE_RESOURCE: n.te_gpus, "memory": n.memory_bytes}
-                if need.within(self._budget(n.labels)).fits(totals) and not spec.limits(params, backend):
+                budget = self._budget(n.labels)
+                # a node whose budget is below the run's estimate would refuse it (ray_node.budget_refusal)
+                if (
+                    need.memory_bytes <= budget
+                    and need.within(budget).fits(totals)
+                    and not spec.limits(params, backend)
+                ):
                     return backend
         return None
 
@@ -221,8 +235,9 @@ class Dispatcher:
                     continue
                 need, target = asked, None
                 for node_id, res in free.items():
-                    need = asked.within(self._budget(self.nodes[node_id]["labels"]))
-                    if need.fits(res):
+                    budget = self._budget(self.nodes[node_id]["labels"])
+                    need = asked.within(budget)
+                    if asked.memory_bytes <= budget and need.fits(res):
                         target = res
                         break
                 if target is None:
@@ -477,7 +492,88 @@ class Dispatcher:
                 if self.inflight.get(f.job_id) is f:
                     self.inflight.pop(f.job_id)
 
-    def tick(self) -> None:
+    def tick(self) -> str:
+        """One cycle; returns this dispatcher's role in words, for its health file."""
+        with self.sessions() as db:
+            lease = dispatch_lease.try_acquire(db, me=self.id, lease_s=self.settings.dispatcher_lease_s)
+        if not lease.active:
+            self._stand_by(lease)
+            self._record("standby")
+            return f"standing by; active: {lease.holder}"
+        self.renewed_at = time.monotonic()
+        if not self.active:
+            self._take_over(lease)
+        self._work()
+        self._record("active")
+        return f"active since {lease.acquired_at:%Y-%m-%d %H:%M:%S} UTC" if lease.acquired_at else "active"
+
+    def _record(self, role: str, error: str | None = None) -> None:
+        """dispatchers_seen for the cluster page: on a change of role or error, else every SNAPSHOT_S."""
+        if error is None and self._recorded[0] == role and time.monotonic() - self._recorded[1] < SNAPSHOT_S:
+            return
+        with self.sessions() as db:
+            dispatch_lease.record(db, me=self.id, role=role, error=error)
+        self._recorded = (role if error is None else "", time.monotonic())
+
+    def _take_over(self, lease: dispatch_lease.Lease) -> None:
+        """This dispatcher became the active one: what another dispatcher had running is lost (its driver took its
+        Ray tasks with it), so each job goes back to the queue now, uncharged, instead of at its lease's end."""
+        self.active, self.standing_by_for = True, None
+        before = f" (took over from {lease.took_over_from})" if lease.took_over_from else ""
+        log.warning("dispatcher %s is the active dispatcher%s", self.id, before)
+        with self.sessions() as db:
+            orphans = dispatch_lease.orphaned_jobs(db, me=self.id)
+            for job in orphans:
+                job_service.lost(
+                    db,
+                    job_id=job.id,
+                    worker_id=job.worker_id or "",
+                    reason=f"its dispatcher {job.worker_id} stopped and {self.id} took over",
+                )
+        if orphans:
+            log.warning(
+                "dispatcher %s gave back %s another dispatcher had running", self.id, count(len(orphans), "job")
+            )
+
+    def _stand_by(self, lease: dispatch_lease.Lease) -> None:
+        if self.active:
+            log.error("dispatcher %s lost its lease to %s; stopping its tasks and standing by", self.id, lease.holder)
+            self._give_up_tasks(f"its dispatcher lost its lease to {lease.holder}")
+        if lease.holder != self.standing_by_for:
+            self.standing_by_for = lease.holder
+            renewed = f"{lease.renewed_at:%H:%M:%S} UTC" if lease.renewed_at else "never"
+            since = f"{lease.acquired_at:%Y-%m-%d %H:%M:%S} UTC" if lease.acquired_at else "unknown"
+            log.warning(
+                "dispatcher %s is standing by: dispatcher %s is active (since %s, last heartbeat %s); this one takes "
+                "over if that one stops renewing its lease for %.0f s",
+                self.id,
+                lease.holder,
+                since,
+                renewed,
+                self.settings.dispatcher_lease_s,
+            )
+
+    def _give_up_tasks(self, reason: str, *, db_ok: bool = True) -> None:
+        """No longer active: every task stops, and (where the database answers) its job is given back."""
+        import ray
+
+        self.active = False
+        with self.lock:
+            flights = list(self.inflight.values())
+            self.inflight.clear()
+        for f in flights:
+            f.abandoned = True
+            if db_ok:
+                try:
+                    self._lost(f, reason)
+                except Exception:  # the new active dispatcher or the web tier's reaper gives it back
+                    log.debug("job %s: could not give it back", f.job_id, exc_info=True)
+            try:
+                ray.cancel(f.gen, force=True)
+            except Exception:
+                log.debug("job %s: cancel failed", f.job_id, exc_info=True)
+
+    def _work(self) -> None:
         nodes = self.refresh_nodes()
         self.abandon_lost_nodes()
         with self.sessions() as db:
@@ -517,13 +613,25 @@ class Dispatcher:
         log.info("dispatcher %s started", self.id)
         while not self.stopping.is_set():
             try:
-                self.tick()
+                role = self.tick()
             except Exception as exc:  # the database or the cluster may be restarting; leases protect the jobs
                 log.exception("dispatcher %s: a tick failed; trying again", self.id)
                 first = next(iter(str(exc).strip().splitlines()), "")[:300]  # SQLAlchemy's errors run to many lines
                 self.health.failed(f"a cycle failed: {type(exc).__name__}: {first}")
+                if self.active and time.monotonic() - self.renewed_at > self.settings.dispatcher_lease_s:
+                    # unrenewed, the lease may be a standby's by now: two active dispatchers must never run tasks
+                    log.error(
+                        "dispatcher %s could not renew its lease for %.0f s; stopping its tasks",
+                        self.id,
+                        time.monotonic() - self.renewed_at,
+                    )
+                    self._give_up_tasks("its dispatcher could not renew its lease", db_ok=False)
+                try:
+                    self._record("active" if self.active else "standby", error=f"{type(exc).__name__}: {first}")
+                except Exception:
+                    log.debug("could not record the failed cycle", exc_info=True)
             else:
-                self.health.completed()
+                self.health.completed(role)
             self.stopping.wait(TICK_S)
         self.shutdown()
         return 0
@@ -542,6 +650,19 @@ class Dispatcher:
                 ray.cancel(f.gen, force=True)
             except Exception:
                 pass
+        try:
+            with self.sessions() as db:
+                if dispatch_lease.release(db, me=self.id):
+                    log.info("dispatcher %s released its lease: a standby takes over at its next cycle", self.id)
+                dispatch_lease.record(db, me=self.id, role="stopped")
+        except Exception:  # the database is away: the lease then expires by itself
+            log.warning(
+                "dispatcher %s could not release its lease; it expires in %.0f s",
+                self.id,
+                self.settings.dispatcher_lease_s,
+                exc_info=True,
+            )
+        self.health.stopped()
         log.info("dispatcher %s stopped (%d job(s) handed back)", self.id, len(flights))
         ray.shutdown()
         self.engine.dispose()
@@ -549,5 +670,5 @@ class Dispatcher:
 
 def main(settings: Settings | None = None) -> int:
     settings = settings or Settings.from_env()
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, fmt=settings.log_format)
     return Dispatcher(settings).run_forever()

@@ -1,6 +1,6 @@
 """The Ray dispatcher's health: whether it can reach the Ray head, and the files its health check reads.
 
-    python -m app dispatcher-health   # 0 if this host's dispatcher completed a cycle lately (compose health check)
+    python -m app dispatcher-health   # 0 if each dispatcher on this host completed a cycle lately (compose)
 
 The dispatcher (app/executors/ray.py) probes RAY_ADDRESS before ray.init (`wait_for_head`: a TCP connect and an
 HTTP/2 greeting answer in seconds, where ray.init waits in C++ for minutes), connects (`connect`), and records each
@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,31 +25,82 @@ from app.core.digits import whole_number
 
 log = logging.getLogger("app.executors.ray")  # the dispatcher's logger: one name in its log lines
 
-# Touched after each cycle that completed (Ray listed, the database read and written), never before one: a
-# dispatcher that runs but cannot reach its database or Ray must fail its health check, not pass it.
-ALIVE_FILE = Path(tempfile.gettempdir()) / "course-dispatcher.alive"
-FAILING_FILE = ALIVE_FILE.with_suffix(".failing")  # why the last cycle or connect failed; removed by a good cycle
+# Written after each cycle that completed (Ray listed, the database read and written), never before one: a
+# dispatcher that runs but cannot reach its database or Ray must fail its health check, not pass it. One pair per
+# dispatcher process, named by its pid: the check reads the dispatchers running now, never a previous process's
+# last words (a restarted dispatcher's predecessor may have failed a minute ago).
+HEALTH_DIR = Path(tempfile.gettempdir())
+HEALTH_GLOB = "course-dispatcher.*.alive"
 # A cycle is TICK_S (app/executors/ray.py) plus its database and Ray calls; this much without one is a dispatcher
 # that is stuck or failing (compose: checked every 10 s, unhealthy after 3 misses).
 ALIVE_S = 30.0
 
 
+def alive_file(pid: int) -> Path:
+    return HEALTH_DIR / f"course-dispatcher.{pid}.alive"
+
+
+def failing_file(pid: int) -> Path:
+    return HEALTH_DIR / f"course-dispatcher.{pid}.failing"
+
+
+def started_file(pid: int) -> Path:
+    """Written as a dispatcher starts, so the check knows of it before its first cycle."""
+    return HEALTH_DIR / f"course-dispatcher.{pid}.started"
+
+
+def _is_dispatcher(pid: int) -> bool:
+    """Whether `pid` is a running `python -m app dispatcher` (a pid reused by another program is not)."""
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"dispatcher" in cmd and b"app" in cmd
+
+
+def _pids_with_files() -> set[int]:
+    pids = set()
+    for path in HEALTH_DIR.glob("course-dispatcher.*"):
+        part = path.name.split(".")[1]
+        if part.isdigit():
+            pids.add(int(part))
+    return pids
+
+
 def dispatcher_health_main() -> int:
-    """`python -m app dispatcher-health`: 0 if this container's dispatcher completed a cycle in the last ALIVE_S
-    seconds; otherwise 1, with the dispatcher's last error when it left one."""
-    try:
-        why = "; its last error: " + FAILING_FILE.read_text().strip()
-    except OSError:
-        why = ""
-    try:
-        age = time.time() - ALIVE_FILE.stat().st_mtime
-    except OSError:
-        print(f"the dispatcher has not completed a cycle yet{why}", file=sys.stderr)
+    """`python -m app dispatcher-health`: 0 if every dispatcher running on this host completed a cycle in the last
+    ALIVE_S seconds (it prints whether each is active or standing by); otherwise 1, with that dispatcher's own last
+    error when it left one. Files left by dispatchers that are gone are removed, never read."""
+    running, code = [], 0
+    for pid in sorted(_pids_with_files()):
+        if not _is_dispatcher(pid):
+            for path in (alive_file(pid), failing_file(pid), started_file(pid)):
+                path.unlink(missing_ok=True)
+            continue
+        running.append(pid)
+        try:
+            why = "; its last error: " + failing_file(pid).read_text().strip()
+        except OSError:
+            why = ""
+        try:
+            age = time.time() - alive_file(pid).stat().st_mtime
+            role = alive_file(pid).read_text().strip()
+        except OSError:
+            print(f"the dispatcher has not completed a cycle yet (pid {pid}){why}", file=sys.stderr)
+            code = 1
+            continue
+        if age > ALIVE_S:
+            print(f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}){why}", file=sys.stderr)
+            code = 1
+        else:
+            print(f"dispatcher pid {pid}: {role or 'completed a cycle'} ({age:.0f} s ago)")
+    if not running:
+        print(
+            "no dispatcher runs on this host (`python -m app dispatcher`, or `serve` with COURSE_EXECUTOR=ray)",
+            file=sys.stderr,
+        )
         return 1
-    if age > ALIVE_S:
-        print(f"the dispatcher last completed a cycle {age:.0f} s ago{why}", file=sys.stderr)
-        return 1
-    return 0
+    return code
 
 
 # Reaching the head. ray.init is not the probe: against an address where nothing listens, Ray 2.60 makes 20
@@ -98,40 +150,108 @@ def not_a_ray_head(where: tuple[str, int]) -> str | None:
     return f"something answers at {where[0]}:{where[1]} but it is no Ray head (not gRPC: {reply})"
 
 
-def cannot_reach(address: str, why: str) -> str:
-    """The one error an operator needs when the dispatcher has no Ray cluster to use."""
+def cannot_reach(address: str, why: str, fix: str | None = None) -> str:
+    """The one error an operator needs when the dispatcher has no Ray cluster to use; `fix`: what to do, when it is
+    not starting the head (a token the head refused)."""
     where = head_address(address)
     port = where[1] if where else 6379
     named = f"RAY_ADDRESS={address}" if address != "auto" else "RAY_ADDRESS (unset: Ray looked for a head on this host)"
+    fix = fix or (
+        f"Start the head there first (`{HEAD_START.format(port=port)}`, docs/deploying.md: Bare metal with Ray) or set "
+        "RAY_ADDRESS to the head's host:port"
+    )
     return (
-        f"the dispatcher cannot reach the Ray cluster at {named}: {why.rstrip('.')}. Start the head there first "
-        f"(`{HEAD_START.format(port=port)}`, docs/deploying.md: Bare metal with Ray) or set RAY_ADDRESS to the head's host:port; "
+        f"the dispatcher cannot reach the Ray cluster at {named}: {why.rstrip('.')}. {fix}; "
         f"no lab job runs until the dispatcher connects"
     )
 
 
-class Health:
-    """What the dispatcher leaves for `dispatcher_health_main`: ALIVE_FILE touched after each completed cycle, and
-    FAILING_FILE saying why the last cycle or connect failed (removed by the next good cycle)."""
+# How Ray 2.60 says it refused a token (checked against a head started with RAY_AUTH_MODE=token, see
+# tests/ops/test_ops_b_dispatcher.py): with RAY_AUTH_MODE=token and no token anywhere, ray.init raises
+# ray.exceptions.AuthenticationError at once ("Token authentication is enabled but no authentication token was
+# found"); with a wrong token, or without RAY_AUTH_MODE=token, ray.init retries for ~20 s and raises a bare
+# ConnectionError ("Failed to connect to Ray cluster at ..."), the reason only in C++ log lines ("Unauthenticated:
+# RPC error: InvalidAuthToken: Authentication token is missing or incorrect", src/ray/gcs_rpc_client), while a
+# standalone GcsClient (ray._raylet, python/ray/includes/common.pxi check_status) raises AuthenticationError with
+# that text in under a second. So the dispatcher asks a GcsClient first.
+TOKEN_REFUSED = ("InvalidAuthToken", "Unauthenticated", "no authentication token was found")
+TOKEN_FIX = (
+    "Set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the token the head was started with, "
+    "here and on every node (docs/deploying.md: Ray's network)"
+)
 
-    def __init__(self) -> None:
-        self._failing = FAILING_FILE.exists()
+
+def token_problem(exc: BaseException, env: Mapping[str, str]) -> str | None:
+    """What was wrong with this dispatcher's Ray token, when `exc` is Ray refusing it; None for any other error."""
+    text = getattr(exc, "message", None) or str(exc)
+    if type(exc).__name__ != "AuthenticationError" and not any(t in text for t in TOKEN_REFUSED):
+        return None
+    mode = env.get("RAY_AUTH_MODE", "")
+    if mode != "token":
+        got = f"is {mode!r}" if mode else "is unset"
+        return f"the Ray head requires token authentication and RAY_AUTH_MODE {got} here"
+    if not (env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH") or DEFAULT_TOKEN.is_file()):
+        return "the Ray head requires a token and none is set here: RAY_AUTH_TOKEN is missing"
+    where = (
+        "RAY_AUTH_TOKEN" if env.get("RAY_AUTH_TOKEN") else "the token file (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+    )
+    return f"the Ray head refused the token in {where}: it is wrong (not the token the head was started with)"
+
+
+DEFAULT_TOKEN = Path.home() / ".ray" / "auth_token"  # where Ray 2.60 looks when neither variable is set
+
+
+def token_refused(address: str) -> str | None:
+    """Ask the head's GCS for its cluster id with this process's token (a GcsClient, under a second); the problem
+    with the token when the head refuses it, else None (any other failure is left to ray.init to report)."""
+    if head_address(address) is None:
+        return None
+    try:
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]
+
+        GcsClient(address=address)
+    except Exception as exc:
+        return token_problem(exc, os.environ)
+    return None
+
+
+class Health:
+    """What one dispatcher process leaves for `dispatcher_health_main`: its alive file, rewritten after each completed
+    cycle with its role (active, or standing by for whom), and its failing file saying why its last cycle or
+    connect failed (removed by the next good cycle). Both are removed when it stops."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid or os.getpid()
+        self.alive, self.failing = alive_file(self.pid), failing_file(self.pid)
+        self._failing = False
 
     def starting(self) -> None:
-        ALIVE_FILE.unlink(missing_ok=True)  # a previous run's last cycle says nothing about this one
+        self.alive.unlink(missing_ok=True)  # a pid's earlier process says nothing about this one
+        self.failing.unlink(missing_ok=True)
+        try:
+            started_file(self.pid).write_text(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC\n")
+        except OSError:
+            log.debug("could not write %s", started_file(self.pid), exc_info=True)
 
-    def completed(self) -> None:
-        ALIVE_FILE.touch()
+    def completed(self, role: str = "") -> None:
+        try:
+            self.alive.write_text(role + "\n")
+        except OSError:
+            log.debug("could not write %s", self.alive, exc_info=True)
         if self._failing:
-            FAILING_FILE.unlink(missing_ok=True)
+            self.failing.unlink(missing_ok=True)
             self._failing = False
 
     def failed(self, why: str) -> None:
         try:
-            FAILING_FILE.write_text(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC: {why}\n")
+            self.failing.write_text(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC: {why}\n")
             self._failing = True
         except OSError:  # the health check then says less, which is no reason to stop dispatching
-            log.debug("could not write %s", FAILING_FILE, exc_info=True)
+            log.debug("could not write %s", self.failing, exc_info=True)
+
+    def stopped(self) -> None:
+        for path in (self.alive, self.failing, started_file(self.pid)):
+            path.unlink(missing_ok=True)
 
 
 def wait_for_head(address: str, stopping: threading.Event, health: Health) -> bool:
@@ -162,6 +282,12 @@ def connect(address: str, who: str, health: Health) -> bool:
     """ray.init; False (with the error logged once, no traceback, and left for the health check) if it fails."""
     import ray
 
+    refused = token_refused(address)
+    if refused is not None:
+        message = cannot_reach(address, refused, TOKEN_FIX)
+        health.failed(message)
+        log.error("%s", message)
+        return False
     try:
         ray.init(
             address=address,
@@ -170,7 +296,10 @@ def connect(address: str, who: str, health: Health) -> bool:
             logging_level=logging.WARNING,
         )
     except Exception as exc:  # the head answered the probe but is no Ray head, or refused us (RAY_AUTH_TOKEN)
-        message = cannot_reach(address, f"{type(exc).__name__}: {exc}")
+        token = token_problem(exc, os.environ)
+        message = (
+            cannot_reach(address, token, TOKEN_FIX) if token else cannot_reach(address, f"{type(exc).__name__}: {exc}")
+        )
         health.failed(message)
         log.error("%s", message)
         return False

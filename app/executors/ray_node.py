@@ -2,7 +2,7 @@
 and what a node tells the cluster about itself.
 
     python -m app ray-node-flags    # on a GPU host: the `ray start` flags that advertise what its labs can do
-    python -m app ray-node-health   # 0 if a raylet runs here and the head answers (compose health check)
+    python -m app ray-node-health   # 0 if this node's raylet runs and the cluster lists it ALIVE (compose)
 
 Nothing here opens a database connection: GPU hosts share neither disk nor database with the web tier. The
 dispatcher that submits these tasks is app/executors/ray.py, which also names the Ray version and the source
@@ -22,7 +22,8 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ from app.core.config import Settings
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, lab_env, lab_threads, timed_out
 from app.services import bundles
 from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
-from labs.api import MIB, MIN_CPU_SLOTS
+from labs import catalog
+from labs.api import MIB, MIN_CPU_SLOTS, byte_size
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,18 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
         "memory_limit_bytes": memory_bytes,  # in the job's placement, so an "out of memory" can be read against it
         "at": time.time(),
     }
+    refused = budget_refusal(spec, memory_bytes)
+    if refused is not None:  # the lab would refuse it as the learner's error; the course sent it to the wrong node
+        shutil.rmtree(out, ignore_errors=True)
+        yield {
+            "event": "end",
+            "ok": False,
+            "error": refused.error,
+            "message": refused.message,
+            "zip": None,
+            "at": time.time(),
+        }
+        return
     cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
     cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", memory_bytes)
     # The task's num_cpus are the job's CPU slots (ray_resources.need_for); a cpu job must not see the node's GPUs,
@@ -128,6 +142,27 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
         if run.proc.poll() is None:  # cancelled (KeyboardInterrupt) or the consumer went away: no orphan lab
             run.kill()
         shutil.rmtree(out, ignore_errors=True)
+
+
+def budget_refusal(spec: dict, memory_bytes: int) -> Outcome | None:
+    """A run this node's per-job memory budget cannot hold, as a lost attempt (requeued, never charged): the web tier
+    and the dispatcher size runs by the budget each node advertises (its `job_memory_mb` label), so a run that
+    reaches a node too small for it is the course's mistake, not the learner's. `python -m labs run` would refuse it
+    with exit 2, "bad parameters", which the learner would be charged for. None when it fits, or when the
+    parameters do not validate (the lab then refuses them itself, naming the field)."""
+    try:
+        lab = catalog.get(spec["lab"])
+        need = lab.resources(lab.params.model_validate(spec["params"]), spec["backend"]).memory_bytes
+    except Exception:
+        return None
+    if need <= memory_bytes:
+        return None
+    return Outcome(
+        False,
+        f"node {socket.gethostname()} allows {byte_size(memory_bytes)} per job and this run needs about "
+        f"{byte_size(need)}, which the course should have seen before sending it there",
+        "lost",
+    )
 
 
 _remote: Any = None
@@ -186,23 +221,101 @@ def node_flags_main(settings: Settings) -> int:
     return 0
 
 
-def node_health_main() -> int:
-    """`python -m app ray-node-health`: 0 if a raylet runs in this container and the head (RAY_ADDRESS) answers."""
-    raylet = False
+@dataclass(frozen=True)
+class Raylet:
+    pid: int
+    node_id: str  # hex, as the GCS and ray.nodes() name the node
+    gcs_address: str  # host:port of the head the raylet joined
+    head: bool
+
+
+def raylets() -> list[Raylet]:
+    """The raylet processes on this host, read from their command lines (Ray 2.60 starts each with --node_id,
+    --gcs-address, and --head on the head: ray/_private/services.py `start_raylet`)."""
+    out = []
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
-            if entry.name.isdigit() and b"raylet" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
-                raylet = True
-                break
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-    if not raylet:
-        print("no raylet runs here", file=sys.stderr)
-        return 1
-    host, _, port = os.environ.get("RAY_ADDRESS", "127.0.0.1:6379").rpartition(":")
+        if not argv or Path(argv[0]).name != "raylet":
+            continue
+        flags = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
+        if flags.get("node_id") and flags.get("gcs-address"):
+            out.append(Raylet(int(entry.name), flags["node_id"], flags["gcs-address"], "--head" in argv))
+    return out
+
+
+def _started_with(pid: int, name: str, value: str) -> bool:
+    """Whether process `pid` runs with environment variable `name` set to `value` (what its `ray start` had)."""
     try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except (OSError, ValueError) as exc:
-        print(f"the Ray head at {host}:{port} does not answer: {exc}", file=sys.stderr)
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{name}={value}".encode() in env
+
+
+def this_nodes_raylets(env: Mapping[str, str]) -> tuple[list[Raylet], list[Raylet]]:
+    """(this node's raylets, the head's) on this host. A lab node is a raylet without --head: the head of a bare-metal
+    install may run on the same host and is no lab node. Where COURSE_NODE_DATA_DIR is set, as on every lab node
+    (docker-compose.yml, docs/deploying.md), only the raylet whose `ray start` ran with the same value is this
+    node's, so a second node on the host (or another cluster's) does not answer for it."""
+    found = raylets()
+    heads = [r for r in found if r.head]
+    mine = [r for r in found if not r.head]
+    data_dir = env.get(NODE_DATA_ENV)
+    if data_dir:
+        mine = [r for r in mine if _started_with(r.pid, NODE_DATA_ENV, data_dir)]
+    return mine, heads
+
+
+def node_state(gcs_address: str, node_id: str) -> str:
+    """ALIVE or DEAD as the cluster's GCS lists `node_id`, or "unknown to the cluster"; OSError/RuntimeError when
+    the head does not answer. The head is probed with a plain TCP connect first (ray_health.not_a_ray_head), since
+    a GcsClient waits in C++ for a head that is not there."""
+    from app.executors.ray_health import head_address, not_a_ray_head
+
+    where = head_address(gcs_address)
+    if where is not None:
+        why = not_a_ray_head(where)
+        if why is not None:
+            raise RuntimeError(why)
+    # Ray 2.60: python/ray/includes/gcs_client.pxi, get_all_node_info (compiled: no type stubs)
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]
+
+    infos = GcsClient(address=gcs_address).get_all_node_info(timeout=5)
+    for key, info in infos.items():
+        if key.hex() == node_id:
+            return "ALIVE" if info.state == GcsNodeInfo.GcsNodeState.ALIVE else "DEAD"
+    return "unknown to the cluster"
+
+
+def node_health_main() -> int:
+    """`python -m app ray-node-health`: 0 if this node's raylet runs here and the cluster's GCS lists its node id
+    ALIVE; 1 with the reason otherwise (no raylet of this node, the head does not answer, or the node is DEAD in
+    the cluster's view although a raylet process remains, as when it hangs)."""
+    mine, heads = this_nodes_raylets(os.environ)
+    if not mine:
+        data_dir = os.environ.get(NODE_DATA_ENV)
+        which = f" ({NODE_DATA_ENV}={data_dir})" if data_dir else ""
+        others = f"; the head's raylet (pid {heads[0].pid}) runs here but runs no labs" if heads else ""
+        print(f"no raylet of this lab node runs here{which}{others}", file=sys.stderr)
         return 1
+    for r in mine:
+        try:
+            state = node_state(r.gcs_address, r.node_id)
+        except Exception as exc:  # OSError, RuntimeError, or Ray's own (an AuthenticationError names the token)
+            print(f"the Ray head at {r.gcs_address} does not answer this node: {exc}", file=sys.stderr)
+            return 1
+        if state != "ALIVE":
+            print(
+                f"this node (raylet pid {r.pid}, node id {r.node_id}) is {state} in the view of the cluster at "
+                f"{r.gcs_address}",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"node {r.node_id} (raylet pid {r.pid}) is ALIVE in the cluster at {r.gcs_address}")
     return 0

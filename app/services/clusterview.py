@@ -5,6 +5,7 @@ cancelling goes through jobs.cancel."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -12,10 +13,37 @@ from sqlalchemy.orm import Session
 from app.core.config import Settings
 from app.core.models import Job, User
 from app.services import cluster as cluster_service
+from app.services import dispatch_lease
 from app.services import jobs as job_service
 from app.services import limits as limit_service
 from app.services import queue as queue_service
 from app.services.labhost import HostCapacity
+
+STANDBY_SEEN_S = 30.0  # a standby not seen in this long is gone (its cycles are TICK_S apart)
+
+
+@dataclass(frozen=True)
+class DispatcherRow:
+    id: str
+    role: str  # active | standby
+    since: datetime | None  # active: when it took the lease; standby: when it started
+    heartbeat: datetime | None  # active: its last lease renewal; standby: its last cycle
+    error: str | None
+
+
+def dispatchers(db: Session) -> tuple[list[DispatcherRow], dispatch_lease.Election]:
+    """The active dispatcher (first) and the standbys seen lately, from the lease row and dispatchers_seen."""
+    e = dispatch_lease.election(db)
+    rows = []
+    active = e.active
+    if e.lease is not None and e.lease.holder and not e.expired:
+        rows.append(
+            DispatcherRow(
+                e.lease.holder, "active", e.lease.acquired_at, e.lease.renewed_at, active.error if active else None
+            )
+        )
+    rows += [DispatcherRow(d.id, "standby", d.started_at, d.seen_at, d.error) for d in e.standbys(STANDBY_SEEN_S)]
+    return rows, e
 
 
 @dataclass(frozen=True)
@@ -44,8 +72,12 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
         for u in sorted(owners.values(), key=lambda u: u.email)
         if u.id in active_owner_ids | recent_owner_ids
     ]
+    rows, election = dispatchers(db) if settings.executor == "ray" else ([], None)
     return {
         "executor": settings.executor,
+        "dispatchers": rows,
+        "election": election,
+        "dispatcher_lease_s": settings.dispatcher_lease_s,
         "nodes": cluster_service.all_nodes(db) if settings.executor == "ray" else [],
         "host": host,
         "running": running,
