@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -278,10 +279,33 @@ def wait_for_head(address: str, stopping: threading.Event, health: Health) -> bo
     return False
 
 
+# Ray's errors for the whole cluster ("Raylet is terminated ...", "The node ... has been marked dead"), which the GCS
+# publishes to every driver: Ray 2.60's driver prints each to stdout through `print_to_stdstream` from its
+# `listen_error_messages` thread (python/ray/_private/worker.py; started for any script driver, whatever
+# log_to_driver says), and a dead raylet's message carries the last 20 lines of its log with its whole state dump
+# (python/ray/_private/process_watcher.py `report_raylet_error_logs`): dozens of "[state-dump]" lines in the serve
+# log per dead node. The dispatcher logs one line per message instead; the dump stays in the node's raylet.out.
+RAY_DUMP_START = re.compile(r"\s*Last \d+ lines of the Raylet logs:.*", re.DOTALL)
+
+
+def ray_error_to_log(data: dict, ignore_prefix: bool = False) -> None:
+    """Stands in for ray._private.worker.print_to_stdstream in the dispatcher: one log line per Ray error message,
+    without the raylet's log tail."""
+    for message in data.get("lines") or []:
+        text = RAY_DUMP_START.sub("", str(message))
+        cut = text != str(message)
+        line = " ".join(text.split())[:600]
+        if cut:
+            line += " (the raylet's last log lines are in raylet.out in that node's Ray session logs)"
+        log.warning("Ray (%s): %s", data.get("pid") or "cluster", line)
+
+
 def connect(address: str, who: str, health: Health) -> bool:
     """ray.init; False (with the error logged once, no traceback, and left for the health check) if it fails."""
     import ray
+    import ray._private.worker
 
+    ray._private.worker.print_to_stdstream = ray_error_to_log  # see RAY_DUMP_START
     refused = token_refused(address)
     if refused is not None:
         message = cannot_reach(address, refused, TOKEN_FIX)

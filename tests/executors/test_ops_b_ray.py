@@ -92,11 +92,13 @@ def _node_health(cluster, data_dir) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.ray
-def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_runs(ray_cluster, tmp_path):
+def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_runs(ray_cluster, dispatchers, tmp_path):
     """A second, small node joins the session's cluster on the same host as the head (and the GPU node); its
     health check follows its own raylet and node id: ALIVE, then failing at once after its raylet's SIGKILL, and
     the cluster's view of that node id turns DEAD (what the check reads while a raylet process remains but the GCS
-    no longer hears from it: waiting for that with a SIGSTOPped raylet takes Ray's 3 x 10 s health-check timeout)."""
+    no longer hears from it: waiting for that with a SIGSTOPped raylet takes Ray's 3 x 10 s health-check timeout).
+    The dispatcher's log says in one line that the raylet is terminated, without the raylet's state dump."""
+    dispatchers.start()
     data = tmp_path / "small-node"
     lo = ray_cluster.worker_ports + 112
     out = subprocess.run(
@@ -136,6 +138,11 @@ def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_r
             return out.stdout.strip()
 
         wait_for(lambda: state() == "DEAD", timeout=30, interval=0.5)
+        said = wait_for(lambda: "Raylet is terminated" in (t := dispatchers.logs(None)) and t, timeout=30, interval=0.2)
+        assert "Ray (raylet): Raylet is terminated. Termination is unexpected." in said, said[-3000:]
+        assert "[state-dump]" not in said, said[-3000:]
+        # every line is the dispatcher's own (Ray's C++ lines start "[20..", and none of them is the dump either)
+        assert all(line.startswith(("20", "[20")) for line in said.splitlines() if line), said[-3000:]
     finally:  # the node's raylet and its agents, which carry its node id on their command lines
         for r in mine:
             _kill(pids_with(r.node_id))
