@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from dataclasses import replace
 
 import pytest
@@ -95,6 +96,8 @@ def test_a_queued_job_has_no_eta_while_no_lab_node_is_online(ray_client, db):
     assert job["status"] == "queued" and job["queue_position"] == 0
     assert job["eta_start_s"] is None and job["eta_done_s"] is None
     assert job["eta_basis"].startswith("no lab node of the Ray cluster is online")
+    card = " ".join(re.sub(r"<[^>]+>", " ", html.unescape(ray_client.get(f"/jobs/{job['id']}").text)).split())
+    assert "no estimate yet (no lab node of the Ray cluster is online" in card  # the job card says why
     _lab_node(db)
     db.commit()
     again = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
