@@ -99,7 +99,7 @@ def test_screenshots_at_two_widths(browser, live_server, width, height, name):
     # figures with a phone layout are read whole on a phone: lesson 08's memory bars (their totals and the 80 GB
     # line were off-screen), and every lesson 06 figure (tests/browser/test_figure_phone_layouts.py measures their
     # labels: none under 11 px, none overlapping or cut off)
-    expected = {"fig-memory-7b", "fig-memory-70b", "fig-tp-roof", "fig-mesh-right", "fig-mesh-wrong"}
+    expected = {"fig-memory-7b", "fig-memory-70b", "fig-tp-roof", "fig-mesh-right", "fig-mesh-wrong", "fig-mesh-domain"}
     expected |= {"fig-fp8-grid", "fig-tp-mlp", "fig-tp-mlp-sp", "fig-step-14ms", "fig-ring-bytes", "fig-ring-alpha"}
     assert phone_layouts == (expected if name == "phone" else set())
 
