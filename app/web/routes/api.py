@@ -57,7 +57,11 @@ class JobOut(BaseModel):
     result_url: str | None
     label: str | None = Field(description="the honesty label of the backend that ran, once finished")
     queue_position: int | None = Field(None, description="queued jobs that start before this one (0: next)")
-    eta_start_s: float | None = Field(None, description="estimated seconds until it starts (queued jobs)")
+    eta_start_s: float | None = Field(
+        None,
+        description="estimated seconds until it starts (queued jobs); null when no start can be estimated, e.g. no "
+        "lab node that runs it is online, with the reason in eta_basis",
+    )
     eta_done_s: float | None = Field(None, description="estimated seconds until it finishes")
     eta_basis: str | None = Field(None, description="what the estimate is made from")
     node: str | None = Field(None, description="the host that ran (or runs) the last attempt")
