@@ -192,7 +192,7 @@ def token_problem(exc: BaseException, env: Mapping[str, str]) -> str | None:
         got = f"is {mode!r}" if mode else "is unset"
         return f"the Ray head requires token authentication and RAY_AUTH_MODE {got} here"
     if not (env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH") or DEFAULT_TOKEN.is_file()):
-        return "the Ray head requires a token and none is set here: RAY_AUTH_TOKEN is missing"
+        return "RAY_AUTH_MODE=token is set here but no token is: RAY_AUTH_TOKEN is missing"
     where = (
         "RAY_AUTH_TOKEN" if env.get("RAY_AUTH_TOKEN") else "the token file (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
     )
@@ -202,9 +202,29 @@ def token_problem(exc: BaseException, env: Mapping[str, str]) -> str | None:
 DEFAULT_TOKEN = Path.home() / ".ray" / "auth_token"  # where Ray 2.60 looks when neither variable is set
 
 
+def token_missing() -> str | None:
+    """Why no Ray client can start here, when RAY_AUTH_MODE=token and no token is to be found: Ray 2.60's C++ client
+    then aborts the whole process at its first call (a failed check in authentication_token_loader.cc, seen with a
+    GcsClient), so this is asked of Ray's own token loader, which answers without crashing, before any call."""
+    from ray._raylet import (  # type: ignore[attr-defined]
+        AuthenticationMode,
+        AuthenticationTokenLoader,
+        get_authentication_mode,
+    )
+
+    if get_authentication_mode() != AuthenticationMode.TOKEN:
+        return None
+    if AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True):
+        return None
+    return "RAY_AUTH_MODE=token is set here but no token is: RAY_AUTH_TOKEN is missing"
+
+
 def token_refused(address: str) -> str | None:
     """Ask the head's GCS for its cluster id with this process's token (a GcsClient, under a second); the problem
     with the token when the head refuses it, else None (any other failure is left to ray.init to report)."""
+    missing = token_missing()
+    if missing is not None:
+        return missing
     if head_address(address) is None:
         return None
     try:

@@ -275,8 +275,11 @@ def node_state(gcs_address: str, node_id: str) -> str:
     """ALIVE or DEAD as the cluster's GCS lists `node_id`, or "unknown to the cluster"; OSError/RuntimeError when
     the head does not answer. The head is probed with a plain TCP connect first (ray_health.not_a_ray_head), since
     a GcsClient waits in C++ for a head that is not there."""
-    from app.executors.ray_health import head_address, not_a_ray_head
+    from app.executors.ray_health import head_address, not_a_ray_head, token_missing
 
+    missing = token_missing()  # a GcsClient would abort this process instead of raising
+    if missing is not None:
+        raise RuntimeError(missing)
     where = head_address(gcs_address)
     if where is not None:
         why = not_a_ray_head(where)

@@ -99,9 +99,21 @@ def test_a_missing_token_is_named_and_other_errors_are_not_taken_for_a_token(mon
 
     monkeypatch.setattr(ray_health, "DEFAULT_TOKEN", tmp_path / "no-such-token")
     why = token_problem(AuthenticationError(NO_TOKEN), {"RAY_AUTH_MODE": "token"})
-    assert why == "the Ray head requires a token and none is set here: RAY_AUTH_TOKEN is missing"
+    assert why == "RAY_AUTH_MODE=token is set here but no token is: RAY_AUTH_TOKEN is missing"
     # what ray.init raised for the wrong token, after ~20 s: nothing in it says "token", so it stays as Ray said it
     assert token_problem(ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:35415"), {}) is None
+
+
+def test_token_mode_without_a_token_is_named_before_ray_could_abort_the_process(tmp_path):
+    """Ray 2.60's C++ client aborts the process (a failed check, no exception) at its first call in token mode with
+    no token; the dispatcher and ray-node-health ask Ray's token loader first."""
+    env = dict(os.environ, RAY_AUTH_MODE="token", HOME=str(tmp_path))
+    for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(name, None)
+    code = "from app.executors.ray_health import token_refused; print(token_refused('127.0.0.1:1'))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "RAY_AUTH_MODE=token is set here but no token is: RAY_AUTH_TOKEN is missing"
 
 
 def _first_log_line(cmd: list[str], env: dict, wanted: str) -> dict:
