@@ -49,7 +49,19 @@ _TMP = _shared_dir()
 # Small enough to finish in seconds on a shared 2-core machine; each still runs every code path.
 SMALL = {
     "env-check": {},
-    "fp8-step": {"steps": 6, "batch": 4, "seq": 16, "d_model": 32, "n_heads": 2, "ffn": 64, "n_layers": 2, "vocab": 16},
+    # a spike at step 5 of 8: tests/labs/test_fp8_step.py reads the clipping there and the step after from this run
+    "fp8-step": {
+        "steps": 8,
+        "batch": 4,
+        "seq": 16,
+        "d_model": 32,
+        "n_heads": 2,
+        "ffn": 64,
+        "n_layers": 2,
+        "vocab": 16,
+        "outlier_step": 5,
+        "outlier_scale": 16.0,
+    },
     "tp-sweep": {"degrees": [1, 2], "tokens": 64, "hidden": 128, "ffn": 512, "steps": 2, "warmup": 1},
     "overlap-trace": {"tokens": 64, "hidden": 128, "ffn": 512, "window_out": 128, "steps": 2, "warmup": 1},
     "collectives": {

@@ -15,10 +15,12 @@ from labs.fp8_step import report
 from labs.fp8_step.params import Params
 from labs.fp8_step.run import OUTLIER_TARGET
 from labs.runtime import validate_result
+from tests.labs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
-# Small enough that one run (both models) takes a second or two of compute on 2 cores.
-SMALL = {"steps": 8, "batch": 4, "seq": 16, "d_model": 32, "n_heads": 2, "ffn": 64, "n_layers": 2, "vocab": 16}
+# Small enough that one run (both models) takes a second or two of compute on 2 cores, with a spike at step 5; the
+# run itself is shared with the other tests that read a small fp8-step run (tests/labs/runs.py).
+SMALL = runs.SMALL["fp8-step"]
 
 
 def run_cli(params: dict, out: Path, backend: str = "cpu") -> subprocess.CompletedProcess:
@@ -34,10 +36,11 @@ def load_ok(proc: subprocess.CompletedProcess, out: Path) -> dict:
     return result
 
 
-def test_small_run_writes_a_valid_bundle(tmp_path):
-    proc = run_cli(SMALL, tmp_path)
-    result = load_ok(proc, tmp_path)
-    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+def test_small_run_writes_a_valid_bundle():
+    done = runs.run("fp8-step")
+    result = done.result
+    assert validate_result(result) == []
+    lines = [json.loads(line) for line in done.measured.stdout.splitlines()]
     assert lines[0]["event"] == "start" and lines[-1]["event"] == "done"
     assert any(line["event"] == "progress" for line in lines)
 
@@ -63,7 +66,7 @@ def test_small_run_writes_a_valid_bundle(tmp_path):
     names = {a["name"]: a for a in result["artifacts"]}
     assert set(names) == {"loss_curves", "amax_scale_history"}
     for art in names.values():
-        svg = (tmp_path / art["path"]).read_text()
+        svg = (done.out / art["path"]).read_text()
         assert svg.startswith("<svg") and art["media_type"] == "image/svg+xml"
     assert {"summary", "tables"} <= set(res) and all(t["rows"] for t in res["tables"])
 
@@ -89,10 +92,10 @@ def test_bad_params_exit_2_with_one_line_naming_the_field(tmp_path, params, must
     assert not (tmp_path / "result.json").exists()
 
 
-def test_outlier_clips_at_the_spike_and_the_scale_adapts_next_step(tmp_path):
-    k = 5
-    result = load_ok(run_cli(SMALL | {"outlier_step": k, "outlier_scale": 16.0}, tmp_path), tmp_path)
-    res = result["results"]
+def test_outlier_clips_at_the_spike_and_the_scale_adapts_next_step():
+    k = SMALL["outlier_step"]
+    assert "recipe" not in SMALL and k + 1 < SMALL["steps"]  # delayed scaling (the default), a step after the spike
+    res = runs.run("fp8-step").result["results"]
     out = res["outlier"]
     assert out["target"] == f"{OUTLIER_TARGET}.input" and out["step"] == k
     # Delayed scaling quantizes the spike with the scale from steps < k, so it clips ...
@@ -107,7 +110,7 @@ def test_outlier_clips_at_the_spike_and_the_scale_adapts_next_step(tmp_path):
 
 
 def test_current_scaling_does_not_clip_the_same_spike(tmp_path):
-    params = SMALL | {"outlier_step": 5, "outlier_scale": 16.0, "recipe": "current"}
+    params = SMALL | {"recipe": "current"}  # the same spike, at the same step
     res = load_ok(run_cli(params, tmp_path), tmp_path)["results"]
     assert res["outlier"]["clipped_at_spike"] == 0
 
@@ -123,7 +126,6 @@ def test_every_param_has_a_reason_and_bounds_for_the_form():
 
 def test_default_run_trains_like_bf16_within_the_graders_tolerance():
     from labs.fp8_step.report import LOSS_TRACK_REL, loss_gap
-    from tests.labs import runs
 
     result = runs.run("fp8-step", {}).result
     res = result["results"]
