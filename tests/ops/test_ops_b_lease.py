@@ -133,3 +133,28 @@ def test_the_cluster_page_names_the_active_dispatcher_and_the_standbys(settings,
     assert "No dispatcher is active" not in page
     migrate.upgrade(settings.db_url)  # idempotent: the row 0012 inserted is there once
     assert db.query(DispatcherLease).count() == 1
+
+
+def test_the_dispatcher_sends_a_run_only_to_a_node_whose_budget_holds_it(settings, db, make_user):
+    """The node would refuse a run over its own budget (ray_node.budget_refusal); the dispatcher does not send it
+    there, so a run no node can hold waits and, after COURSE_UNPLACEABLE_SECONDS, fails as "no node can run it"."""
+    from app.core.models import ClusterNode
+    from app.executors.ray import Dispatcher
+    from app.services.cluster import node_from_row
+
+    owner = make_user("ann@example.org")
+    job = Job(owner_id=owner.id, lab="tp-sweep", params={"degrees": [2]}, backend="cpu", requested_backend="cpu")
+    db.add(job)
+    db.commit()
+
+    def node(mb: int):
+        resources = {"CPU": 8, "GPU": 0, "memory": 64 * 2**30}
+        return node_from_row(ClusterNode(node_id=f"n{mb}", hostname=f"h{mb}", resources=resources,
+                                         labels={"course/job_memory_mb": str(mb)}))  # fmt: skip
+
+    d = Dispatcher(settings, dispatcher_id=A)
+    try:
+        assert d._resolve(job, [node(256)]) is None  # a two-rank sweep needs about 1 GiB
+        assert d._resolve(job, [node(256), node(4096)]) == "cpu"
+    finally:
+        d.engine.dispose()
