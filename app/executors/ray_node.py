@@ -227,11 +227,12 @@ class Raylet:
     node_id: str  # hex, as the GCS and ray.nodes() name the node
     gcs_address: str  # host:port of the head the raylet joined
     head: bool
+    lab_labels: bool  # started with the course's labels (`ray-node-flags`): a node that runs labs
 
 
 def raylets() -> list[Raylet]:
     """The raylet processes on this host, read from their command lines (Ray 2.60 starts each with --node_id,
-    --gcs-address, and --head on the head: ray/_private/services.py `start_raylet`)."""
+    --gcs-address, --labels as JSON, and --head on the head: ray/_private/services.py `start_raylet`)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -244,7 +245,12 @@ def raylets() -> list[Raylet]:
             continue
         flags = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
         if flags.get("node_id") and flags.get("gcs-address"):
-            out.append(Raylet(int(entry.name), flags["node_id"], flags["gcs-address"], "--head" in argv))
+            try:
+                labels = json.loads(flags.get("labels") or "{}")
+            except ValueError:
+                labels = {}
+            ours = isinstance(labels, dict) and any(str(k).startswith(LABEL_PREFIX) for k in labels)
+            out.append(Raylet(int(entry.name), flags["node_id"], flags["gcs-address"], "--head" in argv, ours))
     return out
 
 
@@ -258,13 +264,14 @@ def _started_with(pid: int, name: str, value: str) -> bool:
 
 
 def this_nodes_raylets(env: Mapping[str, str]) -> tuple[list[Raylet], list[Raylet]]:
-    """(this node's raylets, the head's) on this host. A lab node is a raylet without --head: the head of a bare-metal
-    install may run on the same host and is no lab node. Where COURSE_NODE_DATA_DIR is set, as on every lab node
+    """(this node's raylets, the head's) on this host. A lab node is a raylet without --head, or a head started with
+    the course's labels (a one-host trial whose head runs labs): the head of a bare-metal install, started with no
+    labels, may run on the same host and is no lab node. Where COURSE_NODE_DATA_DIR is set, as on every lab node
     (docker-compose.yml, docs/deploying.md), only the raylet whose `ray start` ran with the same value is this
     node's, so a second node on the host (or another cluster's) does not answer for it."""
     found = raylets()
-    heads = [r for r in found if r.head]
-    mine = [r for r in found if not r.head]
+    mine = [r for r in found if not r.head or r.lab_labels]
+    heads = [r for r in found if r not in mine]
     data_dir = env.get(NODE_DATA_ENV)
     if data_dir:
         mine = [r for r in mine if _started_with(r.pid, NODE_DATA_ENV, data_dir)]

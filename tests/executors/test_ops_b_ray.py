@@ -120,7 +120,9 @@ def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_r
 
     mine, heads = this_nodes_raylets({"COURSE_NODE_DATA_DIR": str(data)})
     try:
-        assert len(mine) == 1 and heads, (mine, heads)
+        assert len(mine) == 1 and heads and not any(h.lab_labels for h in heads), (mine, heads)
+        # the session's GPU node, started with `ray-node-flags`, carries the course's labels; the small one none
+        assert any(r.lab_labels for r in this_nodes_raylets({})[0]) and not mine[0].lab_labels
         raylet = mine[0]
         healthy = _node_health(ray_cluster, data)
         assert healthy.returncode == 0, healthy.stderr
