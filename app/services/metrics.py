@@ -18,7 +18,7 @@ from prometheus_client.metrics_core import Metric
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.core.models import ClusterNode, Job, JobLoss, utcnow
+from app.core.models import ClusterNode, DispatcherLease, Job, JobLoss, utcnow
 
 # Seconds: a queue wait or a lab's run, from an env-check's few seconds to a long sweep or a class-wide backlog.
 JOB_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
@@ -131,6 +131,15 @@ class DatabaseCollector:
             "requeue them.",
         )
         expired.add_metric([], sum(1 for _, lease in running if lease is not None and lease < now))
+        lease = db.get(DispatcherLease, "ray")
+        renewed = GaugeMetricFamily(
+            "course_dispatcher_lease_age_seconds",
+            "Seconds since the active Ray dispatcher last renewed its lease (every cycle); absent while no "
+            "dispatcher holds it. Past COURSE_DISPATCHER_LEASE_SECONDS a standby takes over.",
+        )
+        if lease is not None and lease.holder and lease.renewed_at is not None:
+            renewed.add_metric([], max(0.0, (now - lease.renewed_at).total_seconds()))
+        yield renewed
         beat = GaugeMetricFamily(
             "course_worker_heartbeat_age_seconds",
             "The oldest heartbeat among running jobs (0 with none running): workers renew every few seconds.",

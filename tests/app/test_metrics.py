@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.models import ClusterNode, Job, JobLoss, utcnow
+from app.services import dispatch_lease
 from app.web.factory import create_app
 from tests.app.live import Live, course_server
 
@@ -143,6 +144,13 @@ def test_jobs_by_state_and_the_wait_and_run_histograms_come_from_the_database(me
     assert value(found, "course_running_jobs_past_lease") == 1
     assert value(found, "course_worker_heartbeat_age_seconds") >= 45
     assert 7 <= value(found, "course_dispatcher_snapshot_age_seconds") < 60
+    assert ("course_dispatcher_lease_age_seconds", ()) not in found  # no dispatcher holds the lease yet
+
+
+def test_the_active_dispatchers_lease_age_is_exposed(metrics_client, db):
+    dispatch_lease.try_acquire(db, me="dispatcher:web-a:41:abcd1234", lease_s=5, now=utcnow() - timedelta(seconds=3))
+    found = scrape(metrics_client)
+    assert 3 <= value(found, "course_dispatcher_lease_age_seconds") < 60
 
 
 @pytest.fixture(scope="module")
