@@ -238,6 +238,7 @@ class Dispatcher:
                     budget = self._budget(self.nodes[node_id]["labels"])
                     need = asked.within(budget)
                     if asked.memory_bytes <= budget and need.fits(res):
+                        need = need.with_cpu_share(self.nodes[node_id]["resources"], res)
                         target = res
                         break
                 if target is None:

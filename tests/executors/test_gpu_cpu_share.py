@@ -31,3 +31,39 @@ def test_busy_cores_shrink_the_share_but_never_below_the_catalogs_slot():
 def test_cpu_jobs_keep_one_slot_per_rank():
     need = need_for("overlap-trace", {}, "cpu")
     assert need.with_cpu_share(NODE_8X96, free=NODE_8X96) == need
+
+
+def test_the_dispatcher_gives_a_gpu_job_its_share_when_it_places_it(db_url, tmp_path, db, make_user):
+    """dispatch() on a node Ray lists with 8 GPUs and 96 CPUs: the Ray task of a one-GPU job asks for 12 CPUs.
+    Only the hand-off to Ray is recorded instead of made (the suite's Ray cluster has no GPU to place it on)."""
+    from app.core.config import Settings
+    from app.core.models import ClusterNode, Job
+    from app.executors.ray import Dispatcher
+    from app.services.cluster import node_from_row
+
+    settings = Settings.from_env(
+        {"COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp_path / "data")},
+        database_url=db_url,
+        executor="ray",
+        embedded_workers=0,
+        lease_s=5,
+    )
+    owner = make_user("gpu-share@example.org")
+    db.add(Job(owner_id=owner.id, lab="fp8-step", params={}, backend="torch-cuda", requested_backend="torch-cuda"))
+    db.commit()
+    resources = {**NODE_8X96, "memory": 512 * 2**30}
+    row = ClusterNode(node_id="g1", hostname="gpu-host", resources=resources, labels={"course/job_memory_mb": "65536"})
+
+    class Recording(Dispatcher):
+        def _submit(self, job, backend, need):
+            self.sent.append((job.id, backend, need))
+
+    d = Recording(settings, dispatcher_id="dispatcher:test:1:share000")
+    d.sent = []
+    try:
+        d.nodes = {"g1": {"hostname": "gpu-host", "resources": resources, "labels": row.labels}}
+        assert d.dispatch([node_from_row(row)]) == 1
+        ((_, backend, need),) = d.sent
+        assert (backend, need.gpus, need.cpus) == ("torch-cuda", 1, 12.0)
+    finally:
+        d.engine.dispose()
