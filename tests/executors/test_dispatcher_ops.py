@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -23,19 +22,8 @@ from app.core.models import ClusterNode, Job
 from app.executors.ray_health import ALIVE_S
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port, wait_for
+from tests.executors.health import dispatcher_health
 from tests.executors.raycluster import NODE_JOB_MEMORY_MB
-
-
-def _health(tmpdir: Path) -> subprocess.CompletedProcess:
-    """`python -m app dispatcher-health` as compose runs it, on the host (here: the temp dir) of one dispatcher."""
-    return subprocess.run(
-        [sys.executable, "-m", "app", "dispatcher-health"],
-        cwd=ROOT,
-        env=dict(os.environ, TMPDIR=str(tmpdir)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.mark.ray
@@ -79,7 +67,7 @@ def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_i
     host = tmp_path / "dispatcher-host"  # the dispatcher's /tmp, as in its own container
     host.mkdir()
     dispatchers.start(TMPDIR=str(host))
-    wait_for(lambda: _health(host).returncode == 0, timeout=120, interval=1)
+    wait_for(lambda: dispatcher_health(host).returncode == 0, timeout=120, interval=1)
     name = make_url(ray_settings.db_url).database
     admin = create_engine(f"{postgres_server}/postgres", isolation_level="AUTOCOMMIT")
     try:
@@ -87,13 +75,13 @@ def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_i
             conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
             conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"), {"n": name})
         # its loop goes on, every cycle failing, and within ALIVE_S the health check says so, and why
-        out = wait_for(lambda: (h := _health(host)).returncode == 1 and h, timeout=ALIVE_S + 30, interval=1)
+        out = wait_for(lambda: (h := dispatcher_health(host)).returncode == 1 and h, timeout=ALIVE_S + 30, interval=1)
         assert "the dispatcher last completed a cycle" in out.stderr, out.stderr
         assert "its last error:" in out.stderr and "a cycle failed: OperationalError" in out.stderr, out.stderr
         assert dispatchers.procs[0].poll() is None
         with admin.connect() as conn:
             conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
-        wait_for(lambda: _health(host).returncode == 0, timeout=60, interval=1)
+        wait_for(lambda: dispatcher_health(host).returncode == 0, timeout=60, interval=1)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
@@ -149,7 +137,7 @@ def test_with_no_ray_head_the_log_names_ray_address_and_the_server_stops_at_once
         )
         wait_for(lambda: wanted in log_path.read_text(), timeout=120, interval=0.2)
         assert log_path.read_text().count("cannot reach the Ray cluster") == 1  # once, not per retry
-        health = _health(tmp_path)
+        health = dispatcher_health(tmp_path)
         assert health.returncode == 1 and f"RAY_ADDRESS={dead}" in health.stderr
         started = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl+C: the server and the dispatcher it started

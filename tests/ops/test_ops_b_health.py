@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +19,7 @@ from app.executors import ray_health
 from app.executors.ray_health import TOKEN_FIX, cannot_reach, token_problem
 from app.executors.ray_node import budget_refusal
 from tests.conftest import ROOT, free_port
-
-
-def _health(tmpdir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "dispatcher-health"],
-        cwd=ROOT,
-        env=dict(os.environ, TMPDIR=str(tmpdir)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.executors.health import dispatcher_health
 
 
 @pytest.fixture
@@ -48,24 +37,26 @@ def test_dispatcher_health_reads_the_running_dispatcher_never_a_previous_ones_er
     gone.wait()  # a dispatcher that failed and exited: its files stay behind
     (tmp_path / f"course-dispatcher.{gone.pid}.failing").write_text("03:00:00 UTC: a cycle failed: OperationalError\n")
     (tmp_path / f"course-dispatcher.{gone.pid}.alive").write_text("active\n")
-    out = _health(tmp_path)
+    out = dispatcher_health(tmp_path)
     assert out.returncode == 1 and "no dispatcher runs on this host" in out.stderr, out.stderr
     assert "OperationalError" not in out.stderr
     assert not list(tmp_path.glob(f"course-dispatcher.{gone.pid}.*"))  # removed, never read again
 
     pid = fake_dispatcher.pid
     (tmp_path / f"course-dispatcher.{pid}.started").write_text("04:00:00 UTC\n")  # as Health.starting leaves it
-    out = _health(tmp_path)  # its replacement has not completed a cycle yet, and says nothing of the old error
+    out = dispatcher_health(
+        tmp_path
+    )  # its replacement has not completed a cycle yet, and says nothing of the old error
     assert out.returncode == 1 and f"has not completed a cycle yet (pid {pid})" in out.stderr, out.stderr
     assert "OperationalError" not in out.stderr
     (tmp_path / f"course-dispatcher.{pid}.alive").write_text("standing by; active: dispatcher:h:1:abcd\n")
-    out = _health(tmp_path)
+    out = dispatcher_health(tmp_path)
     assert out.returncode == 0, out.stderr
     assert f"dispatcher pid {pid}: standing by; active: dispatcher:h:1:abcd" in out.stdout
     old = time.time() - ray_health.ALIVE_S - 5
     os.utime(tmp_path / f"course-dispatcher.{pid}.alive", (old, old))
     (tmp_path / f"course-dispatcher.{pid}.failing").write_text("04:00:00 UTC: a cycle failed: TimeoutError\n")
-    out = _health(tmp_path)
+    out = dispatcher_health(tmp_path)
     assert out.returncode == 1 and "last completed a cycle 3" in out.stderr and "TimeoutError" in out.stderr
 
 
