@@ -8,8 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -18,6 +16,7 @@ from playwright.sync_api import expect
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import utcnow
 from app.services import dispatch_lease
+from tests.app.live import course_server
 from tests.browser.conftest import SIZES, login, screenshot
 from tests.conftest import ROOT, free_port
 
@@ -26,38 +25,21 @@ ACTIVE, STANDBY = "dispatcher:gpu-head-01:1893:5d20b7e1", "dispatcher:web-02:221
 
 @pytest.fixture(scope="module")
 def ray_server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("ray-mode")
-    env = dict(
-        os.environ,
-        COURSE_ENV="test",
-        COURSE_DATA_DIR=str(data),
-        COURSE_EXECUTOR="ray",
-        RAY_ADDRESS=f"127.0.0.1:{free_port()}",  # no head: this server's own dispatcher waits for one
-        TMPDIR=str(data),
-    )
-    env.pop("DATABASE_URL", None)
-    port = free_port()
-    log = open(data / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=log
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(base + "/", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("server did not start:\n" + (data / "server.log").read_text()) from None
-                time.sleep(0.3)
+    tmp = tmp_path_factory.mktemp("ray-mode")
+    db_url = f"sqlite:///{tmp / 'course.db'}"
+    env = {
+        "COURSE_EXECUTOR": "ray",
+        "RAY_ADDRESS": f"127.0.0.1:{free_port()}",  # no head: this server's own dispatcher waits for one
+        "TMPDIR": str(tmp),
+    }
+    with course_server(tmp, db_url, **env) as server:
         subprocess.run(
             [sys.executable, "-m", "app", "users", "create", "--email", "ops@example.org", "--password",
              "correct horse", "--role", "instructor"],
-            cwd=ROOT, env=env, check=True, capture_output=True,
+            cwd=ROOT, env={**os.environ, "COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp / "data"),
+                           "DATABASE_URL": db_url}, check=True, capture_output=True,
         )  # fmt: skip
-        engine = make_engine(f"sqlite:///{data / 'course.db'}")
+        engine = make_engine(db_url)
         with make_sessionmaker(engine)() as db:
             now = utcnow()
             dispatch_lease.try_acquire(db, me=ACTIVE, lease_s=3600, now=now - timedelta(minutes=42))
@@ -65,14 +47,7 @@ def ray_server(tmp_path_factory):
             dispatch_lease.try_acquire(db, me=ACTIVE, lease_s=3600, now=now)
             dispatch_lease.record(db, me=STANDBY, role="standby")
         engine.dispose()
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        yield server.base
 
 
 @pytest.mark.parametrize("size", list(SIZES))
