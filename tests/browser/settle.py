@@ -13,8 +13,9 @@ from __future__ import annotations
 SCRIPTED = {"fetch", "xhr", "eventsource", "websocket"}
 
 
-def goto_settled(page, url: str) -> None:
-    """`page.goto(url)`, then wait for network idle only if the page's scripts fetched something."""
+def goto_settled(page, url: str):
+    """`page.goto(url)`, then wait for network idle only if the page's scripts fetched something; returns what
+    `page.goto` returned (the main document's response)."""
     scripted: list[str] = []
 
     def seen(request) -> None:
@@ -23,8 +24,9 @@ def goto_settled(page, url: str) -> None:
 
     page.on("request", seen)
     try:
-        page.goto(url)  # returns at the `load` event: the document and every resource it names
+        response = page.goto(url)  # returns at the `load` event: the document and every resource it names
         if scripted:
             page.wait_for_load_state("networkidle")
+        return response
     finally:
         page.remove_listener("request", seen)
