@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import login, screenshot
+from tests.browser.settle import goto_settled
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -75,8 +76,7 @@ def test_every_page_kind_loads_without_a_csp_violation(watched, live_server):
     login(page, live_server.url, "csp@example.org")
     found = {}
     for path in PAGES:
-        response = page.goto(live_server.url + path)
-        page.wait_for_load_state("networkidle")
+        response = goto_settled(page, live_server.url + path)
         assert "content-security-policy" in response.headers, path
         if v := _violations(page):
             found[path] = v

@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from app.content import load_course
 from tests.browser.conftest import SHOTS, register, screenshot
+from tests.browser.settle import goto_settled
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
@@ -63,8 +64,7 @@ def test_screenshots_at_two_widths(browser, live_server, width, height, name):
     register(page, live_server.url, f"shots-{name}@example.org")
     problems, phone_layouts = [], set()
     for lesson_id, part in ALL_PAGES:
-        page.goto(f"{live_server.url}/lessons/{lesson_id}/{part}")
-        page.wait_for_load_state("networkidle")
+        goto_settled(page, f"{live_server.url}/lessons/{lesson_id}/{part}")
         path = screenshot(page, f"{lesson_id}-{part}-{name}")
         assert path.stat().st_size > 10_000
         # Nothing runs off the side of a phone screen.

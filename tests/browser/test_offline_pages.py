@@ -11,6 +11,7 @@ from tests.browser.pages import (
     STAFF,
     context_at,
 )
+from tests.browser.settle import goto_settled
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -31,8 +32,7 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
     page = ctx.new_page()
     login(page, live_server.url, STAFF)
     for path in ["/", f"/lessons/{LESSON}/deep-dives", "/labs/tp-sweep", f"/jobs/{seeded['jobs']['tp-sweep']}"]:
-        page.goto(live_server.url + path)
-        page.wait_for_load_state("networkidle")
+        goto_settled(page, live_server.url + path)
     page.goto(f"{live_server.url}/api/v1/docs")
     ops = page.locator(".opblock-summary-path")
     expect(ops.first).to_be_visible()
