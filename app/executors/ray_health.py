@@ -94,7 +94,8 @@ def dispatcher_health_main() -> int:
             print(f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}){why}", file=sys.stderr)
             code = 1
         else:
-            print(f"dispatcher pid {pid}: {role or 'completed a cycle'} ({age:.0f} s ago)")
+            # the role carries its own times ("active since ..."), so the cycle's age is named, not left bare
+            print(f"dispatcher pid {pid}: {role or 'running'}; last cycle {age:.0f} s ago")
     if not running:
         print(
             "no dispatcher runs on this host (`python -m app dispatcher`, or `serve` with COURSE_EXECUTOR=ray)",

@@ -79,7 +79,7 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
         "memory_limit_bytes": memory_bytes,  # in the job's placement, so an "out of memory" can be read against it
         "at": time.time(),
     }
-    refused = budget_refusal(spec, memory_bytes)
+    refused = budget_refusal(spec, memory_bytes, _advertised_mb(ctx))
     if refused is not None:  # the lab would refuse it as the learner's error; the course sent it to the wrong node
         shutil.rmtree(out, ignore_errors=True)
         yield {
@@ -144,12 +144,29 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def budget_refusal(spec: dict, memory_bytes: int) -> Outcome | None:
+def _advertised_mb(ctx: Any) -> str | None:
+    """This node's `job_memory_mb` label as Ray holds it (Ray 2.60 `RuntimeContext.get_node_labels`, read from the
+    GCS's node info in ray/_private/node.py: label name to string); None when Ray cannot say."""
+    try:
+        value = (ctx.get_node_labels() or {}).get(f"{LABEL_PREFIX}job_memory_mb")
+    except Exception:  # the label only sharpens a message; the task must run without it
+        return None
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return None if value is None else str(value)
+
+
+def budget_refusal(spec: dict, memory_bytes: int, advertised_mb: str | None = None) -> Outcome | None:
     """A run this node's per-job memory budget cannot hold, as a lost attempt (requeued, never charged): the web tier
     and the dispatcher size runs by the budget each node advertises (its `job_memory_mb` label), so a run that
     reaches a node too small for it is the course's mistake, not the learner's. `python -m labs run` would refuse it
     with exit 2, "bad parameters", which the learner would be charged for. None when it fits, or when the
-    parameters do not validate (the lab then refuses them itself, naming the field)."""
+    parameters do not validate (the lab then refuses them itself, naming the field).
+
+    `advertised_mb`: this node's `job_memory_mb` label. When it differs from the budget the node enforces, the node
+    was started with a budget the label did not see (`COURSE_JOB_MEMORY_MB=N ray start ... $(python -m app
+    ray-node-flags)`: the shell expands the flags before the assignment applies), and the message says so, since
+    every run between the two budgets will land here until the node is restarted."""
     try:
         lab = catalog.get(spec["lab"])
         need = lab.resources(lab.params.model_validate(spec["params"]), spec["backend"]).memory_bytes
@@ -157,10 +174,17 @@ def budget_refusal(spec: dict, memory_bytes: int) -> Outcome | None:
         return None
     if need <= memory_bytes:
         return None
+    label_mismatch = ""
+    if advertised_mb is not None and advertised_mb != str(memory_bytes // MIB):
+        label_mismatch = (
+            f" (its label advertises {advertised_mb} MiB per job, but it enforces {memory_bytes // MIB} MiB, from "
+            "the environment its `ray start` ran in: restart the node with COURSE_JOB_MEMORY_MB exported before "
+            "`ray start ... $(python -m app ray-node-flags)`, as docs/deploying.md says)"
+        )
     return Outcome(
         False,
         f"node {socket.gethostname()} allows {byte_size(memory_bytes)} per job and this run needs about "
-        f"{byte_size(need)}, which the course should have seen before sending it there",
+        f"{byte_size(need)}, which the course should have seen before sending it there{label_mismatch}",
         "lost",
     )
 
