@@ -233,13 +233,13 @@ class Dispatcher:
                 asked = need_for(job.lab, job.params, backend)
                 if asked.gpus and gpu_blocked:
                     continue
-                need, target = asked, None
+                need, target, target_id = asked, None, None
                 for node_id, res in free.items():
                     budget = self._budget(self.nodes[node_id]["labels"])
                     need = asked.within(budget)
                     if asked.memory_bytes <= budget and need.fits(res):
                         need = need.with_cpu_share(self.nodes[node_id]["resources"], res)
-                        target = res
+                        target, target_id = res, node_id
                         break
                 if target is None:
                     gpu_blocked = gpu_blocked or bool(need.gpus)
@@ -250,7 +250,7 @@ class Dispatcher:
                 if backend != claimed.backend:
                     job_service.set_backend(db, job=claimed, backend=backend)
                 need.take(target)
-                self._submit(claimed, backend, need)
+                self._submit(claimed, backend, need, target_id)
                 started += 1
         return started
 
@@ -280,13 +280,22 @@ class Dispatcher:
         if job_service._rowcount(res):
             log.error("job %s failed: no node online can run %s with %s", job.id, job.backend, what)
 
-    def _submit(self, job: Job, backend: str, need: Need) -> None:
+    def _submit(self, job: Job, backend: str, need: Need, node_id: str | None) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         s = self.settings
         opts: dict[str, Any] = {
             "num_cpus": need.cpus,
             "num_gpus": need.gpus,
             "name": f"course-job-{job.id}-attempt-{job.attempts}",
         }
+        if node_id is not None:
+            # Only the node chosen above holds this run within its own budget (and its CPU share was computed
+            # there): without affinity Ray may start it on any node with the resources free. Hard affinity, so a
+            # node gone by then fails the task (a RayError: the job goes back to the queue, not charged) rather
+            # than running it somewhere too small. NodeAffinitySchedulingStrategy(node_id, soft) as in
+            # ray/util/scheduling_strategies.py of Ray 2.60.0.
+            opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
         if need.te_gpus:
             opts["resources"] = {TE_RESOURCE: need.te_gpus}
         if need.memory_bytes:
@@ -308,6 +317,7 @@ class Dispatcher:
             need=need,
             gen=gen,
             deadline=time.monotonic() + s.job_time_limit_s + DEADLINE_SLACK_S,
+            node_id=node_id,  # pinned there: its resources are held on that node from now on
         )
         flight.thread = threading.Thread(target=self._follow, args=(flight,), name=f"job-{job.id}", daemon=True)
         with self.lock:

@@ -55,15 +55,53 @@ def test_the_dispatcher_gives_a_gpu_job_its_share_when_it_places_it(db_url, tmp_
     row = ClusterNode(node_id="g1", hostname="gpu-host", resources=resources, labels={"course/job_memory_mb": "65536"})
 
     class Recording(Dispatcher):
-        def _submit(self, job, backend, need):
-            self.sent.append((job.id, backend, need))
+        def _submit(self, job, backend, need, node_id):
+            self.sent.append((job.id, backend, need, node_id))
 
     d = Recording(settings, dispatcher_id="dispatcher:test:1:share000")
     d.sent = []
     try:
         d.nodes = {"g1": {"hostname": "gpu-host", "resources": resources, "labels": row.labels}}
         assert d.dispatch([node_from_row(row)]) == 1
-        ((_, backend, need),) = d.sent
-        assert (backend, need.gpus, need.cpus) == ("torch-cuda", 1, 12.0)
+        ((_, backend, need, node_id),) = d.sent
+        assert (backend, need.gpus, need.cpus, node_id) == ("torch-cuda", 1, 12.0, "g1")
+    finally:
+        d.engine.dispose()
+
+
+def test_the_job_is_pinned_to_the_node_whose_budget_holds_it(db_url, tmp_path, db, make_user):
+    """Two CPU nodes with room, only the second within budget: the hand-off names that node, so Ray cannot start
+    the run on the first (where the node would refuse it)."""
+    from app.core.config import Settings
+    from app.core.models import ClusterNode, Job
+    from app.executors.ray import Dispatcher
+    from app.services.cluster import node_from_row
+
+    settings = Settings.from_env(
+        {"COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp_path / "data")},
+        database_url=db_url,
+        executor="ray",
+        embedded_workers=0,
+        lease_s=5,
+    )
+    owner = make_user("pinned@example.org")
+    db.add(Job(owner_id=owner.id, lab="tp-sweep", params={"degrees": [2]}, backend="cpu", requested_backend="cpu"))
+    db.commit()
+    resources = {"CPU": 8.0, "GPU": 0.0, "memory": 64 * 2**30}
+    rows = [
+        ClusterNode(node_id=f"n{mb}", hostname=f"h{mb}", resources=resources, labels={"course/job_memory_mb": str(mb)})
+        for mb in (256, 4096)
+    ]
+
+    class Recording(Dispatcher):
+        def _submit(self, job, backend, need, node_id):
+            self.sent.append(node_id)
+
+    d = Recording(settings, dispatcher_id="dispatcher:test:1:pin00000")
+    d.sent = []
+    try:
+        d.nodes = {r.node_id: {"hostname": r.hostname, "resources": resources, "labels": r.labels} for r in rows}
+        assert d.dispatch([node_from_row(r) for r in rows]) == 1
+        assert d.sent == ["n4096"]
     finally:
         d.engine.dispose()
