@@ -89,19 +89,30 @@ class DatabaseCollector:
         yield lost
 
     def _nodes(self, db: Session) -> Iterator[Metric]:
+        # A host can carry several Ray nodes (a restarted node joins with a new id; two nodes on one machine), so a
+        # node's series are told apart by its id (first 8 hex digits, as /instructor/cluster shows it): Prometheus
+        # keeps only one of two samples with the same labels.
         slots = GaugeMetricFamily(
-            "course_node_slots", "CPU and GPU slots of each Ray node the dispatcher has seen.", labels=["node", "kind"]
+            "course_node_slots",
+            "CPU and GPU slots of each Ray node the dispatcher has seen.",
+            labels=["node", "node_id", "kind"],
         )
         used = GaugeMetricFamily(
-            "course_node_slots_used", "CPU and GPU slots running jobs hold, by node and kind.", labels=["node", "kind"]
+            "course_node_slots_used",
+            "CPU and GPU slots running jobs hold, by host and kind (nodes of one host added up).",
+            labels=["node", "kind"],
         )
-        alive = GaugeMetricFamily("course_node_alive", "1 while Ray reports the node alive.", labels=["node"])
+        alive = GaugeMetricFamily(
+            "course_node_alive",
+            "1 while Ray reports the node alive, 0 for a node seen in the last day and gone.",
+            labels=["node", "node_id"],
+        )
         for row in db.scalars(select(ClusterNode)):
             res = row.resources or {}
-            name = row.hostname or row.node_id
-            slots.add_metric([name, "cpu"], float(res.get("CPU", 0)))
-            slots.add_metric([name, "gpu"], float(res.get("GPU", 0)))
-            alive.add_metric([name], 1.0 if row.alive else 0.0)
+            name, short = row.hostname or row.node_id, row.node_id[:8]
+            slots.add_metric([name, short, "cpu"], float(res.get("CPU", 0)))
+            slots.add_metric([name, short, "gpu"], float(res.get("GPU", 0)))
+            alive.add_metric([name, short], 1.0 if row.alive else 0.0)
         held = Tally[tuple[str, str]]()
         for node, ranks, gpus in db.execute(select(Job.node, Job.ranks, Job.gpus).where(Job.status == "running")):
             where = node or "unplaced"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hmac
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse, Response
 
 from app.web import metrics
 
@@ -16,15 +16,16 @@ router = APIRouter()
 
 @router.get("/metrics")
 def scrape(request: Request) -> Response:
+    # Refusals are plain text, like the exposition: a scraper or an operator's curl reads them, not a browser.
     token = request.app.state.settings.metrics_token
     if not token:
-        raise HTTPException(404, "Metrics are off on this server: set COURSE_METRICS_TOKEN to turn them on.")
+        return PlainTextResponse("Metrics are off on this server: set COURSE_METRICS_TOKEN to turn them on.\n", 404)
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-        raise HTTPException(
+        return PlainTextResponse(
+            "Metrics need the token: send the header `Authorization: Bearer <COURSE_METRICS_TOKEN>`.\n",
             401,
-            "Metrics need the token: send the header `Authorization: Bearer <COURSE_METRICS_TOKEN>`.",
-            headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            headers={"WWW-Authenticate": 'Bearer realm="metrics"', "Cache-Control": "no-store"},
         )
     body = metrics.exposition(request.app.state.sessions)
     return Response(body, media_type=metrics.CONTENT_TYPE, headers={"Cache-Control": "no-store"})
