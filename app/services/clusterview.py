@@ -78,6 +78,7 @@ def overview(db: Session, *, settings: Settings, host: HostCapacity) -> dict:
         "dispatchers": rows,
         "election": election,
         "dispatcher_lease_s": settings.dispatcher_lease_s,
+        "default_job_memory_mb": settings.job_memory_bytes // 2**20,  # what placement assumes for an unlabelled node
         "nodes": cluster_service.all_nodes(db) if settings.executor == "ray" else [],
         "host": host,
         "running": running,

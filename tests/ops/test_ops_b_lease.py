@@ -158,3 +158,24 @@ def test_the_dispatcher_sends_a_run_only_to_a_node_whose_budget_holds_it(setting
         assert d._resolve(job, [node(256), node(4096)]) == "cpu"
     finally:
         d.engine.dispose()
+
+
+def test_the_cluster_page_shows_each_nodes_per_job_memory(db, make_user, client):
+    """A node whose label disagrees with the budget it enforces is found by reading this column."""
+    from app.core.models import ClusterNode
+
+    make_user("prof@example.org", roles=("instructor",))
+    client.login("prof@example.org")
+    res = {"CPU": 4.0}
+    db.add(
+        ClusterNode(
+            node_id="c" * 56, hostname="cpu-1", alive=True, resources=res, labels={"course/job_memory_mb": "3072"}
+        )
+    )
+    db.add(ClusterNode(node_id="d" * 56, hostname="cpu-2", alive=True, resources=res, labels={}))
+    db.commit()
+    page = client.get("/instructor/cluster").text
+    nodes = page[page.index('data-testid="nodes"') :]
+    row1, row2 = nodes.split('<td data-label="Host">cpu-1')[1], nodes.split('<td data-label="Host">cpu-2')[1]
+    assert '<td data-label="Per-job memory">3072 MiB</td>' in row1.split("</tr>")[0]
+    assert "no label: placement assumes" in row2.split("</tr>")[0]
