@@ -299,6 +299,9 @@ def resources(p: Params, backend: str) -> Resources:
     attn = 4 * p.batch * p.n_heads * p.seq * p.seq
     logits = 4 * LOGIT_COPIES * tokens * p.vocab
     total = BASE_BYTES + int(SAFETY * (state + acts + attn + logits))
+    # The refusal belongs to the parameter behind the largest term: the model's width for its state, the batch
+    # for activations and logits (tokens = batch x seq), the sequence for attention scores (seq²).
+    drivers = {"d_model": state, "batch": acts + logits, "seq": attn}
     return Resources(
         ranks=1,
         gpus=0,
@@ -311,7 +314,7 @@ def resources(p: Params, backend: str) -> Resources:
             f"{p.batch} x {p.n_heads} heads x {p.seq}² x 4 B = {byte_size(attn)}; logits {LOGIT_COPIES} x {tokens:,} "
             f"tokens x {p.vocab:,} vocab x 4 B = {byte_size(logits)})"
         ),
-        memory_field="d_model",
+        memory_field=max(drivers, key=lambda k: drivers[k]),
     )
 
 

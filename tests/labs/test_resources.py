@@ -68,6 +68,18 @@ def test_the_issues_fp8_step_example_is_refused_with_the_arithmetic(backend):
         assert "params x 44 B" in p.message and "logits 4 x 512 tokens x 65,536 vocab x 4 B" in p.message
 
 
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"batch": 384, "seq": 256, "steps": 2}, "batch"),  # the operator walk's 4.6 GiB run: activations
+        ({"batch": 8, "seq": 2048, "n_heads": 16, "d_model": 64, "ffn": 256}, "seq"),  # attention scores
+    ],
+)
+def test_an_fp8_step_refusal_names_the_parameter_behind_the_largest_term(params, field):
+    p = _memory_problem("fp8-step", params, "cpu")
+    assert p.field == field and p.message.startswith(f"{field}: this run needs about ")
+
+
 @pytest.mark.parametrize("degrees", [[1, 2, 4, 8], [2, 4, 6]])
 @pytest.mark.parametrize("backend", ["cpu", "torch-cuda"])
 def test_the_issues_tp_sweep_example_is_refused_with_the_arithmetic(backend, degrees):
