@@ -19,17 +19,17 @@ import os
 import secrets
 import sys
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import annotated_types
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from app.core.envtypes import ON_OFF, DatabaseUrl, Environment, Executor, LogLevel, OnOff, SmtpUrl
 from labs.api import MIB, default_job_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,58 +39,6 @@ DEV_SECRET = "development-only-secret-change-me"
 class SettingsError(ValueError):
     pass
 
-
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-ON_OFF = f"{'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
-
-
-def _on_off(raw: object) -> object:
-    """Only the usual spellings: `COURSE_DISPATCHER=false` must not read as on, nor `t` or `y` as anything."""
-    if isinstance(raw, bool):
-        return raw
-    word = str(raw).strip().lower()
-    if word in TRUE_WORDS or word in FALSE_WORDS:
-        return word in TRUE_WORDS
-    raise ValueError(f"got {raw!r}, expected {ON_OFF}")
-
-
-def _smtp_scheme(url: str) -> str:
-    if url and urlsplit(url).scheme not in ("smtp", "smtps", "smtp+starttls"):
-        raise ValueError(f"got scheme {urlsplit(url).scheme!r}, expected smtp://, smtp+starttls:// or smtps://")
-    return url
-
-
-PERCENT_ENCODE = "python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' 'PASSWORD'"
-
-
-def _database_url(url: str) -> str:
-    """A password with `@` in it, not percent-encoded, splits the URL at the wrong `@`: `user:p@ss/w@db/course`
-    reads as host `ss`, and the connection error then blames a host nobody typed. Refused here, before anything
-    connects; the message never repeats the URL, which holds the password."""
-    if "://" not in url:
-        return url
-    before_query = url.partition("?")[0]
-    if before_query.count("@") > 1:
-        raise ValueError(
-            "the URL has more than one '@' before the database name, so a password (or user name) holds an '@' "
-            "that splits it at the wrong place; percent-encode the password (@ as %40, / as %2F, : as %3A, "
-            f"% as %25), e.g. with {PERCENT_ENCODE}"
-        )
-    return url
-
-
-def _cased(convert: Callable[[str], str]) -> BeforeValidator:
-    """A choice in whatever case the operator typed: `COURSE_LOG_LEVEL=debug` means DEBUG."""
-    return BeforeValidator(lambda raw: convert(raw.strip()) if isinstance(raw, str) else raw)
-
-
-OnOff = Annotated[bool, BeforeValidator(_on_off)]
-Environment = Annotated[Literal["development", "test", "production"], _cased(str.lower)]
-LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _cased(str.upper)]
-Executor = Annotated[Literal["embedded", "ray"], _cased(str.lower)]
-SmtpUrl = Annotated[str, AfterValidator(_smtp_scheme)]
-DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
 
 # A key shorter than this is guessable offline from one signed cookie; token_urlsafe(48) gives 64 characters.
 MIN_SECRET_CHARS = 32
