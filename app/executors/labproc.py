@@ -134,6 +134,7 @@ class JobCgroup:
     def __init__(self, name: str, memory_bytes: int, cpu_weight: int | None = None):
         self.path: Path | None = None
         self.version = 0
+        self._oom_at_removal: bool | None = None  # read before the directory goes, with the counters in it
         v2 = _own_cgroup_v2()
         try:
             if v2 is not None and "memory" in (v2 / "cgroup.subtree_control").read_text().split():
@@ -163,6 +164,8 @@ class JobCgroup:
 
     def oom_killed(self) -> bool:
         """Whether the kernel hit this cgroup's limit (v2: an OOM kill; v1: a failed charge)."""
+        if self._oom_at_removal is not None:
+            return self._oom_at_removal
         if self.path is None:
             return False
         try:
@@ -179,6 +182,9 @@ class JobCgroup:
     def remove(self) -> None:
         if self.path is None:
             return
+        # The run's outcome is read after its cgroup is removed: a kill by the kernel at the limit (before the
+        # watchdog saw the RSS pass it) must still read as out of memory, not as a stop from outside.
+        self._oom_at_removal = self.oom_killed()
         for _ in range(50):  # the kernel frees the cgroup once its last process has been reaped
             try:
                 self.path.rmdir()
