@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "dispatcher-health":
         from app.executors.ray_health import dispatcher_health_main
 
-        return dispatcher_health_main()
+        return dispatcher_health_main(settings.dispatcher_alive_s)
     if args.cmd == "ray-node-health":
         from app.executors.ray_node import node_health_main
 

@@ -304,6 +304,16 @@ class CourseEnv(BaseSettings):
             "when it is this old (docs/dispatcher.md)"
         ),
     )
+    dispatcher_alive_seconds: int = Field(
+        30,
+        ge=3,
+        le=600,
+        alias="COURSE_DISPATCHER_ALIVE_SECONDS",
+        description=(
+            "`dispatcher-health` fails a dispatcher whose last completed cycle is older than this (a cycle takes "
+            "about half a second; compose checks every 10 s)"
+        ),
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -488,6 +498,7 @@ class Settings:
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)
     dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/dispatch_lease.py)
+    dispatcher_alive_s: float = 30.0  # COURSE_DISPATCHER_ALIVE_SECONDS (app/executors/ray_health.py)
 
     @property
     def db_url(self) -> str:
@@ -565,6 +576,7 @@ class Settings:
             dispatcher=e.dispatcher,
             unplaceable_s=e.unplaceable_seconds,
             dispatcher_lease_s=float(e.dispatcher_lease_seconds),
+            dispatcher_alive_s=float(e.dispatcher_alive_seconds),
         )
         values.update(overrides)
         return cls(**values)

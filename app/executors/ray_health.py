@@ -33,7 +33,7 @@ log = logging.getLogger("app.executors.ray")  # the dispatcher's logger: one nam
 HEALTH_DIR = Path(tempfile.gettempdir())
 HEALTH_GLOB = "course-dispatcher.*.alive"
 # A cycle is TICK_S (app/executors/ray.py) plus its database and Ray calls; this much without one is a dispatcher
-# that is stuck or failing (compose: checked every 10 s, unhealthy after 3 misses).
+# that is stuck or failing (compose: checked every 10 s, unhealthy after 3 misses). COURSE_DISPATCHER_ALIVE_SECONDS.
 ALIVE_S = 30.0
 
 
@@ -68,9 +68,9 @@ def _pids_with_files() -> set[int]:
     return pids
 
 
-def dispatcher_health_main() -> int:
+def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
     """`python -m app dispatcher-health`: 0 if every dispatcher running on this host completed a cycle in the last
-    ALIVE_S seconds (it prints whether each is active or standing by); otherwise 1, with that dispatcher's own last
+    `alive_s` seconds (it prints whether each is active or standing by); otherwise 1, with that dispatcher's own last
     error when it left one. Files left by dispatchers that are gone are removed, never read."""
     running, code = [], 0
     for pid in sorted(_pids_with_files()):
@@ -90,7 +90,7 @@ def dispatcher_health_main() -> int:
             print(f"the dispatcher has not completed a cycle yet (pid {pid}){why}", file=sys.stderr)
             code = 1
             continue
-        if age > ALIVE_S:
+        if age > alive_s:
             print(f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}){why}", file=sys.stderr)
             code = 1
         else:

@@ -19,7 +19,6 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from app.core.models import ClusterNode, Job
-from app.executors.ray_health import ALIVE_S
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port, wait_for
 from tests.executors.health import dispatcher_health
@@ -74,8 +73,12 @@ def test_a_dispatcher_whose_database_goes_away_fails_its_health_check_until_it_i
         with admin.connect() as conn:  # the database is gone for the dispatcher: no new connection, none kept
             conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false'))
             conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"), {"n": name})
-        # its loop goes on, every cycle failing, and within ALIVE_S the health check says so, and why
-        out = wait_for(lambda: (h := dispatcher_health(host)).returncode == 1 and h, timeout=ALIVE_S + 30, interval=1)
+        # its loop goes on, every cycle failing, and within COURSE_DISPATCHER_ALIVE_SECONDS the health check says so,
+        # and why (8 s here, not the default 30: the setting is the same code path)
+        alive_s = 8
+        out = wait_for(
+            lambda: (h := dispatcher_health(host, alive_s)).returncode == 1 and h, timeout=alive_s + 30, interval=1
+        )
         assert "the dispatcher last completed a cycle" in out.stderr, out.stderr
         assert "its last error:" in out.stderr and "a cycle failed: OperationalError" in out.stderr, out.stderr
         assert dispatchers.procs[0].poll() is None
