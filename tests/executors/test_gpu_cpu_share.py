@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.executors.labproc import lab_threads
 from app.executors.ray_resources import need_for
 
@@ -33,11 +35,11 @@ def test_cpu_jobs_keep_one_slot_per_rank():
     assert need.with_cpu_share(NODE_8X96, free=NODE_8X96) == need
 
 
-def test_the_dispatcher_gives_a_gpu_job_its_share_when_it_places_it(db_url, tmp_path, db, make_user):
-    """dispatch() on a node Ray lists with 8 GPUs and 96 CPUs: the Ray task of a one-GPU job asks for 12 CPUs.
-    Only the hand-off to Ray is recorded instead of made (the suite's Ray cluster has no GPU to place it on)."""
+@pytest.fixture
+def recording_dispatcher(db_url, tmp_path):
+    """A Ray-mode Dispatcher whose hand-off to Ray is recorded in `sent` instead of made (the suite's Ray cluster has
+    no GPU, nor nodes with these budgets, to place it on); `place(rows)` lists the nodes and runs one dispatch."""
     from app.core.config import Settings
-    from app.core.models import ClusterNode, Job
     from app.executors.ray import Dispatcher
     from app.services.cluster import node_from_row
 
@@ -48,42 +50,46 @@ def test_the_dispatcher_gives_a_gpu_job_its_share_when_it_places_it(db_url, tmp_
         embedded_workers=0,
         lease_s=5,
     )
+
+    class Recording(Dispatcher):
+        sent: list = []
+
+        def _submit(self, job, backend, need, node_id):
+            self.sent.append((backend, need, node_id))
+
+        def place(self, rows) -> int:
+            self.nodes = {
+                r.node_id: {"hostname": r.hostname, "resources": r.resources, "labels": r.labels} for r in rows
+            }
+            return self.dispatch([node_from_row(r) for r in rows])
+
+    d = Recording(settings, dispatcher_id="dispatcher:test:1:record00")
+    d.sent = []
+    try:
+        yield d
+    finally:
+        d.engine.dispose()
+
+
+def test_the_dispatcher_gives_a_gpu_job_its_share_when_it_places_it(recording_dispatcher, db, make_user):
+    """dispatch() on a node Ray lists with 8 GPUs and 96 CPUs: the Ray task of a one-GPU job asks for 12 CPUs."""
+    from app.core.models import ClusterNode, Job
+
     owner = make_user("gpu-share@example.org")
     db.add(Job(owner_id=owner.id, lab="fp8-step", params={}, backend="torch-cuda", requested_backend="torch-cuda"))
     db.commit()
     resources = {**NODE_8X96, "memory": 512 * 2**30}
     row = ClusterNode(node_id="g1", hostname="gpu-host", resources=resources, labels={"course/job_memory_mb": "65536"})
-
-    class Recording(Dispatcher):
-        def _submit(self, job, backend, need, node_id):
-            self.sent.append((job.id, backend, need, node_id))
-
-    d = Recording(settings, dispatcher_id="dispatcher:test:1:share000")
-    d.sent = []
-    try:
-        d.nodes = {"g1": {"hostname": "gpu-host", "resources": resources, "labels": row.labels}}
-        assert d.dispatch([node_from_row(row)]) == 1
-        ((_, backend, need, node_id),) = d.sent
-        assert (backend, need.gpus, need.cpus, node_id) == ("torch-cuda", 1, 12.0, "g1")
-    finally:
-        d.engine.dispose()
+    assert recording_dispatcher.place([row]) == 1
+    ((backend, need, node_id),) = recording_dispatcher.sent
+    assert (backend, need.gpus, need.cpus, node_id) == ("torch-cuda", 1, 12.0, "g1")
 
 
-def test_the_job_is_pinned_to_the_node_whose_budget_holds_it(db_url, tmp_path, db, make_user):
+def test_the_job_is_pinned_to_the_node_whose_budget_holds_it(recording_dispatcher, db, make_user):
     """Two CPU nodes with room, only the second within budget: the hand-off names that node, so Ray cannot start
     the run on the first (where the node would refuse it)."""
-    from app.core.config import Settings
     from app.core.models import ClusterNode, Job
-    from app.executors.ray import Dispatcher
-    from app.services.cluster import node_from_row
 
-    settings = Settings.from_env(
-        {"COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp_path / "data")},
-        database_url=db_url,
-        executor="ray",
-        embedded_workers=0,
-        lease_s=5,
-    )
     owner = make_user("pinned@example.org")
     db.add(Job(owner_id=owner.id, lab="tp-sweep", params={"degrees": [2]}, backend="cpu", requested_backend="cpu"))
     db.commit()
@@ -92,16 +98,5 @@ def test_the_job_is_pinned_to_the_node_whose_budget_holds_it(db_url, tmp_path, d
         ClusterNode(node_id=f"n{mb}", hostname=f"h{mb}", resources=resources, labels={"course/job_memory_mb": str(mb)})
         for mb in (256, 4096)
     ]
-
-    class Recording(Dispatcher):
-        def _submit(self, job, backend, need, node_id):
-            self.sent.append(node_id)
-
-    d = Recording(settings, dispatcher_id="dispatcher:test:1:pin00000")
-    d.sent = []
-    try:
-        d.nodes = {r.node_id: {"hostname": r.hostname, "resources": resources, "labels": r.labels} for r in rows}
-        assert d.dispatch([node_from_row(r) for r in rows]) == 1
-        assert d.sent == ["n4096"]
-    finally:
-        d.engine.dispose()
+    assert recording_dispatcher.place(rows) == 1
+    assert [node_id for _, _, node_id in recording_dispatcher.sent] == ["n4096"]

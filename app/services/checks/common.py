@@ -102,14 +102,20 @@ def check_environment(result: dict) -> dict:
     return check("environment", "pass", f"Ran on {device} with the {backend} backend ({kind}): “{label}”.")
 
 
+def stated_ranks(result: dict) -> int | None:
+    """The run's number of ranks, from its parameters or its results; None when neither states a positive one."""
+    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
+    return n if isinstance(n, int) and n >= 1 else None
+
+
 def ranks_covered(
     result: dict, runs: dict, read_artifact: ReadArtifact | None, *, kind: str, kinds: str, span_cat: str | None
 ) -> dict:
     """Every rank 0..N-1 in each run's result rows (`runs`: name -> run with `ranks` and `artifacts.trace`) and in
     its Chrome trace, which must carry spans (of category `span_cat`, when given) for every rank. `kind`/`kinds`
     name a run in the sentences ("Schedule"/"schedules")."""
-    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
-    if not isinstance(n, int) or n < 1:
+    n = stated_ranks(result)
+    if n is None:
         return check("every-rank", "fail", "The number of ranks is not stated.")
     want = set(range(n))
     for name, run in runs.items():

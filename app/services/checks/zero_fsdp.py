@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, finite
+from app.services.checks.common import ArtifactUnreadable, ReadArtifact, check, finite, stated_ranks
 from labs.api import byte_size, number, percent
 
 # Same data, same weights: only the order of FP32 sums in the reductions differs, a few ulps per step that
@@ -133,8 +133,8 @@ def _bytes_moved(r: dict, strategies: dict) -> dict:
 
 
 def _timeline(result: dict, strategies: dict, read_artifact: ReadArtifact | None) -> dict:
-    n = (result.get("params") or {}).get("ranks") or result["results"].get("ranks")
-    if not isinstance(n, int) or n < 1:
+    n = stated_ranks(result)
+    if n is None:
         return check("timeline", "fail", "The number of ranks is not stated.")
     want = set(range(n))
     gathers = 0
