@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import torch
@@ -38,6 +39,7 @@ RecipeKind = Literal["delayed", "current", "block", "mxfp8"]
 Role = Literal["input", "weight", "grad_output"]
 
 FLT_MAX = torch.finfo(torch.float32).max
+_F32_EPS = 2.0**-23  # FP32's ulp at 1: a power of two p is followed by p * (1 + eps)
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Fp8Format:
     has_inf: bool
     torch_dtype: torch.dtype
 
-    @property
+    @cached_property
     def clip_threshold(self) -> float:
         """Scaled magnitudes above this lose more than rounding error to the clamp.
 
@@ -64,6 +66,12 @@ class Fp8Format:
         """
         top_ulp = 2.0 ** (math.floor(math.log2(self.max)) - self.mantissa_bits)
         return self.max + top_ulp / 2
+
+    @cached_property
+    def flush_bound(self) -> float:
+        """An exact product |x| * s at or past this cannot round to 0: the FP32 number after half the
+        smallest subnormal (the cast rounds to nearest even, so up to that half goes to 0)."""
+        return self.min_subnormal / 2 * (1 + _F32_EPS)
 
 
 FORMATS: dict[str, Fp8Format] = {
@@ -162,7 +170,7 @@ def quantize(x: torch.Tensor, fmt: str, scale, *, count: bool = True, amax: torc
     flushed: torch.Tensor | int | None = None
     host = None
     if count and xf.device.type == "cpu":
-        clipped, flushed, host = _host_counts(xf, scaled, data, dequant, scale_t, amax, amin, spec)
+        clipped, flushed, host = _host_counts(xf, scaled, dequant, scale_t, amax, amin, spec)
     elif count:
         clipped, flushed = _clipped_count(scaled, spec), _flushed_count(xf, dequant)
     return QuantResult(dequant, data, scale_t, amax, clipped, flushed, host)
@@ -181,13 +189,11 @@ def _flushed_count(xf: torch.Tensor, dequant: torch.Tensor) -> torch.Tensor:
 # Scales inside [2**-126, FLT_MAX] keep 1/scale finite and no nonzero FP8 value dequantizes to 0
 # (min_subnormal / FLT_MAX > 2**-149), so "dequant == 0" is "the FP8 byte is +-0".
 _MIN_NORMAL_F32 = 2.0**-126
-_F32_EPS = 2.0**-23  # FP32's ulp at 1: a power of two p is followed by p * (1 + eps)
 
 
 def _host_counts(
     xf: torch.Tensor,
     scaled: torch.Tensor,
-    data: torch.Tensor,
     dequant: torch.Tensor,
     scale_t: torch.Tensor,
     amax: torch.Tensor,
@@ -199,38 +205,35 @@ def _host_counts(
 
     A product of two FP32 values is exact in float64, and FP32 multiplication rounds monotonically, so
     every |x * s| lies within [fl(min|x| * min s), fl(max|x| * max s)]: if amax * max s is within the
-    clip threshold nothing clipped, and if min|x| * min s lies above half the smallest subnormal nothing
-    was zero and nothing flushed. Otherwise the count runs, over the FP8 bytes for the flushes (a +-0 byte
-    is a zero; an input 0 stays 0, so flushed = zeros out - zeros in). On the fp8-step default about
-    an eighth of the calls count flushes (tensors with tiny values or exact zeros) and only the spike
-    step counts clips. Anything outside these assumptions takes the reference formulas.
+    clip threshold nothing clipped, and if min|x| * min s is at least `flush_bound` nothing was zero and
+    nothing flushed. Otherwise the count runs: flushed = zeros out - zeros in (an input 0 stays 0, and
+    with the scale in range a dequantized 0 is a +-0 FP8 byte). On the fp8-step default about a quarter
+    of the calls count flushes (tensors with tiny values or exact zeros) and a few count clips. Anything
+    outside these assumptions takes the reference formulas. The common path reads three numbers and
+    runs no kernel: its Python is kept short because it runs for every tensor of every step.
     """
     n = xf.numel()
     if n == 0:
         return 0, 0, None
     if scale_t.dim() == 0:
-        s_lo = s_hi = float(scale_t)
+        s_lo = s_hi = scale_t.item()
     else:
-        s_lo, s_hi = float(scale_t.min()), float(scale_t.max())
+        s_lo, s_hi = scale_t.min().item(), scale_t.max().item()
     if not (_MIN_NORMAL_F32 <= s_lo and s_hi <= FLT_MAX):  # NaN fails both
         return int(_clipped_count(scaled, spec)), int(_flushed_count(xf, dequant)), None
-    a_hi = float(amax) if amax.numel() == 1 else float(amax.max())  # a caller's amax may be per block
-    host = (a_hi, s_lo)
+    a_hi = amax.item() if amax.dim() == 0 else amax.max().item()  # a caller's amax may be per block
     clipped = 0
-    if not a_hi * s_hi <= spec.clip_threshold:
+    if not a_hi * s_hi <= spec.clip_threshold:  # NaN counts
         # _clipped_count's comparison; count_nonzero reads the mask faster than summing it as integers.
         clipped = int(torch.count_nonzero(scaled.abs() > spec.clip_threshold))
-    lo = float(amin) if amin is not None else float(xf.abs().amin())  # NaN when x holds NaN: no shortcut
-    # The cast rounds to nearest even: up to half the smallest subnormal goes to 0, anything above it does
-    # not. An exact product at or past the FP32 number after that half rounds to it or beyond.
-    if lo * s_lo >= spec.min_subnormal / 2 * (1 + _F32_EPS):
-        return clipped, 0, host
-    zeros_out = n - int(torch.count_nonzero(data.detach().view(torch.uint8) & 0x7F))  # the sign bit aside
-    if zeros_out == 0 or lo > 0:  # an input 0 gives a 0 byte, so zeros_out == 0 means no zero came in
-        return clipped, zeros_out, host
-    # Counted over `bool()`: count_nonzero reads a bool tensor ~12x faster than float32 on the CPU. NaN is
-    # nonzero in both, and -0.0 is zero.
-    return clipped, zeros_out - (n - int(torch.count_nonzero(xf.detach().bool()))), host
+    lo = amin.item() if amin is not None else xf.abs().amin().item()  # NaN when x holds NaN: no shortcut
+    if lo * s_lo >= spec.flush_bound:
+        return clipped, 0, (a_hi, s_lo)
+    # count_nonzero straight over FP32 (no mask tensor): -0.0 is zero, NaN and inf are not.
+    zeros_out = n - int(torch.count_nonzero(dequant))
+    if zeros_out == 0 or lo > 0:  # an input 0 gives a 0 out, so zeros_out == 0 means no zero came in
+        return clipped, zeros_out, (a_hi, s_lo)
+    return clipped, zeros_out - (n - int(torch.count_nonzero(xf))), (a_hi, s_lo)
 
 
 # --------------------------------------------------------------------------- scales

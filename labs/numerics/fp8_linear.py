@@ -97,7 +97,11 @@ class TensorQuantizer:
         else:
             res = quantize_mx(x, 32, self.fmt, dim=-1, count=count)
         if count:
-            self._accumulate(res, x.numel())
+            host = res.host_amax_scale
+            if host is not None:  # the CPU counts read both already
+                self._pending.append((host[0], host[1], res.clipped_t, res.flushed_t, x.numel()))
+            else:
+                self._accumulate(res, x.numel())
         return res.dequant
 
     @staticmethod
@@ -107,9 +111,6 @@ class TensorQuantizer:
 
     def _accumulate(self, res: QuantResult, numel: int) -> None:
         # Keep tensors as they are (no host sync, few ops); reduce once per step in end_step().
-        if res.host_amax_scale is not None:  # the CPU counts read both already
-            self._pending.append((*res.host_amax_scale, res.clipped_t, res.flushed_t, numel))
-            return
         scale_of_max = res.scale if res.scale.dim() == 0 else res.scale.min()
         self._pending.append((res.amax, scale_of_max, res.clipped_t, res.flushed_t, numel))
 
@@ -119,8 +120,12 @@ class TensorQuantizer:
             return
         if self.delayed is not None:
             self.delayed.update()
-        if self._pending:
-            amax, scale, clipped, flushed, numel = zip(*self._pending)
+        pending = self._pending
+        if len(pending) == 1 and pending[0][0].__class__ is float:  # one call, read on the CPU already
+            a, s, c, f, n = pending[0]
+            self._history.append((self.step, (a, s, c, f), n))
+        elif pending:
+            amax, scale, clipped, flushed, numel = zip(*pending)
             if all(isinstance(a, float) for a in amax):  # read on the CPU by the counts already
                 host = (max(amax), min(scale), int(sum(clipped)), int(sum(flushed)))
                 self._history.append((self.step, host, sum(numel)))
