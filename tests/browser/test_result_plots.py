@@ -169,12 +169,18 @@ def test_the_sweep_chart_is_two_panels_with_legends_under_them(open_page, live_s
         [re.compile("^Measured on this machine"), re.compile("^Predicted")]
     )
     width = SIZES[size][0]
-    for k in range(2):
-        chart, legend = charts.nth(k).bounding_box(), figure.locator(".plotv-legend").nth(k)
-        names = [n.strip() for n in legend.locator("li").all_inner_texts()]
-        assert names == ["step", "local GEMM", "collective", "exposed comm"]
-        for li in legend.locator("li").all():
-            b = li.bounding_box()
+    # Each chart's box and its legend items' boxes from one layout (the page may still reflow above the figure
+    # between separate reads).
+    panels = figure.evaluate(
+        """f => [...f.querySelectorAll('.plotv-chart')].map((c, k) => {
+             const box = e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+             return {chart: box(c), items: [...f.querySelectorAll('.plotv-legend')[k].querySelectorAll('li')]
+                                              .map(li => ({name: li.innerText.trim(), ...box(li)}))}; })"""
+    )
+    for k, panel in enumerate(panels):
+        chart = panel["chart"]
+        assert [b["name"] for b in panel["items"]] == ["step", "local GEMM", "collective", "exposed comm"]
+        for b in panel["items"]:
             assert b["y"] >= chart["y"] + chart["height"] and b["x"] + b["width"] <= width, (k, b)
         assert chart["x"] >= 0 and chart["x"] + chart["width"] <= width
     # collective and exposed comm coincide when nothing hides the collective: hollow markers keep both visible
