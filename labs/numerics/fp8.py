@@ -223,7 +223,7 @@ def _host_counts(
         return int(_clipped_count(scaled, spec)), int(_flushed_count(xf, dequant)), None
     a_hi = amax.item() if amax.dim() == 0 else amax.max().item()  # a caller's amax may be per block
     clipped = 0
-    if not a_hi * s_hi <= spec.clip_threshold:  # NaN counts
+    if not a_hi * s_hi <= spec.clip_threshold:  # written so that a NaN product counts too
         # _clipped_count's comparison; count_nonzero reads the mask faster than summing it as integers.
         clipped = int(torch.count_nonzero(scaled.abs() > spec.clip_threshold))
     lo = amin.item() if amin is not None else xf.abs().amin().item()  # NaN when x holds NaN: no shortcut

@@ -121,7 +121,7 @@ class TensorQuantizer:
         if self.delayed is not None:
             self.delayed.update()
         pending = self._pending
-        if len(pending) == 1 and pending[0][0].__class__ is float:  # one call, read on the CPU already
+        if len(pending) == 1 and isinstance(pending[0][0], float):  # one call, read on the CPU already
             a, s, c, f, n = pending[0]
             self._history.append((self.step, (a, s, c, f), n))
         elif pending:
