@@ -5,7 +5,7 @@
 
 Queues 20 mixed runs of the four labs at several sizes, one after another, in a throwaway SQLite database,
 and runs each with the embedded executor's own worker (`python -m labs run` in a subprocess, as a learner's
-job runs). Before each run it asks app/services/queue.py `run_estimate` how long the run will take, as the
+job runs). Before each run it asks app/services/jobs/queue.py `run_estimate` how long the run will take, as the
 lab form and the job card do: the lab's cost model for a lab that has not run here yet, then the cost model
 scaled by that lab's finished runs. It prints each estimate against the run's own started-to-finished time,
 the median error and the worst factor, and the issue's targets (median error within 30%, none off by more
@@ -29,10 +29,10 @@ from app.core.config import Settings  # noqa: E402
 from app.core.db import make_engine, make_sessionmaker  # noqa: E402
 from app.core.models import Job  # noqa: E402
 from app.executors.embedded import Worker  # noqa: E402
-from app.services import jobs as job_service  # noqa: E402
-from app.services import queue as queue_service  # noqa: E402
-from app.services import users  # noqa: E402
-from app.services.labhost import HostCapacity  # noqa: E402
+from app.services.accounts import users  # noqa: E402
+from app.services.jobs import lifecycle as job_service  # noqa: E402
+from app.services.jobs import queue as queue_service  # noqa: E402
+from app.services.jobs.labhost import HostCapacity  # noqa: E402
 
 SMALL_FP8 = {"batch": 2, "seq": 8, "d_model": 16, "n_heads": 2, "ffn": 32, "n_layers": 1, "outlier_step": None}
 # Mixed labs and sizes, in the order a class might send them: each lab's second run learns from its first.

@@ -1,4 +1,4 @@
-"""How fair the queue is with one worker: fair share (app/services/queue.py) against first-come-first-served.
+"""How fair the queue is with one worker: fair share (app/services/jobs/queue.py) against first-come-first-served.
 
     .venv/bin/python bench/fairness.py                    # 20 learners, a few seconds
     .venv/bin/python bench/fairness.py --heavy-every 3 --burst 10
@@ -45,11 +45,11 @@ from app.core import migrate  # noqa: E402
 from app.core.config import Settings  # noqa: E402
 from app.core.db import make_engine, make_sessionmaker  # noqa: E402
 from app.core.models import Job, utcnow  # noqa: E402
-from app.services import jobs as job_service  # noqa: E402
-from app.services import limits as limit_service  # noqa: E402
-from app.services import queue as queue_service  # noqa: E402
-from app.services import users  # noqa: E402
-from app.services.labhost import HostCapacity  # noqa: E402
+from app.services.accounts import users  # noqa: E402
+from app.services.jobs import lifecycle as job_service  # noqa: E402
+from app.services.jobs import limits as limit_service  # noqa: E402
+from app.services.jobs import queue as queue_service  # noqa: E402
+from app.services.jobs.labhost import HostCapacity  # noqa: E402
 
 LAB = "env-check"
 JITTER = 0.25  # run times vary by up to this fraction either way, seeded, so seconds (not only counts) matter

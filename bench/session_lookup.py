@@ -23,7 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import migrate  # noqa: E402
 from app.core.db import make_engine, make_sessionmaker  # noqa: E402
-from app.services import sessions, users  # noqa: E402
+from app.services.accounts import (
+    sessions,
+    users,  # noqa: E402
+)
 
 DAY = 86400
 

@@ -10,7 +10,9 @@ generates `labs/schema/result.schema.json`: `python -m labs schema`).
     parallel/   dist.py (rank launcher), tp.py (Megatron-style mappings), dims.py, costmodel.py (predictions)
     trace/      timeline.py (spans, overlap), svgplot.py (charts, timelines), chrome.py (Chrome trace export)
     <lab>/      params.py, result.py (torch-free) · run.py (model -> parallel -> run) · report.py (summary,
-                tables, charts) · fp8-step also: model.py (GPT), te.py (Transformer Engine glue), evidence.py
+                tables, charts) · checks.py (the grader's automatic checks) · fp8-step also: model.py (GPT),
+                te.py (Transformer Engine glue), evidence.py
+    checks/     the roll-up of a report item's checks and the checks every lab shares
     memwatch.py summed RSS of a process tree (bench/lab_memory.py calibrates the memory estimates with it)
 
     python -m labs probe

@@ -10,6 +10,8 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
                  per-job memory budget when the deployment sets none
     exits        how `python -m labs run` says it ended: exits.OK, BAD_PARAMS, STOPPED, EXTERNAL_STOPS,
                  signal_of (labs/exits.py), read by app/executors/labproc.py
+    checks       the automatic checks of a lab report's evidence (labs/checks/ and each lab's checks.py):
+                 check_item, schema_problem, Source, STATUSES
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
     results      validate_result: the check a result.json passes before the app shows or grades it
     cost model   NODES and predict_sweep: the predicted tensor-parallel step the lessons' tools share
@@ -19,7 +21,7 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
 
 from __future__ import annotations
 
-from labs import exits
+from labs import checks, exits
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
@@ -43,6 +45,8 @@ __all__ = [
     "default_job_memory_bytes",
     # exits
     "exits",
+    # grading
+    "checks",
     # params
     "LabParams",
     "describe_error",

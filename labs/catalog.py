@@ -63,7 +63,7 @@ class LabSpec:
     presets: tuple[Preset, ...] = ()
     # Seconds a run of these params takes on `backend`, start-up included, from the lab's cost model (calibrated
     # on a 2-core CPU; GPU figures are guesses): a first run's estimate, which finished runs then correct
-    # (app/services/queue.py scales it by how long this lab's recent runs took against their own estimates).
+    # (app/services/jobs/queue.py scales it by how long this lab's recent runs took against their own estimates).
     cost: Callable[[Any, str], float] = field(default=lambda params, backend: 30.0)
 
     def estimate_seconds(self, params: LabParams, backend: str) -> float:

@@ -4,7 +4,7 @@ Kept apart from the catalog so each lab's torch-free `params.py` can import thes
 catalog imports every `params.py`.
 
 Run-time cost model (labs.catalog LabSpec.cost, each lab's `estimate_seconds`): a first run's estimate, before
-any finished run of that lab can correct it (app/services/queue.py run_estimate). On the CPU backend:
+any finished run of that lab can correct it (app/services/jobs/queue.py run_estimate). On the CPU backend:
 
     env-check      START_S + CPU_PROBE_S
     fp8-step       START_S + TAIL_S + steps x (layers x CPU_STEP_S_PER_LAYER + training FLOPs / CPU_TRAIN_FLOPS)
@@ -65,7 +65,7 @@ RANK_START_S = 1.0
 # FP32 GEMMs of a few GFLOP (tp-sweep's 256-1024 x 512 x 2048 block, overlap-trace's 512-2048 token windows) on both
 # cores: 4x the default's FLOPs adds 1.3 s to tp-sweep (203 GFLOP) and 1.0 s to overlap-trace (120 GFLOP).
 CPU_GEMM_FLOPS = 1.4e11
-# A guess until a GPU run calibrates it; finished runs correct every estimate (app/services/queue.py).
+# A guess until a GPU run calibrates it; finished runs correct every estimate (app/services/jobs/queue.py).
 GPU_GEMM_FLOPS = 2.0e14
 # multiprocessing's resource tracker, started beside the ranks of a multi-process lab (measured 12 MiB).
 TRACKER_BYTES = 16 * 2**20

@@ -105,7 +105,7 @@
       if (box && !box.disabled) { e.preventDefault(); box.focus(); }
     } else if (/^[0-9]$/.test(e.key) && items.length) {
       // The key each level answers to is the page's (data-key): its points where every level of the rubric is a
-      // whole number of points, else its place in the line (app/services/grading.py level_keys).
+      // whole number of points, else its place in the line (app/services/grading/grades.py level_keys).
       const radio = items[current].querySelector('input[type=radio][data-key="' + e.key + '"]');
       if (radio && !radio.disabled) {
         e.preventDefault();

@@ -2,7 +2,7 @@
 // trace to Perfetto UI. Hand-written: charting libraries draw series against an x axis, not spans on lanes, and
 // the viewer must be keyboard-usable, which needs focusable HTML elements rather than a canvas.
 //
-// Model. A trace (app/services/timelines.py) is spans of ranks on lanes, times in ms from the start of the span's
+// Model. A trace (app/services/jobs/timelines.py) is spans of ranks on lanes, times in ms from the start of the span's
 // own step. The view is a window [v0, v1] in those ms, shared by the one or two traces shown (stacked, so two
 // runs or two schedules read on aligned axes). Zoom scales the window around an anchor, pan shifts it; both are
 // clamped to the domain, the longer of the shown steps (or of whole traces, for "all steps").

@@ -135,7 +135,7 @@ def _new_pg_database(base_url: str, template: str | None = None) -> str:
 def _prepare_once(db_url: str, data_dir: Path) -> None:
     """Migrate and publish as the app's start-up does, then close every connection (a PostgreSQL template must
     have none; a SQLite file is copied whole, so its write-ahead log is folded into it first)."""
-    from app.cli import startup
+    from app.services import startup
 
     startup.prepare(Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url))
     if db_url.startswith("sqlite"):
@@ -285,7 +285,7 @@ def make_client(app):
 
 @pytest.fixture
 def make_user(settings, db):
-    from app.services import users
+    from app.services.accounts import users
 
     def make(email: str, roles=("learner",), password: str = "correct horse"):
         return users.create_user(

@@ -33,10 +33,10 @@ def test_every_relative_link_resolves(doc):
 
 
 def test_the_grafana_dashboard_queries_only_metrics_the_course_exposes():
-    """docs/grafana-dashboard.json: every metric a panel queries is one app/web/metrics.py or app/services/metrics.py
+    """docs/grafana-dashboard.json: every metric a panel queries is one app/web/metrics.py or app/services/cluster/metrics.py
     defines (a renamed metric would leave an empty panel nobody notices)."""
     defined = set()
-    for src in ("app/web/metrics.py", "app/services/metrics.py"):
+    for src in ("app/web/metrics.py", "app/services/cluster/metrics.py"):
         defined |= set(re.findall(r'"(course_[a-z_]+)"', (ROOT / src).read_text(encoding="utf-8")))
     dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text(encoding="utf-8"))
     queried = {

@@ -1,6 +1,6 @@
 """Every repository path a source file or a guide names (in code, a comment, a docstring or docs/) exists.
 
-Comments and docstrings point readers at other files ("see app/services/queue.py"); when a file moves, a
+Comments and docstrings point readers at other files ("see app/services/jobs/queue.py"); when a file moves, a
 stale pointer sends a newcomer nowhere. A template name such as `lessons/_part.html` is looked up under
 templates/, and `labs/parallel/costmodel.predict_sweep` names an attribute of a module.
 """

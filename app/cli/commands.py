@@ -34,7 +34,7 @@ def _migrated(settings: Settings) -> None:
 
 def _users_reset_link(settings: Settings, args) -> int:
     from app.core.db import make_engine, make_sessionmaker
-    from app.services import resets, users
+    from app.services.accounts import resets, users
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
@@ -67,7 +67,7 @@ def _users_create(settings: Settings, args) -> int:
     """A new account, or roles (and, when given, a password or name) for an existing one. An existing account is
     never prompted for a password, since nothing would use one typed there."""
     from app.core.db import make_engine, make_sessionmaker
-    from app.services import users
+    from app.services.accounts import users
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
@@ -104,7 +104,7 @@ _FLAGS = {"roles": "role", "display_name": "name"}  # UserError fields -> this c
 
 
 def _users_update(db, settings: Settings, user, args) -> int:
-    from app.services import users
+    from app.services.accounts import users
 
     # every value checked before anything is written: a refused password must not leave the roles added
     if args.password is not None:
@@ -129,8 +129,9 @@ def _users_update(db, settings: Settings, user, args) -> int:
 
 def _graders_assign(settings: Settings, args) -> int:
     from app.core.db import make_engine, make_sessionmaker
-    from app.services import grading, users
-    from app.services import lessons as lesson_service
+    from app.services.accounts import users
+    from app.services.grading import grades as grading
+    from app.services.learning import lessons as lesson_service
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             check_ray_auth(settings, args.cmd, getattr(args, "host", None), os.environ)
             check_executor(settings, args.cmd)
         if args.cmd in DB_COMMANDS:
-            from app.cli.startup import check_database
+            from app.services.startup import check_database
 
             check_database(settings)
     except SettingsError as exc:

@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(settings: Settings, args: argparse.Namespace) -> int:
     from app.core.db import make_engine, make_sessionmaker
     from app.core.migrate import upgrade
-    from app.services import lti, lti_sync
+    from app.services.lti import registry as lti
+    from app.services.lti import sync as lti_sync
 
     upgrade(settings.db_url)
     base = settings.public_url or "http://127.0.0.1:8000"

@@ -27,11 +27,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app import executors
-from app.cli import connections, startup
+from app.cli import connections
 from app.core import logs
 from app.core.config import Settings, SettingsError
 from app.executors.supervise import Reaper, Supervised
-from app.services import labhost
+from app.services import startup
+from app.services.jobs import labhost
 from app.web.metrics import multiprocess_dir
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def check_and_probe(settings: Settings) -> labhost.HostCapacity:
 
     In Ray mode only the check: labs run on the cluster's lab nodes, each probed by its own `ray-node-flags` and
     enforcing its own memory budget, so this host's probe would describe a lab host that runs no lab (the submit
-    check reads the nodes' budgets, app/services/cluster.py)."""
+    check reads the nodes' budgets, app/services/cluster/nodes.py)."""
     if settings.executor == "ray":
         labhost.check_labs(settings.python)
         log.info(

@@ -2,7 +2,7 @@
 
 Torch-free and HTTP-free, so the lesson loader checks every pause's `check` against the tool it names
 (inputs the tool takes, within its bounds; an output the tool computes), and the pages and the JSON API
-(app/services/tools.py) read the same definitions.
+(app/services/learning/tools.py) read the same definitions.
 
 A tool is
 - a pydantic model of its inputs: every field has a `title` (the label the form and the error messages

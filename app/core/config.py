@@ -497,7 +497,7 @@ class Settings:
     # Not read from the environment: the worker's own pace, and the interpreter that runs `python -m labs`.
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)
-    dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/dispatch_lease.py)
+    dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/cluster/dispatch_lease.py)
     dispatcher_alive_s: float = 30.0  # COURSE_DISPATCHER_ALIVE_SECONDS (app/executors/ray_health.py)
 
     @property

@@ -73,7 +73,7 @@ class Base(DeclarativeBase):
 
 class Person(Protocol):
     """Whom a read or a visit is for: a `User` row, or the `Reader` the most-read pages get instead
-    (app/services/sessions.py). Functions that only go by the user's id take this."""
+    (app/services/accounts/sessions.py). Functions that only go by the user's id take this."""
 
     @property
     def id(self) -> int: ...
@@ -111,7 +111,7 @@ class UserRole(Base):
 
 class Job(Base):
     __tablename__ = "jobs"
-    # the fair queue reads queued and running jobs per learner in id order (app/services/queue.py)
+    # the fair queue reads queued and running jobs per learner in id order (app/services/jobs/queue.py)
     __table_args__ = (Index("ix_jobs_status_owner_id", "status", "owner_id", "id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -389,7 +389,7 @@ class UserSession(Base):
 
 
 class LoginThrottle(Base):
-    """Failed logins counted per key ("account:<email>" or "address:<client>"); see app/services/throttle.py."""
+    """Failed logins counted per key ("account:<email>" or "address:<client>"); see app/services/accounts/throttle.py."""
 
     __tablename__ = "login_throttle"
 
@@ -451,7 +451,7 @@ class ClusterNode(Base):
     seen_at: Mapped[datetime] = mapped_column(default=utcnow)  # the dispatcher's last snapshot that listed it
 
 
-# --- LTI 1.3 (app/services/lti.py): the course as a tool inside a university's LMS -----------------------------
+# --- LTI 1.3 (app/services/lti/registry.py): the course as a tool inside a university's LMS -----------------------------
 
 
 class LtiPlatform(Base):
@@ -561,7 +561,7 @@ class LtiScoreSent(Base):
     sent_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-# --- the Ray dispatcher's election (app/services/dispatch_lease.py, docs/dispatcher.md) -----------------------
+# --- the Ray dispatcher's election (app/services/cluster/dispatch_lease.py, docs/dispatcher.md) -----------------------
 
 
 class DispatcherLease(Base):

@@ -9,10 +9,10 @@
 
 `processes(settings)` gives the commands `python -m app serve` starts and supervises for either
 (app/executors/supervise.py). How many jobs run at once, which the queue's ETA divides by, is
-`slots` in app/services/queue.py: services sit below executors and cannot ask them.
+`slots` in app/services/jobs/queue.py: services sit below executors and cannot ask them.
 
 Both run `python -m labs run` through app/executors/labproc.py (process group, time limit, memory budget)
-and both claim through app/services/jobs.py in the order of app/services/queue.py.
+and both claim through app/services/jobs/lifecycle.py in the order of app/services/jobs/queue.py.
 """
 
 from __future__ import annotations

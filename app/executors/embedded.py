@@ -33,9 +33,9 @@ from app.core.models import Job
 from app.executors.gpus import Claim, GpuAllocator
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, lab_env, lab_threads, timed_out
 from app.executors.ray_resources import need_for
-from app.services import jobs as job_service
-from app.services import labhost
-from app.services import queue as queue_service
+from app.services.jobs import labhost
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import queue as queue_service
 from labs import catalog
 
 log = logging.getLogger(__name__)

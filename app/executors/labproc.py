@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.services.jobs import Progress
+from app.services.jobs.lifecycle import Progress
 from labs.api import exits
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ following each task's stream to the end of its attempt (app/executors/ray_follow
     python -m app dispatcher          # serve starts one with COURSE_EXECUTOR=ray; more on other hosts stand by
     python -m app dispatcher-health   # 0 if this host's dispatchers completed a cycle lately (compose health check)
 
-One dispatcher is active at a time, elected through the database (app/services/dispatch_lease.py, docs/dispatcher.md):
+One dispatcher is active at a time, elected through the database (app/services/cluster/dispatch_lease.py, docs/dispatcher.md):
 each cycle it renews a lease row with a compare-and-set UPDATE; another dispatcher stands by, says so in its log
 (naming the active one), and takes over within COURSE_DISPATCHER_LEASE_SECONDS of the active one's last renewal,
 giving back the jobs the old one had running as lost attempts (requeued, not charged).
@@ -35,7 +35,7 @@ extra), reading its source and docs:
 How a job goes (the jobs table stays the source of truth):
 1. The dispatcher lists the nodes (`ray.nodes()`), writes their resources and labels to `cluster_nodes` for the
    web tier, and keeps its own account of what its running tasks hold on each node.
-2. It walks the queue in fair order (app/services/queue.py). `auto` is resolved to the best backend a node
+2. It walks the queue in fair order (app/services/jobs/queue.py). `auto` is resolved to the best backend a node
    online offers; the catalog gives ranks, GPUs, CPUs and memory. A job is claimed (conditional UPDATE, with a
    lease) only if it fits a node's free resources now, so the backlog and positions stay in the database and
    Ray only ever holds jobs that can start. A GPU job that waits for room holds back later GPU jobs (no
@@ -71,11 +71,11 @@ from app.executors.ray_follow import DEADLINE_SLACK_S, InFlight, TaskFollower
 from app.executors.ray_health import Health, connect, dispatcher_health_main, wait_for_head
 from app.executors.ray_node import remote_task
 from app.executors.ray_resources import Need, alive_nodes, need_for
-from app.services import cluster as cluster_service
-from app.services import dispatch_lease
-from app.services import jobs as job_service
-from app.services import queue as queue_service
-from app.services.cluster import TE_RESOURCE, Node, node_memory_budget
+from app.services.cluster import dispatch_lease
+from app.services.cluster import nodes as cluster_service
+from app.services.cluster.nodes import TE_RESOURCE, Node, node_memory_budget
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import queue as queue_service
 from labs import catalog
 from labs.api import count
 

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from app.core.config import Settings
 from app.executors.labproc import Outcome, timed_out
 from app.executors.ray_resources import DEAD_NODE_S, Need
-from app.services import bundles
-from app.services import jobs as job_service
+from app.services.jobs import bundles
+from app.services.jobs import lifecycle as job_service
 
 log = logging.getLogger("app.executors.ray")
 

@@ -169,7 +169,7 @@ def cannot_reach(address: str, why: str, fix: str | None = None) -> str:
 
 
 # How Ray 2.60 says it refused a token (checked against a head started with RAY_AUTH_MODE=token, see
-# tests/ops/test_ops_b_health.py): with RAY_AUTH_MODE=token and no token anywhere, ray.init raises
+# tests/ops/test_dispatcher_health.py): with RAY_AUTH_MODE=token and no token anywhere, ray.init raises
 # ray.exceptions.AuthenticationError at once ("Token authentication is enabled but no authentication token was
 # found"); with a wrong token, or without RAY_AUTH_MODE=token, ray.init retries for ~20 s and raises a bare
 # ConnectionError ("Failed to connect to Ray cluster at ..."), the reason only in C++ log lines ("Unauthenticated:

@@ -29,8 +29,8 @@ from typing import Any
 
 from app.core.config import Settings
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, lab_env, lab_threads, timed_out
-from app.services import bundles
-from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
+from app.services.cluster.nodes import LABEL_PREFIX, TE_RESOURCE
+from app.services.jobs import bundles
 from labs import catalog
 from labs.api import MIB, MIN_CPU_SLOTS, byte_size
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from app.services.cluster import LABEL_PREFIX, TE_RESOURCE
+from app.services.cluster.nodes import LABEL_PREFIX, TE_RESOURCE
 from labs import catalog
 
 # A task's stream can report its node dead before `ray.nodes()` does (the GCS marks a node dead only after its

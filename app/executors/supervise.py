@@ -19,7 +19,7 @@ import threading
 
 from app.core.config import ROOT, Settings
 from app.core.db import make_engine, make_sessionmaker
-from app.services import jobs as job_service
+from app.services.jobs import lifecycle as job_service
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1

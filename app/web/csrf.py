@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import secrets
 
-SESSION_KEY = "sid"  # the signed cookie's key for the server-side session token (app/services/sessions.py)
+SESSION_KEY = "sid"  # the signed cookie's key for the server-side session token (app/services/accounts/sessions.py)
 CSRF_SESSION_KEY = "csrf"
 CSRF_FORM_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"

@@ -3,8 +3,8 @@
 SessionDep      a SQLAlchemy session for this request
 SettingsDep     the app's Settings;  HostDep  what this host's lab workers can run (labhost.HostCapacity)
 CurrentUser     the logged-in user, or 401 (pages redirect to /login); a browser's login is a server-side
-                session row (app/services/sessions.py) named by the token in its signed cookie; a script's is
-                an API token (app/services/tokens.py), accepted under /api/v1/ only (see `token_refused`)
+                session row (app/services/accounts/sessions.py) named by the token in its signed cookie; a script's is
+                an API token (app/services/accounts/tokens.py), accepted under /api/v1/ only (see `token_refused`)
 require_role()  stacked on CurrentUser: 403 unless the user holds the role (and logged in with a browser)
 PostedForm      the request's form fields, read without blocking, for plain `def` handlers
 ViewerJob       path {job_id}: a job for its owner, an instructor, or a grader of a report that cites it, else 404
@@ -31,12 +31,14 @@ from starlette.datastructures import FormData
 from app.core.config import Settings
 from app.core.db import release
 from app.core.models import Bundle, Job, LabReport, User
-from app.services import bundles as bundle_service
-from app.services import cluster, grading, sessions, tokens
-from app.services import jobs as job_service
-from app.services import lessons as lesson_service
+from app.services.accounts import sessions, tokens
+from app.services.cluster import nodes as cluster
 from app.services.errors import NotFound
-from app.services.labhost import HostCapacity
+from app.services.grading import grades as grading
+from app.services.jobs import bundles as bundle_service
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs.labhost import HostCapacity
+from app.services.learning import lessons as lesson_service
 from app.web.csrf import CSRF_FORM_FIELD, CSRF_HEADER, SESSION_KEY, csrf_matches, csrf_token_for
 
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}

@@ -25,13 +25,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import Scope
 
-from app.cli import startup
 from app.core import logs
 from app.core.config import ROOT, Settings
 from app.core.db import make_sessionmaker, web_engine
-from app.services import labhost
+from app.services import startup
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
-from app.services.labhost import HostCapacity
+from app.services.jobs import labhost
+from app.services.jobs.labhost import HostCapacity
 from app.web.csrf import CSRF_FORM_FIELD, CSRF_HEADER
 from app.web.deps import LoginRequired, get_optional_user
 from app.web.metrics import RequestTimer
@@ -222,7 +222,7 @@ def create_app(
     app.state.engine = web_engine(settings)
     app.state.sessions = make_sessionmaker(app.state.engine)
 
-    # The signed cookie carries the server-side session's token and the CSRF token (app/services/sessions.py);
+    # The signed cookie carries the server-side session's token and the CSRF token (app/services/accounts/sessions.py);
     # HttpOnly and SameSite=Lax always, Secure in production.
     app.add_middleware(
         SessionMiddleware,

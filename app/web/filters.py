@@ -19,7 +19,7 @@ from pygments.lexers import get_lexer_by_name
 from app.content import render_inline, render_markdown
 from app.content.errors import code_spans
 from app.core.models import utcnow
-from app.services.lesson_export import changed_files
+from app.services.learning.lesson_export import changed_files
 from app.web import notice_session
 from app.web.views import result_view
 from labs import api

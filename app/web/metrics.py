@@ -1,6 +1,6 @@
 """What one web process measures for Prometheus: request latency by route, and the admission gate's queue and
 refusals. The database's view (jobs by state, queue wait and run time, nodes, liveness) is collected at scrape
-time by app/services/metrics.py; `exposition()` puts both together for GET /metrics (app/web/routes/metrics.py).
+time by app/services/cluster/metrics.py; `exposition()` puts both together for GET /metrics (app/web/routes/metrics.py).
 
 Several web processes (COURSE_WEB_PROCESSES > 1, uvicorn's process manager) each count their own requests.
 prometheus_client's multiprocess mode (prometheus_client 0.26, multiprocess.py) adds them up: `serve` points
@@ -22,7 +22,7 @@ from prometheus_client import multiprocess as prom_multiprocess
 from prometheus_client.registry import REGISTRY
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.services.metrics import DatabaseCollector
+from app.services.cluster.metrics import DatabaseCollector
 
 # Page loads are tens of milliseconds when all is well; the top buckets catch a queue building behind slow work.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0)

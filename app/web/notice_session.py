@@ -6,7 +6,7 @@
     pending(session)            the notices to show now, [{key, kind, text, href, link}]
 
 Only ids, short texts and timestamps live here (the cookie holds about 4 KB); the queries are in
-app/services/notices.py and the routes in app/web/routes/pages.py.
+app/services/learning/notices.py and the routes in app/web/routes/pages.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from collections.abc import MutableMapping
 from typing import Any
 
-from app.services.notices import GRADE_CHECK_S, MAX_NOTICES
+from app.services.learning.notices import GRADE_CHECK_S, MAX_NOTICES
 
 WATCH, NOTICES, GRADES_SEEN, CHECKED = "watch_jobs", "notices", "grades_seen", "notices_checked"
 JOB_POLL = "every 3s"  # while a job is in flight; its own card polls every second where it is shown

@@ -38,7 +38,7 @@ AmaxAlgo = Literal["max", "most_recent"]
 DelayedUpdate = Literal["fused", "unfused"]
 Accumulation = Literal["fp32", "fast-model"]
 
-# The lab form's fieldsets (app/services/labforms.py): `group` is a field's legend, groups in the order they first
+# The lab form's fieldsets (app/services/jobs/forms.py): `group` is a field's legend, groups in the order they first
 # appear (the backend choice joins the first); `advanced` folds a knob a first run leaves alone under "More settings",
 # open by itself once it differs from its default or has an error.
 RUN: JsonDict = {"group": "Run"}

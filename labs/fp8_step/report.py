@@ -14,7 +14,7 @@ from labs.trace import svgplot
 
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
 # A healthy recipe keeps the FP8 loss within this fraction of BF16's at every step; the grader's loss-tracks
-# check (app/services/checks/fp8_step.py LOSS_TRACK_REL) uses the same 5%, and the answer words it the same way.
+# check (labs/fp8_step/checks.py LOSS_TRACK_REL) uses the same 5%, and the answer words it the same way.
 LOSS_TRACK_REL = 0.05
 
 

@@ -47,7 +47,7 @@ TOLERANCES = {
         "one E4M3 step (2**-3 relative) from where the FP32 TP=1 block puts it",
     },
 }
-# The te.Linear block's parity (te backend): kept apart because the grader's copy (app/services/checks/tp_sweep.py
+# The te.Linear block's parity (te backend): kept apart because the grader's copy (labs/tp_sweep/checks.py
 # TP_PARITY) judges the Megatron block, whose tolerance is one of the two above.
 TE_TOLERANCES = {
     "TE_BF16": {
@@ -61,7 +61,7 @@ TE_TOLERANCES = {
     },
 }
 
-# The lab form's fieldsets (app/services/labforms.py): `group` is a field's legend, groups in the order they first
+# The lab form's fieldsets (app/services/jobs/forms.py): `group` is a field's legend, groups in the order they first
 # appear (the backend choice joins the first); `advanced` folds a knob a first run leaves alone under "More settings",
 # open by itself once it differs from its default or has an error.
 RUN: JsonDict = {"group": "Run"}

@@ -97,7 +97,7 @@ def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
 def crossover(rows: list[dict], predicted: dict, backend: str) -> dict:
     """Where collective time overtakes local GEMM time, measured and predicted, and whether they agree.
 
-    The measured rule is the grader's (app/services/checks/tp_sweep.py `stretch`): the first degree whose
+    The measured rule is the grader's (labs/tp_sweep/checks.py `stretch`): the first degree whose
     mean collective time exceeds its mean local GEMM time. The predicted one is the cost model's
     comm_exceeds_gemm_from for the same degrees.
     """

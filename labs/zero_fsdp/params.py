@@ -23,7 +23,7 @@ from labs.zero_fsdp import anatomy
 Strategy = Literal["ddp", "zero1", "fsdp2", "fsdp2-no-reshard"]
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 
-# The lab form's fieldsets (app/services/labforms.py), as in the other labs.
+# The lab form's fieldsets (app/services/jobs/forms.py), as in the other labs.
 RUN: JsonDict = {"group": "Run"}
 RUN_MORE: JsonDict = {"group": "Run", "advanced": True}
 MODEL: JsonDict = {"group": "Model"}

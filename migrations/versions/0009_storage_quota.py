@@ -13,7 +13,7 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-# app/services/limits.py DEFAULTS: rows made before the quota existed get it, rather than NULL ("no limit"),
+# app/services/jobs/limits.py DEFAULTS: rows made before the quota existed get it, rather than NULL ("no limit"),
 # so an upgrade never lifts a limit nobody chose to lift.
 DEFAULT_STORED_MIB = 200
 DEFAULT_STORED_BUNDLES = 50

@@ -24,7 +24,7 @@ def upgrade() -> None:
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_dispatcher_lease")),
     )
-    # the row every dispatcher competes for with a conditional UPDATE (app/services/dispatch_lease.py)
+    # the row every dispatcher competes for with a conditional UPDATE (app/services/cluster/dispatch_lease.py)
     op.bulk_insert(lease, [{"name": "ray"}])
     op.create_table(
         "dispatchers_seen",

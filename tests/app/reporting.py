@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.services import jobs
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 from tests.app import labruns
 
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
@@ -91,7 +91,7 @@ def grade_form(version: int = 1, base_revision: int = 0, levels: dict | None = N
 def claimed_by_grader(make_user, make_client, db, report, email: str = "gina@example.org"):
     """A grader assigned to the report's lesson, logged in in a client of their own, holding its claim; returns
     that client."""
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     grader = make_user(email, roles=("grader",))
     grading.assign(db, grader=grader, lesson_id=report.lesson_id)

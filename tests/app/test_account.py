@@ -345,7 +345,7 @@ def test_with_smtp_the_link_is_mailed_not_shown(settings, smtp_server, make_user
     body = msg.get_payload(decode=True).decode()
     link = re.search(r"https://course\.example\.org/reset/\S+", body).group(0)
     token = link.rsplit("/", 1)[1]
-    from app.services import resets
+    from app.services.accounts import resets
 
     assert resets.find(db, token=token) is not None
 
@@ -379,7 +379,7 @@ def test_cli_reset_link(settings, make_user, db, smtp_server):
     out = _cli(settings, "users", "reset-link", "--email", "ann@example.org", COURSE_PUBLIC_URL="https://c.example.org")
     assert out.returncode == 0, out.stderr
     link = re.search(r"https://c\.example\.org/reset/(\S+)", out.stdout)
-    from app.services import resets
+    from app.services.accounts import resets
 
     assert link and resets.find(db, token=link.group(1)) is not None
     assert f"reset link for ann@example.org in {settings.db_where} " in out.stdout  # which database it wrote to

@@ -1,4 +1,4 @@
-"""Answering a lesson without HTTP (app/services/answering.py): which answers are taken and recorded, which are
+"""Answering a lesson without HTTP (app/services/learning/answering.py): which answers are taken and recorded, which are
 refused and why, the learner's own variant, and what the lesson does not have."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import pytest
 
 from app.content import make_variant
 from app.core.models import Attempt, Response
-from app.services import answering, learning
-from app.services import lessons as lesson_service
 from app.services.errors import NotFound
+from app.services.learning import answering
+from app.services.learning import lessons as lesson_service
+from app.services.learning import progress as learning
 
 PLAN = "planning-at-scale"
 PRECISION = "precision-by-numbers"

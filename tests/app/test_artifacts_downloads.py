@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from app.services import artifacts, timelines
+from app.services.jobs import artifacts, timelines
 from tests.app import labruns
 from tests.app.reporting import finished_job
 

@@ -1,5 +1,5 @@
 """The jobs-in-flight limit and the storage quota hold when a learner's requests arrive at once: the check and the insert are one step
-under the learner's lock (app/services/limits.py `hold`), on SQLite and PostgreSQL. Unlocked, 30 submits with a
+under the learner's lock (app/services/jobs/limits.py `hold`), on SQLite and PostgreSQL. Unlocked, 30 submits with a
 limit of 10 each counted the same few jobs and 12 to 15 were accepted."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import Bundle, Job, User
-from app.services import bundles
-from app.services import jobs as job_service
-from app.services import limits as limit_service
+from app.services.jobs import bundles
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import limits as limit_service
 from tests.app import labruns
 from tests.app.reporting import LOCAL
 

@@ -16,7 +16,7 @@ def test_register_login_logout(client):
 
 
 def test_duplicate_registration_is_refused_and_changes_nothing(client, db):
-    from app.services.users import count_users
+    from app.services.accounts.users import count_users
 
     client.register("ann@example.org")
     client.post("/logout")

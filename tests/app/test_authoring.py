@@ -5,7 +5,7 @@ import re
 import pytest
 
 from app.core.models import LessonVersion
-from app.services import lessons as lesson_service
+from app.services.learning import lessons as lesson_service
 
 LESSON = "transformer-scaling"
 

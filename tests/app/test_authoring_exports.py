@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from app.services import lessons as lesson_service
+from app.services.learning import lessons as lesson_service
 from tests.conftest import ROOT
 
 LESSON = "transformer-scaling"

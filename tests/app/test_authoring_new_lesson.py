@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.services import lessons as lesson_service
+from app.services.learning import lessons as lesson_service
 
 
 @pytest.fixture

@@ -12,8 +12,12 @@ import re
 import pytest
 
 from app.core.models import PartProgress
-from app.services import answering, class_stats, jobs, learning, roster
-from app.services import lessons as lesson_service
+from app.services.classes import roster
+from app.services.classes import stats as class_stats
+from app.services.jobs import lifecycle as jobs
+from app.services.learning import answering
+from app.services.learning import lessons as lesson_service
+from app.services.learning import progress as learning
 from tests.app import labruns
 from tests.app.reporting import LESSON, LOCAL, failed_job, finished_job
 

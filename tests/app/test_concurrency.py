@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from app.core.config import Settings, SettingsError
 from app.core.models import User, UserRole
 from app.core.passwords import hash_password
-from app.services import sessions
+from app.services.accounts import sessions
 from app.web.csrf import SESSION_KEY
 from app.web.deps import OptionalUser, get_current_user
 from app.web.middleware.admission import RETRY_AFTER_S, Lane

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 
 from app.core.models import Job
-from app.services import evidence, own_runs
-from app.services import jobs as job_service
-from app.services import reports as report_service
+from app.services.grading import evidence
+from app.services.grading import reports as report_service
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import own_runs
 from tests.app import labruns
 from tests.app.reporting import LESSON, LOCAL, finished_job
 
@@ -66,7 +67,7 @@ def test_the_menu_marks_the_run_the_item_asks_for(client, db, settings):
 
 
 def _lesson(db):
-    from app.services import lessons as lesson_service
+    from app.services.learning import lessons as lesson_service
 
     current = lesson_service.current(db, lesson_id=LESSON)
     assert current is not None

@@ -1,4 +1,4 @@
-"""The fair queue (app/services/queue.py) on SQLite and PostgreSQL: fair share by each learner's decayed usage, FIFO
+"""The fair queue (app/services/jobs/queue.py) on SQLite and PostgreSQL: fair share by each learner's decayed usage, FIFO
 within a learner, the same order for the embedded worker's claim with one worker or several; position and ETA from
 that order and from recent run times."""
 
@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 
 from app.core.models import Job, JobLoss, utcnow
-from app.services import jobs, limits, queue
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs import limits, queue
+from app.services.jobs.labhost import HostCapacity
 
 pytestmark = pytest.mark.both_backends  # the queue's order and limits are SQL aggregates over jobs
 

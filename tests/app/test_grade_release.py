@@ -8,7 +8,8 @@ import re
 import pytest
 
 from app.core.models import Grade, LabReport, User
-from app.services import grade_release, notices
+from app.services.grading import release as grade_release
+from app.services.learning import notices
 from tests.app.reporting import LESSON, claimed_by_grader, grade_form, submit_report
 
 

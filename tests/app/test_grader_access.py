@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from app.core.models import Job, LabReport, User
-from app.services import grading
+from app.services.grading import grades as grading
 from tests.app.reporting import LESSON, finished_job, grade_form, submit_report
 
 

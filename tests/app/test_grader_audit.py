@@ -46,7 +46,7 @@ def test_a_save_refused_for_unscored_lines_marks_them_and_focuses_the_first(repo
 
 
 def test_a_grader_who_has_not_claimed_sees_no_required_radios(report, make_user, make_client, db):
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     hal = make_user("hal@example.org", roles=("grader",))
     grading.assign(db, grader=hal, lesson_id=LESSON)

@@ -18,7 +18,7 @@ def report(client, db, settings):
 
 
 def _grader(make_user, make_client, db, email: str):
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     user = make_user(email, roles=("grader",))
     grading.assign(db, grader=user, lesson_id=LESSON)
@@ -91,7 +91,7 @@ def _staff(make_user, make_client, email: str, roles):
 
 
 def _assignments(db) -> list[tuple[str, str]]:
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     db.expire_all()
     return [(u.email, lesson) for u, lesson in grading.assignments(db)]

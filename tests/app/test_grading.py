@@ -12,8 +12,10 @@ import pytest
 
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import Grade, Job, LabReport, ReportVersion, User
-from app.services import grading, publishing, rubric_sync
-from app.services import lessons as lesson_service
+from app.services.grading import grades as grading
+from app.services.grading import rubric_sync
+from app.services.learning import lessons as lesson_service
+from app.services.learning import publishing
 from tests.app.reporting import LESSON, grade_form, submit_report
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from app.core.models import LabReport
-from app.services import grading, publishing
-from app.services import lessons as lesson_service
+from app.services.grading import grades as grading
+from app.services.learning import lessons as lesson_service
+from app.services.learning import publishing
 from tests.app.reporting import LESSON, claimed_by_grader, submit_report
 
 

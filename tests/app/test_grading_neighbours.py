@@ -1,5 +1,5 @@
 """The review page's place in the queue: "3 of 50", previous and next, in the queue page's own order and filters,
-found with one statement however long the queue is (app/services/grading.py `neighbours`)."""
+found with one statement however long the queue is (app/services/grading/grades.py `neighbours`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import event
 
 from app.core.models import LabReport, ReportVersion, User, utcnow
-from app.services import grading
-from app.services import lessons as lesson_service
+from app.services.grading import grades as grading
+from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON
 
 OTHER = "precision-by-numbers"  # a second lesson: the grader below is not assigned to it

@@ -47,7 +47,7 @@ def test_the_dashboard_counts_each_answered_question_once_and_only_the_learners(
     from sqlalchemy import select
 
     from app.core.models import User
-    from app.services import learning
+    from app.services.learning import progress as learning
 
     client.register("ann@example.org")
     make_client().register("eve@example.org", name="Eve")
@@ -95,7 +95,7 @@ def test_any_trace_of_the_learner_makes_the_card_resume(client, db, trace):
     """A lesson the learner has touched in any way (a part opened, a written answer, a wrong try, reading time)
     says Resume and links to where they left off, although no part is done; only an untouched lesson says
     Start. (Done parts and time alone miss a fresh learner: time comes in 20 s beats.)"""
-    from app.services import lessons as lesson_service
+    from app.services.learning import lessons as lesson_service
 
     client.register("ann@example.org")
     _, version, _ = lesson_service.current(db, lesson_id=LESSON)
@@ -146,7 +146,7 @@ def test_the_dashboard_reads_the_same_statements_however_much_the_learner_did(cl
     statements (the dashboard's is one, batched over lessons), never one more per lesson."""
     from sqlalchemy import event
 
-    from app.services import lessons as lesson_service
+    from app.services.learning import lessons as lesson_service
 
     # The catalogue of current versions is re-read every CURRENT_TTL_S (2 s): on a busy machine one of the two
     # measured views re-read it and the other did not, and the counts differed by that one statement. Both

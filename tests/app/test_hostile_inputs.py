@@ -11,8 +11,8 @@ import re
 import pytest
 
 from app.core.models import Attempt, Grade, LabReport, LessonVersion
-from app.services import grading
-from app.services import lessons as lesson_service
+from app.services.grading import grades as grading
+from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON, grade_form, submit_report
 
 HX = {"HX-Request": "true"}

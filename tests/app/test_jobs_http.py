@@ -146,8 +146,8 @@ def test_the_jobs_card_says_what_was_lost_on_the_way_and_that_it_is_not_counted(
 
     from app.core.models import User
     from app.executors.labproc import signal_outcome
-    from app.services import jobs
-    from app.services.labhost import HostCapacity
+    from app.services.jobs import lifecycle as jobs
+    from app.services.jobs.labhost import HostCapacity
 
     _learner(client)
     ann = db.query(User).filter(User.email == "ann@example.org").one()
@@ -170,7 +170,7 @@ def _section(page: str, start_marker: str, end_marker: str) -> str:
 
 def _ann_and_host(db):
     from app.core.models import User
-    from app.services.labhost import HostCapacity
+    from app.services.jobs.labhost import HostCapacity
 
     return db.query(User).filter(User.email == "ann@example.org").one(), HostCapacity.local_default()
 
@@ -181,7 +181,7 @@ def test_a_lab_page_keeps_the_last_result_in_full_when_newer_runs_were_cancelled
     cancelled card says how it was cancelled instead of 'Cancelled: cancelled.'."""
     import html
 
-    from app.services import jobs
+    from app.services.jobs import lifecycle as jobs
 
     _learner(client)
     assert client.post("/labs/env-check/jobs", headers={"HX-Request": "true"}).status_code == 201
@@ -289,7 +289,7 @@ def test_the_jobs_list_shows_queue_places_cancels_and_polls_only_while_a_job_is_
 
 
 def test_the_jobs_list_shows_a_running_jobs_time_so_far(client, db):
-    from app.services import jobs
+    from app.services.jobs import lifecycle as jobs
 
     _learner(client)
     ann, host = _ann_and_host(db)
@@ -309,7 +309,7 @@ def test_the_lessons_lab_part_keeps_the_last_good_check_under_a_cancelled_one(cl
     finished under it (as /labs/<lab> does), not only "cancelled"."""
     import html
 
-    from app.services import jobs
+    from app.services.jobs import lifecycle as jobs
 
     _learner(client)
     assert client.post("/labs/env-check/jobs", headers={"HX-Request": "true"}).status_code == 201

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 
 from app.core.models import utcnow
-from app.services import jobs
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 
 pytestmark = pytest.mark.both_backends  # claiming, leasing and requeueing jobs lock rows
 

@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.models import Job
-from app.services.labhost import HostCapacity
+from app.services.jobs.labhost import HostCapacity
 from app.web.factory import create_app
 from labs.catalog import Capacity
 from tests.conftest import Browserless

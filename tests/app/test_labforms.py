@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 import pytest
 
 from app.core.models import Job
-from app.services import labforms
+from app.services.jobs import forms as labforms
 from labs import catalog
 
 

@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import event
 
 from app.core.models import User
-from app.services import jobs, own_runs
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs import own_runs
 from labs.api import number
 from tests.app import labruns
 from tests.app.reporting import LOCAL, failed_job, finished_job
@@ -225,7 +226,7 @@ def test_the_lesson_state_reads_runs_through_the_owner_index(db, make_user):
     """A part that shows the learner's own runs asks for their newest job ids inside lesson_state's one
     statement: SQLite's plan reaches the owner's jobs through an index, never a scan of the jobs table; a part
     without runs sends the statement without the jobs branch."""
-    from app.services import learning
+    from app.services.learning import progress as learning
 
     if db.bind.dialect.name != "sqlite":
         pytest.skip("the plan check reads SQLite's EXPLAIN QUERY PLAN")

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 
 from app.core.models import UserSession, utcnow
-from app.services import lessons as lesson_service
+from app.services.learning import lessons as lesson_service
 from tests.app.aging import age_sessions
 
 LESSON = "transformer-scaling"

@@ -7,8 +7,8 @@ import pytest
 
 from app.content import make_variant
 from app.core.models import Attempt, Response
-from app.services import learning
-from app.services import lessons as lesson_service
+from app.services.learning import lessons as lesson_service
+from app.services.learning import progress as learning
 
 PLAN = "planning-at-scale"
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from app.core import migrate
 from app.core.db import make_engine
 from app.core.models import PartProgress, utcnow
-from app.services import lessons as lesson_service
-from app.services import users
+from app.services.accounts import users
+from app.services.learning import lessons as lesson_service
 
 LESSON = "transformer-scaling"
 ORIENT = f"/lessons/{LESSON}/orient"

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, update
 
 from app.core import passwords
 from app.core.models import LoginThrottle, User, utcnow
-from app.services import devices, throttle, users
+from app.services.accounts import devices, throttle, users
 from tests.conftest import Browserless
 
 pytestmark = pytest.mark.both_backends  # throttling counts failures in rows that concurrent logins update

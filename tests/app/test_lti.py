@@ -23,8 +23,9 @@ from app.core.models import (
     User,
 )
 from app.core.models import Grade as GradeRow
-from app.services import lessons as lesson_service
-from app.services import lti, lti_sync
+from app.services.learning import lessons as lesson_service
+from app.services.lti import registry as lti
+from app.services.lti import sync as lti_sync
 from tests.lti_platform.platform import INSTRUCTOR, LEARNER, SCHOOL, TA, Platform, form_fields, new_key
 
 LESSON = "transformer-scaling"  # a lesson with a lab, so both "lesson:" and "lab:" targets exist

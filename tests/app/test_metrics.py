@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.models import ClusterNode, Job, JobLoss, utcnow
-from app.services import dispatch_lease
+from app.services.cluster import dispatch_lease
 from app.web.factory import create_app
 from tests.app.live import Live, course_server
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from app.core.models import Grade, Job, LabReport
-from app.services import jobs
+from app.services.jobs import lifecycle as jobs
 from tests.app import labruns
 from tests.app.reporting import CRASHED, LESSON, grade_form, submit_report
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.core.digits import DB_INT_MAX, MAX_DIGITS, decimal_number, whole_number
-from app.services import labforms
-from app.services import tools as tool_service
+from app.services.jobs import forms as labforms
+from app.services.learning import tools as tool_service
 from labs import catalog
 
 BOUNDED = settings(

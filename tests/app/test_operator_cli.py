@@ -21,7 +21,7 @@ from app.core import migrate
 from app.core.config import Settings, SettingsError
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import GraderAssignment
-from app.services import users
+from app.services.accounts import users
 from labs.resources import MIB
 from tests.conftest import ROOT, free_port
 
@@ -228,7 +228,7 @@ def test_an_unreachable_postgres_is_one_line_without_the_password(tmp_path):
 
 @pytest.mark.postgres
 def test_a_missing_postgres_database_is_named(postgres_server, tmp_path):
-    from app.cli.startup import check_database
+    from app.services.startup import check_database
 
     s = Settings.from_env(_env(tmp_path), database_url=f"{postgres_server}/no_such_database")
     with pytest.raises(SettingsError, match='DATABASE_URL: cannot connect to .*"no_such_database" does not exist'):
@@ -237,7 +237,7 @@ def test_a_missing_postgres_database_is_named(postgres_server, tmp_path):
 
 @pytest.mark.both_backends
 def test_a_good_database_passes(settings):
-    from app.cli.startup import check_database
+    from app.services.startup import check_database
 
     check_database(settings)
     migrate.upgrade(settings.db_url)

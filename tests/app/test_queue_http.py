@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.core.models import ClusterNode, Job, utcnow
-from app.services import limits as limit_service
+from app.services.jobs import limits as limit_service
 from app.web.factory import create_app
 from tests.conftest import Browserless
 
@@ -208,7 +208,7 @@ def test_no_gpu_online_is_said_at_submit_with_the_cpu_and_bundle_offers(settings
 def test_in_ray_mode_the_form_checks_memory_against_the_nodes_budgets_not_the_web_hosts(db):
     """Each Ray node enforces its own COURSE_JOB_MEMORY_MB and says so in its `ray start` label: the submit check
     takes the largest budget online, so a 32 GiB GPU node's runs are not refused at the web host's 512 MiB."""
-    from app.services import cluster
+    from app.services.cluster import nodes as cluster
 
     web = 512 * 2**20
     assert cluster.host_capacity(db, memory_bytes=web).capacity.memory_bytes == web  # no node: the host's own
@@ -227,7 +227,7 @@ def test_in_ray_mode_the_form_checks_memory_against_the_nodes_budgets_not_the_we
 
 
 def test_the_cluster_page_lists_attempts_lost_to_infrastructure(client, prof, db):
-    from app.services import jobs
+    from app.services.jobs import lifecycle as jobs
 
     page = prof.get("/instructor/cluster").text
     assert 'data-testid="losses-none"' in page and 'data-testid="losses"' not in page

@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 
 from app.core.models import Bundle, LabReport, ReportVersion, User
-from app.services import evidence
-from app.services import reports as report_service
+from app.services.grading import evidence
+from app.services.grading import reports as report_service
 from tests.app.reporting import LESSON, failed_job, finished_job
 
 URL = f"/lessons/{LESSON}/report"

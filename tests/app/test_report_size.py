@@ -12,7 +12,7 @@ import json
 import re
 
 from app.core.models import Job, LabReport, User
-from app.services import grading
+from app.services.grading import grades as grading
 from app.web.views.result_excerpt import MAX_TABLE_ROWS, excerpt
 from tests.app.reporting import LESSON, finished_job
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import delete, event, select
 
 from app.core.models import User, UserRole, UserSession, utcnow
-from app.services import sessions
+from app.services.accounts import sessions
 from tests.app.aging import age_sessions
 
 pytestmark = pytest.mark.both_backends  # sessions are rows read and renewed on every request

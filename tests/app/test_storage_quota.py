@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 from app.core.models import Bundle, LabReport, ReportVersion
-from app.services import bundles
+from app.services.jobs import bundles
 from tests.app import labruns
 from tests.app.reporting import LESSON
 

@@ -21,8 +21,9 @@ from sqlalchemy.orm import sessionmaker
 
 from app.core import migrate
 from app.core.models import Job, User
-from app.services import jobs, users
-from app.services.labhost import HostCapacity
+from app.services.accounts import users
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 from tests.app.test_serve import _children
 from tests.conftest import ROOT, free_port, wait_for
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from app.core.models import Job
-from app.services import jobs
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for
 
 pytestmark = pytest.mark.both_backends  # a dead worker's lease expires and its job is requeued in SQL

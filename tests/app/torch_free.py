@@ -20,10 +20,10 @@ from sqlalchemy import select
 
 from app.core.config import Settings
 from app.core.models import Bundle, Grade, LabReport
-from app.services import lessons as lesson_service
-from app.services import reports as report_service
-from app.services import resets, users
-from app.services.tools import TOOLS
+from app.services.accounts import resets, users
+from app.services.grading import reports as report_service
+from app.services.learning import lessons as lesson_service
+from app.services.learning.tools import TOOLS
 from app.web.factory import PAGE_ROUTERS, create_app
 from labs import catalog
 from tests.app.reporting import grade_form

@@ -15,7 +15,7 @@ from pathlib import Path
 from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import Job, JobLoss, User, utcnow
-from app.services import users
+from app.services.accounts import users
 from tests.app import labruns
 
 
@@ -100,8 +100,9 @@ class Seeder:
 
     def graded_report(self, owner_id: int, grader_id: int, lesson_id: str = "transformer-scaling") -> int:
         """Attach the owner's latest runs, answer, submit, and have the grader claim and grade it (16 / 20)."""
-        from app.services import grading, reports
-        from app.services import lessons as lesson_service
+        from app.services.grading import grades as grading
+        from app.services.grading import reports
+        from app.services.learning import lessons as lesson_service
         from tests.app.reporting import LEVELS
 
         with self.sessions() as db:

@@ -15,8 +15,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from app.services import lessons as lesson_service
-from app.services import publishing
+from app.services.learning import lessons as lesson_service
+from app.services.learning import publishing
 from tests.browser.conftest import login, register, screenshot
 from tests.browser.seed import Seeder
 

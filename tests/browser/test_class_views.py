@@ -10,8 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from app.core.models import PartProgress, User
-from app.services import answering, learning
-from app.services import lessons as lesson_service
+from app.services.learning import answering
+from app.services.learning import lessons as lesson_service
+from app.services.learning import progress as learning
 from tests.app.reporting import LESSON
 from tests.browser.conftest import SIZES, screenshot
 from tests.browser.seed import Seeder
@@ -237,7 +238,7 @@ def test_a_digit_picks_the_level_the_page_names_by_that_key(live_server, submitt
     are 1.5 points), its points where every level is whole (the server writes those keys: tests/app/
     test_grading_keys.py). Here the page's keys are rewritten to the points the server would write, so the same
     script is seen picking by points: 4 gives the 4-point level, and 3, which names none, picks nothing."""
-    from app.services import grading
+    from app.services.grading import grades as grading
     from tests.browser.test_grader_audit import _focused_line
 
     with Seeder(live_server.data).sessions() as db:

@@ -71,7 +71,7 @@ def test_queue_on_a_laptop_keeps_a_report_link_on_one_line(live_server, seeder, 
 def _claimed(seeder: Seeder, email: str, name: str) -> int:
     """A submitted report held by GRADER, ungraded; its id."""
     from app.core.models import LabReport, User
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     report_id = _submitted(seeder, email, name)
     with seeder.sessions() as db:

@@ -128,8 +128,8 @@ def test_assigning_graders_answers_at_the_form(live_server, seeder, open_page, s
 def _resubmit(seeder: Seeder, report_id: int, answer: str) -> None:
     """The learner changes an answer and hands the report in again (a new version)."""
     from app.core.models import LabReport, User
-    from app.services import lessons as lesson_service
-    from app.services import reports
+    from app.services.grading import reports
+    from app.services.learning import lessons as lesson_service
 
     with seeder.sessions() as db:
         report = db.get(LabReport, report_id)

@@ -22,7 +22,7 @@ def _hold_lock(live_server, email: str) -> None:
 
     from app.core.db import make_engine
     from app.core.models import LoginThrottle, utcnow
-    from app.services import throttle
+    from app.services.accounts import throttle
 
     engine = make_engine(f"sqlite:///{live_server.data / 'course.db'}")
     try:

@@ -26,8 +26,8 @@ def seeder(live_server):
 def _submitted(seeder: Seeder, email: str, name: str) -> int:
     """A learner with a finished run of every lab, attached and submitted (unclaimed, ungraded); the report id."""
     from app.core.models import User
-    from app.services import lessons as lesson_service
-    from app.services import reports
+    from app.services.grading import reports
+    from app.services.learning import lessons as lesson_service
 
     owner_id = seeder.user(email, name=name)
     for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
@@ -47,7 +47,7 @@ def _submitted(seeder: Seeder, email: str, name: str) -> int:
 
 def _grader(seeder: Seeder, email: str) -> None:
     from app.core.models import User
-    from app.services import grading
+    from app.services.grading import grades as grading
 
     uid = seeder.user(email, roles=("grader",))
     with seeder.sessions() as db:

@@ -125,7 +125,7 @@ def lab_processes(job_id: int) -> list[int]:
 @pytest.fixture
 def make_client_for(ray_settings, ray_client):
     """Another logged-in client of the same app (registers, or logs in a user given roles)."""
-    from app.services import users
+    from app.services.accounts import users
 
     opened = []
     app = ray_client.client.app

@@ -5,7 +5,7 @@ killed node is in test_ray.py."""
 from __future__ import annotations
 
 from app.executors.ray_resources import DEAD_NODE_S, alive_nodes
-from app.services.cluster import node_memory_budget
+from app.services.cluster.nodes import node_memory_budget
 
 
 def _listed(node_id: str, alive: bool = True, gpus: float = 4.0) -> dict:

@@ -16,8 +16,8 @@ import pytest
 from app.core.models import Job, JobLoss
 from app.executors.embedded import Worker
 from app.executors.labproc import LAB_NICE, JobCgroup
-from app.services import jobs
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 from tests.conftest import ROOT, wait_for
 
 LOCAL = HostCapacity.local_default()

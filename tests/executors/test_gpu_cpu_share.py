@@ -41,7 +41,7 @@ def recording_dispatcher(db_url, tmp_path):
     no GPU, nor nodes with these budgets, to place it on); `place(rows)` lists the nodes and runs one dispatch."""
     from app.core.config import Settings
     from app.executors.ray import Dispatcher
-    from app.services.cluster import node_from_row
+    from app.services.cluster.nodes import node_from_row
 
     settings = Settings.from_env(
         {"COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp_path / "data")},

@@ -22,8 +22,8 @@ from app.core.models import Job
 from app.executors.embedded import Worker
 from app.executors.gpus import GpuAllocator
 from app.executors.labproc import lab_threads
-from app.services import jobs
-from app.services.labhost import HostCapacity
+from app.services.jobs import lifecycle as jobs
+from app.services.jobs.labhost import HostCapacity
 from labs.api import Capacity
 from tests.conftest import ROOT
 
@@ -186,7 +186,7 @@ def test_the_lab_reads_the_gpus_it_was_given(db, make_user, settings, tmp_path):
 
 def test_the_worker_takes_the_gpu_count_the_serving_parent_probed(settings, monkeypatch):
     from app.executors.embedded import host_gpus
-    from app.services import labhost
+    from app.services.jobs import labhost
 
     monkeypatch.setenv(labhost.CAPACITY_ENV, TWO_GPUS.to_json())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")

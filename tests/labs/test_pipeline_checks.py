@@ -1,4 +1,4 @@
-"""The pipeline lab's evidence checks (app/services/checks/pipeline.py) on its golden bundle and on edits of it
+"""The pipeline lab's evidence checks (labs/pipeline/checks.py) on its golden bundle and on edits of it
 that break one claim each. No lab run: the golden bundle is a real run with labruns' TINY parameters."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-checks = pytest.importorskip("app.services.checks.pipeline", reason="the app's packages are not installed here")
+from labs.pipeline import checks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "pipeline"
 

@@ -128,8 +128,8 @@ def test_timelines_show_every_collective_on_every_rank(result, bundle):
 
 def test_the_app_grades_the_run_and_the_golden_bundle_has_its_shape(result, bundle):
     pytest.importorskip("fastapi")  # the GPU check collects tests/labs without the app's packages
-    from app.services.checks import check_item
-    from app.services.checks.common import Source
+    from labs.checks import check_item
+    from labs.checks.common import Source
     from tests.app.test_golden_bundles import shape_differences
 
     def read(name: str) -> bytes:
@@ -149,7 +149,7 @@ def test_the_app_grades_the_run_and_the_golden_bundle_has_its_shape(result, bund
         "timeline": "pass",
     }
     # and each check fails on the run it guards against
-    from app.services.checks.zero_fsdp import checks
+    from labs.zero_fsdp.checks import checks
 
     def statuses(edit) -> dict:
         bad = copy.deepcopy(result)

@@ -30,7 +30,7 @@ from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.types import Scope
 
 from app.core.digits import ANY, whole_number
-from app.services.bundles import MAX_UPLOAD_BYTES
+from app.services.jobs.bundles import MAX_UPLOAD_BYTES
 
 KIB, MIB = 1024, 1024 * 1024
 DEFAULT_LIMIT = 1 * MIB  # a report's answers (20,000 characters each, percent-encoded) fit with room to spare

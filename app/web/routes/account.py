@@ -23,8 +23,8 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.core.models import User
-from app.services import resets, sessions, tokens
-from app.services import users as user_service
+from app.services.accounts import resets, sessions, tokens
+from app.services.accounts import users as user_service
 from app.web.deps import CurrentUser, DbInt, InstructorUser, SessionDep, SettingsDep, csrf_protect
 from app.web.templates import render
 from labs.api import count

@@ -16,10 +16,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.models import Job
-from app.services import jobs as job_service
-from app.services import limits as limit_service
-from app.services import queue as queue_service
 from app.services.errors import Conflict
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import limits as limit_service
+from app.services.jobs import queue as queue_service
 from app.web.csrf import csrf_token_for
 from app.web.deps import STAFF_TOKEN_REFUSED, CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from labs import catalog

@@ -9,7 +9,7 @@ GET /reports/{rid}/versions/{n}/evidence/{slot}/artifacts/{name}    a report's e
 `name` is an artifact's name or its `path` from result.json (a path may hold slashes), or `result.json`.
 A Chrome trace comes as an attachment named `<lab>-job<N>-<schedule>.json` (so "Download" saves a file a
 learner can drop on ui.perfetto.dev); `?as=timeline` answers the same trace as the page's timeline viewer
-reads it (app/services/timelines.py).
+reads it (app/services/jobs/timelines.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from app.services import artifacts, timelines
-from app.services import evidence as evidence_service
-from app.services.artifacts import Artifact
+from app.services.grading import evidence as evidence_service
+from app.services.jobs import artifacts, timelines
+from app.services.jobs.artifacts import Artifact
 from app.web.deps import DbInt, OwnedBundle, SessionDep, SettingsDep, ViewerJob, ViewerReport, csrf_protect
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])

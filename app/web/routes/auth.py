@@ -1,10 +1,10 @@
 """Register, log in, log out, and set a new password from a reset link.
 
-A login is a server-side session row (app/services/sessions.py); the signed cookie carries its token and the
+A login is a server-side session row (app/services/accounts/sessions.py); the signed cookie carries its token and the
 CSRF token, and both are replaced on login. Failed logins are throttled per account, per trusted device and per
-client address (app/services/throttle.py), and registrations per client address: a throttled request answers 429
+client address (app/services/accounts/throttle.py), and registrations per client address: a throttled request answers 429
 with Retry-After and says when to try again. A successful login or registration leaves a device cookie
-(app/services/devices.py), so this browser can log in to that account while others are locked out of it.
+(app/services/accounts/devices.py), so this browser can log in to that account while others are locked out of it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.core.models import User
-from app.services import devices, resets, sessions, throttle
-from app.services import users as user_service
+from app.services.accounts import devices, resets, sessions, throttle
+from app.services.accounts import users as user_service
 from app.services.errors import FieldError
 from app.web.csrf import SESSION_KEY
 from app.web.deps import OptionalUser, SessionDep, csrf_protect

@@ -22,8 +22,8 @@ from fastapi.responses import RedirectResponse, Response
 from app.content import listing, make_variant, validate_lesson_texts
 from app.content.schema import Numeric
 from app.core.digits import whole_number
-from app.services import lesson_export, publishing
-from app.services import lessons as lesson_service
+from app.services.learning import lesson_export, publishing
+from app.services.learning import lessons as lesson_service
 from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.web.middleware.bodies import AUTHORING_LIMIT
 from app.web.templates import render

@@ -14,8 +14,9 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 
-from app.services import class_stats, roster
-from app.services import lessons as lesson_service
+from app.services.classes import roster
+from app.services.classes import stats as class_stats
+from app.services.learning import lessons as lesson_service
 from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
 from app.web.downloads import attachment
 from app.web.templates import render

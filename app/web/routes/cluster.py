@@ -6,10 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.services import clusterview
-from app.services import limits as limit_service
-from app.services import users as user_service
+from app.services.accounts import users as user_service
+from app.services.cluster import view as clusterview
 from app.services.errors import FieldError
+from app.services.jobs import limits as limit_service
 from app.web.deps import HostDep, InstructorUser, SessionDep, SettingsDep, csrf_protect
 from app.web.templates import render
 

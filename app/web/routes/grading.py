@@ -22,11 +22,15 @@ from fastapi.responses import RedirectResponse, Response
 from app.content.schema import MAX_ID, is_id
 from app.core.digits import DB_INT_MAX, whole_number
 from app.core.models import LabReport, User
-from app.services import evidence as evidence_service
-from app.services import grade_export, grade_release, grading, lti, lti_sync
-from app.services import lessons as lesson_service
-from app.services import reports as report_service
-from app.services import users as user_service
+from app.services.accounts import users as user_service
+from app.services.grading import evidence as evidence_service
+from app.services.grading import export as grade_export
+from app.services.grading import grades as grading
+from app.services.grading import release as grade_release
+from app.services.grading import reports as report_service
+from app.services.learning import lessons as lesson_service
+from app.services.lti import registry as lti
+from app.services.lti import sync as lti_sync
 from app.web.deps import DbInt, GradedReport, GraderUser, InstructorUser, PostedForm, SessionDep, csrf_protect
 from app.web.downloads import attachment
 from app.web.templates import render

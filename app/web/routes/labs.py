@@ -26,13 +26,14 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.models import Job, User
-from app.services import jobs as job_service
-from app.services import labforms, own_runs
-from app.services import lessons as lesson_service
-from app.services import limits as limit_service
-from app.services import queue as queue_service
 from app.services.errors import NotFound
-from app.services.labhost import HostCapacity
+from app.services.jobs import forms as labforms
+from app.services.jobs import lifecycle as job_service
+from app.services.jobs import limits as limit_service
+from app.services.jobs import own_runs
+from app.services.jobs import queue as queue_service
+from app.services.jobs.labhost import HostCapacity
+from app.services.learning import lessons as lesson_service
 from app.web import notice_session
 from app.web.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.web.templates import is_htmx, render

@@ -14,8 +14,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app.content.schema import Lesson
 from app.core.models import Person
-from app.services import answering, learning, own_runs
-from app.services import lessons as lesson_service
+from app.services.jobs import own_runs
+from app.services.learning import answering
+from app.services.learning import lessons as lesson_service
+from app.services.learning import progress as learning
 from app.web.csrf import csrf_token_for
 from app.web.deps import CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
 from app.web.templates import is_htmx, render, templates

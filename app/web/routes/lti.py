@@ -19,7 +19,7 @@ configured to open in a new window (docs/lti.md) take the same path with one mor
 
 CSRF: the login initiation and the launch POST come from the LMS and cannot carry our token. The login changes
 nothing but a short-lived state row; the launch is authenticated by the id_token's signature (the platform's
-JWKS), its audience, and the state and nonce issued at login, each single-use (app/services/lti_tool.py). The
+JWKS), its audience, and the state and nonce issued at login, each single-use (app/services/lti/tool.py). The
 deep-linking form carries its ticket, a one-time secret bound to that verified launch, as its synchronizer
 token. Every other POST here is the instructors' and goes through csrf_protect.
 """
@@ -36,9 +36,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app.core.config import Settings
 from app.core.models import User
-from app.services import lti, lti_sync
 from app.services.errors import FieldError, NotFound
-from app.services.lti_tool import Launch, Login, LtiRequest, Refused, ToolConf
+from app.services.lti import registry as lti
+from app.services.lti import sync as lti_sync
+from app.services.lti.tool import Launch, Login, LtiRequest, Refused, ToolConf
 from app.web.deps import DbInt, InstructorUser, PostedForm, SessionDep, SettingsDep, csrf_protect
 from app.web.middleware.headers import CSP_NONCE_KEY, csp
 from app.web.routes.auth import start_session

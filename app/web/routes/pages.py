@@ -17,9 +17,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.services import learning, notices
-from app.services import lessons as lesson_service
 from app.services.errors import NotFound
+from app.services.learning import lessons as lesson_service
+from app.services.learning import notices
+from app.services.learning import progress as learning
 from app.web import notice_session
 from app.web.deps import CurrentUser, DbInt, InstructorUser, SessionDep, ViewerDep, csrf_protect
 from app.web.templates import is_htmx, render

@@ -10,7 +10,7 @@ POST /api/v1/bundles, GET|DELETE /api/v1/bundles/{id}    the same for scripts
 
 An upload keeps result.json and the artifacts it lists; the answer names the other files, which are not kept.
 Over the learner's storage quota an upload is refused and nothing is kept: 413 when its bytes would pass the
-quota, 409 when the count of stored uploads is at its quota (app/services/limits.py).
+quota, 409 when the count of stored uploads is at its quota (app/services/jobs/limits.py).
 
 Evidence and bundle files are served by app/web/routes/artifacts.py.
 """
@@ -25,13 +25,13 @@ from starlette.datastructures import FormData, UploadFile
 
 from app.content.schema import Lesson
 from app.core.models import Bundle, LabReport, User
-from app.services import bundles as bundle_service
-from app.services import evidence as evidence_service
-from app.services import grading
-from app.services import lessons as lesson_service
-from app.services import limits as limit_service
-from app.services import reports as report_service
 from app.services.errors import Conflict, NotFound
+from app.services.grading import evidence as evidence_service
+from app.services.grading import grades as grading
+from app.services.grading import reports as report_service
+from app.services.jobs import bundles as bundle_service
+from app.services.jobs import limits as limit_service
+from app.services.learning import lessons as lesson_service
 from app.web.deps import (
     CurrentUser,
     DbInt,

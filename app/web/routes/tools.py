@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from app.services import tools as tool_service
+from app.services.learning import tools as tool_service
 from app.web.deps import CurrentUser, csrf_protect
 from app.web.templates import is_htmx, render
 

@@ -1,0 +1,559 @@
+"""Grading: who may see which reports, the queue, claims, saving grades, rubric recompute, CSV export.
+
+Visibility: a learner sees only their own reports; a grader only reports of lessons assigned to them
+(GraderAssignment); an instructor every report of the course.
+
+A grade stores, per rubric item, the level the grader picked and that level's fraction of the item's
+points. Totals are always fraction x the rubric's *current* points, so when a published rubric changes
+an item's points (or a level's fraction), rubric_sync.sync_rubric appends a recomputed revision of each affected
+grade. Grades are append-only revisions with (version_id, revision) unique: a save names the revision it
+started from, and of two saves from the same revision the database accepts exactly one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import cast
+
+from sqlalchemy import ColumnElement, CursorResult, and_, case, false, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.content.schema import Rubric
+from app.core.digits import whole_number
+from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
+from app.services.grading import release as grade_release
+from app.services.grading.evidence import slots
+
+QUEUE_STATUSES = ("submitted", "claimed", "graded")
+MAX_TEXT = 20_000
+OWN_REPORT = "This is your own report: another grader or an instructor grades it."
+
+
+class GradingError(ValueError):
+    """A refused action; the message says why and what to do. `unscored`: the rubric lines (item ids) a refused
+    save left without a level, for the form to mark. `newer`: the version a save was refused for, because the learner
+    submitted it after the grader opened the one they scored (the form carries their work over to it). `conflict`: a
+    save refused because another save came first (the page links to the saved grade)."""
+
+    def __init__(
+        self, message: str, *, unscored: tuple[str, ...] = (), newer: int | None = None, conflict: bool = False
+    ):
+        super().__init__(message)
+        self.unscored = unscored
+        self.newer = newer
+        self.conflict = conflict
+
+
+# ---------------------------------------------------------------- who sees what
+
+
+def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
+    """Let `grader` grade `lesson_id`; False if already assigned."""
+    if db.scalar(
+        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
+    ):
+        return False
+    db.add(GraderAssignment(user_id=grader.id, lesson_id=lesson_id))
+    try:
+        db.commit()
+    except IntegrityError:
+        db.rollback()
+        return False
+    return True
+
+
+def unassign(db: Session, *, grader: User, lesson_id: str) -> bool:
+    """Stop `grader` grading `lesson_id`; False if they did not."""
+    row = db.scalar(
+        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
+    )
+    if row is None:
+        return False
+    db.delete(row)
+    db.commit()
+    return True
+
+
+def assignments(db: Session) -> list[tuple[User, str]]:
+    rows = db.execute(
+        select(User, GraderAssignment.lesson_id)
+        .join(GraderAssignment, GraderAssignment.user_id == User.id)
+        .order_by(GraderAssignment.lesson_id, User.email)
+    ).all()
+    return [(u, lid) for u, lid in rows]
+
+
+def graded_lessons(db: Session, *, user: User) -> set[str] | None:
+    """Lesson ids whose reports `user` may grade; None means every lesson (instructors)."""
+    if user.has_role("instructor"):
+        return None
+    if not user.has_role("grader"):
+        return set()
+    return set(db.scalars(select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)))
+
+
+def can_grade(db: Session, *, user: User, report: LabReport) -> bool:
+    lessons = graded_lessons(db, user=user)
+    return lessons is None or report.lesson_id in lessons
+
+
+def report_for_grader(db: Session, *, report_id: int, user: User) -> LabReport | None:
+    """The submitted report if `user` may grade it; None (a 404, leaking nothing) otherwise.
+    Nobody grades their own report, instructors included."""
+    report = db.get(LabReport, report_id)
+    if report is None or report.status == "draft" or report.owner_id == user.id:
+        return None
+    return report if can_grade(db, user=user, report=report) else None
+
+
+def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
+    """Whether a submitted version of a report `user` grades (not their own) cites `job` as evidence."""
+    lessons = graded_lessons(db, user=user)
+    if lessons is not None and not lessons:
+        return False
+    q = (
+        select(ReportVersion.evidence)
+        .join(LabReport, LabReport.id == ReportVersion.report_id)
+        .where(LabReport.owner_id == job.owner_id, LabReport.owner_id != user.id, LabReport.status != "draft")
+    )
+    if lessons is not None:
+        q = q.where(LabReport.lesson_id.in_(sorted(lessons)))
+    for evidence in db.scalars(q):  # a learner has a handful of versions per lesson: read them, no JSON SQL
+        for pick in (evidence or {}).values():
+            if isinstance(pick, dict) and pick.get("job") == job.id:
+                return True
+    return False
+
+
+def resubmission(db: Session, *, version: ReportVersion, versions: list[ReportVersion], lesson) -> dict | None:
+    """What a resubmitted `version` replaces: the version before it among `versions`, that one's grade, and the
+    evidence slots and report questions the learner changed since (`lesson`: the version the report was made
+    under). None for a first version."""
+    previous = next((v for v in versions if v.number < version.number), None)
+    if previous is None:
+        return None
+    before, after = previous.evidence or {}, version.evidence or {}
+    was, now = previous.answers or {}, version.answers or {}
+    questions = lesson.lab.report_questions if lesson.lab else []
+    return {
+        "previous": previous,
+        "grade": latest_saved(db, version=previous),
+        "evidence": [s.id for s in slots(lesson) if before.get(s.id) != after.get(s.id)],
+        "answers": [q.id for q in questions if (was.get(q.id) or "") != (now.get(q.id) or "")],
+    }
+
+
+def own_in_queue(db: Session, *, user: User) -> list[str]:
+    """Lesson ids where `user` handed in a report of their own that would be in their queue but for being theirs."""
+    lessons = graded_lessons(db, user=user)
+    q = select(LabReport.lesson_id).where(LabReport.owner_id == user.id, LabReport.status.in_(QUEUE_STATUSES))
+    if lessons is not None:
+        q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
+    return list(db.scalars(q.order_by(LabReport.lesson_id)))
+
+
+def report_for_viewer(db: Session, *, report_id: int, user: User) -> LabReport | None:
+    """Owner, or a grader/instructor who may grade it."""
+    report = db.get(LabReport, report_id)
+    if report is None:
+        return None
+    if report.owner_id == user.id:
+        return report
+    return report if report.status != "draft" and can_grade(db, user=user, report=report) else None
+
+
+# ---------------------------------------------------------------- the queue
+
+
+@dataclass
+class QueueRow:
+    report: LabReport
+    owner: User
+    version: ReportVersion
+    grader: User | None
+    grade: Grade | None  # the latest version's
+    earlier: tuple[ReportVersion, Grade] | None = None  # a resubmission not graded yet: the last graded version
+
+
+def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVersion, Grade] | None:
+    """The newest version numbered below `before` that has a grade, with that grade."""
+    for v in db.scalars(
+        select(ReportVersion)
+        .where(ReportVersion.report_id == report_id, ReportVersion.number < before)
+        .order_by(ReportVersion.number.desc())
+    ):
+        g = latest_grade(db, version=v)
+        if g is not None:
+            return v, g
+    return None
+
+
+def _queue_where(
+    user: User, *, lesson_id: str | None, status: str | None, grader: str | None
+) -> list[ColumnElement[bool]]:
+    """The conditions of the queue `user` sees with these filters, with no statement of its own: `queue` lists the
+    reports they pick and `neighbours` finds one report's place among them, so both read the same queue."""
+    where: list[ColumnElement[bool]] = [
+        LabReport.status.in_(QUEUE_STATUSES),
+        LabReport.owner_id != user.id,
+        LabReport.submitted_at.is_not(None),  # the order's key; set with the status at every submit
+        select(ReportVersion.id).where(ReportVersion.report_id == LabReport.id).exists(),
+    ]
+    if not user.has_role("instructor"):  # a grader: the lessons assigned to them; anyone else: nothing
+        assigned = select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)
+        where.append(LabReport.lesson_id.in_(assigned) if user.has_role("grader") else false())
+    if lesson_id:
+        where.append(LabReport.lesson_id == lesson_id)
+    if status in QUEUE_STATUSES:
+        where.append(LabReport.status == status)
+    if grader == "me":
+        where.append(LabReport.claimed_by_id == user.id)
+    elif grader == "none":
+        where.append(LabReport.claimed_by_id.is_(None))
+    elif (grader_id := whole_number(grader)) is not None:
+        where.append(LabReport.claimed_by_id == grader_id)
+    return where
+
+
+def queue(
+    db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
+) -> list[QueueRow]:
+    """Submitted reports `user` may grade (never their own), oldest submission first (ties by id): a stable order.
+
+    grader: 'me', 'none' (unclaimed) or a user id as text.
+    """
+    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    reports = db.scalars(select(LabReport).where(*where).order_by(LabReport.submitted_at, LabReport.id)).all()
+    if not reports:
+        return []
+    # Each read below covers every queued report at once, so the page costs the same few statements for 2
+    # reports or 200: the versions with their grades, the latest version's row, and the people.
+    in_queue = select(LabReport.id).where(*where).scalar_subquery()
+    numbers: dict[int, list[tuple[int, int]]] = {}  # report id -> [(version number, version id)], newest first
+    for report_id, number, version_id in db.execute(
+        select(ReportVersion.report_id, ReportVersion.number, ReportVersion.id)
+        .where(ReportVersion.report_id.in_(in_queue))
+        .order_by(ReportVersion.report_id, ReportVersion.number.desc())
+    ):
+        numbers.setdefault(report_id, []).append((number, version_id))
+    grades: dict[int, Grade] = {}  # version id -> its latest grade
+    for g in db.scalars(
+        select(Grade)
+        .join(ReportVersion, Grade.version_id == ReportVersion.id)
+        .where(ReportVersion.report_id.in_(in_queue))
+        .order_by(Grade.version_id, Grade.revision)
+    ):
+        grades[g.version_id] = g
+    wanted: set[int] = set()  # the versions a row shows: the latest, and a resubmission's last graded one
+    earlier_of: dict[int, int] = {}
+    for report_id, versions in numbers.items():
+        latest_id = versions[0][1]
+        wanted.add(latest_id)
+        if latest_id not in grades:
+            graded = next((vid for _, vid in versions[1:] if vid in grades), None)
+            if graded is not None:
+                wanted.add(graded)
+                earlier_of[report_id] = graded
+    rows_of = {v.id: v for v in db.scalars(select(ReportVersion).where(ReportVersion.id.in_(wanted)))}
+    people_ids = {r.owner_id for r in reports} | {r.claimed_by_id for r in reports if r.claimed_by_id}
+    people = {u.id: u for u in db.scalars(select(User).where(User.id.in_(people_ids)))}
+    rows = []
+    for r in reports:
+        if r.id not in numbers:
+            continue
+        v = rows_of[numbers[r.id][0][1]]
+        owner = people.get(r.owner_id)
+        if owner is None:  # deleted meanwhile (reports cascade with their owner)
+            continue
+        earlier = earlier_of.get(r.id)
+        rows.append(
+            QueueRow(
+                r,
+                owner,
+                v,
+                people.get(r.claimed_by_id) if r.claimed_by_id else None,
+                grades.get(v.id),
+                (rows_of[earlier], grades[earlier]) if earlier is not None else None,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """A report's place in a queue: the reports before and after it (None at the ends), and "position of total"."""
+
+    previous: int | None
+    next: int | None
+    position: int  # from 1
+    total: int
+
+
+def neighbours(
+    db: Session,
+    *,
+    user: User,
+    report: LabReport,
+    lesson_id: str | None = None,
+    status: str | None = None,
+    grader: str | None = None,
+) -> Neighbours | None:
+    """Where `report` stands in the queue `queue` lists for the same user and filters; None when they leave it out.
+
+    One statement, whatever the queue's length: the queue's order is (submitted_at, id), so the report's key finds
+    its neighbours by keyset (the last row before it, the first after it) and its position by counting the rows
+    before it, each a subquery over the same conditions; the review page reads it for every report it shows.
+    """
+    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    at, rid = report.submitted_at, report.id
+    if at is None:
+        return None
+    before = or_(LabReport.submitted_at < at, and_(LabReport.submitted_at == at, LabReport.id < rid))
+    after = or_(LabReport.submitted_at > at, and_(LabReport.submitted_at == at, LabReport.id > rid))
+    counted = select(func.count()).select_from(LabReport)
+    row = db.execute(
+        select(
+            select(LabReport.id)
+            .where(*where, before)
+            .order_by(LabReport.submitted_at.desc(), LabReport.id.desc())
+            .limit(1)
+            .scalar_subquery(),
+            select(LabReport.id)
+            .where(*where, after)
+            .order_by(LabReport.submitted_at, LabReport.id)
+            .limit(1)
+            .scalar_subquery(),
+            counted.where(*where, before).scalar_subquery(),
+            counted.where(*where).scalar_subquery(),
+            counted.where(*where, LabReport.id == rid).scalar_subquery(),
+        )
+    ).one()
+    previous, following, earlier, total, present = row
+    if not present:
+        return None
+    return Neighbours(previous=previous, next=following, position=earlier + 1, total=total)
+
+
+def graders(db: Session) -> list[User]:
+    from app.core.models import UserRole
+
+    return list(
+        db.scalars(
+            select(User)
+            .join(UserRole)
+            .where(UserRole.role.in_(("grader", "instructor")))
+            .distinct()
+            .order_by(User.email)
+        )
+    )
+
+
+# ---------------------------------------------------------------- claims
+
+
+def claim(db: Session, *, report: LabReport, grader: User) -> None:
+    """Take the report; GradingError if it is the grader's own or someone else holds it. A conditional UPDATE
+    decides a race."""
+    if report.owner_id == grader.id:
+        raise GradingError(OWN_REPORT)
+    res = db.execute(
+        update(LabReport)
+        .where(
+            LabReport.id == report.id, LabReport.status.in_(("submitted", "graded")), LabReport.claimed_by_id.is_(None)
+        )
+        .values(
+            status=case((LabReport.status == "submitted", "claimed"), else_=LabReport.status),
+            claimed_by_id=grader.id,
+            claimed_at=utcnow(),
+            revision=LabReport.revision + 1,
+        )
+    )
+    db.commit()
+    db.refresh(report)
+    if cast(CursorResult, res).rowcount != 1 and report.claimed_by_id != grader.id:
+        holder = db.get(User, report.claimed_by_id) if report.claimed_by_id else None
+        if holder:
+            raise GradingError(f"{holder.display_name} ({holder.email}) claimed this report first; it stays with them.")
+        raise GradingError(f"This report is {report.status} and cannot be claimed now.")
+
+
+def release(db: Session, *, report: LabReport, user: User) -> None:
+    """Give a claim back to the queue: the holder, or an instructor, may."""
+    if report.claimed_by_id is None:
+        return
+    if report.claimed_by_id != user.id and not user.has_role("instructor"):
+        raise GradingError("Only the grader holding the claim, or an instructor, can release it.")
+    db.execute(
+        update(LabReport)
+        .where(LabReport.id == report.id, LabReport.claimed_by_id == report.claimed_by_id)
+        .values(
+            claimed_by_id=None,
+            claimed_at=None,
+            revision=LabReport.revision + 1,
+            status=("submitted" if report.status == "claimed" else report.status),
+        )
+    )
+    db.commit()
+    db.refresh(report)
+
+
+# ---------------------------------------------------------------- grades
+
+
+def level_keys(rubric: Rubric) -> tuple[bool, dict[str, list[str]]]:
+    """The number key that picks each level of each line, and whether keys name points.
+
+    Where every level of every line is worth a whole number of points from 0 to 9, distinct within its line, the
+    key is that number ("3" gives 3 points); otherwise keys count the levels in order (1 for the first). One rule
+    for the whole rubric, so a grader never has to ask which kind of line they are on."""
+    by_points: dict[str, list[str]] = {}
+    for item in rubric.items:
+        points = [lv.fraction * item.points for lv in item.levels]
+        whole = [round(p) for p in points]
+        if any(abs(p - w) > 1e-9 or not 0 <= w <= 9 for p, w in zip(points, whole, strict=True)):
+            break
+        if len(set(whole)) != len(whole):
+            break
+        by_points[item.id] = [str(w) for w in whole]
+    else:
+        return True, by_points
+    return False, {item.id: [str(i + 1) if i < 9 else "" for i in range(len(item.levels))] for item in rubric.items}
+
+
+def rubric_hash(rubric: Rubric) -> str:
+    """What a total depends on: item ids and points, level ids and fractions (not the wording)."""
+    shape = [[i.id, i.points, [[lv.id, lv.fraction] for lv in i.levels]] for i in rubric.items]
+    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()
+
+
+def latest_saved(db: Session, *, version: ReportVersion) -> Grade | None:
+    """The newest revision of the version's grade, released or not: what graders and instructors work from."""
+    return db.scalar(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc()).limit(1))
+
+
+def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
+    """The grade the learner sees: the newest released revision (a lesson that holds grades shows none until the
+    release; a revision saved after a release stays unseen until the next one)."""
+    return db.scalar(
+        select(Grade)
+        .where(Grade.version_id == version.id, Grade.released_at.is_not(None))
+        .order_by(Grade.revision.desc())
+        .limit(1)
+    )
+
+
+def grade_history(db: Session, *, version: ReportVersion) -> list[Grade]:
+    return list(db.scalars(select(Grade).where(Grade.version_id == version.id).order_by(Grade.revision.desc())))
+
+
+def score(rubric: Rubric, levels: dict[str, str | dict]) -> tuple[dict, float, list[str]]:
+    """(scores, total, unscored item ids) for picked levels {item: level id} (or stored {item: {level, fraction}})."""
+    scores, total, unscored = {}, 0.0, []
+    for item in rubric.items:
+        picked = levels.get(item.id)
+        level_id = picked.get("level") if isinstance(picked, dict) else picked
+        level = item.level(level_id) if level_id else None
+        if level is not None:
+            fraction = level.fraction
+        elif isinstance(picked, dict) and isinstance(picked.get("fraction"), (int, float)):
+            fraction = float(picked["fraction"])  # a level the rubric no longer has: keep what was awarded
+        else:
+            unscored.append(item.id)
+            continue
+        points = round(fraction * item.points, 4)
+        scores[item.id] = {"level": level_id, "fraction": fraction, "points": points}
+        total += points
+    return scores, round(total, 4), unscored
+
+
+def save_grade(
+    db: Session,
+    *,
+    report: LabReport,
+    version: ReportVersion,
+    grader: User,
+    base_revision: int,
+    levels: dict[str, str],
+    feedback: str,
+    notes: str,
+    rubric: Rubric,
+    rubric_version: int,
+) -> Grade:
+    """Append a grade revision; GradingError if the report is not claimed by `grader`, a line is unscored,
+    the version is not the latest, or another save (or a rubric recompute) came first."""
+    if report.owner_id == grader.id:
+        raise GradingError(OWN_REPORT)
+    if report.claimed_by_id != grader.id:
+        raise GradingError("Claim the report before saving a grade (another grader may hold it).")
+    latest = db.scalar(select(func.max(ReportVersion.number)).where(ReportVersion.report_id == report.id))
+    if version.number != latest:
+        raise GradingError(
+            f"Not saved: the learner submitted version {latest} after you opened version {version.number}. "
+            f"This is version {latest}, with your scores and text carried over from version {version.number}: check "
+            "them against what changed, then save.",
+            newer=latest,
+        )
+    bad = []
+    for item_id, level in levels.items():
+        item = rubric.item(item_id)
+        if item is None or (level and item.level(level) is None):
+            bad.append(f"{item_id}: {level!r}")
+    if bad:
+        raise GradingError("Unknown rubric lines or levels: " + ", ".join(bad) + ".")
+    scores, total, unscored = score(rubric, {k: v for k, v in levels.items() if v})
+    if unscored:
+        titles = ", ".join(item.title for item in rubric.items if item.id in unscored)
+        raise GradingError(
+            f"Pick a level for every rubric line before saving; missing: {titles}.", unscored=tuple(unscored)
+        )
+    if len(feedback) > MAX_TEXT or len(notes) > MAX_TEXT:
+        raise GradingError(f"Feedback and notes may be at most {MAX_TEXT} characters each.")
+    current = latest_saved(db, version=version)
+    current_rev = current.revision if current else 0
+    if base_revision != current_rev:
+        raise GradingError(_conflict_message(db, current), conflict=True)
+    grade = Grade(
+        version_id=version.id,
+        revision=current_rev + 1,
+        grader_id=grader.id,
+        rubric_version=rubric_version,
+        rubric_hash=rubric_hash(rubric),
+        scores=scores,
+        total=total,
+        max_total=rubric.max_points,
+        feedback=feedback,
+        notes=notes,
+        reason="saved by grader",
+        released_at=None if grade_release.holds(db, lesson_id=report.lesson_id) else utcnow(),
+    )
+    db.add(grade)
+    try:
+        db.flush()
+    except IntegrityError:  # another save from the same revision got there between our read and insert
+        db.rollback()
+        raise GradingError(_conflict_message(db, latest_saved(db, version=version)), conflict=True) from None
+    db.execute(
+        update(LabReport)
+        .where(LabReport.id == report.id)
+        .values(status="graded", updated_at=utcnow(), revision=LabReport.revision + 1)
+    )
+    db.commit()
+    db.refresh(report)
+    return grade
+
+
+def _conflict_message(db: Session, current: Grade | None) -> str:
+    if current is None:
+        return (
+            "Not saved: the grade changed while you were editing. Your scores and text are kept below; open the saved "
+            "grade before saving again."
+        )
+    grader = db.get(User, current.grader_id) if current.grader_id else None
+    who = grader.display_name if grader else "a rubric recompute"
+    return (
+        f"Not saved: this grade was saved meanwhile (revision {current.revision}, by {who}). Nothing was overwritten; "
+        "your scores and text are kept below. Open the saved grade to read it, then save again if you still disagree."
+    )

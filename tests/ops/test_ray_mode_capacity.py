@@ -1,0 +1,115 @@
+"""Ray mode as the web tier sees it: only lab nodes bound a job, a run none can hold is refused at submit with the
+arithmetic, a queued job with no lab node online has no ETA, and the web host's start-up log does not call it a lab
+host. The cluster is the dispatcher's snapshot in `cluster_nodes` (app/services/cluster/nodes.py), written here as the
+dispatcher writes it."""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from dataclasses import replace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import serve
+from app.core.models import ClusterNode, Job
+from app.services.cluster import nodes as cluster
+from app.web.factory import create_app
+from tests.conftest import Browserless
+
+WEB_BUDGET = 8 * 2**30  # the web host's own COURSE_JOB_MEMORY_MB: large, so a check against it would accept
+NODE_MB = 1024  # the lab node's label: tp-sweep's default run (about 2.4 GiB on cpu) does not fit
+
+
+def _head(db):
+    """A head started as docs/deploying.md says (`--num-cpus=0 --num-gpus=0`, no labels): it runs no lab."""
+    db.add(ClusterNode(node_id="head", hostname="web-1", alive=True, resources={"memory": 6e9}, labels={}))
+
+
+def _lab_node(db, mb=NODE_MB):
+    labels = {"course/job_memory_mb": str(mb), "course/te": "no", "course/gpus": "0"}
+    db.add(ClusterNode(node_id="cpu", hostname="cpu-1", alive=True, resources={"CPU": 4.0}, labels=labels))
+
+
+@pytest.fixture
+def ray_client(settings):
+    with TestClient(create_app(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET))) as tc:
+        c = Browserless(tc)
+        c.register("ann@example.org")
+        yield c
+
+
+def _submit(c, **body):
+    return c.post("/api/v1/jobs", json=body, headers={"X-CSRF-Token": c.api_token()})
+
+
+def test_a_head_without_cpus_lends_no_budget_and_the_largest_lab_node_bounds_memory(db):
+    _head(db)
+    db.commit()
+    empty = cluster.host_capacity(db, memory_bytes=WEB_BUDGET)
+    assert empty.capacity.memory_bytes == WEB_BUDGET and "no lab node" in empty.memory_why  # nothing else to go by
+    assert empty.capacity.gpu_why == "no lab node of the course's Ray cluster is online"
+    _lab_node(db)
+    db.add(
+        ClusterNode(
+            node_id="big",
+            hostname="cpu-2",
+            alive=True,
+            resources={"CPU": 2.0},
+            labels={"course/job_memory_mb": "3072"},
+        )
+    )
+    db.commit()
+    host = cluster.host_capacity(db, memory_bytes=WEB_BUDGET)
+    assert host.capacity.memory_bytes == 3072 * 2**20  # not the head's borrowed 8 GiB
+    assert host.memory_why == "the largest per-job budget of a lab node online: cpu-2, COURSE_JOB_MEMORY_MB=3072"
+    assert host.capacity.cpu_slots == 4
+
+
+def test_a_run_no_lab_node_can_hold_is_refused_at_submit_with_the_arithmetic(ray_client, db):
+    _head(db)
+    _lab_node(db)
+    db.commit()
+    r = _submit(ray_client, lab="tp-sweep", backend="cpu")
+    assert r.status_code == 422, r.text
+    [err] = [e for e in r.json()["errors"] if "budget" in e["message"]]
+    assert err["field"] == "ffn"  # the parameter that drives memory, named first
+    msg = err["message"]
+    assert msg.startswith("ffn: this run needs about 2.4 GiB of memory (")
+    assert "over the per-job budget of 1.0 GiB; make the run smaller" in msg
+    assert msg.endswith("(the largest per-job budget of a lab node online: cpu-1, COURSE_JOB_MEMORY_MB=1024)")
+    form = {"csrf_token": ray_client.csrf("/labs/tp-sweep"), "backend": "cpu"}
+    page = ray_client.post("/labs/tp-sweep/jobs", data=form)
+    assert page.status_code == 422 and "cpu-1, COURSE_JOB_MEMORY_MB=1024" in html.unescape(page.text)
+    assert db.query(Job).count() == 0  # refused, nothing stored
+    assert _submit(ray_client, lab="env-check", backend="cpu").status_code == 201  # a run that fits still goes
+
+
+def test_a_queued_job_has_no_eta_while_no_lab_node_is_online(ray_client, db):
+    _head(db)
+    db.commit()
+    r = _submit(ray_client, lab="env-check", backend="auto")
+    assert r.status_code == 201, r.text
+    job = r.json()
+    assert job["status"] == "queued" and job["queue_position"] == 0
+    assert job["eta_start_s"] is None and job["eta_done_s"] is None
+    assert job["eta_basis"].startswith("no lab node of the Ray cluster is online")
+    card = " ".join(re.sub(r"<[^>]+>", " ", html.unescape(ray_client.get(f"/jobs/{job['id']}").text)).split())
+    assert "no estimate yet (no lab node of the Ray cluster is online" in card  # the job card says why
+    _lab_node(db)
+    db.commit()
+    again = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
+    assert again["eta_start_s"] == 0.0 and again["eta_done_s"] > 0  # a node that runs it is online: next up
+    gpu = _submit(ray_client, lab="env-check", backend="torch-cuda")
+    assert gpu.status_code == 422  # no GPU node: refused at submit, so no GPU job waits without an ETA
+
+
+def test_in_ray_mode_the_web_host_does_not_call_itself_a_lab_host(settings, caplog):
+    with caplog.at_level(logging.INFO):
+        host = serve.check_and_probe(replace(settings, executor="ray"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert not any(line.startswith("lab host:") for line in lines), lines
+    assert any(line.startswith("web host: runs no lab (executor ray)") for line in lines), lines
+    assert host.source == "default"
