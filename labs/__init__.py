@@ -7,7 +7,8 @@ progress lines, and a `result.json` validated against the result models (labs.re
 generates `labs/schema/result.schema.json`: `python -m labs schema`).
 
     numerics/   fp8.py (formats, quantize, scaling rules), fp8_linear.py (emulated FP8 linear, quantizers)
-    parallel/   dist.py (rank launcher), tp.py (Megatron-style mappings), dims.py, costmodel.py (predictions)
+    parallel/   dist.py (rank launcher), tp.py (Megatron-style mappings), dims.py, comm.py (the communication
+                model, shared with the lessons), costmodel.py (predictions)
     trace/      timeline.py (spans, overlap), svgplot.py (charts, timelines), chrome.py (Chrome trace export)
     <lab>/      params.py, result.py (torch-free) · run.py (model -> parallel -> run) · report.py (summary,
                 tables, charts) · checks.py (the grader's automatic checks) · fp8-step also: model.py (GPT),

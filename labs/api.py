@@ -15,6 +15,9 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
     results      validate_result: the check a result.json passes before the app shows or grades it
     cost model   NODES and predict_sweep: the predicted tensor-parallel step the lessons' tools share
+    comm         the communication model (labs/parallel/comm.py): bus factors, hops, α-β time, node egress
+                 (flat ring or hierarchical) and the all-to-all split, one implementation for the lessons'
+                 calculators and the labs' predictions
     charts       the SVG line chart and per-rank timeline (labs/trace/svgplot.py) and the timeline's spans
                  and overlap arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
 """
@@ -22,6 +25,7 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
 from __future__ import annotations
 
 from labs import checks, exits
+from labs.parallel import comm
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
@@ -56,6 +60,8 @@ __all__ = [
     "NODES",
     "Node",
     "predict_sweep",
+    # communication model
+    "comm",
     # charts
     "PALETTE",
     "Series",
