@@ -30,6 +30,7 @@ import time
 
 from labs.collectives import model, report, topo
 from labs.collectives.params import Params, device_for, sizes
+from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 
@@ -283,7 +284,7 @@ def _sweep(params: Params, per_rank: list[dict], algorithm: str, note: str) -> d
             t = statistics.median(_slowest([r["sweep"][name][s] for r in per_rank]))
             nbytes = _elems(s, n) * 4
             ts.append(t)
-            f = model.busbw_factor(name, n)
+            f = comm.bus_factor(name, n)
             rows.append(
                 {"bytes": nbytes, "time_ms": 1e3 * t, "algbw_gbs": nbytes / t / 1e9, "busbw_gbs": f * nbytes / t / 1e9}
             )
@@ -371,7 +372,7 @@ def _scopes(params: Params, per_rank: list[dict], nodes: int) -> list[dict]:
         if scope not in per_rank[0]["scopes"] and not any(scope in r.get("scopes", {}) for r in per_rank):
             continue
         t = statistics.median(_slowest([r["scopes"].get(scope, []) for r in per_rank]))
-        f = model.busbw_factor("all-reduce", n)
+        f = comm.bus_factor("all-reduce", n)
         out.append({"scope": scope, "ranks": n, "bytes": big, "time_ms": 1e3 * t, "busbw_gbs": f * big / t / 1e9})
     return out
 
@@ -389,8 +390,6 @@ def _hierarchy(params: Params, ctx, per_rank: list[dict], nodes: int, topology: 
             return None
         return statistics.median(statistics.median(h["egress"][kind]) for h in leaders)
 
-    pred_flat = model.ring_node_egress(nbytes, params.ranks, nodes)
-    pred_hier = model.hierarchical_node_egress(nbytes, params.ranks, nodes)
     link = topology["link_mbit"] * 1e6 / 8 if topology["link_mbit"] else None
     spans = [s for h in hs for s in h["spans"]]
     t0 = min(s["start_ms"] for s in spans)
@@ -409,12 +408,7 @@ def _hierarchy(params: Params, ctx, per_rank: list[dict], nodes: int, topology: 
         "egress": {
             "measured_flat_bytes": measured("flat"),
             "measured_hierarchical_bytes": measured("hierarchical"),
-            "predicted_flat_bytes": pred_flat,
-            "predicted_hierarchical_bytes": pred_hier,
-            "nics_per_node": 1,
-            "nic_bytes_per_s": link,
-            "predicted_flat_ms": 1e3 * model.egress_seconds(pred_flat, 1, link) if link else None,
-            "predicted_hierarchical_ms": 1e3 * model.egress_seconds(pred_hier, 1, link) if link else None,
+            **model.predicted_egress(nbytes, params.ranks, nodes, link),
         },
         "artifacts": report.timeline_artifacts(ctx, params, drawn, topology),
     }

@@ -37,6 +37,7 @@ import time
 
 from labs.context_parallel import report, work
 from labs.context_parallel.params import Params, chunk_tokens, device_for, flops_per_chunk_pair
+from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 
@@ -193,7 +194,7 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
             "a2a Q,K,V",
             t0,
             t1,
-            {"bytes": send.numel() * elem * (world - 1) // world},
+            {"bytes": comm.whole_bus_bytes("all-to-all", world, send.numel() * elem)},
         )
     )
     q, k, v = recv.permute(1, 2, 0, 3, 4).reshape(3, h, params.seq_len, d)
@@ -222,11 +223,11 @@ def _ulysses_pass(torch, dist, clock, params: Params, q_all, k_all, v_all, rank,
             "a2a out",
             t4,
             t5,
-            {"bytes": back.numel() * elem * (world - 1) // world},
+            {"bytes": comm.whole_bus_bytes("all-to-all", world, back.numel() * elem)},
         )
     )
     out = got.reshape(params.heads, shard, d)
-    sent = (send.numel() + back.numel()) * elem * (world - 1) // world
+    sent = comm.whole_bus_bytes("all-to-all", world, (send.numel() + back.numel()) * elem)
     w = work.ulysses_work(world, params.causal)
     return out, spans, {"send_bytes": sent, "computed": w["computed"], "needed": w["needed"], "compute_cpu_ms": cpu_ms}
 

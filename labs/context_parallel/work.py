@@ -4,6 +4,8 @@ and the tests and checks hold the one against the other."""
 
 from __future__ import annotations
 
+from labs.parallel import comm
+
 SPLITS = ("zigzag", "contiguous")
 
 
@@ -53,12 +55,13 @@ def imbalance(values: list[float]) -> float | None:
 
 
 def ring_bytes_per_rank(world: int, seq_len: int, heads: int, head_dim: int, elem: int = 4) -> int:
-    """Bytes one rank sends around the ring per pass: N-1 K/V blocks of 2 x (S/N) x H x d elements."""
-    return (world - 1) * 2 * (seq_len // world) * heads * head_dim * elem
+    """Bytes one rank sends around the ring per pass: one K/V block of 2 x (S/N) x H x d elements per hop, N-1
+    hops, as a ring all-gather of K and V would send."""
+    return comm.hops("all-gather", world) * 2 * (seq_len // world) * heads * head_dim * elem
 
 
 def ulysses_bytes_per_rank(world: int, seq_len: int, heads: int, head_dim: int, elem: int = 4) -> int:
     """Bytes one rank sends to other ranks per pass: Q, K, V in (3 tensors) and the output back (1), each of
-    (S/N) x H x d elements, of which (N-1)/N leaves the rank."""
+    (S/N) x H x d elements, through all-to-alls of which (N-1)/N leaves the rank."""
     per_tensor = (seq_len // world) * heads * head_dim * elem
-    return 4 * per_tensor * (world - 1) // world
+    return comm.whole_bus_bytes("all-to-all", world, 4 * per_tensor)

@@ -3,7 +3,7 @@
 Nothing here is measured. Every number it returns is a prediction and the labs label it so.
 
 GEMM (roofline):   t = max(2·m·n·k / (peak · GEMM_EFFICIENCY),  bytes moved / HBM bandwidth)
-collective (alpha-beta, ring over NVLink):
+collective (alpha-beta, ring over NVLink, labs/parallel/comm.py with one alpha per collective):
     all-reduce     t = alpha + 2·(p-1)/p · bytes / link bandwidth
 
 The block is the one the lab runs: column-parallel fc1 (hidden -> ffn/p), gelu, row-parallel fc2
@@ -15,6 +15,8 @@ hide the backward all-reduce behind fc1's weight-gradient GEMM; `hideable_ms` sa
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+
+from labs.parallel import comm
 
 # Large GEMMs reach roughly this fraction of the datasheet dense peak; small ones fall to the
 # memory roofline on their own, so one constant covers the regime this block lives in.
@@ -73,9 +75,14 @@ def gemm_s(m: int, n: int, k: int, node: Node, precision: str) -> float:
 
 
 def all_reduce_s(nbytes: float, p: int, node: Node) -> float:
-    if p <= 1:
-        return 0.0
-    return node.collective_latency_s + 2.0 * (p - 1) / p * nbytes / node.link_bytes_per_s
+    return comm.alpha_beta(
+        "all-reduce",
+        p,
+        nbytes,
+        alpha_s=node.collective_latency_s,
+        bandwidth=node.link_bytes_per_s,
+        alpha_per="collective",
+    ).seconds
 
 
 def predict_mlp(tokens: int, hidden: int, ffn: int, degree: int, node: Node, precision: str = "bf16") -> dict:

@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from labs.parallel import comm
+
 
 def build(w1: torch.Tensor, w2: torch.Tensor, group: Any, degree: int, rank: int, sequence_parallel: bool):
     """te.Linear fc1 (column) and fc2 (row) holding this rank's shards of the same seeded weights."""
@@ -133,8 +135,7 @@ def collective_plan(tokens: int, hidden: int, degree: int, sequence_parallel: bo
 
 def ring_bytes_per_rank(plan: list[dict], degree: int) -> float:
     """What each rank sends in a ring: all-reduce 2(p-1)/p of the tensor, all-gather and reduce-scatter (p-1)/p."""
-    f = (degree - 1) / degree if degree > 1 else 0.0
-    return sum((2 * f if c["kind"] == "all-reduce" else f) * c["bytes"] for c in plan)
+    return sum(comm.bus_bytes(c["kind"], degree, c["bytes"]) for c in plan)
 
 
 def reset_fp8_state() -> None:

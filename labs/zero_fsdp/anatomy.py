@@ -9,17 +9,12 @@ The lesson's defaults are mixed precision (2 + 2 + 12 bytes); this lab trains in
 
 from __future__ import annotations
 
+from labs.parallel import comm
+
 BYTES_WEIGHT, BYTES_GRAD, BYTES_OPTIM = 4, 4, 8  # FP32 weights and gradients, AdamW's exp_avg + exp_avg_sq
 
 # Which ZeRO stage each strategy is in lesson 08's table.
 STAGE = {"ddp": 0, "zero1": 1, "fsdp2": 3, "fsdp2-no-reshard": 3}
-
-
-# Bytes each rank sends per byte of a collective's buffer, on a ring (nccl-tests' "bus bandwidth" factors):
-# an all-reduce is a reduce-scatter plus an all-gather, each moving (N-1)/N of the buffer through every rank.
-def bus_factor(kind: str, ranks: int) -> float:
-    n = ranks
-    return {"all-reduce": 2 * (n - 1) / n, "all-gather": (n - 1) / n, "reduce-scatter": (n - 1) / n}.get(kind, 1.0)
 
 
 def block_params(hidden: int) -> int:
@@ -62,4 +57,5 @@ def predicted_traffic(strategy: str, *, params: int) -> dict[str, float]:
 
 
 def predicted_bus_bytes(traffic: dict[str, float], ranks: int) -> float:
-    return sum(v * bus_factor(k, ranks) for k, v in traffic.items())
+    """What each rank sends on a ring for `traffic`: each buffer x its collective's bus factor."""
+    return sum(comm.bus_bytes(k, ranks, v) for k, v in traffic.items())

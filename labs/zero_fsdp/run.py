@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 from labs.zero_fsdp import anatomy, report
@@ -276,7 +277,7 @@ def _strategy_result(ctx, params: Params, strategy: str, per_rank: list[dict], d
                 "kind": kind,
                 "count": got["count"],
                 "bytes": got["bytes"],
-                "bus_bytes": got["bytes"] * anatomy.bus_factor(kind, world),
+                "bus_bytes": comm.bus_bytes(kind, world, got["bytes"]),
                 "predicted_bytes": traffic.get(kind, 0.0),
             }
         )

@@ -1,6 +1,6 @@
 """collectives: one real run on 4 gloo ranks in 2 emulated nodes, shared by the invariant checks; the α-β fit
-and the busbw arithmetic on their own; the namespaces' cleanup on exit, on an exception, on SIGTERM and after
-a SIGKILL."""
+and the predicted egress on their own (the model they use: tests/labs/parallel/test_comm.py); the namespaces'
+cleanup on exit, on an exception, on SIGTERM and after a SIGKILL."""
 
 import json
 import os
@@ -12,6 +12,7 @@ import pytest
 
 from labs.collectives import model, topo
 from labs.collectives.params import Params, limits, sizes
+from labs.parallel import comm
 from labs.runtime import validate_result
 from tests.labs import runs
 
@@ -73,7 +74,7 @@ def test_busbw_is_algbw_times_the_nccl_tests_factor_and_algbw_is_s_over_t(res):
 def test_the_fit_is_the_course_model_and_its_residuals_are_the_rows(res):
     for c in res["sweeps"][0]["collectives"]:
         f = c["fit"]
-        assert f["steps"] == model.steps(c["name"], 4)
+        assert f["steps"] == comm.hops(c["name"], 4)
         assert f["alpha_us"] == pytest.approx(1e3 * f["intercept_ms"] / f["steps"])
         if f["bandwidth_gbs"] is not None:
             assert f["bandwidth_gbs"] == pytest.approx(f["busbw_factor"] / (f["slope_ms_per_mib"] / 1e3 / 2**20) / 1e9)
@@ -123,7 +124,7 @@ def test_the_run_leaves_no_namespace_behind(lab):
 def test_fit_recovers_an_exact_alpha_beta_line():
     n, alpha, bw = 8, 20e-6, 5e9
     szs = [2**k for k in range(10, 24, 2)]
-    ts = [model.predict_s("all-reduce", n, s, alpha, bw) for s in szs]
+    ts = [comm.alpha_beta("all-reduce", n, s, alpha_s=alpha, bandwidth=bw).seconds for s in szs]
     f = model.fit("all-reduce", n, szs, ts)
     assert f["alpha_us"] == pytest.approx(20, rel=1e-6)
     assert f["bandwidth_gbs"] == pytest.approx(5, rel=1e-6)
@@ -140,19 +141,12 @@ def test_the_weighted_fit_keeps_small_messages_honest():
     assert a == pytest.approx(1e-4, rel=0.2)
 
 
-def test_nccl_tests_bus_factors_and_ring_steps():
-    assert model.busbw_factor("all-reduce", 8) == 2 * 7 / 8
-    for name in ("all-gather", "reduce-scatter", "all-to-all"):
-        assert model.busbw_factor(name, 8) == 7 / 8
-    assert model.busbw_factor("broadcast", 8) == 1
-    assert model.steps("all-reduce", 8) == 14 and model.steps("all-gather", 8) == 7
-
-
-def test_node_egress_flat_against_hierarchical():
-    s = 2**30
-    assert model.ring_node_egress(s, 16, 2) == pytest.approx(2 * 15 / 16 * s)
-    assert model.hierarchical_node_egress(s, 16, 2) == s  # independent of the GPUs per node
-    assert model.egress_seconds(8e9, 8, 50e9) == pytest.approx(0.02)  # 8 NICs of 400 Gbit/s
+def test_predicted_egress_names_both_cross_node_cases():
+    e = model.predicted_egress(2**30, 16, 2, 50e9)
+    assert e["predicted_flat_bytes"] == 2 * 15 / 16 * 2**30  # one flat ring over 16 ranks
+    assert e["predicted_hierarchical_bytes"] == 2**30  # 2(k-1)/k x S over k = 2 nodes
+    assert e["predicted_flat_ms"] == pytest.approx(1e3 * 2 * 15 / 16 * 2**30 / 50e9)
+    assert model.predicted_egress(2**30, 16, 2, None)["predicted_flat_ms"] is None  # no link limit, no time
 
 
 def test_bad_fit_input_is_named():
@@ -161,7 +155,7 @@ def test_bad_fit_input_is_named():
     with pytest.raises(ValueError, match="different message sizes"):
         model.fit_line([4.0, 4.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="collective"):
-        model.busbw_factor("gather", 4)
+        model.fit("gather", 4, [1, 2], [1.0, 2.0])
 
 
 def test_sizes_and_limits():
