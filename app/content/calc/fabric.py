@@ -9,6 +9,8 @@ NIC, which no other NIC can carry for it: `cross_node_all_to_all` here.
 
 from __future__ import annotations
 
+from labs.api import comm
+
 from ._base import positive, whole
 
 
@@ -26,9 +28,9 @@ def node_fabric(gpus_per_node: int = 8, nvlink_bidirectional_gbs: float = 900, n
         "nvlink_gbs": each_way / 1e9,
         "nic_gbs": nic / 1e9,
         "nic_gbit": 8 * nic / 1e9,
-        "egress_gbs": per_node * nic / 1e9,
+        "egress_gbs": comm.node_egress_bandwidth(per_node, nic) / 1e9,
         "nvlink_over_nic": each_way / nic,
-        "nvlink_over_egress": each_way / (per_node * nic),
+        "nvlink_over_egress": each_way / comm.node_egress_bandwidth(per_node, nic),
     }
 
 
@@ -50,18 +52,16 @@ def cross_node_all_to_all(
     nodes = whole("nodes", nodes, least=2)
     per_node = whole("gpus_per_node", gpus_per_node)
     nic, nvlink = positive("nic_bandwidth", nic_bandwidth), positive("nvlink_bandwidth", nvlink_bandwidth)
-    gpus = nodes * per_node
-    off_node = size * (gpus - per_node) / gpus
-    in_node = size * (per_node - 1) / gpus
+    off_node, in_node = comm.all_to_all_split(size, nodes, per_node)
     network_s, nvlink_s = off_node / nic, in_node / nvlink
     seconds = max(network_s, nvlink_s)
     return {
         "off_node_gb": off_node / 1e9,
-        "off_node_share": (gpus - per_node) / gpus,
+        "off_node_share": comm.all_to_all_split(1.0, nodes, per_node)[0],
         "in_node_gb": in_node / 1e9,
         "network_ms": 1e3 * network_s,
         "nvlink_ms": 1e3 * nvlink_s,
         "seconds": seconds,
         "ms": 1e3 * seconds,
-        "egress_ms": 1e3 * off_node / (per_node * nic),
+        "egress_ms": 1e3 * off_node / comm.node_egress_bandwidth(per_node, nic),
     }

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+from labs.api import comm
+
 from ._base import at_least, positive, whole
 
 MIB = 2**20
@@ -61,7 +63,7 @@ def bucketed_allreduce(
         + [bucket_mb * MIB] * (b["buckets"] - 2)
         + ([b["last_mib"] * MIB] if b["buckets"] > 1 else [])
     )
-    factor = 2 * (gpus - 1) / gpus
+    factor = comm.bus_factor("all-reduce", gpus)
     filled, end = 0.0, 0.0
     for size in sizes:
         filled += size

@@ -1,12 +1,13 @@
 """Time on the wire and on the timeline: overlap, collectives, pipeline bubbles, the TP limit.
 
-Hardware numbers come from labs/parallel/costmodel.py's node table (torch-free), so the lesson, the interactive
-tools and the tp-sweep lab's predictions quote one H100/H200 figure each.
+Hardware numbers come from labs/parallel/costmodel.py's node table and every bus factor, hop count and node
+egress from labs/parallel/comm.py (both torch-free, through labs.api), so the lesson, the interactive tools and
+the labs' predictions quote one H100/H200 figure and one communication model.
 """
 
 from __future__ import annotations
 
-from labs.api import NODES
+from labs.api import NODES, comm
 
 from ._base import CalcError, at_least, fraction, positive, whole
 
@@ -65,12 +66,22 @@ def step_time(compute: float, comm: float, overlap: float) -> dict:
     }
 
 
+def _ring_kind(kind: str) -> str:
+    if kind not in comm.RING_COLLECTIVES:
+        raise CalcError(f"kind must be one of {sorted(comm.RING_COLLECTIVES)}, got {kind!r}")
+    return kind
+
+
 def ring_allreduce(size: float, gpus: int) -> dict:
     """Bytes each GPU sends in a ring all-reduce of `size`: reduce-scatter + all-gather = 2(N−1)/N · size."""
     size = positive("size", size)
     gpus = whole("gpus", gpus, least=2)
-    factor = 2 * (gpus - 1) / gpus
-    return {"factor": factor, "per_gpu": factor * size, "half": factor / 2 * size, "gpus": gpus}
+    return {
+        "factor": comm.bus_factor("all-reduce", gpus),
+        "per_gpu": comm.bus_bytes("all-reduce", gpus, size),
+        "half": comm.bus_bytes("reduce-scatter", gpus, size),  # one of its two phases
+        "gpus": gpus,
+    }
 
 
 def ring_time(size: float, gpus: int, bandwidth: float, alpha: float) -> dict:
@@ -82,18 +93,16 @@ def ring_time(size: float, gpus: int, bandwidth: float, alpha: float) -> dict:
     size, bandwidth = positive("size", size), positive("bandwidth", bandwidth)
     gpus = whole("gpus", gpus, least=2)
     alpha = at_least("alpha", alpha)
-    steps = 2 * (gpus - 1)
-    latency = steps * alpha
-    transfer = steps / gpus * size / bandwidth
+    t = comm.alpha_beta("all-reduce", gpus, size, alpha_s=alpha, bandwidth=bandwidth)
     return {
-        "steps": steps,
-        "latency_s": latency,
-        "transfer_s": transfer,
-        "seconds": latency + transfer,
-        "latency_ms": 1e3 * latency,
-        "transfer_ms": 1e3 * transfer,
-        "ms": 1e3 * (latency + transfer),
-        "latency_share": latency / (latency + transfer),
+        "steps": comm.hops("all-reduce", gpus),
+        "latency_s": t.latency_s,
+        "transfer_s": t.transfer_s,
+        "seconds": t.seconds,
+        "latency_ms": 1e3 * t.latency_s,
+        "transfer_ms": 1e3 * t.transfer_s,
+        "ms": 1e3 * t.seconds,
+        "latency_share": t.latency_s / t.seconds,
     }
 
 
@@ -102,10 +111,7 @@ def collective_time(size: float, gpus: int, bandwidth: float, kind: str = "all-g
     size = positive("size", size)
     bandwidth = positive("bandwidth", bandwidth)
     gpus = whole("gpus", gpus, least=1)
-    kinds = {"all-gather": 1, "reduce-scatter": 1, "all-reduce": 2}
-    if kind not in kinds:
-        raise CalcError(f"kind must be one of {sorted(kinds)}, got {kind!r}")
-    moved = kinds[kind] * (gpus - 1) / gpus * size
+    moved = comm.bus_bytes(_ring_kind(kind), gpus, size)
     return {"moved": moved, "seconds": moved / bandwidth, "ms": 1e3 * moved / bandwidth}
 
 
@@ -121,24 +127,22 @@ def network_collective(
 
     A rail-optimised cluster gives every GPU its own NIC, and NCCL runs one ring per rail (one per NIC
     index), so all of a node's NICs carry the collective at once. What crosses the network is what each
-    node lacks: (nodes−1)/nodes of the array enters (and leaves) every node, through its
-    gpus_per_node × nic_bandwidth of egress. The NVLink hops inside the node carry (N−1)/N of the array
-    per GPU at the same time; the slower of the two paths sets the time (How to Scale Your Model, GPU
-    chapter, on collectives beyond a node; NVIDIA/nccl#1250 measures the per-node NICs adding up).
-    `per_gpu_nic_ms` is the mistaken price: each GPU's (N−1)/N through its own NIC alone.
+    node lacks, in the hierarchical case (labs/parallel/comm.py): (nodes−1)/nodes of the array enters (and
+    leaves) every node, through its gpus_per_node × nic_bandwidth of egress. The NVLink hops inside the node
+    carry (N−1)/N of the array per GPU at the same time; the slower of the two paths sets the time (How to
+    Scale Your Model, GPU chapter, on collectives beyond a node; NVIDIA/nccl#1250 measures the per-node NICs
+    adding up). `per_gpu_nic_ms` is the mistaken price: each GPU's (N−1)/N through its own NIC alone.
     """
     size = positive("size", size)
     nodes = whole("nodes", nodes, least=2)
     per_node = whole("gpus_per_node", gpus_per_node)
     nic, nvlink = positive("nic_bandwidth", nic_bandwidth), positive("nvlink_bandwidth", nvlink_bandwidth)
-    kinds = {"all-gather": 1, "reduce-scatter": 1, "all-reduce": 2}
-    if kind not in kinds:
-        raise CalcError(f"kind must be one of {sorted(kinds)}, got {kind!r}")
-    phases, gpus = kinds[kind], nodes * per_node
-    node_out = phases * (nodes - 1) / nodes * size  # bytes leaving each node
-    egress = per_node * nic
+    kind, gpus = _ring_kind(kind), nodes * per_node
+    node_out = comm.node_egress_bytes(size, kind, ranks=gpus, nodes=nodes, algorithm="hierarchical")
+    egress = comm.node_egress_bandwidth(per_node, nic)
     network_s = node_out / egress
-    nvlink_s = phases * (gpus - 1) / gpus * size / nvlink
+    per_gpu = comm.bus_bytes(kind, gpus, size)
+    nvlink_s = per_gpu / nvlink
     seconds = max(network_s, nvlink_s)
     return {
         "node_out_gb": node_out / 1e9,
@@ -147,7 +151,7 @@ def network_collective(
         "nvlink_ms": 1e3 * nvlink_s,
         "seconds": seconds,
         "ms": 1e3 * seconds,
-        "per_gpu_nic_ms": 1e3 * phases * (gpus - 1) / gpus * size / nic,
+        "per_gpu_nic_ms": 1e3 * per_gpu / nic,
     }
 
 
@@ -182,18 +186,18 @@ def fsdp_step(
             raise CalcError(f"gpus ({gpus}) must be a whole number of nodes of gpus_per_node ({per_node})")
         net = network_collective(size, gpus // per_node, per_node, nic_bandwidth, bandwidth)
         ms, node_out, per_gpu_nic = net["ms"], net["node_out_gb"], net["per_gpu_nic_ms"]
-    comm = count * ms / 1e3
+    comm_s = count * ms / 1e3
     compute = 6 * params * positive("tokens", tokens) / (positive("flops", flops) * fraction("mfu", mfu))
     return {
         "size_gb": size / 1e9,
-        "moved_gb": (gpus - 1) / gpus * size / 1e9,
+        "moved_gb": comm.bus_bytes("all-gather", gpus, size) / 1e9,
         "one_ms": ms,
-        "comm_ms": 1e3 * comm,
+        "comm_ms": 1e3 * comm_s,
         "compute_s": compute,
-        "share": 100 * comm / compute,
+        "share": 100 * comm_s / compute,
         "cross_node": gpus > per_node,
         "node_out_gb": count * node_out,  # bytes leaving each node per pass, all collectives
-        "egress_gbs": per_node * nic_bandwidth / 1e9,
+        "egress_gbs": comm.node_egress_bandwidth(per_node, nic_bandwidth) / 1e9,
         "per_gpu_nic_ms": count * per_gpu_nic,  # the mistaken price, for feedback
     }
 
@@ -222,8 +226,15 @@ def hsdp_step(
     shard = whole_size / per_node
     r = collective_time(shard, nodes, bandwidth, "all-reduce")
     passes = whole("microbatches", microbatches)
-    hsdp_out = 2 * (nodes - 1) / nodes * whole_size
-    fsdp_out = 3 * passes * (nodes - 1) / nodes * whole_size
+    # HSDP's replica all-reduce is one ring per rail across the nodes: the hierarchical case by construction.
+    hsdp_out = comm.hierarchical_node_egress(whole_size, "all-reduce", nodes)
+    gather = comm.node_egress_bytes(
+        whole_size, "all-gather", ranks=per_node * nodes, nodes=nodes, algorithm="hierarchical"
+    )
+    scatter = comm.node_egress_bytes(
+        whole_size, "reduce-scatter", ranks=per_node * nodes, nodes=nodes, algorithm="hierarchical"
+    )
+    fsdp_out = passes * (2 * gather + scatter)
     return {
         "shard_gb": shard / 1e9,
         "moved_gb": r["moved"] / 1e9,
@@ -265,7 +276,8 @@ def tp_threshold(
     p, w = _peak(node, flops, bandwidth, precision)
     degree = whole("degree", degree, least=2)
     mfu = fraction("mfu", mfu)
-    return {"d_min": 2 * (degree - 1) * p * mfu / w, "flops": p, "bandwidth": w, "degree": degree, "mfu": mfu}
+    ring = float(comm.bus_ratio("all-reduce", degree) * degree)  # N x 2(N−1)/N = 2(N−1), exactly
+    return {"d_min": ring * p * mfu / w, "flops": p, "bandwidth": w, "degree": degree, "mfu": mfu}
 
 
 def tp_mlp_intensity(
@@ -291,14 +303,15 @@ def tp_mlp_intensity(
     degree = whole("degree", degree, least=2)
     mfu = fraction("mfu", mfu)
     p, w = _peak(node, flops, bandwidth, precision)
-    intensity = (1.5 if gated else 1.0) * ffn / (degree - 1)
+    half_ring = float(comm.bus_ratio("all-reduce", degree) * degree / 2)  # N x (N−1)/N = N−1, exactly
+    intensity = (1.5 if gated else 1.0) * ffn / half_ring
     ridge = p * mfu / w
     return {
         "intensity": intensity,
         "ridge": ridge,
         "comm_bound": intensity < ridge,
         "comm_over_compute": ridge / intensity,
-        "ffn_min": (degree - 1) * ridge,
+        "ffn_min": half_ring * ridge,
         "attainable_tflops": min(p * mfu, intensity * w) / 1e12,
         "peak_tflops": p * mfu / 1e12,
     }
@@ -315,7 +328,7 @@ def tp_layer_collectives(tokens: float, hidden: float, degree: int, sequence_par
     tokens, hidden = positive("tokens", tokens), positive("hidden", hidden)
     degree = whole("degree", degree, least=2)
     size = tokens * hidden * 2  # one (T, H) activation in 16-bit
-    per_all_reduce = 2 * (degree - 1) / degree * size
+    per_all_reduce = comm.bus_bytes("all-reduce", degree, size)
     out = {
         "activation_bytes": size,
         "bytes_per_gpu_per_layer": 4 * per_all_reduce,  # 2 forward + 2 backward all-reduce volumes

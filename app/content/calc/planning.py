@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from labs.api import comm
+
 from ._base import CalcError, at_least, fraction, positive, whole
 
 #: Chinchilla's compute-optimal ratio (Hoffmann et al. 2022): about 20 training tokens per parameter.
@@ -111,7 +113,7 @@ def moe_all_to_all(tokens: float, top_k: int, hidden: int, gpus: int, bandwidth:
     tokens, hidden = positive("tokens", tokens), whole("hidden", hidden)
     top_k, gpus = whole("top_k", top_k), whole("gpus", gpus)
     dispatch = tokens * top_k * hidden * positive("bytes_per_value", bytes_per_value)
-    remote = 2 * dispatch * (gpus - 1) / gpus
+    remote = comm.bus_bytes("all-to-all", gpus, 2 * dispatch)
     seconds = remote / positive("bandwidth", bandwidth)
     return {
         "dispatch_bytes": dispatch,
@@ -161,11 +163,11 @@ def decode_step(
     weight_bytes = (params - embedding) * positive("bytes_per_param", bytes_per_param)
     kv_bytes, hbm, gpus = positive("kv_bytes", kv_bytes), positive("hbm", hbm), whole("gpus", gpus)
     read = (weight_bytes + kv_bytes) / (hbm * gpus)
-    comm = 2 * whole("layers", layers, least=0) * alpha if gpus > 1 else 0.0
+    comm_s = 2 * whole("layers", layers, least=0) * alpha if gpus > 1 else 0.0
     return {
         "read_ms": 1e3 * read,
-        "comm_ms": 1e3 * comm,
-        "ms": 1e3 * (read + comm),
+        "comm_ms": 1e3 * comm_s,
+        "ms": 1e3 * (read + comm_s),
         "weights_ms": 1e3 * weight_bytes / hbm,
         "weight_gb": weight_bytes / 1e9,
         "embedding_gb": embedding * bytes_per_param / 1e9,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from labs.api import comm
+
 from .. import calc
 from .family import Generator
 
@@ -131,7 +133,7 @@ NO_OWN_SHARE = (
 
 def no_own_share(answer: float, gpus: int) -> list[tuple[float, str]]:
     """The mistake of moving all of the data, not (N−1)/N of it, for an answer proportional to (N−1)/N."""
-    return [(answer * gpus / (gpus - 1), NO_OWN_SHARE)] if gpus > 1 else []
+    return [(answer / comm.bus_factor("all-gather", gpus), NO_OWN_SHARE)] if gpus > 1 else []
 
 
 def _ring(p):
