@@ -32,6 +32,7 @@ from app.services.grading import reports as report_service
 from app.services.jobs import bundles as bundle_service
 from app.services.jobs import limits as limit_service
 from app.services.learning import lessons as lesson_service
+from app.web import problems
 from app.web.deps import (
     CurrentUser,
     DbInt,
@@ -55,7 +56,28 @@ SUBMIT_ACTIONS = ("submit", "submit-incomplete")
 # Over the storage quota: its bytes are too large a request for what is left (413); its count is the state of
 # what is stored (409), freed by deleting an upload.
 QUOTA_STATUS = {"storage": 413, "stored uploads": 409}
-api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1", dependencies=[Depends(csrf_protect)])
+# The upload's body as the document shows it: the route reads the multipart form itself (app/web/deps.py PostedForm).
+BUNDLE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["bundle"],
+                    "properties": {
+                        "bundle": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "a zip from `python -m labs run`: result.json and its artifacts",
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 def _ref_value(ref: dict | None) -> str:
@@ -347,7 +369,17 @@ def _bundle_json(bundle: Bundle) -> dict:
     }
 
 
-@api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
+@api.post(
+    "/bundles",
+    status_code=201,
+    response_model=None,
+    max_body_size=UPLOAD_LIMIT,
+    operation_id="upload_bundle",
+    summary="Upload a lab bundle",
+    tags=["bundles"],
+    responses=problems.responses(s409="At your quota of stored uploads", s413="Over your storage quota"),
+    openapi_extra=BUNDLE_BODY,
+)
 def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts). Only result.json and
     the artifacts it lists are kept; `dropped` names the other files. 413 / 409 over the storage quota."""
@@ -361,12 +393,18 @@ def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form:
     return {**_bundle_json(stored.bundle), "dropped": stored.dropped}
 
 
-@api.get("/bundles/{bundle_id}")
+@api.get("/bundles/{bundle_id}", operation_id="get_bundle", summary="An uploaded bundle", tags=["bundles"])
 def api_bundle(bundle: OwnedBundle) -> dict:
     return _bundle_json(bundle)
 
 
-@api.delete("/bundles/{bundle_id}")
+@api.delete(
+    "/bundles/{bundle_id}",
+    operation_id="delete_bundle",
+    summary="Delete an uploaded bundle",
+    tags=["bundles"],
+    responses=problems.responses(s409="A submitted report cites it"),
+)
 def api_delete_bundle(bundle: OwnedBundle, db: SessionDep, settings: SettingsDep) -> dict:
     """Delete an upload; 409 when a submitted report cites it."""
     bundle_service.delete(db, settings=settings, bundle=bundle)
