@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -64,7 +64,7 @@ def _generate(document: dict, where: Path) -> Path:
 
 
 @pytest.fixture
-def generated(tmp_path) -> Iterator[dict[str, ModuleType]]:
+def generated(tmp_path) -> Iterator[Callable[[dict], dict[str, ModuleType]]]:
     """An import function for the generated package's modules; the package leaves sys.modules afterwards."""
     roots: list[str] = []
 
@@ -77,7 +77,7 @@ def generated(tmp_path) -> Iterator[dict[str, ModuleType]]:
             "models": importlib.import_module(PACKAGE + ".models")
         }
 
-    yield load  # type: ignore[misc]
+    yield load
     for root in roots:
         sys.path.remove(root)
     for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
