@@ -103,7 +103,7 @@ def test_each_calculators_inputs_are_its_query_parameters(document, tool):
 
 def test_docs_lead_to_the_api_docs_and_bad_params_still_name_the_field(client):
     r = client.get("/docs", follow_redirects=False)
-    assert r.status_code == 307 and r.headers["location"] == "/api/v1/docs"
+    assert r.status_code == 303 and r.headers["location"] == "/api/v1/docs"
     page = client.get("/docs")
     assert page.status_code == 200 and 'data-openapi="/api/v1/openapi.json"' in page.text
     assert "script-src 'self'" in page.headers["content-security-policy"]  # the vendored UI, no inline script

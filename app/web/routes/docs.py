@@ -25,4 +25,4 @@ def api_docs(request: Request) -> Response:
 
 @router.get("/docs")
 def docs(request: Request) -> Response:
-    return RedirectResponse(API_DOCS, status_code=307)
+    return RedirectResponse(API_DOCS, status_code=303)
