@@ -84,29 +84,21 @@ def _query_parameters(tool: Tool) -> list[dict]:
     answer lists every bad input at once, in the learner's words."""
     schema = tool.model.model_json_schema()
     inputs = [
-        {"name": name, "in": "query", "required": False, "description": prop.get("description", ""), "schema": prop}
+        {"name": name, "in": "query", "required": False, "description": _words(prop), "schema": prop}
         for name, prop in schema["properties"].items()
     ]
-    outputs = list(tool.outputs)
-    predicts = {"type": "string", "enum": outputs}
+    predict = 'the prediction, a number with or without its unit ("14 ms", "40%"), judged against `predicts`'
     return [
         *inputs,
-        {
-            "name": "predicts",
-            "in": "query",
-            "required": False,
-            "schema": predicts,
-            "description": "the output predicted",
-        },
-        {
-            "name": "predict",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "the "
-            'prediction, a number with or without its unit ("14 ms", "40%"), judged against `predicts`',
-        },
-    ]
+        {"name": "predicts", "in": "query", "required": False, "schema": {"type": "string", "enum": list(tool.outputs)},
+         "description": "the output the prediction is about"},
+        {"name": "predict", "in": "query", "required": False, "schema": {"type": "string"}, "description": predict},
+    ]  # fmt: skip
+
+
+def _words(prop: dict) -> str:
+    """An input in the learner's words: its label (the form's), then its hint."""
+    return ": ".join(w for w in (prop.get("title"), prop.get("description")) if w)
 
 
 def _route(name: str) -> Callable[[Request, User], dict | JSONResponse]:
@@ -117,12 +109,14 @@ def _route(name: str) -> Callable[[Request, User], dict | JSONResponse]:
 
 
 for _tool in TOOLS.values():
+    _operation = f"run_{_tool.name.replace('-', '_')}"
     api.add_api_route(
         f"/{_tool.name}",
         _route(_tool.name),
         methods=["GET"],
+        name=_operation,
         response_model=ToolAnswer,
-        operation_id=f"run_{_tool.name.replace('-', '_')}",
+        operation_id=_operation,
         summary=_tool.title,
         description=f"{_tool.about}\n\nAdd `predicts=OUTPUT&predict=NUMBER` to have a prediction judged. "
         "422 lists every invalid input at once.",
