@@ -3,8 +3,8 @@
 Two classes, one source. `CourseEnv` is what an operator writes: every variable's name, default, bounds
 and reason, in the operator's units (hours, days, MiB); docs/settings.md is generated from it
 (`python -m app settings-doc`). `Settings` is what the code reads: the same values in the code's units
-(seconds, bytes, absolute paths), built by `Settings.from_env`, and a frozen dataclass so a test can
-`dataclasses.replace` one value.
+(seconds, bytes, absolute paths), each field naming the variables it is read from and no default of its own,
+built by `Settings.from_env`, and a frozen dataclass so a test can `dataclasses.replace` one value.
 
 A value the app cannot use stops it with one line naming the variable, the value and what was expected
 (`SettingsError`; `python -m app` prints it as `configuration error: ...`). Outside development a default
@@ -19,8 +19,8 @@ import os
 import secrets
 import sys
 import typing
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -451,54 +451,85 @@ def check_executor(settings: Settings, command: str) -> None:
         )
 
 
+def _env(*names: str, to: Callable[..., Any] | None = None) -> Any:
+    """A setting read from the `CourseEnv` fields `names`, where its default, bounds and reason are written (and
+    nowhere else): `to(*values)` turns them into the code's units; without `to`, the one value as it is."""
+    return field(metadata={"reads": names, "to": to})
+
+
+def _hours(n: int) -> int:
+    return n * 3600
+
+
+def _days(n: int) -> int:
+    return n * 24 * 3600
+
+
+def _secure_cookies(on: bool | None, environment: str) -> bool:
+    return environment == "production" if on is None else on
+
+
+def _registrations(per_address: int | None, environment: str) -> int:
+    """The test environment registers hundreds of learners from loopback: no limit there unless one is set."""
+    if per_address is not None:
+        return per_address
+    return 0 if environment == "test" else REGISTRATIONS_PER_ADDRESS
+
+
+def _job_memory(mb: int | None) -> int:
+    return mb * MIB if mb else default_job_memory_bytes()
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The settings in the units the code works in; what each means, and its bounds, is on `CourseEnv`."""
+    """The settings in the units the code works in, each read from `CourseEnv` (`_env` names the variables it
+    comes from); what each means, its default and its bounds are written there, once."""
 
-    environment: str
-    data_dir: Path  # absolute
-    database_url: str  # empty: the SQLite file under data_dir (db_url)
-    secret_key: str
-    lessons_dir: Path  # absolute
-    embedded_workers: int
-    job_time_limit_s: int
-    lease_s: int
-    max_attempts: int
-    secure_cookies: bool
-    web_processes: int
-    log_level: str
-    access_log: bool
-    log_format: str
-    metrics_token: str
+    environment: str = _env("environment")
+    data_dir: Path = _env("data_dir", to=lambda p: (p or ROOT / "data").resolve())  # absolute
+    database_url: str = _env("database_url")  # empty: the SQLite file under data_dir (db_url)
+    secret_key: str = _env("secret_key", "environment", to=_secret_key)
+    lessons_dir: Path = _env("lessons_dir", to=lambda p: (p or ROOT / "lessons").resolve())  # absolute
+    embedded_workers: int = _env("workers")
+    job_time_limit_s: int = _env("job_time_limit")
+    lease_s: int = _env("lease_seconds")
+    max_attempts: int = _env("max_attempts")
+    secure_cookies: bool = _env("secure_cookies", "environment", to=_secure_cookies)
+    web_processes: int = _env("web_processes")
+    log_level: str = _env("log_level")
+    access_log: bool = _env("access_log")
+    log_format: str = _env("log_format")
+    metrics_token: str = _env("metrics_token")
     # How much one web process takes on at once (app/web/middleware/admission.py). One number sizes the thread
     # pool, the database pool and the admission gate together, so a request admitted is never left waiting for
     # a connection or a thread; what is not admitted waits in a bounded queue or is told to come back (503).
-    web_concurrency: int
-    web_queue: int
-    web_queue_timeout_s: float
-    web_max_connections: int
+    web_concurrency: int = _env("web_concurrency")
+    web_queue: int = _env("web_queue")
+    web_queue_timeout_s: float = _env("web_queue_timeout", to=float)
+    web_max_connections: int = _env("web_max_connections")
     # Slow or stalled clients (app/cli/connections.py, app/web/middleware/admission.py): what one address may
     # hold open, and how long headers and a body may take to arrive.
-    web_connections_per_address: int
-    web_header_timeout_s: float
-    web_body_timeout_s: float
-    session_idle_s: int
-    session_max_s: int
-    reset_link_s: int
-    registrations_per_address: int  # per throttle.REGISTRATION_WINDOW_S; 0: no limit
-    smtp_url: str
-    mail_from: str
-    public_url: str  # without a trailing slash
-    job_memory_bytes: int
-    executor: str
-    ray_address: str
-    dispatcher: bool
-    unplaceable_s: int
-    # Not read from the environment: the worker's own pace, and the interpreter that runs `python -m labs`.
+    web_connections_per_address: int = _env("web_connections_per_address")
+    web_header_timeout_s: float = _env("web_header_timeout", to=float)
+    web_body_timeout_s: float = _env("web_body_timeout", to=float)
+    session_idle_s: int = _env("session_idle_hours", to=_hours)
+    session_max_s: int = _env("session_max_days", to=_days)
+    reset_link_s: int = _env("reset_link_hours", to=_hours)
+    # per throttle.REGISTRATION_WINDOW_S; 0: no limit
+    registrations_per_address: int = _env("registrations_per_address", "environment", to=_registrations)
+    smtp_url: str = _env("smtp_url")
+    mail_from: str = _env("mail_from")
+    public_url: str = _env("public_url", to=lambda url: url.rstrip("/"))  # without a trailing slash
+    job_memory_bytes: int = _env("job_memory_mb", to=_job_memory)
+    executor: str = _env("executor")
+    ray_address: str = _env("ray_address")
+    dispatcher: bool = _env("dispatcher")
+    unplaceable_s: int = _env("unplaceable_seconds")
+    dispatcher_lease_s: float = _env("dispatcher_lease_seconds", to=float)  # app/services/cluster/dispatch_lease.py
+    dispatcher_alive_s: float = _env("dispatcher_alive_seconds", to=float)  # app/executors/ray_health.py
+    # The two settings no variable sets: the worker's own pace, and the interpreter that runs `python -m labs`.
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)
-    dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/cluster/dispatch_lease.py)
-    dispatcher_alive_s: float = 30.0  # COURSE_DISPATCHER_ALIVE_SECONDS (app/executors/ray_health.py)
 
     @property
     def db_url(self) -> str:
@@ -533,50 +564,18 @@ class Settings:
         the health checks): the secret key is then neither required nor read, so a node, which has none, starts.
         """
         e = CourseEnv.read(os.environ if env is None else env)
-        values: dict[str, Any] = dict(
-            environment=e.environment,
-            data_dir=(e.data_dir or ROOT / "data").resolve(),
-            database_url=e.database_url,
-            # a key nobody can know: nothing that runs without one signs anything with it
-            secret_key=_secret_key(e.secret_key, e.environment) if signs_sessions else secrets.token_urlsafe(32),
-            lessons_dir=(e.lessons_dir or ROOT / "lessons").resolve(),
-            embedded_workers=e.workers,
-            job_time_limit_s=e.job_time_limit,
-            lease_s=e.lease_seconds,
-            max_attempts=e.max_attempts,
-            secure_cookies=e.environment == "production" if e.secure_cookies is None else e.secure_cookies,
-            web_processes=e.web_processes,
-            log_level=e.log_level,
-            access_log=e.access_log,
-            log_format=e.log_format,
-            metrics_token=e.metrics_token,
-            web_concurrency=e.web_concurrency,
-            web_queue=e.web_queue,
-            web_queue_timeout_s=float(e.web_queue_timeout),
-            web_max_connections=e.web_max_connections,
-            web_connections_per_address=e.web_connections_per_address,
-            web_header_timeout_s=float(e.web_header_timeout),
-            web_body_timeout_s=float(e.web_body_timeout),
-            session_idle_s=e.session_idle_hours * 3600,
-            session_max_s=e.session_max_days * 24 * 3600,
-            reset_link_s=e.reset_link_hours * 3600,
-            registrations_per_address=(
-                e.registrations_per_address
-                if e.registrations_per_address is not None
-                else 0
-                if e.environment == "test"
-                else REGISTRATIONS_PER_ADDRESS
-            ),
-            smtp_url=e.smtp_url,
-            mail_from=e.mail_from,
-            public_url=e.public_url.rstrip("/"),
-            job_memory_bytes=e.job_memory_mb * MIB if e.job_memory_mb else default_job_memory_bytes(),
-            executor=e.executor,
-            ray_address=e.ray_address,
-            dispatcher=e.dispatcher,
-            unplaceable_s=e.unplaceable_seconds,
-            dispatcher_lease_s=float(e.dispatcher_lease_seconds),
-            dispatcher_alive_s=float(e.dispatcher_alive_seconds),
-        )
+        values: dict[str, Any] = {
+            f.name: _read(f.metadata, e)
+            for f in fields(cls)
+            if "reads" in f.metadata and (signs_sessions or f.name != "secret_key")
+        }
+        if not signs_sessions:  # a key nobody can know: nothing that runs without one signs anything with it
+            values["secret_key"] = secrets.token_urlsafe(32)
         values.update(overrides)
         return cls(**values)
+
+
+def _read(metadata: Mapping[str, Any], e: CourseEnv) -> Any:
+    """One setting's value from the variables its `_env` names."""
+    values = [getattr(e, name) for name in metadata["reads"]]
+    return metadata["to"](*values) if metadata["to"] else values[0]

@@ -32,6 +32,7 @@ from app.services import startup
 from app.services.errors import Conflict, DomainError, FieldError, NotFound
 from app.services.jobs import labhost
 from app.services.jobs.labhost import HostCapacity
+from app.web import openapi
 from app.web.csrf import CSRF_FORM_FIELD, CSRF_HEADER
 from app.web.deps import LoginRequired, get_optional_user
 from app.web.metrics import RequestTimer
@@ -57,6 +58,7 @@ from app.web.routes import (
     tools,
 )
 from app.web.templates import render
+from labs import catalog
 
 DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409}
 
@@ -116,25 +118,6 @@ def _error_response(request: Request, status: int, detail: str, headers: Mapping
         except (HTTPException, sa_exc.SQLAlchemyError):  # a bad API token, or a database that cannot answer now
             request.state.user = None
         return page()
-
-
-def _document_bearer_tokens(app: FastAPI) -> None:
-    """The API's OpenAPI schema says how scripts authenticate (an `Authorization: Bearer` token from the Account
-    page), so the docs page offers "Authorize" and its "Try it out" calls carry the token. The check itself is
-    app/web/deps.py's, done by hand, which FastAPI cannot see."""
-    build = app.openapi
-
-    def openapi() -> dict:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        schema = build()  # FastAPI caches it in app.openapi_schema; this adds to that same dict once
-        schema.setdefault("components", {})["securitySchemes"] = {
-            "token": {"type": "http", "scheme": "bearer", "description": "An API token from your Account page."}
-        }
-        schema["security"] = [{"token": []}]
-        return schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _resend(request: Request) -> dict[str, object] | None:
@@ -207,7 +190,9 @@ def create_app(
             app.state.engine.dispose()
 
     app = FastAPI(
-        title="GPU systems course",
+        title=openapi.TITLE,
+        version=openapi.version(),
+        description=openapi.DESCRIPTION,
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
         docs_url=None,  # app/web/routes/docs.py serves the vendored Swagger UI (FastAPI's loads it from a CDN)
@@ -216,7 +201,7 @@ def create_app(
         # turn the gate's 503 to an upload larger than it into "413 Content Too Large".
         dependencies=[Depends(bodies.received_within_limit)],
     )
-    _document_bearer_tokens(app)
+    openapi.install(app, catalog.LABS.values())  # the labs of the catalog as it is now, when the app is made
     app.state.settings = settings
     app.state.host = host or HostCapacity.local_default()
     app.state.engine = web_engine(settings)

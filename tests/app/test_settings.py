@@ -3,6 +3,7 @@ an operator sees, the values the code reads and docs/settings.md all come from i
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -40,6 +41,19 @@ def test_settings_doc_runs_whatever_the_environment_holds():
         [sys.executable, "-m", "app", "settings-doc", "--check"], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_every_variable_reaches_the_code_and_its_default_is_written_once():
+    """Each `Settings` field names the variables it is read from; none carries a default of its own (a second
+    default would disagree with the documented one the day either changes)."""
+    read = [f for f in dataclasses.fields(Settings) if "reads" in f.metadata]
+    assert {name for f in read for name in f.metadata["reads"]} == set(CourseEnv.model_fields)
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING for f in read)
+    unread = {f.name for f in dataclasses.fields(Settings)} - {f.name for f in read}
+    assert unread == {"heartbeat_s", "python"}  # the worker's pace and interpreter: no variable sets them
+    defaults = Settings.from_env({})
+    assert (defaults.dispatcher_lease_s, defaults.dispatcher_alive_s) == (5.0, 30.0)
+    assert Settings.from_env({"COURSE_DISPATCHER_LEASE_SECONDS": "7"}).dispatcher_lease_s == 7.0
 
 
 def test_every_variable_has_a_name_and_a_reason():

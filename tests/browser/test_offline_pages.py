@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -33,7 +35,9 @@ def test_nothing_is_fetched_from_another_host_and_the_api_docs_render(browser, l
     login(page, live_server.url, STAFF)
     for path in ["/", f"/lessons/{LESSON}/deep-dives", "/labs/tp-sweep", f"/jobs/{seeded['jobs']['tp-sweep']}"]:
         goto_settled(page, live_server.url + path)
-    page.goto(f"{live_server.url}/api/v1/docs")
+    page.goto(f"{live_server.url}/docs")  # where people look first: it leads to the API's page
+    expect(page).to_have_url(f"{live_server.url}/api/v1/docs")
+    expect(page.get_by_role("heading", name=re.compile("Parallel Horizons"))).to_be_visible()
     ops = page.locator(".opblock-summary-path")
     expect(ops.first).to_be_visible()
     paths = ops.all_inner_texts()
@@ -54,7 +58,7 @@ def test_the_api_docs_follow_the_readers_colour_scheme(browser, live_server, sch
     background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
     assert page.evaluate("document.documentElement.classList.contains('dark-mode')") == (scheme == "dark")
     assert background == ("rgb(28, 32, 34)" if scheme == "dark" else "rgba(0, 0, 0, 0)")
-    link = page.get_by_role("link", name="Account")
+    link = page.get_by_role("link", name="Account", exact=True)  # Swagger UI has a section "account" too
     colour = link.evaluate("a => getComputedStyle(a).color")
     assert colour == ("rgb(140, 180, 255)" if scheme == "dark" else "rgb(0, 0, 238)")
     screenshot(page, f"polish-api-docs-{scheme}-laptop")

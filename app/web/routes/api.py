@@ -4,33 +4,42 @@ Authentication is the same signed session cookie as the pages (state-changing ca
 CSRF token in the X-CSRF-Token header; GET /api/v1/me returns it), or a personal API token as
 `Authorization: Bearer …` (no CSRF token). A token acts as a learner would, on its owner's own jobs: what an
 instructor may do to other people's jobs needs their browser login (app/web/deps.py `token_refused`).
+
+The body of POST /api/v1/jobs is documented per lab: `job_request_models` turns each catalog entry into a model
+whose `lab` is its name and whose `params` is its parameters model, and app/web/openapi.py publishes their union,
+keyed by `lab`. The route itself reads the loose `JobIn` and leaves each lab's parameters to the job service,
+which validates them with the same models and answers every bad field in the user's terms.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from functools import cache
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.core.models import Job
 from app.services.errors import Conflict
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import limits as limit_service
 from app.services.jobs import queue as queue_service
+from app.web import problems
 from app.web.csrf import csrf_token_for
 from app.web.deps import STAFF_TOKEN_REFUSED, CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from labs import catalog
 
-api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1", dependencies=[Depends(csrf_protect)])
 
 
-class JobIn(BaseModel):
+class JobOptions(BaseModel):
+    """What a job request says besides its lab and parameters, the same for every lab."""
+
     model_config = ConfigDict(extra="forbid")
-    lab: str = Field(description="lab name, e.g. fp8-step")
-    params: dict[str, Any] = Field(default_factory=dict, description="the lab's parameters; see GET /api/v1/labs")
     backend: str = Field(
         "auto",
         description="auto: the best backend this course's workers have; the job records the one that runs",
@@ -41,10 +50,50 @@ class JobIn(BaseModel):
     )
 
 
+class JobIn(JobOptions):
+    """A job request as the route reads it: any lab name and a free object of parameters, checked by the job
+    service (an unknown lab or a bad parameter is a 422 naming it). The document shows `job_request_models`."""
+
+    lab: str = Field(description="lab name, e.g. fp8-step")
+    params: dict[str, Any] = Field(default_factory=dict, description="the lab's parameters; see GET /api/v1/labs")
+
+
+def _camel(name: str) -> str:
+    """A lab's name as a model's: "fp8-step" -> "Fp8Step"."""
+    return "".join(word[:1].upper() + word[1:] for word in re.split(r"[^A-Za-z0-9]+", name) if word)
+
+
+@cache
+def _request_model(name: str, title: str, params: type[BaseModel]) -> type[BaseModel]:
+    """The request for one lab, named after it (a generated client's class names come from these names); kept per
+    catalog entry, so building an app again makes no new classes."""
+    named = create_model(f"{_camel(name)}Params", __base__=params, __doc__=params.__doc__ or f"{name}'s parameters")
+    options = {key: (info.annotation, info) for key, info in JobOptions.model_fields.items()}
+    return create_model(  # type: ignore[call-overload]
+        f"{_camel(name)}Job",
+        __config__=JobOptions.model_config,
+        __doc__=f"A run of the {name} lab: {title}.",
+        lab=(Literal[name], Field(description="the lab to run")),
+        params=(
+            named,
+            Field(
+                default_factory=named,
+                description="the lab's parameters; a field left out takes its default (GET /api/v1/labs lists them)",
+            ),
+        ),
+        **options,
+    )
+
+
+def job_request_models(specs: Iterable[catalog.LabSpec]) -> list[type[BaseModel]]:
+    """One request model per lab of `specs`, in their order: the union POST /api/v1/jobs documents."""
+    return [_request_model(spec.name, spec.title, spec.params) for spec in specs]
+
+
 class JobOut(BaseModel):
     id: int
     lab: str
-    params: dict
+    params: dict = Field(description="the parameters it runs with, every field filled in (the lab's model in JobIn)")
     backend: str
     status: str
     progress: float
@@ -92,7 +141,7 @@ def job_out(job: Job, est: queue_service.Estimate | None = None) -> JobOut:
     )
 
 
-@api.get("/me")
+@api.get("/me", operation_id="get_me", summary="Who you are, and your CSRF token", tags=["account"])
 def me(request: Request, user: CurrentUser) -> dict:
     return {
         "id": user.id,
@@ -103,7 +152,7 @@ def me(request: Request, user: CurrentUser) -> dict:
     }
 
 
-@api.get("/labs")
+@api.get("/labs", operation_id="list_labs", summary="The labs and their parameters", tags=["labs"])
 def list_labs(user: CurrentUser, host: HostDep) -> list[dict]:
     """Every lab of the catalog: its parameters' JSON Schema, its backends, and what `auto` runs here."""
     return [
@@ -119,7 +168,15 @@ def list_labs(user: CurrentUser, host: HostDep) -> list[dict]:
     ]
 
 
-@api.post("/jobs", status_code=201, response_model=JobOut)
+@api.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobOut,
+    operation_id="submit_job",
+    summary="Submit a lab job",
+    tags=["jobs"],
+    responses=problems.responses(s429="At one of your limits (`limit` names it); Retry-After when known"),
+)
 def submit(
     body: JobIn, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
 ) -> JobOut | JSONResponse:
@@ -159,19 +216,28 @@ def submit(
     return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
-@api.get("/jobs", response_model=list[JobOut])
+@api.get(
+    "/jobs", response_model=list[JobOut], operation_id="list_jobs", summary="Your jobs, newest first", tags=["jobs"]
+)
 def jobs(user: CurrentUser, db: SessionDep, settings: SettingsDep) -> list[JobOut]:
     mine = job_service.list_jobs(db, owner=user, limit=100)
     est = queue_service.estimates(db, settings, mine)
     return [job_out(j, est.get(j.id)) for j in mine]
 
 
-@api.get("/jobs/{job_id}", response_model=JobOut)
+@api.get("/jobs/{job_id}", response_model=JobOut, operation_id="get_job", summary="A job's status", tags=["jobs"])
 def job_status(job: ViewerJob, db: SessionDep, settings: SettingsDep) -> JobOut:
     return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
-@api.delete("/jobs/{job_id}", response_model=JobOut)
+@api.delete(
+    "/jobs/{job_id}",
+    response_model=JobOut,
+    operation_id="cancel_job",
+    summary="Cancel a job",
+    tags=["jobs"],
+    responses=problems.responses(s403="Not yours to cancel"),
+)
 def cancel_job(
     request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep
 ) -> JobOut | JSONResponse:
@@ -186,7 +252,13 @@ def cancel_job(
     return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
 
 
-@api.get("/jobs/{job_id}/result")
+@api.get(
+    "/jobs/{job_id}/result",
+    operation_id="get_job_result",
+    summary="A finished job's result.json",
+    tags=["jobs"],
+    responses=problems.responses(s409="The job has not succeeded (yet)"),
+)
 def job_result(job: ViewerJob) -> dict:
     if job.status != "succeeded" or job.result is None:
         raise Conflict(f"Job {job.id} is {job.status}; its result exists once it has succeeded.")

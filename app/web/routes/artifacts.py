@@ -14,7 +14,7 @@ reads it (app/services/jobs/timelines.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -25,7 +25,14 @@ from app.services.jobs.artifacts import Artifact
 from app.web.deps import DbInt, OwnedBundle, SessionDep, SettingsDep, ViewerJob, ViewerReport, csrf_protect
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
-api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
+api = APIRouter(prefix="/api/v1", dependencies=[Depends(csrf_protect)])
+# What the document says an artifact download answers: the file, in its own media type.
+FILE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "the file",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
 
 HEADERS = {
     # Artifacts may come from uploaded bundles: never let one run script or be sniffed as HTML.
@@ -59,7 +66,14 @@ def job_artifact(job: ViewerJob, name: str, settings: SettingsDep, as_view: AsVi
     return _file(artifacts.of_job(settings, job, name), as_view, _title(job.result, f"job {job.id}", name))
 
 
-@api.get("/jobs/{job_id}/artifacts/{name:path}")
+@api.get(
+    "/jobs/{job_id}/artifacts/{name:path}",
+    operation_id="get_job_artifact",
+    summary="A file a job wrote (or result.json)",
+    tags=["jobs"],
+    response_class=Response,
+    responses=FILE,
+)
 def api_job_artifact(job: ViewerJob, name: str, settings: SettingsDep) -> Response:
     return _file(artifacts.of_job(settings, job, name))
 
@@ -71,7 +85,14 @@ def bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep, as_vi
     )
 
 
-@api.get("/bundles/{bundle_id}/artifacts/{name:path}")
+@api.get(
+    "/bundles/{bundle_id}/artifacts/{name:path}",
+    operation_id="get_bundle_artifact",
+    summary="A file of an uploaded bundle (or result.json)",
+    tags=["bundles"],
+    response_class=Response,
+    responses=FILE,
+)
 def api_bundle_artifact(bundle: OwnedBundle, name: str, settings: SettingsDep) -> Response:
     return _file(artifacts.of_bundle(settings, bundle, name))
 

@@ -12,7 +12,7 @@ Reports a grader may not grade answer 404, like reports that do not exist.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -34,6 +34,7 @@ from app.services.lti import sync as lti_sync
 from app.web.deps import DbInt, GradedReport, GraderUser, InstructorUser, PostedForm, SessionDep, csrf_protect
 from app.web.downloads import attachment
 from app.web.templates import render
+from app.web.views.review_page import GradeDraft, ReviewNotice, ReviewPage
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/grader", dependencies=[Depends(csrf_protect)])
@@ -192,92 +193,28 @@ def assignments(
     return RedirectResponse(f"/grader?{query}#assign-h", 303)
 
 
-# Where a review page's message may be shown instead of its top: beside the control that was used, where the page
-# opens (the rubric's foot is thousands of pixels below the top on a phone).
-NOTICE_PLACES = ("rubric",)
-
-
 def _review(
     request: Request,
     db: SessionDep,
     user: User,
     report: LabReport,
     number: int | None = None,
-    *,
-    error: str = "",
-    message: str = "",
-    posted: dict | None = None,
-    unscored: tuple[str, ...] = (),
-    conflict: bool = False,
+    notice: ReviewNotice | None = None,
     status_code: int = 200,
-    at: str = "",
 ) -> Response:
-    """The review page. `at`: where the control that was used sits ("rubric": the claim at the rubric's foot); the
-    page opens there, so its message and error are shown there too, not at the top of the page, out of view."""
-    settings = request.app.state.settings
-    versions = report_service.versions(db, report=report)
-    version = next((v for v in versions if v.number == number), None) if number else (versions[0] if versions else None)
-    if version is None:
-        raise HTTPException(404, f"Report {report.id} has no version {number}.")
-    lesson_then = evidence_service.lesson_of_version(db, report, version)
-    cur = lesson_service.current(db, lesson_id=report.lesson_id)
-    lesson, lesson_version = (cur.lesson, cur.version) if cur else (lesson_then, version.lesson_version)
-    grade = grading.latest_saved(db, version=version)
-    # A resubmission: what it replaces, how that was graded, and what the learner changed since.
-    resubmitted = grading.resubmission(db, version=version, versions=versions, lesson=lesson_then)
-    picked = {k: v.get("level") for k, v in (grade.scores if grade else {}).items()}
-    feedback, notes = (grade.feedback, grade.notes) if grade else ("", "")
-    base_revision = grade.revision if grade else 0
-    total = grade.total if grade else 0
-    if posted is not None:  # a refused save: keep everything the grader typed and picked
-        picked = posted["levels"]
-        feedback, notes, base_revision = posted["feedback"], posted["notes"], posted["base_revision"]
-        # the total of those picks, not of the saved grade: without JavaScript nothing recounts it on the page
-        total = grading.score(lesson.rubric, {k: v for k, v in picked.items() if v})[1] if lesson.rubric else 0
+    """The review page (app/web/views/review_page.py) with what this request has to say on it, within the queue
+    filters the grader came from."""
     filters = {k: request.query_params[k] for k in ("lesson", "status", "grader") if request.query_params.get(k)}
-    place = grading.neighbours(
+    page = ReviewPage.load(
         db,
-        user=user,
+        request.app.state.settings,
+        grader=user,
         report=report,
-        lesson_id=filters.get("lesson"),
-        status=filters.get("status"),
-        grader=filters.get("grader"),
+        number=number,
+        filters=filters,
+        notice=notice or ReviewNotice(),
     )
-    ctx = {
-        "report": report,
-        "owner": db.get(User, report.owner_id),
-        "holder": db.get(User, report.claimed_by_id) if report.claimed_by_id else None,
-        "versions": versions,
-        "version": version,
-        "is_latest": version.number == versions[0].number,
-        "lesson": lesson,
-        "lesson_then": lesson_then,
-        "lesson_version": lesson_version,
-        "evidence": evidence_service.evidence_views(db, settings, report, version, lesson_then),
-        "rubric": lesson.rubric,
-        "keys": grading.level_keys(lesson.rubric) if lesson.rubric else (False, {}),
-        "grade": grade,
-        "resubmitted": resubmitted,
-        "history": grading.grade_history(db, version=version),
-        "graders": {u.id: u for u in grading.graders(db)},
-        "picked": picked,
-        "total": total,
-        "feedback": feedback,
-        "notes": notes,
-        "base_revision": base_revision,
-        "unsaved": posted is not None,  # a refused save: what the form shows is not saved yet
-        "unscored": unscored,  # a save refused for lines left without a level: marked, the first one focused
-        "conflict": conflict,  # a save refused because another came first: a link to the saved grade (no reload)
-        "mine": report.claimed_by_id == user.id,
-        "error": error,
-        "message": message,
-        "notice_at": at if at in NOTICE_PLACES else "",
-        "query": urlencode(filters),
-        "next_id": place.next if place else None,
-        "prev_id": place.previous if place else None,
-        "position": (place.position, place.total) if place else None,
-    }
-    return render(request, "grader/review.html", ctx, block="review", status_code=status_code)
+    return render(request, "grader/review.html", page.context(), block="review", status_code=status_code)
 
 
 @router.get("/reports/{report_id}")
@@ -299,8 +236,10 @@ def claim(
     try:
         grading.claim(db, report=report, grader=user)
     except grading.GradingError as exc:
-        return _review(request, db, user, report, error=str(exc), status_code=409, at=at)
-    return _review(request, db, user, report, message="Claimed: this report is yours to grade.", at=at)
+        return _review(request, db, user, report, notice=ReviewNotice(error=str(exc), at=at), status_code=409)
+    return _review(
+        request, db, user, report, notice=ReviewNotice(message="Claimed: this report is yours to grade.", at=at)
+    )
 
 
 @router.post("/reports/{report_id}/release")
@@ -308,8 +247,8 @@ def release(request: Request, report: GradedReport, user: GraderUser, db: Sessio
     try:
         grading.release(db, report=report, user=user)
     except grading.GradingError as exc:
-        return _review(request, db, user, report, error=str(exc), status_code=403)
-    return _review(request, db, user, report, message="Released back to the queue.")
+        return _review(request, db, user, report, notice=ReviewNotice(error=str(exc)), status_code=403)
+    return _review(request, db, user, report, notice=ReviewNotice(message="Released back to the queue."))
 
 
 @router.post("/reports/{report_id}/grade")
@@ -331,7 +270,7 @@ def save_grade(
         )
     levels = {item.id: form.get(f"level-{item.id}", "") for item in rubric.items}
     feedback, notes = form.get("feedback", ""), form.get("notes", "")
-    posted = {"levels": levels, "feedback": feedback, "notes": notes, "base_revision": base_revision}
+    posted = GradeDraft(levels, feedback, notes, base_revision)
     try:
         grading.save_grade(
             db,
@@ -351,26 +290,16 @@ def save_grade(
             # on that version's grade (if any), for them to check against what changed. The old version keeps its grade.
             newer = report_service.version(db, report=report, number=exc.newer)
             newer_grade = grading.latest_saved(db, version=newer) if newer else None
-            posted["base_revision"] = newer_grade.revision if newer_grade else 0
+            posted = replace(posted, base_revision=newer_grade.revision if newer_grade else 0)
             number = exc.newer
-        return _review(
-            request,
-            db,
-            user,
-            report,
-            number,
-            error=str(exc),
-            posted=posted,
-            unscored=exc.unscored,
-            conflict=exc.conflict,
-            status_code=409,
-        )
+        refused = ReviewNotice(error=str(exc), posted=posted, unscored=exc.unscored, conflict=exc.conflict)
+        return _review(request, db, user, report, number, refused, status_code=409)
     if grade_release.holds(db, lesson_id=report.lesson_id):
         message = "Grade saved and held: the learner sees it when this lesson's grades are released."
     else:
         message = "Grade saved. The learner can see it now."
         _pass_back(request, db, report.lesson_id)
-    return _review(request, db, user, report, number, message=message)
+    return _review(request, db, user, report, number, ReviewNotice(message=message))
 
 
 def _pass_back(request: Request, db, lesson_id: str) -> None:
@@ -392,7 +321,7 @@ def regrade(
     report_service.recheck(
         db, settings=request.app.state.settings, version=v, lesson=evidence_service.lesson_of_version(db, report, v)
     )
-    return _review(request, db, user, report, version, message="Automatic checks re-run.")
+    return _review(request, db, user, report, version, ReviewNotice(message="Automatic checks re-run."))
 
 
 @router.get("/export.csv")

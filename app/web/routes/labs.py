@@ -1,10 +1,8 @@
 """Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
 fair queue and an ETA (polled by htmx), and cancel.
 
-    GET  /labs/{lab}                      the form, the latest run in full (and, when it has no result, the
-                                          last run that has one, in full too), earlier runs in a compact list,
-                                          and two runs side by side (?a=ID&b=ID, default: the last two that
-                                          succeeded)
+    GET  /labs/{lab}                      the form, the learner's runs and two side by side (?a=ID&b=ID):
+                                          app/web/views/lab_page.py
     GET  /labs/{lab}/runs                 the last result and earlier-runs list (htmx refreshes them after a
                                           submission and when a polling card sees its run finish)
     GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
@@ -30,14 +28,13 @@ from app.services.errors import NotFound
 from app.services.jobs import forms as labforms
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import limits as limit_service
-from app.services.jobs import own_runs
 from app.services.jobs import queue as queue_service
 from app.services.jobs.labhost import HostCapacity
 from app.services.learning import lessons as lesson_service
 from app.web import notice_session
 from app.web.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from app.web.templates import is_htmx, render
-from app.web.views import result_view
+from app.web.views.lab_page import LabPage, form_fields
 from labs import catalog
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -67,112 +64,6 @@ def _gpu_offline(host: HostCapacity, spec: catalog.LabSpec, backend: str) -> boo
     )
 
 
-RUNS_SHOWN = 20  # earlier runs listed on a lab page; /jobs lists more
-
-
-def _comparison(jobs: list[Job], a: int | None, b: int | None) -> dict:
-    """The two runs to set side by side (A older, B newer by default) and their comparison, or a reason."""
-    done = [j for j in jobs if j.status == "succeeded" and j.result]
-    by_id = {j.id: j for j in done}
-    if a is None and b is None:
-        if len(done) < 2:
-            return {"choices": done, "a": None, "b": None, "comparison": None, "compare_error": ""}
-        a, b = done[1].id, done[0].id
-    ja, jb = by_id.get(a or -1), by_id.get(b or -1)
-    if ja is None or jb is None:
-        missing = a if ja is None else b
-        return {
-            "choices": done,
-            "a": ja,
-            "b": jb,
-            "comparison": None,
-            "compare_error": f"Run {missing} is not one of your finished runs of this lab; pick two from the lists.",
-        }
-    assert ja.result is not None and jb.result is not None  # `done` holds only runs with a result
-    return {
-        "choices": done,
-        "a": ja,
-        "b": jb,
-        "comparison": result_view.compare(ja.result, jb.result),
-        "compare_error": "",
-    }
-
-
-def _form_fields(spec: catalog.LabSpec, host: HostCapacity) -> list:
-    """The lab form's fields: the lab's parameters, then the backend choice this host can offer."""
-    return [*labforms.form_fields(spec.name), labforms.backend_field(spec.name, host)]
-
-
-def _prefill(fields: list, job: Job | None, has_queued: bool) -> dict:
-    """The form's values for "Change and run again": the latest run's parameters as the form shows them (a
-    list "1, 2, 4", none as empty, a multiple choice as its ticked values), so one change and Run repeats
-    it with that change. Empty before the first run: the form shows the lab's defaults."""
-    if job is None:
-        return {}
-    params = job.params or {}
-    values: dict = {"replace_queued": "on"} if has_queued else {}
-    for f in fields:
-        if f.name == "backend":
-            if job.backend in f.choices:
-                values["backend"] = job.backend
-        elif f.name in params:
-            v = params[f.name]
-            if f.kind == "multi_choice":
-                values[f.name] = [str(c) for c in (v or [])]
-            elif f.kind == "bool":
-                values[f.name] = bool(v)
-            else:
-                # as the form writes a default (labforms.FormField.default_text), so an unchanged value reads as one
-                values[f.name] = "" if v is None else ", ".join(map(str, v)) if isinstance(v, list) else str(v)
-    return values
-
-
-def _lab_context(
-    db: Session,
-    user: User,
-    host: HostCapacity,
-    spec: catalog.LabSpec,
-    settings: Settings,
-    a: int | None = None,
-    b: int | None = None,
-    preset: str | None = None,
-) -> dict:
-    runs = own_runs.latest_runs(db, owner=user, lab=spec.name, limit=RUNS_SHOWN)
-    jobs, latest, last_result = runs.jobs, runs.latest, runs.last_result
-    shown = runs.shown
-    fields = _form_fields(spec, host)
-    has_queued = any(j.status == "queued" for j in jobs)
-    values = _prefill(fields, latest, has_queued)
-    if preset:
-        try:
-            values = labforms.preset_values(spec.name, preset) | ({"replace_queued": "on"} if has_queued else {})
-        except KeyError as exc:
-            raise HTTPException(404, str(exc.args[0])) from None
-    backend = host.resolve(spec, "auto")
-    sized = dict(spec.preset(preset).params) if preset else (latest.params if latest else {})
-    estimate = queue_service.run_estimate(db, lab=spec.name, backend=backend, params=sized)
-    return {
-        "lab": spec.name,
-        "module": spec,
-        "fields": fields,
-        "values": values,
-        "preset": preset,
-        "presets": labforms.preset_links(spec.name, preset),
-        "duration": labforms.duration_text(estimate.seconds, backend, estimate.basis) if estimate else "",
-        "errors": {},
-        "latest": latest,
-        "last_result": last_result,
-        "earlier": [j for j in jobs[1 : RUNS_SHOWN + 1] if j is not last_result],
-        "more_runs": len(jobs) > RUNS_SHOWN,
-        "estimates": queue_service.estimates(db, settings, jobs[: RUNS_SHOWN + 1]),
-        "losses": job_service.losses_of(db, shown),  # the cards in full say what was lost on the way
-        "has_queued": has_queued,
-        "gpu_offline": False,
-        "lessons": lesson_service.using_lab(db, lab=spec.name),
-        **_comparison(jobs, a, b),
-    }
-
-
 @router.get("/labs")
 def labs_index(request: Request, user: CurrentUser, db: SessionDep) -> Response:
     """Each lab with the question it answers, the lessons that use it, and the learner's latest run."""
@@ -196,15 +87,16 @@ def lab_page(
     b: DbInt | None = None,
     preset: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
-    return render(request, "labs/lab.html", _lab_context(db, user, host, _spec(lab), settings, a, b, preset))
+    page = LabPage.load(db, settings, owner=user, host=host, spec=_spec(lab), a=a, b=b, preset=preset)
+    return render(request, "labs/lab.html", page.context())
 
 
 @router.get("/labs/{lab}/runs")
 def lab_runs(
     request: Request, lab: str, user: CurrentUser, db: SessionDep, host: HostDep, settings: SettingsDep
 ) -> Response:
-    ctx = _lab_context(db, user, host, _spec(lab), settings)
-    return render(request, "labs/lab.html", ctx, block="earlier_runs")
+    page = LabPage.load(db, settings, owner=user, host=host, spec=_spec(lab))
+    return render(request, "labs/lab.html", page.context(), block="earlier_runs")
 
 
 @router.get("/labs/{lab}/compare")
@@ -218,8 +110,8 @@ def lab_compare(
     a: DbInt | None = None,
     b: DbInt | None = None,
 ) -> Response:
-    ctx = _lab_context(db, user, host, _spec(lab), settings, a, b)
-    return render(request, "labs/lab.html", ctx, block="compare")
+    page = LabPage.load(db, settings, owner=user, host=host, spec=_spec(lab), a=a, b=b)
+    return render(request, "labs/lab.html", page.context(), block="compare")
 
 
 @router.post("/labs/{lab}/jobs")
@@ -258,13 +150,8 @@ def submit_job(
         except limit_service.LimitReached as exc:
             errors["limit"] = exc.message
     if job is None:
-        ctx = {
-            **_lab_context(db, user, host, spec, settings),
-            "values": form,
-            "errors": errors,
-            "gpu_offline": gpu_offline,
-        }
-        response = render(request, "labs/lab.html", ctx, block="lab_form", status_code=422)
+        page = LabPage.load(db, settings, owner=user, host=host, spec=spec).refused(form, errors, gpu_offline)
+        response = render(request, "labs/lab.html", page.context(), block="lab_form", status_code=422)
         if is_htmx(request):  # errors go back into the form, next to their fields
             response.headers["HX-Retarget"] = "#lab-form-wrap"
             response.headers["HX-Reswap"] = "innerHTML"
@@ -277,7 +164,7 @@ def submit_job(
                 "form_oob": True,
                 "lab": spec.name,
                 "module": spec,
-                "fields": _form_fields(spec, host),
+                "fields": form_fields(spec, host),
                 "values": form,
             }
         response = render(request, "jobs/job.html", ctx, block="job_card", status_code=201)

@@ -25,13 +25,14 @@ from starlette.datastructures import FormData, UploadFile
 
 from app.content.schema import Lesson
 from app.core.models import Bundle, LabReport, User
-from app.services.errors import Conflict, NotFound
-from app.services.grading import evidence as evidence_service
+from app.services.errors import Conflict
 from app.services.grading import grades as grading
 from app.services.grading import reports as report_service
 from app.services.jobs import bundles as bundle_service
 from app.services.jobs import limits as limit_service
 from app.services.learning import lessons as lesson_service
+from app.services.learning.lessons import Current
+from app.web import problems
 from app.web.deps import (
     CurrentUser,
     DbInt,
@@ -44,10 +45,10 @@ from app.web.deps import (
 )
 from app.web.middleware.bodies import UPLOAD_LIMIT
 from app.web.templates import render
+from app.web.views.report_page import Notice, ReportPage
 from labs.api import count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
-MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
 # "Submit report" hands in a complete draft at once; an incomplete one comes back with its gaps listed and a
 # second button, "Submit with these missing", that posts action=submit-incomplete with each listed gap as a
 # `missing-ok` field. It submits only if every gap the draft has then was among those confirmed.
@@ -55,86 +56,45 @@ SUBMIT_ACTIONS = ("submit", "submit-incomplete")
 # Over the storage quota: its bytes are too large a request for what is left (413); its count is the state of
 # what is stored (409), freed by deleting an upload.
 QUOTA_STATUS = {"storage": 413, "stored uploads": 409}
-api = APIRouter(prefix="/api/v1", tags=["api"], dependencies=[Depends(csrf_protect)])
-
-
-def _ref_value(ref: dict | None) -> str:
-    if not ref:
-        return ""
-    kind = "job" if "job" in ref else "bundle"
-    return f"{kind}:{ref[kind]}"
+api = APIRouter(prefix="/api/v1", dependencies=[Depends(csrf_protect)])
+# The upload's body as the document shows it: the route reads the multipart form itself (app/web/deps.py PostedForm).
+BUNDLE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["bundle"],
+                    "properties": {
+                        "bundle": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "a zip from `python -m labs run`: result.json and its artifacts",
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
 
 
 def _page(
     request: Request,
     db: SessionDep,
     user: User,
-    lesson: Lesson,
-    lesson_version: int,
+    cur: Current,
     report: LabReport | None,
+    notice: Notice | None = None,
     *,
-    errors: dict | None = None,
-    message: str = "",
-    upload_error: str = "",
-    form: dict | None = None,
-    status_code: int = 200,
     show: int | None = None,
-    gaps: list[report_service.Gap] | None = None,
-    unconfirmed: frozenset[str] = frozenset(),
+    status_code: int = 200,
 ) -> Response:
+    """The report page (app/web/views/report_page.py) with what this request has to say on it."""
     settings = request.app.state.settings
-    assert lesson.lab is not None  # LessonWithLab
-    draft = (report.draft if report else None) or {}
-    evidence = draft.get("evidence", {})
-    slots = report_service.slots(lesson)
-    picks = {s.id: _ref_value(evidence.get(s.id)) for s in slots}
-    answers = dict(draft.get("answers", {}))
-    if form is not None:  # a refused post: show what the learner sent, not the stored draft
-        picks = {s.id: form.get(f"evidence-{s.id}", "") for s in slots}
-        answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
-    # One version is shown in full (the latest, or ?v=N); the others are a line each with a link, so the page
-    # costs one version's results however often the learner submitted (issue 10, item 9).
-    versions = report_service.versions(db, report=report) if report else []
-    shown = next((v for v in versions if v.number == show), None) if show else (versions[0] if versions else None)
-    if show and shown is None:
-        raise NotFound(f"Your lab report has no version {show}.")
-    history = [
-        {"version": v, "grade": grading.latest_grade(db, version=v), "summary": report_service.summary(v.checks or {})}
-        for v in versions[:MAX_VERSIONS_LISTED]
-    ]
-    current = None
-    if shown is not None:
-        assert report is not None
-        current = {
-            "version": shown,
-            "grade": grading.latest_grade(db, version=shown),
-            "summary": report_service.summary(shown.checks or {}),
-            "evidence": evidence_service.evidence_views(
-                db, settings, report, shown, evidence_service.lesson_of_version(db, report, shown)
-            ),
-        }
-    ctx = {
-        "lesson": lesson,
-        "lesson_version": lesson_version,
-        "report": report,
-        "slots": slots,
-        "picks": picks,
-        "answers": answers,
-        "states": evidence_service.slot_states(db, settings, lesson, evidence),
-        "candidates": {s.id: report_service.candidates(db, owner=user, lab=s.lab, slot=s) for s in slots},
-        "asks": {s.id: ask for s in slots if (ask := evidence_service.ask_for(s))},
-        "history": history,
-        "earlier": [v.number for v in versions[MAX_VERSIONS_LISTED:]],
-        "current": current,
-        "rubric": lesson.rubric,
-        "errors": errors or {},
-        "gaps": gaps or [],
-        "unconfirmed": unconfirmed,
-        "message": message,
-        "upload_error": upload_error,
-        "max_upload_mb": bundle_service.MAX_UPLOAD_BYTES // (1024 * 1024),
-    }
-    return render(request, "reports/report.html", ctx, block="report", status_code=status_code)
+    page = ReportPage.load(db, settings, owner=user, cur=cur, report=report, notice=notice or Notice(), show=show)
+    return render(request, "reports/report.html", page.context(), block="report", status_code=status_code)
 
 
 @router.get("/reports")
@@ -178,13 +138,12 @@ def report_page(
 ) -> Response:
     """The report page; `v` shows that submitted version in full instead of the latest. `submitted` (and
     `missing`) come from the redirect after a submit: the page says so, in fixed words, if that version exists."""
-    lesson, version = cur.lesson, cur.version
     report = report_service.get_report(db, owner=user, lesson_id=lesson_id)
     message = ""
     if submitted and report is not None and report_service.version(db, report=report, number=submitted):
         left = f", with {count(missing, 'item')} missing as you confirmed" if missing else ""
         message = f"Submitted as version {submitted}{left}. The automatic checks ran; a grader will pick it up."
-    return _page(request, db, user, lesson, version, report, show=v, message=message)
+    return _page(request, db, user, cur, report, Notice(message=message), show=v)
 
 
 @router.post("/lessons/{lesson_id}/report")
@@ -197,8 +156,8 @@ def report_post(
     action = form.get("action", "save")
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
 
-    def page(**kw) -> Response:  # the report page again, with what this post adds (message, gaps, errors)
-        return _page(request, db, user, lesson, version, report, **kw)
+    def page(status_code: int = 200, **notice) -> Response:  # the report page again, with what this post adds
+        return _page(request, db, user, cur, report, Notice(**notice), status_code=status_code)
 
     if action == "attach-latest":
         if _has_draft_fields(form):  # the button sends the form: keep what was typed before attaching
@@ -261,33 +220,26 @@ def _read_upload(form: FormData) -> tuple[str, bytes, dict]:
 def upload_bundle(
     request: Request, lesson_id: str, cur: LessonWithLab, user: CurrentUser, db: SessionDep, form: PostedForm
 ) -> Response:
-    lesson, version = cur.lesson, cur.version
+    lesson = cur.lesson
     report = report_service.get_or_create(db, owner=user, lesson_id=lesson_id)
     posted = {k: v for k, v in form.items() if isinstance(v, str)}
+
+    def page(status_code: int = 200, **notice) -> Response:
+        return _page(request, db, user, cur, report, Notice(**notice), status_code=status_code)
+
     if _has_draft_fields(posted):  # the upload button sends the whole report form: save what was typed first
         try:
             _save_posted(db, report, user, lesson, posted)
         except report_service.ReportError as exc:
-            return _page(request, db, user, lesson, version, report, errors=exc.errors, form=posted, status_code=422)
+            return page(422, errors=exc.errors, form=posted)
     kept = " Your draft, answers included, is saved." if _has_draft_fields(posted) else ""
     try:
         filename, data, fields = _read_upload(form)
         stored = bundle_service.store(db, settings=request.app.state.settings, owner=user, filename=filename, data=data)
     except bundle_service.BundleError as exc:
-        return _page(
-            request, db, user, lesson, version, report, upload_error=f"Upload refused: {exc}.{kept}", status_code=422
-        )
+        return page(422, upload_error=f"Upload refused: {exc}.{kept}")
     except limit_service.QuotaExceeded as exc:
-        return _page(
-            request,
-            db,
-            user,
-            lesson,
-            version,
-            report,
-            upload_error=f"Upload refused: {exc.message}{kept}",
-            status_code=QUOTA_STATUS[exc.limit],
-        )
+        return page(QUOTA_STATUS[exc.limit], upload_error=f"Upload refused: {exc.message}{kept}")
     bundle, dropped = stored.bundle, f" {stored.dropped_words}" if stored.dropped else ""
     slot_id = fields.get("slot") or next(
         (s.id for s in report_service.slots(lesson) if s.lab == bundle.lab and s.kind == "evidence"), ""
@@ -295,26 +247,9 @@ def upload_bundle(
     try:
         report_service.attach(db, report=report, owner=user, lesson=lesson, slot_id=slot_id, ref={"bundle": bundle.id})
     except report_service.ReportError as exc:
-        return _page(
-            request,
-            db,
-            user,
-            lesson,
-            version,
-            report,
-            status_code=422,
-            upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.{dropped}",
-        )
+        return page(422, upload_error=f"Uploaded as bundle {bundle.id} but not attached: {exc}.{dropped}")
     title = next(s.title for s in report_service.slots(lesson) if s.id == slot_id)
-    return _page(
-        request,
-        db,
-        user,
-        lesson,
-        version,
-        report,
-        message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.{dropped}",
-    )
+    return page(message=f"Uploaded {bundle.filename} ({bundle.lab}) and attached it to “{title}”.{dropped}")
 
 
 @router.get("/bundles/{bundle_id}")
@@ -347,7 +282,17 @@ def _bundle_json(bundle: Bundle) -> dict:
     }
 
 
-@api.post("/bundles", status_code=201, response_model=None, max_body_size=UPLOAD_LIMIT)
+@api.post(
+    "/bundles",
+    status_code=201,
+    response_model=None,
+    max_body_size=UPLOAD_LIMIT,
+    operation_id="upload_bundle",
+    summary="Upload a lab bundle",
+    tags=["bundles"],
+    responses=problems.responses(s409="At your quota of stored uploads", s413="Over your storage quota"),
+    openapi_extra=BUNDLE_BODY,
+)
 def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form: PostedForm) -> dict | JSONResponse:
     """Upload a lab bundle (multipart field `bundle`: a zip of result.json and its artifacts). Only result.json and
     the artifacts it lists are kept; `dropped` names the other files. 413 / 409 over the storage quota."""
@@ -361,12 +306,18 @@ def api_upload_bundle(request: Request, user: CurrentUser, db: SessionDep, form:
     return {**_bundle_json(stored.bundle), "dropped": stored.dropped}
 
 
-@api.get("/bundles/{bundle_id}")
+@api.get("/bundles/{bundle_id}", operation_id="get_bundle", summary="An uploaded bundle", tags=["bundles"])
 def api_bundle(bundle: OwnedBundle) -> dict:
     return _bundle_json(bundle)
 
 
-@api.delete("/bundles/{bundle_id}")
+@api.delete(
+    "/bundles/{bundle_id}",
+    operation_id="delete_bundle",
+    summary="Delete an uploaded bundle",
+    tags=["bundles"],
+    responses=problems.responses(s409="A submitted report cites it"),
+)
 def api_delete_bundle(bundle: OwnedBundle, db: SessionDep, settings: SettingsDep) -> dict:
     """Delete an upload; 409 when a submitted report cites it."""
     bundle_service.delete(db, settings=settings, bundle=bundle)
