@@ -15,8 +15,10 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
     results      validate_result: the check a result.json passes before the app shows or grades it
     cost model   NODES and predict_sweep: the predicted tensor-parallel step the lessons' tools share
-    charts       the SVG line chart and per-rank timeline (labs/trace/svgplot.py) and the timeline's spans
-                 and overlap arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
+    charts       what a chart shows, planned once for the SVG and the page (labs/trace/chart.py: ticks,
+                 labels, palette, lane colours, markers, the overlay of two runs), the SVG line chart and
+                 per-rank timeline (labs/trace/svgplot.py) and the timeline's lanes, spans and overlap
+                 arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
 """
 
 from __future__ import annotations
@@ -26,8 +28,24 @@ from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
 from labs.runtime import validate_result
-from labs.trace.svgplot import PALETTE, Series, line_chart, svg_open, svg_timeline
-from labs.trace.timeline import Span, overlap_metrics
+from labs.trace.chart import (
+    LANE_COLOURS,
+    LANE_INK,
+    LANE_SHORT,
+    OVERLAP_COLOURS,
+    PALETTE,
+    ChartSpec,
+    LinePlan,
+    Series,
+    TickSet,
+    overlay,
+    plan_line_chart,
+    plan_panels,
+    read_specs,
+    time_ticks,
+)
+from labs.trace.svgplot import line_chart, svg_open, svg_timeline
+from labs.trace.timeline import LANES, Span, overlap_metrics, overlap_windows
 from labs.words import byte_size, count, duration, number, percent, power_of_ten
 
 __all__ = [
@@ -57,11 +75,25 @@ __all__ = [
     "Node",
     "predict_sweep",
     # charts
+    "LANES",
+    "LANE_COLOURS",
+    "LANE_INK",
+    "LANE_SHORT",
+    "OVERLAP_COLOURS",
     "PALETTE",
+    "ChartSpec",
+    "LinePlan",
     "Series",
     "Span",
+    "TickSet",
     "line_chart",
     "overlap_metrics",
+    "overlap_windows",
+    "overlay",
+    "plan_line_chart",
+    "plan_panels",
+    "read_specs",
     "svg_open",
     "svg_timeline",
+    "time_ticks",
 ]

@@ -7,8 +7,9 @@ from typing import Any
 
 from labs.collectives.params import Params
 from labs.result_common import table_number
+from labs.trace.chart import Series
 from labs.trace.chrome import chrome_trace_json
-from labs.trace.svgplot import Series, line_chart, svg_timeline
+from labs.trace.svgplot import line_chart, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number
 
@@ -56,7 +57,6 @@ def _chart(ctx: Any, sweeps: list[dict]) -> str:
             log_x=True,
             log_y=True,
             xticks=kib,  # the sweep's own sizes, not powers of ten
-            shapes=True,
             subject="collectives bus bandwidth",
             description="busbw = S/t x the collective's nccl-tests factor; it rises while latency dominates and levels off at the link's bandwidth.",
         ),

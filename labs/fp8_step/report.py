@@ -11,6 +11,7 @@ from labs import words
 from labs.fp8_step.evidence import finite
 from labs.fp8_step.params import Params
 from labs.trace import svgplot
+from labs.trace.chart import Series
 
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
 # A healthy recipe keeps the FP8 loss within this fraction of BF16's at every step; the grader's loss-tracks
@@ -186,8 +187,8 @@ def charts(
     clipped_idx = sorted(i for _, i in worst)
     loss_svg = svgplot.line_chart(
         [
-            svgplot.Series("BF16 reference", xs, finite(ref_losses)),
-            svgplot.Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, markers=clipped_idx),
+            Series("BF16 reference", xs, finite(ref_losses)),
+            Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, rings=clipped_idx),
         ],
         title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
         xlabel="step",
@@ -206,10 +207,10 @@ def charts(
     scaled = [a * s if a is not None and s is not None else None for a, s in zip(focus["amax"], focus["scale"])]
     hist_svg = svgplot.line_chart(
         [
-            svgplot.Series("amax (unscaled)", focus["steps"], focus["amax"], markers=marks),
-            svgplot.Series("scale", focus["steps"], focus["scale"]),
-            svgplot.Series("amax x scale", focus["steps"], scaled, markers=marks),
-            svgplot.Series(
+            Series("amax (unscaled)", focus["steps"], focus["amax"], rings=marks),
+            Series("scale", focus["steps"], focus["scale"]),
+            Series("amax x scale", focus["steps"], scaled, rings=marks),
+            Series(
                 f"{focus['format'].upper()} max", focus["steps"], [focus["fp8_max"]] * len(focus["steps"]), dashed=True
             ),
         ],

@@ -9,8 +9,9 @@ from typing import Any
 
 from labs.result_common import table_number
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
+from labs.trace.chart import Series, log_axis_margin
 from labs.trace.chrome import chrome_trace_json
-from labs.trace.svgplot import Series, line_chart, log_axis_margin, stack, svg_timeline
+from labs.trace.svgplot import line_chart, stack, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, duration, number
 
@@ -77,7 +78,6 @@ def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
             log_y=True,
             log_x=True,
             xticks=degrees,
-            shapes=True,
             min_left=left,
         )
         for series, title in panels
