@@ -15,6 +15,8 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
     results      validate_result: the check a result.json passes before the app shows or grades it
     cost model   NODES and predict_sweep: the predicted tensor-parallel step the lessons' tools share
+    result parts the typed summary items and tables every lab's results hold (labs/result_common.py), and
+                 their readers for the page: read_summary_item, read_table
     charts       what a chart shows, planned once for the SVG and the page (labs/trace/chart.py: ticks,
                  labels, palette, lane colours, markers, the overlay of two runs), the SVG line chart and
                  per-rank timeline (labs/trace/svgplot.py) and the timeline's lanes, spans and overlap
@@ -27,6 +29,7 @@ from labs import checks, exits
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
+from labs.result_common import SummaryItem, Table, read_summary_item, read_table
 from labs.runtime import validate_result
 from labs.trace.chart import (
     LANE_COLOURS,
@@ -74,6 +77,11 @@ __all__ = [
     "NODES",
     "Node",
     "predict_sweep",
+    # result parts
+    "SummaryItem",
+    "Table",
+    "read_summary_item",
+    "read_table",
     # charts
     "LANES",
     "LANE_COLOURS",
