@@ -9,7 +9,8 @@ generates `labs/schema/result.schema.json`: `python -m labs schema`).
     numerics/   fp8.py (formats, quantize, scaling rules), fp8_linear.py (emulated FP8 linear, quantizers)
     parallel/   dist.py (rank launcher), tp.py (Megatron-style mappings), dims.py, comm.py (the communication
                 model, shared with the lessons), costmodel.py (predictions)
-    trace/      timeline.py (spans, overlap), svgplot.py (charts, timelines), chrome.py (Chrome trace export)
+    trace/      timeline.py (spans, overlap), chart.py (what a chart shows: ticks, labels, palette, markers),
+                svgplot.py (charts, timelines as SVG), chrome.py (Chrome trace export)
     <lab>/      params.py, result.py (torch-free) · run.py (model -> parallel -> run) · report.py (summary,
                 tables, charts) · checks.py (the grader's automatic checks) · fp8-step also: model.py (GPT),
                 te.py (Transformer Engine glue), evidence.py

@@ -18,8 +18,12 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
     comm         the communication model (labs/parallel/comm.py): bus factors, hops, α-β time, node egress
                  (flat ring or hierarchical) and the all-to-all split, one implementation for the lessons'
                  calculators and the labs' predictions
-    charts       the SVG line chart and per-rank timeline (labs/trace/svgplot.py) and the timeline's spans
-                 and overlap arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
+    result parts the typed summary items and tables every lab's results hold (labs/result_common.py), and
+                 their readers for the page: read_summary_item, read_table
+    charts       what a chart shows, planned once for the SVG and the page (labs/trace/chart.py: ticks,
+                 labels, palette, lane colours, markers, the overlay of two runs), the SVG line chart and
+                 per-rank timeline (labs/trace/svgplot.py) and the timeline's lanes, spans and overlap
+                 arithmetic (labs/trace/timeline.py), drawn by the lessons' figures too
 """
 
 from __future__ import annotations
@@ -29,9 +33,26 @@ from labs.parallel import comm
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
+from labs.result_common import SummaryItem, Table, read_summary_item, read_table
 from labs.runtime import validate_result
-from labs.trace.svgplot import PALETTE, Series, line_chart, svg_open, svg_timeline
-from labs.trace.timeline import Span, overlap_metrics
+from labs.trace.chart import (
+    LANE_COLOURS,
+    LANE_INK,
+    LANE_SHORT,
+    OVERLAP_COLOURS,
+    PALETTE,
+    ChartSpec,
+    LinePlan,
+    Series,
+    TickSet,
+    overlay,
+    plan_line_chart,
+    plan_panels,
+    read_specs,
+    time_ticks,
+)
+from labs.trace.svgplot import line_chart, svg_open, svg_timeline
+from labs.trace.timeline import LANES, Span, overlap_metrics, overlap_windows
 from labs.words import byte_size, count, duration, number, percent, power_of_ten
 
 __all__ = [
@@ -62,12 +83,31 @@ __all__ = [
     "predict_sweep",
     # communication model
     "comm",
+    # result parts
+    "SummaryItem",
+    "Table",
+    "read_summary_item",
+    "read_table",
     # charts
+    "LANES",
+    "LANE_COLOURS",
+    "LANE_INK",
+    "LANE_SHORT",
+    "OVERLAP_COLOURS",
     "PALETTE",
+    "ChartSpec",
+    "LinePlan",
     "Series",
     "Span",
+    "TickSet",
     "line_chart",
     "overlap_metrics",
+    "overlap_windows",
+    "overlay",
+    "plan_line_chart",
+    "plan_panels",
+    "read_specs",
     "svg_open",
     "svg_timeline",
+    "time_ticks",
 ]

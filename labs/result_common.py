@@ -23,7 +23,7 @@ from typing import (
     NotRequired,  # pydantic needs typing_extensions' TypedDict on 3.11
 )
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, with_config
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
 from labs.resources import Backend
@@ -47,6 +47,11 @@ ArtifactPath = Annotated[str, Field(pattern=r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$"
 # ---- what the app renders generically ----------------------------------------------------------
 
 
+# A lab builds each part by calling its class (`SummaryItem(label="Backend", value=ctx.backend)`), so mypy names a
+# misspelt or renamed key where it is written; the page reads them back through read_summary_item / read_table, so
+# a result that does not match these shapes is refused there, in words, rather than shown with blanks.
+
+
 @with_config(STRICT)
 class SummaryItem(TypedDict):
     label: str
@@ -55,11 +60,34 @@ class SummaryItem(TypedDict):
     note: NotRequired[str]
 
 
+Cell = float | str | bool | None
+
+
 @with_config(STRICT)
 class Table(TypedDict):
     title: str
     columns: list[str]
-    rows: list[list[float | str | bool | None]]
+    rows: list[list[Cell]]
+
+
+_SUMMARY_ITEM: TypeAdapter[SummaryItem] = TypeAdapter(SummaryItem)
+_TABLE: TypeAdapter[Table] = TypeAdapter(Table)
+
+
+def read_summary_item(raw: Any) -> SummaryItem | None:
+    """`raw` (one entry of a result's `summary`) as a SummaryItem, or None when it is not one."""
+    try:
+        return _SUMMARY_ITEM.validate_python(raw)
+    except ValidationError:
+        return None
+
+
+def read_table(raw: Any) -> Table | None:
+    """`raw` (one entry of a result's `tables`) as a Table, or None when it is not one."""
+    try:
+        return _TABLE.validate_python(raw)
+    except ValidationError:
+        return None
 
 
 class LabResults(BaseModel):

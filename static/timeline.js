@@ -1,11 +1,19 @@
 // The timeline viewer of a lab result's Chrome traces (templates/jobs/_timeline_viewer.html), and the hand-off of a
-// trace to Perfetto UI. Hand-written: charting libraries draw series against an x axis, not spans on lanes, and
+// trace to Perfetto. Hand-written: charting libraries draw series against an x axis, not spans on lanes, and
 // the viewer must be keyboard-usable, which needs focusable HTML elements rather than a canvas.
 //
 // Model. A trace (app/services/jobs/timelines.py) is spans of ranks on lanes, times in ms from the start of the span's
 // own step. The view is a window [v0, v1] in those ms, shared by the one or two traces shown (stacked, so two
 // runs or two schedules read on aligned axes). Zoom scales the window around an anchor, pan shifts it; both are
 // clamped to the domain, the longer of the shown steps (or of whole traces, for "all steps").
+//
+// Everything drawn besides the spans comes computed from the server, by the code that draws the lab's SVG
+// timelines: lane colours and names, each step's overlap windows per rank, where each step sits when all are laid
+// end to end, and the axis ticks with their labels. Ticks: the trace carries the tick set of each step's fitted
+// view and of "all steps"; a zoom or pan that leaves every set held asks /api/v1/charts/time-ticks for the window
+// (app/web/routes/charts.py), and until the answer comes the ticks held move with the view. A set says the range
+// of times it covers and of window widths it suits, so this script only compares; it computes no tick, formats no
+// number and chooses no colour.
 //
 // Input. Pointer: drag pans; two pointers pinch-zoom; Ctrl+wheel (a trackpad pinch arrives as that) zooms;
 // Shift+wheel or a sideways wheel pans; a plain wheel scrolls the page, as a learner reading it expects. Keys on a
@@ -17,11 +25,11 @@
   if (window.TimelineViewer) return;  // a report page includes the viewer once per result
 
   var PERFETTO = "https://ui.perfetto.dev";
+  var TICKS = "/api/v1/charts/time-ticks";
   var ZOOM = 1.5;  // one + or − press
   var PAN = 0.2;  // one ← or → press moves a fifth of the window
   var MIN_WINDOW_MS = 0.001;  // 1 µs: spans are recorded to the µs
-  var LANE_NAMES = { compute: "compute", communication: "comm", wait: "wait" };
-  var tickFormat = new Intl.NumberFormat("en", { maximumSignificantDigits: 3 });
+  var HELD_TICKS = 40;  // tick sets kept from the server's answers, newest first
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -36,26 +44,10 @@
     return trace.source ? trace.source + " · " + name : name;
   }
 
-  // ---- interval arithmetic: where compute and communication of one rank overlap (the shaded window) ----------
-  function merged(list) {
-    var out = [];
-    list.slice().sort(function (a, b) { return a[0] - b[0]; }).forEach(function (iv) {
-      if (iv[1] <= iv[0]) return;
-      var last = out[out.length - 1];
-      if (last && iv[0] <= last[1]) last[1] = Math.max(last[1], iv[1]);
-      else out.push([iv[0], iv[1]]);
-    });
-    return out;
-  }
-
-  function intersect(a, b) {
-    var ua = merged(a), ub = merged(b), out = [], i = 0, j = 0;
-    while (i < ua.length && j < ub.length) {
-      var s = Math.max(ua[i][0], ub[j][0]), e = Math.min(ua[i][1], ub[j][1]);
-      if (e > s) out.push([s, e]);
-      if (ua[i][1] < ub[j][1]) i++; else j++;
-    }
-    return out;
+  // Does tick set `t` cover the window [v0, v1] at the density it is for?
+  function suits(t, v0, v1) {
+    var w = v1 - v0;
+    return t.lo <= v0 && v1 <= t.hi && t.min_width < w && w <= t.max_width;
   }
 
   // ---- one viewer ------------------------------------------------------------------------------------------
@@ -69,6 +61,9 @@
     this.view = [0, 1];
     this.domain = [0, 1];
     this.focusKey = null;  // the span that holds the roving tab stop: "panel:index"
+    this.fetched = [];  // tick sets the server answered for zoomed windows
+    this.ticksShown = null;  // the set the axis drew last, kept while a better one is on its way
+    this.asking = false;
     this.q = function (role) { return root.querySelector('[data-role="' + role + '"]'); };
     this.build();
   }
@@ -145,7 +140,7 @@
     var sel = this.q("step"), steps = this.shown[0].steps, keep = this.step;
     sel.textContent = "";
     steps.forEach(function (s) {
-      sel.appendChild(new Option("step " + (s.step + 1) + " of " + steps.length + " · " + s.words, String(s.step)));
+      sel.appendChild(new Option(s.name + " · " + s.words, String(s.step)));
     });
     if (steps.length > 1) sel.appendChild(new Option("all steps, one after another", "all"));
     var values = Array.prototype.map.call(sel.options, function (o) { return o.value; });
@@ -155,28 +150,46 @@
     sel.disabled = steps.length < 2;
   };
 
-  // The spans of `data` for the chosen step, with the times drawn: within a step, from its start; "all steps",
-  // the steps laid end to end (each step's time is from its own start, and steps are measured apart).
+  // The step of `data` shown: the chosen one, its last if it has fewer steps, or null for "all steps".
   Viewer.prototype.stepOf = function (data) {
     if (this.step === "all") return null;
     var wanted = Number(this.step);
-    // the other trace has fewer steps: its last
-    return data.steps.some(function (s) { return s.step === wanted; }) ? wanted : data.steps[data.steps.length - 1].step;
+    var found = data.steps.filter(function (s) { return s.step === wanted; })[0];
+    return found || data.steps[data.steps.length - 1];
   };
 
+  // The spans of `data` for the step shown, each with where it starts on the axis: within a step, from its start;
+  // "all steps", the steps laid end to end at the offsets the server gives (each step's time is from its own start).
   Viewer.prototype.visible = function (data) {
-    var offsets = {}, at = 0, wanted = this.stepOf(data);
-    data.steps.forEach(function (s) { offsets[s.step] = at; at += s.dur_ms; });
-    return data.spans.filter(function (s) { return wanted === null || s.step === wanted; }).map(function (s) {
-      return { s: s, t0: s.start_ms + (wanted === null ? offsets[s.step] : 0) };
+    var shown = this.stepOf(data), at = {};
+    data.steps.forEach(function (s) { at[s.step] = shown === null ? s.offset_ms : 0; });
+    return data.spans.filter(function (s) { return shown === null || s.step === shown.step; }).map(function (s) {
+      return { s: s, t0: s.start_ms + at[s.step] };
     });
+  };
+
+  // The overlap windows of `rank` in the step shown, placed as visible() places its spans.
+  Viewer.prototype.windows = function (data, rank) {
+    var shown = this.stepOf(data), out = [];
+    data.steps.forEach(function (s) {
+      if (shown !== null && s !== shown) return;
+      var at = shown === null ? s.offset_ms : 0;
+      s.overlap.forEach(function (o) {
+        if (o.rank === rank) o.windows.forEach(function (w) { out.push([w[0] + at, w[1] + at]); });
+      });
+    });
+    return out;
+  };
+
+  // What the shown step (or "all steps") of `data` spans: its length and the ticks of its fitted view.
+  Viewer.prototype.extent = function (data) {
+    var shown = this.stepOf(data);
+    return shown === null ? data.all : shown;
   };
 
   Viewer.prototype.fit = function () {
     var self = this, end = 0;
-    this.shown.forEach(function (d) {
-      self.visible(d).forEach(function (v) { end = Math.max(end, v.t0 + v.s.dur_ms); });
-    });
+    this.shown.forEach(function (d) { end = Math.max(end, self.extent(d).dur_ms); });
     this.domain = [0, end > 0 ? end : 1];
     this.view = this.domain.slice();
     this.draw();
@@ -216,9 +229,12 @@
     var self = this, panels = this.q("panels"), hadFocus = panels.contains(document.activeElement);
     var focusedPlot = hadFocus && document.activeElement.classList.contains("tlv-plot")
       ? document.activeElement.getAttribute("data-panel") : null;
+    var set = this.ticks();  // one set for every panel: the traces share the window
+    this.ticksDrawn = set;
     panels.textContent = "";
     this.spanEls = [];
-    this.shown.forEach(function (data, p) { panels.appendChild(self.panel(data, p)); });
+    this.keys();
+    this.shown.forEach(function (data, p) { panels.appendChild(self.panel(data, p, set)); });
     if (focusedPlot !== null) {
       var plot = panels.querySelector('.tlv-plot[data-panel="' + focusedPlot + '"]');
       if (plot) plot.focus({ preventScroll: true });
@@ -231,60 +247,106 @@
     }
   };
 
-  Viewer.prototype.axis = function () {
-    var w = this.view[1] - this.view[0], raw = w / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
-    var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (s) { return s >= raw; })[0];
-    var row = el("div", "tlv-axis");
+  // The legend's keys in the colours the spans and bands are drawn in.
+  Viewer.prototype.keys = function () {
+    var data = this.shown[0], lanes = {};
+    data.lanes.forEach(function (l) { lanes[l.name] = l; });
+    this.root.querySelectorAll("[data-key-lane]").forEach(function (k) {
+      var lane = lanes[k.getAttribute("data-key-lane")];
+      k.parentElement.hidden = !lane;  // a lane this trace has no spans on is not drawn, so not keyed
+      if (lane) k.style.backgroundColor = lane.colour;
+    });
+    this.root.querySelectorAll("[data-key-overlap]").forEach(function (k) {
+      k.style.backgroundColor = data.overlap.fill;
+      k.style.borderColor = data.overlap.edge;
+    });
+  };
+
+  // The tick set for the view: one held that suits it, else (while the server is asked) the last one drawn.
+  Viewer.prototype.ticks = function () {
+    var self = this, v0 = this.view[0], v1 = this.view[1];
+    var held = this.shown.map(function (d) { return self.extent(d).ticks; }).concat(this.fetched);
+    var found = held.filter(function (t) { return suits(t, v0, v1); })[0];
+    if (found) return (this.ticksShown = found);
+    this.ask();
+    return this.ticksShown || held[0];
+  };
+
+  // Ask the server for the view's ticks; one request at a time, and the answer redraws if it is still wanted.
+  Viewer.prototype.ask = function () {
+    var self = this, v0 = this.view[0], v1 = this.view[1], key = v0 + "," + v1;
+    if (this.asking || this.asked === key) return;  // an answer that did not suit is not asked for again
+    this.asking = true;
+    this.asked = key;
+    fetch(TICKS + "?lo=" + encodeURIComponent(v0) + "&hi=" + encodeURIComponent(v1), {
+      credentials: "same-origin", headers: { Accept: "application/json" },
+    }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.json();
+    }).then(function (t) {
+      self.fetched = [t].concat(self.fetched).slice(0, HELD_TICKS);
+    }).catch(function () { /* the ticks held stay on the axis */ }).then(function () {
+      self.asking = false;
+      var now = self.ticks();
+      if (now !== self.ticksDrawn) self.draw();
+    });
+  };
+
+  Viewer.prototype.axis = function (set) {
+    var self = this, row = el("div", "tlv-axis");
     row.setAttribute("aria-hidden", "true");
-    for (var t = Math.ceil(this.view[0] / step) * step; t <= this.view[1] + step * 1e-9; t += step) {
-      var tick = el("span", "tlv-tick", tickFormat.format(t) + " ms");
-      tick.style.left = this.x(t) + "%";
+    set.ticks.forEach(function (t) {
+      if (t.at < self.view[0] || t.at > self.view[1]) return;
+      var tick = el("span", "tlv-tick", t.label);
+      tick.style.left = self.x(t.at) + "%";
       row.appendChild(tick);
-    }
+    });
     return row;
   };
 
-  Viewer.prototype.panel = function (data, p) {
+  Viewer.prototype.panel = function (data, p, set) {
     var self = this, spans = this.visible(data);
     var box = el("div", "tlv-panel");
-    var shownStep = this.stepOf(data);
-    var stepWords = shownStep === null ? "all steps" : "step " + (shownStep + 1) + " of " + data.steps.length;
+    var shown = this.stepOf(data);
+    var stepWords = shown === null ? data.all.name : shown.name;
     box.appendChild(el("p", "tlv-title", label(data.trace) + " · " + stepWords));
     var plot = el("div", "tlv-plot");
     plot.tabIndex = 0;
     plot.setAttribute("role", "group");
     plot.setAttribute("data-panel", String(p));
-    plot.setAttribute("aria-label", "Timeline of " + label(data.trace) + ", " + stepWords + ", showing " +
-      tickFormat.format(this.view[0]) + " to " + tickFormat.format(this.view[1]) + " ms. Plus and minus zoom, " +
-      "left and right arrows pan; Tab reaches the spans.");
-    plot.appendChild(this.axis());
+    var axis = this.axis(set), marks = axis.querySelectorAll(".tlv-tick");
+    var showing = marks.length ? ", its axis marked from " + marks[0].textContent + " to " +
+      marks[marks.length - 1].textContent : "";
+    plot.setAttribute("aria-label", "Timeline of " + label(data.trace) + ", " + stepWords + showing +
+      ". Plus and minus zoom, left and right arrows pan; Tab reaches the spans.");
+    plot.appendChild(axis);
     data.ranks.forEach(function (r) {
       var mine = spans.filter(function (v) { return v.s.rank === r.rank; });
       var block = el("div", "tlv-rank");
       block.appendChild(el("p", "tlv-rank-name", r.name));
-      var overlap = intersect(
-        mine.filter(function (v) { return v.s.lane === "compute"; }).map(function (v) { return [v.t0, v.t0 + v.s.dur_ms]; }),
-        mine.filter(function (v) { return v.s.lane === "communication"; }).map(function (v) { return [v.t0, v.t0 + v.s.dur_ms]; })
-      );
       var lanes = el("div", "tlv-lanes"), bands = el("div", "tlv-bands");
       bands.setAttribute("aria-hidden", "true");
-      overlap.forEach(function (iv) {
+      self.windows(data, r.rank).forEach(function (iv) {
         if (iv[1] < self.view[0] || iv[0] > self.view[1]) return;
-        var band = el("div", "tlv-band");
-        band.style.left = self.x(iv[0]) + "%";
-        band.style.width = Math.max(self.x(iv[1]) - self.x(iv[0]), 0.3) + "%";
+        var band = el("div", "tlv-band"), left = Math.max(self.x(iv[0]), 0), right = Math.min(self.x(iv[1]), 100);
+        band.style.left = left + "%";  // a window that starts or ends out of view is cut at the track's edge
+        band.style.width = Math.max(right - left, 0.3) + "%";
+        if (self.x(iv[0]) >= 0) band.classList.add("tlv-band-start");
+        if (self.x(iv[1]) <= 100) band.classList.add("tlv-band-end");
+        band.style.backgroundColor = data.overlap.css;
+        band.style.borderColor = data.overlap.edge;
         bands.appendChild(band);
       });
-      data.lanes.forEach(function (laneName) {
+      data.lanes.forEach(function (lane) {
         var row = el("div", "tlv-row");
-        row.appendChild(el("span", "tlv-lane-name", LANE_NAMES[laneName] || laneName));
+        row.appendChild(el("span", "tlv-lane-name", lane.short));
         var track = el("div", "tlv-track");
         track.setAttribute("role", "list");
-        track.setAttribute("aria-label", r.name + ", " + laneName);
-        mine.filter(function (v) { return v.s.lane === laneName; }).forEach(function (v) {
+        track.setAttribute("aria-label", r.name + ", " + lane.name);
+        mine.filter(function (v) { return v.s.lane === lane.name; }).forEach(function (v) {
           var end = v.t0 + v.s.dur_ms;
           if (end < self.view[0] || v.t0 > self.view[1]) return;  // off screen: not drawn, not focusable
-          track.appendChild(self.spanEl(v, p, r, laneName));
+          track.appendChild(self.spanEl(v, p, r, lane));
         });
         row.appendChild(track);
         lanes.appendChild(row);
@@ -298,10 +360,12 @@
     return box;
   };
 
-  Viewer.prototype.spanEl = function (v, p, r, laneName) {
-    var s = v.s, key = p + ":" + this.shown[p].spans.indexOf(s);
+  Viewer.prototype.spanEl = function (v, p, r, lane) {
+    var s = v.s, key = p + ":" + this.shown[p].spans.indexOf(s), laneName = lane.name;
     var left = this.x(v.t0), right = this.x(v.t0 + s.dur_ms);
     var d = el("div", "tlv-span tlv-" + laneName);
+    d.style.backgroundColor = lane.colour;
+    d.style.color = lane.ink;
     d.style.left = Math.max(left, 0) + "%";
     d.style.width = Math.max(Math.min(right, 100) - Math.max(left, 0), 0.15) + "%";
     d.setAttribute("role", "listitem");

@@ -45,6 +45,7 @@ from app.web.routes import (
     artifacts,
     auth,
     authoring,
+    charts,
     classview,
     cluster,
     docs,
@@ -86,7 +87,7 @@ PAGE_ROUTERS: tuple[APIRouter, ...] = tuple(
         metrics,
     )
 )
-API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports))
+API_ROUTERS: tuple[APIRouter, ...] = tuple(m.api for m in (api, artifacts, tools, reports, charts))
 
 
 def _wants_json(request: Request) -> bool:

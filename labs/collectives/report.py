@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from labs.collectives.params import Params
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
+from labs.trace.chart import Series
 from labs.trace.chrome import chrome_trace_json
-from labs.trace.svgplot import Series, line_chart, svg_timeline
+from labs.trace.svgplot import line_chart, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number
 
@@ -56,7 +57,6 @@ def _chart(ctx: Any, sweeps: list[dict]) -> str:
             log_x=True,
             log_y=True,
             xticks=kib,  # the sweep's own sizes, not powers of ten
-            shapes=True,
             subject="collectives bus bandwidth",
             description="busbw = S/t x the collective's nccl-tests factor; it rises while latency dominates and levels off at the link's bandwidth.",
         ),
@@ -99,31 +99,31 @@ def results(
         else "wall clock with torch.cuda.synchronize() around each call after a barrier; slowest rank, median over calls (unverified: no GPU run yet)"
     )
     chart = _chart(ctx, sweeps)
-    summary: list[dict] = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "Topology", "value": topology["mode"], "note": topology["note"]},
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(label="Topology", value=topology["mode"], note=topology["note"]),
     ]
     for sw in sweeps:
         for c in sw["collectives"]:
             f = c["fit"]
             summary.append(
-                {
-                    "label": f"{c['name']} ({sw['algorithm']}): α per step",
-                    "value": round(f["alpha_us"], 2),
-                    "unit": "µs",
-                    "note": f"B = {'—' if f['bandwidth_gbs'] is None else number(f['bandwidth_gbs'], 3) + ' GB/s'}, "
+                SummaryItem(
+                    label=f"{c['name']} ({sw['algorithm']}): α per step",
+                    value=round(f["alpha_us"], 2),
+                    unit="µs",
+                    note=f"B = {'—' if f['bandwidth_gbs'] is None else number(f['bandwidth_gbs'], 3) + ' GB/s'}, "
                     f"RMS residual {number(100 * f['rms_residual'], 2)}%",
-                }
+                )
             )
     h = hierarchy
     summary.append(
-        {
-            "label": f"All-reduce of {byte_size(h['bytes'])}: flat / hierarchical time",
-            "value": round(h["flat_over_hierarchical"], 3),
-            "note": f"{number(h['flat_ms'], 3)} ms flat, {number(h['hierarchical_ms'], 3)} ms hierarchical; results differ by {number(h['max_abs_diff'])}",
-        }
+        SummaryItem(
+            label=f"All-reduce of {byte_size(h['bytes'])}: flat / hierarchical time",
+            value=round(h["flat_over_hierarchical"], 3),
+            note=f"{number(h['flat_ms'], 3)} ms flat, {number(h['hierarchical_ms'], 3)} ms hierarchical; results differ by {number(h['max_abs_diff'])}",
+        )
     )
-    tables = []
+    tables: list[Table] = []
     for sw in sweeps:
         rows = [
             [
@@ -139,9 +139,9 @@ def results(
             for r in c["rows"]
         ]
         tables.append(
-            {
-                "title": f"Size sweep, {sw['algorithm']} ({params.ranks} ranks): nccl-tests' time, algbw = S/t, busbw = algbw x factor",
-                "columns": [
+            Table(
+                title=f"Size sweep, {sw['algorithm']} ({params.ranks} ranks): nccl-tests' time, algbw = S/t, busbw = algbw x factor",
+                columns=[
                     "collective",
                     "S (bytes)",
                     "time (ms)",
@@ -150,13 +150,13 @@ def results(
                     "α-β fit (ms)",
                     "residual (%)",
                 ],
-                "rows": rows,
-            }
+                rows=rows,
+            )
         )
     tables.append(
-        {
-            "title": "α-β fit per collective: t = steps·α + factor·S/B (the course's ring model)",
-            "columns": [
+        Table(
+            title="α-β fit per collective: t = steps·α + factor·S/B (the course's ring model)",
+            columns=[
                 "algorithm",
                 "collective",
                 "steps",
@@ -167,7 +167,7 @@ def results(
                 "RMS residual (%)",
                 "max |residual| (%)",
             ],
-            "rows": [
+            rows=[
                 [
                     sw["algorithm"],
                     c["name"],
@@ -182,30 +182,30 @@ def results(
                 for sw in sweeps
                 for c in sw["collectives"]
             ],
-        }
+        )
     )
     tables.append(
-        {
-            "title": "All-reduce of the largest message inside one node, across nodes (one rank per node), over all ranks",
-            "columns": ["scope", "ranks", "S (bytes)", "time (ms)", "busbw (GB/s)"],
-            "rows": [
+        Table(
+            title="All-reduce of the largest message inside one node, across nodes (one rank per node), over all ranks",
+            columns=["scope", "ranks", "S (bytes)", "time (ms)", "busbw (GB/s)"],
+            rows=[
                 [s["scope"], s["ranks"], s["bytes"], table_number(s["time_ms"]), table_number(s["busbw_gbs"], 4)]
                 for s in scopes
             ],
-        }
+        )
     )
     e = h["egress"]
     tables.append(
-        {
-            "title": "Flat vs hierarchical all-reduce: time and node egress (bytes one node sends per all-reduce)",
-            "columns": [
+        Table(
+            title="Flat vs hierarchical all-reduce: time and node egress (bytes one node sends per all-reduce)",
+            columns=[
                 "all-reduce",
                 "time (ms)",
                 "egress measured",
                 "egress predicted",
                 "egress / (NICs x NIC bandwidth) (ms)",
             ],
-            "rows": [
+            rows=[
                 [
                     "flat (ring over all ranks)",
                     table_number(h["flat_ms"]),
@@ -221,7 +221,7 @@ def results(
                     table_number(e["predicted_hierarchical_ms"]),
                 ],
             ],
-        }
+        )
     )
     return {
         "answer": answer(topology, sweeps, hierarchy),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from labs.context_parallel.params import Params, chunk_tokens
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
@@ -46,11 +46,9 @@ def variant_artifacts(
     return {"timeline": svg, "trace": trace}
 
 
-def _words(error: str | None) -> str | None:
+def _words(error: str) -> str:
     """An error for a summary note: the known CPU refusal said in words (its op name, one 51-letter word, would
     not wrap on a phone), anything else as raised with each long identifier cut to fit."""
-    if not error:
-        return None
     if "flash_attention_for_cpu" in error and "sharding strategy" in error:
         return (
             "NotImplementedError: the CPU attention op (…flash_attention_for_cpu) has no DTensor sharding "
@@ -92,30 +90,30 @@ def results(
         if cpu
         else "spans end at a stream synchronize (unverified: no GPU has run this path yet)"
     )
-    summary: list[dict] = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {
-            "label": "Ranks N × sequence",
-            "value": f"{params.ranks} × {params.seq_len} tokens",
-            "note": f"2N = {2 * params.ranks} chunks of {chunk_tokens(params)} tokens; {params.heads} heads of {params.head_dim}",
-        },
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(
+            label="Ranks N × sequence",
+            value=f"{params.ranks} × {params.seq_len} tokens",
+            note=f"2N = {2 * params.ranks} chunks of {chunk_tokens(params)} tokens; {params.heads} heads of {params.head_dim}",
+        ),
     ]
     for name, v in variants.items():
         summary.append(
-            {
-                "label": f"{TITLES[name]}: largest difference from full attention",
-                "value": v["max_abs_err"],
-                "note": f"tolerance {tol:.0e}; " + ("within" if v["max_abs_err"] <= tol else "OUTSIDE"),
-            }
+            SummaryItem(
+                label=f"{TITLES[name]}: largest difference from full attention",
+                value=v["max_abs_err"],
+                note=f"tolerance {tol:.0e}; " + ("within" if v["max_abs_err"] <= tol else "OUTSIDE"),
+            )
         )
     for name in ("ring-contiguous", "ring-zigzag"):
         if name in variants:
             v = variants[name]
             summary.append(
-                {
-                    "label": f"{TITLES[name]}: busiest / idlest rank's causal work",
-                    "value": None if v["work_imbalance"] is None else round(v["work_imbalance"], 3),
-                    "note": f"chunk pairs needed; measured attention CPU time {_short(v['compute_time_imbalance'])}; "
+                SummaryItem(
+                    label=f"{TITLES[name]}: busiest / idlest rank's causal work",
+                    value=None if v["work_imbalance"] is None else round(v["work_imbalance"], 3),
+                    note=f"chunk pairs needed; measured attention CPU time {_short(v['compute_time_imbalance'])}; "
                     f"pass {number(v['pass_ms'], 3)} ms"
                     + (
                         " (more ranks than free cores: an idle rank's core serves a busy one, so the pass shows the "
@@ -124,66 +122,68 @@ def results(
                         if cpu and name == "ring-contiguous"
                         else ""
                     ),
-                }
+                )
             )
     if "ring-zigzag" in variants:
         z = variants["ring-zigzag"]
         summary.append(
-            {
-                "label": "Ring (zig-zag): share of the K/V transfers hidden under attention",
-                "value": None if z["overlap_ratio"] is None else round(z["overlap_ratio"], 4),
-                "note": f"exposed {number(z['exposed_communication_ms'], 3)} ms per rank, mean"
+            SummaryItem(
+                label="Ring (zig-zag): share of the K/V transfers hidden under attention",
+                value=None if z["overlap_ratio"] is None else round(z["overlap_ratio"], 4),
+                note=f"exposed {number(z['exposed_communication_ms'], 3)} ms per rank, mean"
                 + (
                     f"; without overlap the pass took {number(variants['ring-serial']['pass_ms'], 3)} ms against "
                     f"{number(z['pass_ms'], 3)} ms"
                     if "ring-serial" in variants
                     else ""
                 ),
-            }
+            )
         )
     for name in ("ring-zigzag", "ulysses"):
         if name in variants:
             v = variants[name]
             summary.append(
-                {
-                    "label": f"{TITLES[name]}: bytes sent per rank per pass",
-                    "value": v["send_bytes_per_rank"],
-                    "unit": "bytes",
-                    "note": f"formula {byte_size(v['formula_bytes_per_rank'])}"
+                SummaryItem(
+                    label=f"{TITLES[name]}: bytes sent per rank per pass",
+                    value=v["send_bytes_per_rank"],
+                    unit="bytes",
+                    note=f"formula {byte_size(v['formula_bytes_per_rank'])}"
                     + (
                         " = (N−1) × 2 × (S/N) × H × d × 4"
                         if name != "ulysses"
                         else " = 4 × (N−1)/N × (S/N) × H × d × 4"
                     ),
-                }
+                )
             )
     if backward is not None:
         worst = max(backward["max_rel_err_dq"], backward["max_rel_err_dk"], backward["max_rel_err_dv"])
         summary.append(
-            {
-                "label": "Ring (zig-zag) backward: largest gradient difference from full attention",
-                "value": worst,
-                "note": f"dQ {backward['max_rel_err_dq']:.1e}, dK {backward['max_rel_err_dk']:.1e}, dV "
+            SummaryItem(
+                label="Ring (zig-zag) backward: largest gradient difference from full attention",
+                value=worst,
+                note=f"dQ {backward['max_rel_err_dq']:.1e}, dK {backward['max_rel_err_dk']:.1e}, dV "
                 f"{backward['max_rel_err_dv']:.1e} of each gradient's largest entry; tolerance {backward['tolerance']:.0e}; "
                 "K/V gradients returned to their owners with p2p",
-            }
+            )
         )
     summary.append(
-        {
-            "label": "PyTorch's own ring loop against full attention",
-            "value": torch_cp["ring_max_abs_err"] if torch_cp["ring_error"] is None else "did not run",
-            "note": _words(torch_cp["ring_error"])
+        SummaryItem(
+            label="PyTorch's own ring loop against full attention",
+            value=torch_cp["ring_max_abs_err"] if torch_cp["ring_error"] is None else "did not run",
+            note=_words(torch_cp["ring_error"])
             if torch_cp["ring_error"]
             else "torch's _templated_ring_attention with this device's attention op; it rotates K/V with an "
             "all-to-all (permute_tensor), not point-to-point sends",
-        }
+        )
     )
     summary.append(
-        {
-            "label": "context_parallel() here",
-            "value": "runs" if torch_cp["context_parallel_error"] is None else "does not run",
-            "note": _words(torch_cp["context_parallel_error"]) or "patched SDPA ran on this device",
-        }
+        SummaryItem(
+            label="context_parallel() here",
+            value="runs" if torch_cp["context_parallel_error"] is None else "does not run",
+            note=_words(torch_cp["context_parallel_error"])
+            if torch_cp["context_parallel_error"]
+            else "patched SDPA ran on this device",
+        )
     )
     method_rows = [
         [
@@ -218,12 +218,12 @@ def results(
         for n, v in variants.items()
         for r in v["ranks"]
     ]
-    tables = [
-        {
-            "title": "Per method (the median pass): parity with full attention, work balance under the mask (max / min "
+    tables: list[Table] = [
+        Table(
+            title="Per method (the median pass): parity with full attention, work balance under the mask (max / min "
             "over ranks, measured and from the split's arithmetic), overlap of K/V transfers with attention, and "
             "bytes sent per rank against the formula",
-            "columns": [
+            columns=[
                 "method",
                 "pass (ms)",
                 "max |out − full|",
@@ -235,12 +235,12 @@ def results(
                 "bytes sent / rank",
                 "formula",
             ],
-            "rows": method_rows,
-        },
-        {
-            "title": "Per rank (the median pass, ms): the chunks its queries hold, (query, key) chunk pairs computed and "
+            rows=method_rows,
+        ),
+        Table(
+            title="Per rank (the median pass, ms): the chunks its queries hold, (query, key) chunk pairs computed and "
             "needed (the diagonal pair computed whole, needed half), attention GFLOPs needed, time",
-            "columns": [
+            columns=[
                 "method",
                 "rank",
                 "chunks",
@@ -254,8 +254,8 @@ def results(
                 "overlap ratio",
                 "bytes sent",
             ],
-            "rows": rank_rows,
-        },
+            rows=rank_rows,
+        ),
     ]
     return {
         "answer": answer(params, variants, device),

@@ -10,7 +10,9 @@ from typing import Any
 from labs import words
 from labs.fp8_step.evidence import finite
 from labs.fp8_step.params import Params
+from labs.result_common import SummaryItem, Table
 from labs.trace import svgplot
+from labs.trace.chart import Series
 
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
 # A healthy recipe keeps the FP8 loss within this fraction of BF16's at every step; the grader's loss-tracks
@@ -186,8 +188,8 @@ def charts(
     clipped_idx = sorted(i for _, i in worst)
     loss_svg = svgplot.line_chart(
         [
-            svgplot.Series("BF16 reference", xs, finite(ref_losses)),
-            svgplot.Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, markers=clipped_idx),
+            Series("BF16 reference", xs, finite(ref_losses)),
+            Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, rings=clipped_idx),
         ],
         title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
         xlabel="step",
@@ -206,10 +208,10 @@ def charts(
     scaled = [a * s if a is not None and s is not None else None for a, s in zip(focus["amax"], focus["scale"])]
     hist_svg = svgplot.line_chart(
         [
-            svgplot.Series("amax (unscaled)", focus["steps"], focus["amax"], markers=marks),
-            svgplot.Series("scale", focus["steps"], focus["scale"]),
-            svgplot.Series("amax x scale", focus["steps"], scaled, markers=marks),
-            svgplot.Series(
+            Series("amax (unscaled)", focus["steps"], focus["amax"], rings=marks),
+            Series("scale", focus["steps"], focus["scale"]),
+            Series("amax x scale", focus["steps"], scaled, rings=marks),
+            Series(
                 f"{focus['format'].upper()} max", focus["steps"], [focus["fp8_max"]] * len(focus["steps"]), dashed=True
             ),
         ],
@@ -237,47 +239,47 @@ def summary(
     clip_steps: list[int],
     outlier: dict | None,
     mem_note: str,
-) -> list[dict]:
+) -> list[SummaryItem]:
     """The headline numbers the page shows first."""
     ref, f8 = runs["reference"], runs["fp8"]
     gap = None if ref["final_loss"] is None or f8["final_loss"] is None else f8["final_loss"] - ref["final_loss"]
-    out = [
-        {"label": "FP8 recipe", "value": f"{p.recipe} / {p.fp8_format}"},
-        {"label": "Final loss, BF16 reference", "value": ref["final_loss"]},
-        {"label": "Final loss, FP8", "value": f8["final_loss"]},
-        {"label": "Loss gap (FP8 - BF16)", "value": gap},
-        {"label": "Step time, BF16", "value": ref["ms_per_step"], "unit": "ms"},
-        {"label": "Step time, FP8", "value": f8["ms_per_step"], "unit": "ms"},
-        {"label": "FP8 / BF16 step time", "value": ratio, "unit": "x", "note": timing_note},  # "this ratio"
-        {"label": "Clipped values (all FP8 tensors, all steps)", "value": total_clipped},
-        {"label": "Values flushed to zero", "value": total_underflow},
-        {"label": "Steps with clipping", "value": len(clip_steps) if total_clipped is not None else None},
+    out: list[SummaryItem] = [
+        SummaryItem(label="FP8 recipe", value=f"{p.recipe} / {p.fp8_format}"),
+        SummaryItem(label="Final loss, BF16 reference", value=ref["final_loss"]),
+        SummaryItem(label="Final loss, FP8", value=f8["final_loss"]),
+        SummaryItem(label="Loss gap (FP8 - BF16)", value=gap),
+        SummaryItem(label="Step time, BF16", value=ref["ms_per_step"], unit="ms"),
+        SummaryItem(label="Step time, FP8", value=f8["ms_per_step"], unit="ms"),
+        SummaryItem(label="FP8 / BF16 step time", value=ratio, unit="x", note=timing_note),  # "this ratio"
+        SummaryItem(label="Clipped values (all FP8 tensors, all steps)", value=total_clipped),
+        SummaryItem(label="Values flushed to zero", value=total_underflow),
+        SummaryItem(label="Steps with clipping", value=len(clip_steps) if total_clipped is not None else None),
     ]
     for name, r in (("BF16", ref), ("FP8", f8)):
         g = r["generation"]
         total = len(g["samples"]) * g["generated_len"]
         out.append(
-            {
-                "label": f"Greedy generation continues the stride, {name}",
-                "value": g["accuracy"],
-                "unit": "fraction of tokens",
-                "note": f"{round(g['accuracy'] * total)} of {total} generated tokens follow the prompt's stride",
-            }
+            SummaryItem(
+                label=f"Greedy generation continues the stride, {name}",
+                value=g["accuracy"],
+                unit="fraction of tokens",
+                note=f"{round(g['accuracy'] * total)} of {total} generated tokens follow the prompt's stride",
+            )
         )
     if ref["peak_memory_bytes"] is None:
-        out.append({"label": "Peak memory", "value": None, "note": mem_note})
+        out.append(SummaryItem(label="Peak memory", value=None, note=mem_note))
     else:
-        out.append({"label": "Peak memory, BF16", "value": ref["peak_memory_bytes"], "unit": "bytes", "note": mem_note})
-        out.append({"label": "Peak memory, FP8", "value": f8["peak_memory_bytes"], "unit": "bytes"})
+        out.append(SummaryItem(label="Peak memory, BF16", value=ref["peak_memory_bytes"], unit="bytes", note=mem_note))
+        out.append(SummaryItem(label="Peak memory, FP8", value=f8["peak_memory_bytes"], unit="bytes"))
     if outlier and "clipped_at_spike" in outlier:
         out.append(
-            {
-                "label": f"Spike at step {outlier['step']}: clipped then / next step",
-                "value": f"{outlier['clipped_at_spike']} / {outlier['clipped_after']}",
-                "note": f"scale {words.number(outlier['scale_at_spike'])} at the spike, {words.number(outlier['scale_after'])} after"
+            SummaryItem(
+                label=f"Spike at step {outlier['step']}: clipped then / next step",
+                value=f"{outlier['clipped_at_spike']} / {outlier['clipped_after']}",
+                note=f"scale {words.number(outlier['scale_at_spike'])} at the spike, {words.number(outlier['scale_after'])} after"
                 if outlier.get("scale_after") is not None
                 else "",
-            }
+            )
         )
     return out
 
@@ -289,33 +291,29 @@ def tables(
     quantizers: list[dict],
     timing_kind: str,
     accumulation: dict | None = None,
-) -> list[dict]:
+) -> list[Table]:
     """Loss per step, step-0 gradient error, every FP8 tensor, step time and memory, generation samples."""
     every = max(1, p.steps // 20)
     idx = sorted(set(range(0, p.steps, every)) | {p.steps - 1})
     ref_l, f8_l = runs["reference"]["loss"], runs["fp8"]["loss"]
-    tables: list[dict] = [
-        {
-            "title": "Loss per step" if every == 1 else f"Loss every {every} steps",
-            "columns": ["step", "BF16", "FP8"],
-            "rows": [[i, ref_l[i], f8_l[i]] for i in idx],
-        },
-        {
-            # Delayed scaling has no amax history at step 0, so it quantizes with scale 1 (as TE does):
-            # this error is larger than at later steps, and that is the point worth seeing.
-            "title": (
-                "Weight-gradient relative error vs BF16 at step 0 (delayed scaling starts from scale 1, "
-                "before any amax history exists)"
-                if p.recipe == "delayed"
-                else "Weight-gradient relative error vs BF16 at step 0"
-            ),
-            "columns": ["layer", "relative error"],
-            "rows": [[g["layer"], g["rel_error"]] for g in grad_err],
-        },
-        {
-            "title": "FP8 tensors",
-            "columns": ["tensor", "format", "last amax", "last scale", "clipped (all steps)", "flushed to zero"],
-            "rows": [
+    tables: list[Table] = [
+        Table(
+            title="Loss per step" if every == 1 else f"Loss every {every} steps",
+            columns=["step", "BF16", "FP8"],
+            rows=[[i, ref_l[i], f8_l[i]] for i in idx],
+        ),
+        Table(
+            title="Weight-gradient relative error vs BF16 at step 0 (delayed scaling starts from scale 1, "
+            "before any amax history exists)"
+            if p.recipe == "delayed"
+            else "Weight-gradient relative error vs BF16 at step 0",
+            columns=["layer", "relative error"],
+            rows=[[g["layer"], g["rel_error"]] for g in grad_err],
+        ),
+        Table(
+            title="FP8 tensors",
+            columns=["tensor", "format", "last amax", "last scale", "clipped (all steps)", "flushed to zero"],
+            rows=[
                 [
                     q["name"],
                     q["format"],
@@ -326,16 +324,16 @@ def tables(
                 ]
                 for q in quantizers
             ],
-        },
-        {
-            "title": f"Step time ({timing_kind.upper()}) and memory",
-            "columns": ["run", "ms/step", "peak memory (bytes)"],
-            "rows": [[r["label"], r["ms_per_step"], r["peak_memory_bytes"]] for r in runs.values()],
-        },
-        {
-            "title": "Greedy generation",
-            "columns": ["run", "prompt", "generated", "stride", "correct"],
-            "rows": [
+        ),
+        Table(
+            title=f"Step time ({timing_kind.upper()}) and memory",
+            columns=["run", "ms/step", "peak memory (bytes)"],
+            rows=[[r["label"], r["ms_per_step"], r["peak_memory_bytes"]] for r in runs.values()],
+        ),
+        Table(
+            title="Greedy generation",
+            columns=["run", "prompt", "generated", "stride", "correct"],
+            rows=[
                 [
                     r["label"],
                     " ".join(map(str, s["prompt"])),
@@ -346,15 +344,15 @@ def tables(
                 for r in runs.values()
                 for s in r["generation"]["samples"]
             ],
-        },
+        ),
     ]
     if accumulation is not None:
         tables.append(
-            {
-                "title": "Forward GEMM accumulation, MODEL: error vs exact FP32 of the same FP8 operands "
+            Table(
+                title="Forward GEMM accumulation, MODEL: error vs exact FP32 of the same FP8 operands "
                 f"({accumulation['model']})",
-                "columns": ["layer", "K", "fast (no promotion)", "promoted every 128", "FP8 rounding itself"],
-                "rows": [
+                columns=["layer", "K", "fast (no promotion)", "promoted every 128", "FP8 rounding itself"],
+                rows=[
                     [
                         a["layer"],
                         a["k"],
@@ -374,6 +372,6 @@ def tables(
                     ]
                     for d in accumulation["demo"]
                 ],
-            }
+            )
         )
     return tables

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from labs.overlap_trace.params import Params
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
@@ -116,40 +116,40 @@ def results(
         if cpu
         else "CUDA event spans on the compute and communication streams"
     )
-    summary = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "All-gather size (per rank, gathered)", "value": gathered_bytes, "unit": "bytes"},
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(label="All-gather size (per rank, gathered)", value=gathered_bytes, unit="bytes"),
     ]
     for name, s in schedules.items():
         summary.append(
-            {
-                "label": f"{name}: overlap ratio (mean over ranks)",
-                "value": None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
-                "note": "|compute ∩ communication| / |communication|",
-            }
+            SummaryItem(
+                label=f"{name}: overlap ratio (mean over ranks)",
+                value=None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
+                note="|compute ∩ communication| / |communication|",
+            )
         )
         summary.append(
-            {
-                "label": f"{name}: exposed communication (mean)",
-                "value": round(s["exposed_comm_ms"], 3),
-                "unit": "ms",
-                "note": note,
-            }
+            SummaryItem(
+                label=f"{name}: exposed communication (mean)",
+                value=round(s["exposed_comm_ms"], 3),
+                unit="ms",
+                note=note,
+            )
         )
     if "dependent" in schedules:
         summary.append(
-            {
-                "label": "dependent: safe to overlap?",
-                "value": "no, it must wait",
-                "note": "it reads the gathered tensor (see “Is the window safe?” below)",
-            }
+            SummaryItem(
+                label="dependent: safe to overlap?",
+                value="no, it must wait",
+                note="it reads the gathered tensor (see “Is the window safe?” below)",
+            )
         )
     if comparison:
         summary.append(
-            {
-                "label": "windowed overlap ratio > immediate on every rank",
-                "value": all(comparison["windowed_overlap_gt_immediate_per_rank"]),
-            }
+            SummaryItem(
+                label="windowed overlap ratio > immediate on every rank",
+                value=all(comparison["windowed_overlap_gt_immediate_per_rank"]),
+            )
         )
     rows = []
     for name, s in schedules.items():
@@ -169,10 +169,10 @@ def results(
                     table_number(r["identity_residual_ms"]),
                 ]
             )
-    tables = [
-        {
-            "title": "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
-            "columns": [
+    tables: list[Table] = [
+        Table(
+            title="Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
+            columns=[
                 "schedule",
                 "rank",
                 "measured step",
@@ -185,24 +185,24 @@ def results(
                 "compute + comm − overlap",
                 "residual (idle)",
             ],
-            "rows": rows,
-        },
-        {
-            "title": "Is the window safe?",
-            "columns": ["schedule", "safe to overlap", "must wait before the work", "why"],
-            "rows": [
+            rows=rows,
+        ),
+        Table(
+            title="Is the window safe?",
+            columns=["schedule", "safe to overlap", "must wait before the work", "why"],
+            rows=[
                 [n, "yes" if s["safe_to_overlap"] else "NO", "yes" if s["must_wait"] else "no", s["explanation"]]
                 for n, s in schedules.items()
             ],
-        },
+        ),
     ]
     first = next(iter(schedules.values()))
     summary.append(
-        {
-            "label": "Holistic Trace Analysis cross-check",
-            "value": "yes" if first["profiler"]["applies"] else "does not apply",
-            "note": first["profiler"]["note"],
-        }
+        SummaryItem(
+            label="Holistic Trace Analysis cross-check",
+            value="yes" if first["profiler"]["applies"] else "does not apply",
+            note=first["profiler"]["note"],
+        )
     )
     return {
         "answer": answer(schedules, device),

@@ -7,7 +7,7 @@ from typing import Any
 
 from labs.pipeline import analysis
 from labs.pipeline.params import Params
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
@@ -97,44 +97,44 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
         if cpu
         else "CUDA event spans (unverified: no GPU has run this path yet)"
     )
-    summary: list[dict] = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "Pipeline ranks p × micro-batches m", "value": f"{params.ranks} × {params.microbatches}"},
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(label="Pipeline ranks p × micro-batches m", value=f"{params.ranks} × {params.microbatches}"),
     ]
     for name, s in schedules.items():
         t = TITLES[name]
         form = s["formula_step_fraction"]
         summary.append(
-            {
-                "label": f"{t}: idle share of the step (mean over ranks)",
-                "value": round(s["bubble_fraction"], 4),
-                "note": (f"formula (p−1)/(vm+p−1) = {percent(form, 1)}; " if form is not None else "")
+            SummaryItem(
+                label=f"{t}: idle share of the step (mean over ranks)",
+                value=round(s["bubble_fraction"], 4),
+                note=(f"formula (p−1)/(vm+p−1) = {percent(form, 1)}; " if form is not None else "")
                 + f"its own order at uniform stage cost {percent(s['schedule_bubble_fraction'], 1)}",
-            }
+            )
         )
         summary.append(
-            {
-                "label": f"{t}: peak micro-batches in flight",
-                "value": s["peak_microbatches_in_flight"],
-                "note": f"{byte_size(s['peak_activation_bytes'])} of saved activations at the peak (busiest rank)",
-            }
+            SummaryItem(
+                label=f"{t}: peak micro-batches in flight",
+                value=s["peak_microbatches_in_flight"],
+                note=f"{byte_size(s['peak_activation_bytes'])} of saved activations at the peak (busiest rank)",
+            )
         )
     if "1f1b" in schedules:
         p = params.ranks
         summary.append(
-            {
-                "label": "GPipe held to 1F1B's memory (m = p micro-batches in flight)",
-                "value": round(analysis.gpipe_bubble_at_1f1b_memory(p), 4),
-                "note": f"idle share (p−1)/(2p−1) against 1F1B's {percent(analysis.bubble_step_fraction(p, params.microbatches), 1)} "
+            SummaryItem(
+                label="GPipe held to 1F1B's memory (m = p micro-batches in flight)",
+                value=round(analysis.gpipe_bubble_at_1f1b_memory(p), 4),
+                note=f"idle share (p−1)/(2p−1) against 1F1B's {percent(analysis.bubble_step_fraction(p, params.microbatches), 1)} "
                 f"at m = {params.microbatches}: at equal memory GPipe idles more",
-            }
+            )
         )
     summary.append(
-        {
-            "label": "Largest gradient difference from the unpipelined model",
-            "value": max(s["max_grad_rel_err"] for s in schedules.values()),
-            "note": "relative to each layer's largest gradient; loss " + number(reference_loss, 4) + " unpipelined",
-        }
+        SummaryItem(
+            label="Largest gradient difference from the unpipelined model",
+            value=max(s["max_grad_rel_err"] for s in schedules.values()),
+            note="relative to each layer's largest gradient; loss " + number(reference_loss, 4) + " unpipelined",
+        )
     )
     bubble_rows = [
         [
@@ -173,13 +173,13 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
         for n, s in schedules.items()
         for r in s["ranks"]
     ]
-    tables = [
-        {
-            "title": "Bubble, activations and p2p per schedule and step. Idle share = idle / step, formula (p−1)/(vm+p−1) "
+    tables: list[Table] = [
+        Table(
+            title="Bubble, activations and p2p per schedule and step. Idle share = idle / step, formula (p−1)/(vm+p−1) "
             "(GPipe paper, the course); bubble / ideal = idle / busy, formula (p−1)/(vm) (Narayanan et al. 2021, "
             "Ultra-Scale Playbook). The executed order replayed with free p2p: at uniform stage cost (F 1, B 2, "
             "I = W = 1), and at each action's own measured compute time",
-            "columns": [
+            columns=[
                 "schedule",
                 "stages per rank v",
                 "step (ms)",
@@ -194,11 +194,11 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
                 "sends",
                 "bytes sent",
             ],
-            "rows": bubble_rows,
-        },
-        {
-            "title": "Per rank (the median step, ms): what each rank ran, in the module's notation (stage, F/B/I/W, micro-batch)",
-            "columns": [
+            rows=bubble_rows,
+        ),
+        Table(
+            title="Per rank (the median step, ms): what each rank ran, in the module's notation (stage, F/B/I/W, micro-batch)",
+            columns=[
                 "schedule",
                 "rank",
                 "stages",
@@ -213,8 +213,8 @@ def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, de
                 "sends",
                 "actions as run",
             ],
-            "rows": rank_rows,
-        },
+            rows=rank_rows,
+        ),
     ]
     return {
         "answer": answer(params, schedules, device),

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
+from labs.trace.chart import Series, log_axis_margin
 from labs.trace.chrome import chrome_trace_json
-from labs.trace.svgplot import Series, line_chart, log_axis_margin, stack, svg_timeline
+from labs.trace.svgplot import line_chart, stack, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, duration, number
 
@@ -77,7 +78,6 @@ def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
             log_y=True,
             log_x=True,
             xticks=degrees,
-            shapes=True,
             min_left=left,
         )
         for series, title in panels
@@ -184,80 +184,80 @@ def results(
         else "GPU timings from CUDA events; the Megatron block runs in BF16, the precision the prediction prices; "
         "waits at TP>1 come from each rank's NCCL kernel durations in its profiler trace"
     )
-    summary = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "Rank slots", "value": slots, "note": slots_why},
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(label="Rank slots", value=slots, note=slots_why),
     ]
     for r in rows:
         summary.append(
-            {
-                "label": f"TP={r['degree']} step (measured)",
-                "value": round(r["step_ms"], 3),
-                "unit": "ms",
-                "note": timing_note + (f"; {number(r['step_vs_tp1'], 3)}x TP=1" if r["step_vs_tp1"] else ""),
-            }
+            SummaryItem(
+                label=f"TP={r['degree']} step (measured)",
+                value=round(r["step_ms"], 3),
+                unit="ms",
+                note=timing_note + (f"; {number(r['step_vs_tp1'], 3)}x TP=1" if r["step_vs_tp1"] else ""),
+            )
         )
     worst = max(r["parity"]["max_rel_diff"] for r in rows)
     limit = TOLERANCES[tol_name]["max_rel_diff"]
     assert isinstance(limit, float)
     summary.append(
-        {
-            "label": "Worst relative difference vs TP=1",
-            "value": worst,
-            "note": f"tolerance {tol_name} = {number(float(limit))}: {TOLERANCES[tol_name]['reason']}",
-        }
+        SummaryItem(
+            label="Worst relative difference vs TP=1",
+            value=worst,
+            note=f"tolerance {tol_name} = {number(float(limit))}: {TOLERANCES[tol_name]['reason']}",
+        )
     )
     cross = crossover(rows, predicted, ctx.backend)
     summary.append(
-        {
-            "label": "Collective time overtakes local GEMM time (measured)",
-            "value": f"TP={cross['measured_from']}"
+        SummaryItem(
+            label="Collective time overtakes local GEMM time (measured)",
+            value=f"TP={cross['measured_from']}"
             if cross["measured_from"]
             else f"not within TP<={max(r['degree'] for r in rows)}",
-            "note": timing_note,
-        }
+            note=timing_note,
+        )
     )
     summary.append(
-        {
-            "label": f"... and predicted for {predicted['node']} at the same shape",
-            "value": f"TP={cross['predicted_from']}" if cross["predicted_from"] else "not within the measured degrees",
-            "note": "they agree" if cross["agree"] else (cross["explanation"] or ""),
-        }
+        SummaryItem(
+            label=f"... and predicted for {predicted['node']} at the same shape",
+            value=f"TP={cross['predicted_from']}" if cross["predicted_from"] else "not within the measured degrees",
+            note="they agree" if cross["agree"] else (cross["explanation"] or ""),
+        )
     )
     summary.append(
-        {
-            "label": f"Over-sharding begins (predicted, {predicted['node']})",
-            "value": f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
-            "note": "predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
-        }
+        SummaryItem(
+            label=f"Over-sharding begins (predicted, {predicted['node']})",
+            value=f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
+            note="predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
+        )
     )
     prof = rows[0].get("profiler")
     if prof is not None:
         summary.append(
-            {
-                "label": "Holistic Trace Analysis cross-check",
-                "value": "yes" if prof["applies"] else "does not apply",
-                "note": prof["note"],
-            }
+            SummaryItem(
+                label="Holistic Trace Analysis cross-check",
+                value="yes" if prof["applies"] else "does not apply",
+                note=prof["note"],
+            )
         )
     te_rows = [r for r in rows if "te" in r]
     for r in te_rows:
         t = r["te"]
         summary.append(
-            {
-                "label": f"TP={r['degree']}: te.Linear block vs Megatron mappings (step)",
-                "value": table_number(t["step_vs_megatron"]),
-                "unit": "x",
-                "note": f"{duration(t['step_ms'] / 1000)} with TE{' (' + t['recipe'] + ' FP8)' if t['recipe'] else ' (BF16)'}"
+            SummaryItem(
+                label=f"TP={r['degree']}: te.Linear block vs Megatron mappings (step)",
+                value=table_number(t["step_vs_megatron"]),
+                unit="x",
+                note=f"{duration(t['step_ms'] / 1000)} with TE{' (' + t['recipe'] + ' FP8)' if t['recipe'] else ' (BF16)'}"
                 f"{', sequence parallel' if t['sequence_parallel'] else ''}; parity {number(t['parity']['max_rel_diff'], 3)} "
                 f"({'within' if t['parity']['within_tolerance'] else 'OUTSIDE'} {t['parity']['tolerance']}); "
                 f"{byte_size(t['ring_bytes_per_rank'])} sent per rank vs {byte_size(t['megatron_ring_bytes_per_rank'])}",
-            }
+            )
         )
-    tables = [
-        {
-            "title": "Per degree (measured; times are medians over steps, in ms)",
-            "columns": [
+    tables: list[Table] = [
+        Table(
+            title="Per degree (measured; times are medians over steps, in ms)",
+            columns=[
                 "TP",
                 "step",
                 "step / TP=1",
@@ -270,7 +270,7 @@ def results(
                 "max rel diff",
                 "within tolerance",
             ],
-            "rows": [
+            rows=[
                 [
                     r["degree"],
                     table_number(r["step_ms"]),
@@ -286,11 +286,11 @@ def results(
                 ]
                 for r in rows
             ],
-        },
-        {
-            "title": "Rank mapping: which slice of which weight each rank owns",
-            "columns": ["TP", "rank", "weight", "split", "slice", "local shape", "full shape"],
-            "rows": [
+        ),
+        Table(
+            title="Rank mapping: which slice of which weight each rank owns",
+            columns=["TP", "rank", "weight", "split", "slice", "local shape", "full shape"],
+            rows=[
                 [
                     r["degree"],
                     k["rank"],
@@ -304,10 +304,10 @@ def results(
                 for k in r["ranks"]
                 for m in k["mapping"]
             ],
-        },
-        {
-            "title": "Per rank (measured, ms)",
-            "columns": [
+        ),
+        Table(
+            title="Per rank (measured, ms)",
+            columns=[
                 "TP",
                 "rank",
                 "local GEMM shapes (m x n x k)",
@@ -317,7 +317,7 @@ def results(
                 "wait",
                 "step",
             ],
-            "rows": [
+            rows=[
                 [
                     r["degree"],
                     k["rank"],
@@ -331,10 +331,10 @@ def results(
                 for r in rows
                 for k in r["ranks"]
             ],
-        },
-        {
-            "title": f"PREDICTED for {predicted['node_spec']['name']} ({predicted['precision']}, tokens={predicted['shape']['tokens']}, hidden={predicted['shape']['hidden']}, ffn={predicted['shape']['ffn']}; ms)",
-            "columns": [
+        ),
+        Table(
+            title=f"PREDICTED for {predicted['node_spec']['name']} ({predicted['precision']}, tokens={predicted['shape']['tokens']}, hidden={predicted['shape']['hidden']}, ffn={predicted['shape']['ffn']}; ms)",
+            columns=[
                 "TP",
                 "predicted local GEMM",
                 "predicted collective",
@@ -342,7 +342,7 @@ def results(
                 "predicted step",
                 "predicted comm fraction",
             ],
-            "rows": [
+            rows=[
                 [
                     p["degree"],
                     table_number(p["local_gemm_ms"], 5),
@@ -353,7 +353,7 @@ def results(
                 ]
                 for p in predicted["per_degree"]
             ],
-        },
+        ),
     ]
     return {
         "answer": answer(rows, cross, predicted, ctx.backend),

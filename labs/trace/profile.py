@@ -35,9 +35,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from labs.trace.chart import LANE_COLOURS, PALETTE
+
 NVTX_DOMAIN = "course-labs"
-# The timeline palette (labs.trace.svgplot LANE_COLOURS) as opaque ARGB, so Nsight and the page agree.
-NVTX_COLOURS = {"compute": 0xFF0072B2, "communication": 0xFFD55E00, "wait": 0xFF8A8A8A, "step": 0xFF009E73}
+# The timeline palette (labs/trace/chart.py LANE_COLOURS, a step in the palette's green) as opaque ARGB, so
+# Nsight and the page agree.
+NVTX_COLOURS = {lane: 0xFF000000 | int(colour[1:], 16) for lane, colour in {**LANE_COLOURS, "step": PALETTE[2]}.items()}
 
 
 def nvtx_range(name: str, lane: str = "step", *, enabled: bool = True) -> Any:

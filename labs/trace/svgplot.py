@@ -1,35 +1,31 @@
 """Small, dependency-free SVG charts for lab artifacts: line charts and per-rank timelines.
 
 Charts are inline-able on the learner's page: real <text> (selectable, screen-reader friendly),
-a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is escaped.
+a <title>/<desc> pair, a legend beside the plot, and no scripts. Every string is escaped. What a chart
+shows (ranges, ticks, labels, colours, markers, overlap windows) is labs/trace/chart.py's plan, the
+same one the page's scripts draw; this module only places it in pixels.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from html import escape
 
-from labs.trace.timeline import LANES, Interval
+from labs.trace.chart import (
+    LANE_COLOURS,
+    LANE_INK,
+    OVERLAP_COLOURS,
+    ChartSpec,
+    Marker,
+    Series,
+    plan_line_chart,
+    spec_json,
+    time_ticks,
+)
+from labs.trace.timeline import LANES, Interval, overlap_windows
 from labs.words import byte_size, number
-
-# Colour-blind-safe palette (Okabe-Ito), dark enough for 3:1 contrast on white.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#8a6d00", "#56B4E9", "#333333"]
-# Timeline lanes in the same palette; each lane is also labelled in words, so colour is never the only cue.
-LANE_COLOURS = {"compute": "#0072B2", "communication": "#D55E00", "wait": "#8a8a8a"}
-
-
-@dataclass
-class Series:
-    name: str
-    xs: Sequence[float]
-    ys: Sequence[float | None]  # None leaves a gap (a diverged step, a value a log axis cannot show)
-    dashed: bool = False
-    markers: list[int] = field(default_factory=list)  # indices to mark with a red ring (e.g. clipping)
 
 
 def svg_open(width: int, height: int, title: str, description: str = "") -> list[str]:
@@ -43,79 +39,22 @@ def svg_open(width: int, height: int, title: str, description: str = "") -> list
     ]
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if not math.isfinite(lo) or not math.isfinite(hi):
-        return [0.0]
-    if hi == lo:
-        hi = lo + (abs(lo) or 1.0)
-    raw = (hi - lo) / max(n - 1, 1)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
-    start = math.floor(lo / step) * step
-    ticks: list[float] = []
-    t = start
-    while t <= hi + step * 0.5 and len(ticks) < 12:
-        ticks.append(round(t, 10))
-        t += step
-    return ticks
+def marker_svg(m: Marker, cx: float, cy: float, colour: str, cls: str = "marker") -> str:
+    """A marker of the plan at (cx, cy): its outline drawn about the origin and moved there, as static/plot.js
+    draws it."""
+    paint = f'fill="none" stroke="{colour}" stroke-width="{m.stroke_width:g}"'
+    if m.shape == "circle":
+        shape = f'<circle r="{m.r:g}" {paint}/>'
+    else:
+        shape = f'<polygon points="{" ".join(f"{x:g},{y:g}" for x, y in m.points)}" {paint}/>'
+    return f'<g class="{cls}" data-shape="{m.shape}" transform="translate({cx:.1f} {cy:.1f})">{shape}</g>'
 
 
-def _decades(lo: float, hi: float) -> list[float]:
-    """Whole powers of ten (as exponents) from below `lo` to above `hi`, both log10 values: a log axis labelled
-    1, 10, 100 reads as orders of magnitude. Every other decade when there would be more than eight."""
-    first, last = math.floor(lo), math.ceil(hi)
-    if last == first:
-        last += 1
-    step = 1 if last - first <= 8 else 2
-    return [float(k) for k in range(first, last + 1, step)]
-
-
-def _json_number(v: float | None) -> float | None:
-    return v if v is not None and math.isfinite(v) else None  # JSON has no NaN or infinity: a gap, as drawn
-
-
-def _marker(shape: int | None, cx: float, cy: float, colour: str) -> str:
-    """A point: a small filled dot, or with `shape` the series' hollow outline (circle, square, triangle, diamond),
-    unfilled so a point under it still shows."""
-    if shape is None:
-        return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="{colour}"/>'
-    paint = f'fill="none" stroke="{colour}" stroke-width="1.6"'
-    r = 4.5 + 1.2 * (shape % 4)  # each shape a little larger than the one before, so stacked outlines nest
-    match shape % 4:
-        case 0:
-            return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" {paint}/>'
-        case 1:
-            return f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}" {paint}/>'
-        case 2:
-            pts = f"{cx:.1f},{cy - r:.1f} {cx + r:.1f},{cy + r * 0.8:.1f} {cx - r:.1f},{cy + r * 0.8:.1f}"
-            return f'<polygon points="{pts}" {paint}/>'
-        case _:
-            pts = f"{cx:.1f},{cy - r:.1f} {cx + r:.1f},{cy:.1f} {cx:.1f},{cy + r:.1f} {cx - r:.1f},{cy:.1f}"
-            return f'<polygon points="{pts}" {paint}/>'
-
-
-def _y_ticks(ys: Sequence[float], log_y: bool) -> tuple[list[float], list[str]]:
-    """Tick positions (log10 values on a log axis) and their labels for y values already on the axis's scale."""
-    yt = _decades(min(ys), max(ys)) if log_y else _nice_ticks(min(ys), max(ys))
-    return yt, [_axis_label(10**t if log_y else t) for t in yt]
-
-
-def y_axis_margin(labels: Sequence[str]) -> int:
-    """The left margin tick labels need: they end 6 px left of the plot and must clear the rotated axis title
-    (~22 px), ~6.5 px a character at this size, so a long label ("2.5 × 10⁻⁴") widens the margin."""
-    return max(64, 28 + math.ceil(6.5 * max(map(len, labels), default=0)))
-
-
-def log_axis_margin(series: Sequence[Series]) -> int:
-    """y_axis_margin of a log_y line_chart of these series: what stack()ed panels share as `min_left`."""
-    ys = [math.log10(y) for s in series for y in s.ys if y is not None and math.isfinite(y) and y > 0]
-    return y_axis_margin(_y_ticks(ys or [0.0, 1.0], True)[1])
-
-
-def _axis_label(v: float) -> str:
-    """A tick label: three significant digits, a power of ten outside [0.001, 100000) ("2.5 × 10⁻⁴") so a
-    label stays within about nine characters; the y axis's margin grows to fit the longest."""
-    return number(v, 3, tiny=1e-3, huge=1e5)
+def ring_svg(ring: dict, cx: float, cy: float, cls: str = "ring") -> str:
+    return (
+        f'<circle class="{cls}" cx="{cx:.1f}" cy="{cy:.1f}" r="{ring["r"]:g}" fill="none" stroke="{ring["colour"]}" '
+        f'stroke-width="{ring["stroke_width"]:g}"/>'
+    )
 
 
 def line_chart(
@@ -129,120 +68,102 @@ def line_chart(
     log_y: bool = False,
     log_x: bool = False,
     xticks: Sequence[float] | None = None,
-    shapes: bool = False,
     min_left: int = 64,
     subject: str = "",
     description: str = "",
 ) -> str:
-    """Return an SVG document with one line per series.
+    """Return an SVG document with one line per series, drawn from labs.trace.chart's plan of it.
 
     `log_y` draws the y axis in powers of ten, ticked and labelled at each decade; values at or below zero leave a
     gap. `log_x` spaces x by ratio (TP degrees 1, 2, 4, 8 evenly); `xticks` puts the x ticks at those values (a
-    sweep's degrees) instead of round steps. `shapes` gives each series its own hollow marker (circle, square,
-    triangle, diamond), so lines that coincide (collective and exposed communication when nothing is hidden) are
-    still both seen. `min_left` is the least y-axis margin: panels stacked with stack() pass the widest one's, so
-    their plots line up. The series ride along as JSON in a <metadata> element, which static/plot.js reads to
-    redraw the chart with hover values and to overlay two runs' charts of one `subject` (the title by default;
-    a title that names a run's own setting, such as its recipe, passes what the chart is of instead).
+    sweep's degrees) instead of round steps. Series of few points carry their own hollow marker shapes (the
+    plan's rule), so lines that coincide are still both seen. `min_left` is the least y-axis margin: panels
+    stacked with stack() pass the widest one's, so their plots line up. The chart's spec rides along as JSON in a
+    <metadata> element: the server plans it again for static/plot.js (hover values, the overlay of two runs'
+    charts of one `subject`: the title by default; a title that names a run's own setting, such as its recipe,
+    passes what the chart is of instead).
     """
+    spec = ChartSpec(
+        list(series),
+        title=title,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        subject=subject,
+        log_x=log_x,
+        log_y=log_y,
+        xticks=list(xticks) if xticks else None,
+        min_left=min_left,
+    )
+    plan = plan_line_chart(spec)
     # The legend sits right of the plot; widen the picture so the longest name fits (~7 px a character).
     longest = max((len(s.name) for s in series), default=0)
     right = max(170, 40 + 7 * longest)
-    width += right - 170
-
-    def ty(v: float) -> float:
-        return math.log10(v) if log_y else v
-
-    def tx(v: float) -> float:
-        return math.log10(v) if log_x else v
-
-    def shown(x: float, y: float | None) -> bool:
-        ok = y is not None and math.isfinite(x) and math.isfinite(y)
-        return ok and (not log_y or y > 0) and (not log_x or x > 0)  # type: ignore[operator]
-
-    pts = [(tx(x), ty(y)) for s in series for x, y in zip(s.xs, s.ys) if shown(x, y)]  # type: ignore[arg-type]
-    xs = [p[0] for p in pts] or [0.0, 1.0]
-    ys = [p[1] for p in pts] or [0.0, 1.0]
-    xt_values = sorted(xticks) if xticks else None
-    xt = [tx(v) for v in xt_values] if xt_values else _nice_ticks(min(xs), max(xs))
-    xlabels = [_axis_label(v) for v in xt_values] if xt_values else [_axis_label(t) for t in xt]
-    yt, ylabels = _y_ticks(ys, log_y)
-    left = max(min_left, y_axis_margin(ylabels))
-    width += left - 64
+    left = plan.left
+    width += right - 170 + left - 64
     top, bottom = 36, 46
     pw, ph = width - left - right, height - top - bottom
-    x0, x1 = min(xt[0], min(xs)), max(xt[-1], max(xs))
-    y0, y1 = min(yt[0], min(ys)), max(yt[-1], max(ys))
-    x1 = x1 if x1 > x0 else x0 + 1
-    y1 = y1 if y1 > y0 else y0 + 1
+    x, y = plan.x, plan.y
 
-    def px(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
+    def px(v: float) -> float:
+        return left + (v - x.lo) / (x.hi - x.lo) * pw
 
-    def py(y: float) -> float:
-        return top + ph - (y - y0) / (y1 - y0) * ph
+    def py(v: float) -> float:
+        return top + ph - (v - y.lo) / (y.hi - y.lo) * ph
 
     out = svg_open(width, height, title, description)
     out.append(f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#111">{escape(title)}</text>')
-    for t, label in zip(yt, ylabels):
-        y = py(t)
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#333">{label}</text>')
-    for t, label in zip(xt, xlabels):
-        x = px(t)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#333"/>')
-        out.append(f'<text x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle" fill="#333">{label}</text>')
-    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+    for t in y.ticks:
+        ty = py(t.at)
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="#ddd"/>')
+        out.append(
+            f'<text class="tick-y" x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="#333">{escape(t.label)}</text>'
+        )
+    for t in x.ticks:
+        tx = px(t.at)
+        out.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#333"/>')
+        out.append(
+            f'<text class="tick-x" x="{tx:.1f}" y="{top + ph + 18}" text-anchor="middle" fill="#333">'
+            f"{escape(t.label)}</text>"
+        )
+    out.append(f'<rect class="frame" x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
     out.append(
-        f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="#111">{escape(xlabel)}</text>'
+        f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="#111">{escape(x.title)}</text>'
     )
     out.append(
         f'<text transform="translate(14 {top + ph / 2:.1f}) rotate(-90)" text-anchor="middle" fill="#111">'
-        f"{escape(ylabel)}{' (log scale)' if log_y else ''}</text>"
+        f"{escape(y.title)}</text>"
     )
-    data = {
-        "title": title,
-        "subject": subject or title,
-        "xlabel": xlabel,
-        "ylabel": ylabel,
-        "log_y": log_y,
-        "log_x": log_x,
-        "series": [
-            {"name": s.name, "xs": list(s.xs), "ys": [_json_number(y) for y in s.ys], "dashed": s.dashed}
-            for s in series
-        ],
-    }
-    out.append(
-        f'<metadata data-plot="line-chart">{escape(json.dumps(data, separators=(",", ":")), quote=False)}</metadata>'
-    )
-    for i, s in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
-        coords = [(px(tx(x)), py(ty(y))) for x, y in zip(s.xs, s.ys) if shown(x, y)]  # type: ignore[arg-type]
-        if coords:
-            d = " ".join(f"{'M' if j == 0 else 'L'}{cx:.1f},{cy:.1f}" for j, (cx, cy) in enumerate(coords))
-            dash = ' stroke-dasharray="6 4"' if s.dashed else ""
-            out.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dash}>')
-            out.append(f"<title>{escape(s.name)}</title></path>")
-            if len(coords) <= 40:
-                for cx, cy in coords:
-                    out.append(_marker(i if shapes else None, cx, cy, colour))
-        for j in s.markers:
-            yj = s.ys[j] if 0 <= j < len(s.xs) else None
-            if yj is not None and shown(s.xs[j], yj):
-                cx, cy = px(tx(s.xs[j])), py(ty(yj))
-                out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="none" stroke="#c00" stroke-width="2"/>')
+    out.append(spec_json(spec))
+    lx = left + pw + 12
+    for i, line in enumerate(plan.lines):
+        coords = [(px(a), None if b is None else py(b)) for a, b in line.points]
+        d, pen = [], "M"
+        for cx, cy in coords:
+            if cy is None:
+                pen = "M"  # a gap
+                continue
+            d.append(f"{pen}{cx:.1f},{cy:.1f}")
+            pen = "L"
+        if d:
+            dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
+            out.append(f'<path d="{" ".join(d)}" fill="none" stroke="{line.colour}" stroke-width="2"{dash}>')
+            out.append(f"<title>{escape(line.name)}</title></path>")
+        if line.marker is not None:
+            out += [marker_svg(line.marker, cx, cy, line.colour) for cx, cy in coords if cy is not None]
+        if plan.ring is not None:
+            out += [ring_svg(plan.ring, coords[j][0], coords[j][1] or 0.0) for j in line.rings]
         ly = top + 10 + i * 20
-        lx = left + pw + 12
-        dash = ' stroke-dasharray="6 4"' if s.dashed else ""
-        out.append(f'<line x1="{lx}" x2="{lx + 22}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>')
-        if shapes:
-            out.append(_marker(i, lx + 11, ly, colour))
-        out.append(f'<text x="{lx + 28}" y="{ly + 4}" fill="#111">{escape(s.name)}</text>')
-    if any(s.markers for s in series):
-        ly = top + 10 + len(series) * 20
-        lx = left + pw + 12
-        out.append(f'<circle cx="{lx + 11}" cy="{ly}" r="6" fill="none" stroke="#c00" stroke-width="2"/>')
-        out.append(f'<text x="{lx + 28}" y="{ly + 4}" fill="#111">clipped step</text>')
+        dash = f' stroke-dasharray="{line.dash}"' if line.dash else ""
+        out.append(
+            f'<line x1="{lx}" x2="{lx + 22}" y1="{ly}" y2="{ly}" stroke="{line.colour}" stroke-width="2"{dash}/>'
+        )
+        if line.marker is not None:
+            out.append(marker_svg(line.marker, lx + 11, ly, line.colour, "key"))
+        out.append(f'<text x="{lx + 28}" y="{ly + 4}" fill="#111">{escape(line.name)}</text>')
+    if plan.ring is not None:
+        ly = top + 10 + len(plan.lines) * 20
+        out.append(ring_svg(plan.ring, lx + 11, ly, "key"))
+        out.append(f'<text x="{lx + 28}" y="{ly + 4}" fill="#111">{escape(plan.ring["label"])}</text>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -273,15 +194,6 @@ def stack(charts: list[str], *, title: str, description: str = "", gap: int = 8)
 # ---- per-rank timelines ---------------------------------------------------------------------
 
 
-def _ticks(lo: float, hi: float, n: int = 6) -> list[float]:
-    span = hi - lo if hi > lo else 1.0
-    raw = span / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step) * step
-    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
-
-
 def svg_timeline(
     spans,
     *,
@@ -290,12 +202,15 @@ def svg_timeline(
     window: Interval | None = None,
     width: int = 900,
     subtitle: str = "",
+    overlap: bool = True,
 ) -> str:
     """One row group per rank with lanes compute / communication / wait, x axis in ms.
 
     Lanes are labelled in words at the left of every rank group, so no legend is needed. Each bar
     carries a <title> (its name, duration and any bytes it moved) for hover and screen readers, and bars wide enough
-    for text show their name. All text is escaped.
+    for text show their name. With `overlap`, each rank's overlap windows (compute ∩ communication,
+    labs.trace.timeline.overlap_windows) are shaded across its lanes, as the page's timeline viewer shades them,
+    and a key under the axis says so. All text is escaped.
     """
     spans = list(spans)
     ranks = sorted({s.rank for s in spans}) or [0]
@@ -305,13 +220,15 @@ def svg_timeline(
     else:
         lo, hi = window
     hi = hi if hi > lo else lo + 1.0
+    windows = {r: overlap_windows(spans, r, (lo, hi)) for r in ranks} if overlap else {}
+    keyed = any(windows.values())
     # The subtitle wraps onto as many lines as it needs (~6.5 px a character at this size) instead of being cut.
     sub_lines = textwrap.wrap(subtitle, max(20, int((width - 24) / 6.5))) if subtitle else []
     left, right, top = 170, 20, 44 + 16 * len(sub_lines)
     lane_h, lane_gap, group_gap = 18, 4, 14
     group_h = len(LANES) * (lane_h + lane_gap)
     plot_h = len(ranks) * (group_h + group_gap)
-    height = top + plot_h + 48
+    height = top + plot_h + 48 + (20 if keyed else 0)
     pw = width - left - right
 
     def px(t: float) -> float:
@@ -323,15 +240,19 @@ def svg_timeline(
         out.append(f'<text x="12" y="{40 + 16 * i}" fill="#444">{escape(line)}</text>')
     axis_y = top + plot_h
     # The axis reads time since the window's start, so the ticks are round in that time, not in the clock's.
-    for t in _ticks(0.0, hi - lo):
-        x = px(lo + t)
+    for t in time_ticks(0.0, hi - lo, unit="").ticks:
+        x = px(lo + t.at)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{axis_y}" stroke="#e4e4e4"/>')
-        out.append(f'<text x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{number(t, 3)}</text>')
-    out.append(f'<line x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
+        out.append(
+            f'<text class="tick-x" x="{x:.1f}" y="{axis_y + 16}" text-anchor="middle" fill="#333">{t.label}</text>'
+        )
+    out.append(f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{axis_y}" y2="{axis_y}" stroke="#333"/>')
     out.append(
         f'<text x="{left + pw / 2:.1f}" y="{axis_y + 36}" text-anchor="middle" fill="#111">'
         f"time since start of window (ms)</text>"
     )
+    band = OVERLAP_COLOURS
+    paint = f'fill="{band["fill"]}" fill-opacity="{band["opacity"]}" stroke="{band["edge"]}" stroke-width="1.5"'
     for gi, rank in enumerate(ranks):
         gy = top + gi * (group_h + group_gap)
         out.append(f'<text x="12" y="{gy + group_h / 2 + 4:.1f}" font-weight="600" fill="#111">rank {rank}</text>')
@@ -356,8 +277,19 @@ def svg_timeline(
                 )
                 if w > 7 * len(s.name) + 6:
                     out.append(
-                        f'<text x="{x0 + 4:.1f}" y="{ly + lane_h - 5}" fill="#fff" pointer-events="none">'
+                        f'<text x="{x0 + 4:.1f}" y="{ly + lane_h - 5}" fill="{LANE_INK[lane_name]}" pointer-events="none">'
                         f"{escape(s.name)}</text>"
                     )
+        for a, b in windows.get(rank, []):
+            out.append(
+                f'<rect class="overlap" data-rank="{rank}" x="{px(a):.1f}" y="{gy}" width="{max(px(b) - px(a), 1.0):.1f}" '
+                f'height="{group_h - lane_gap}" {paint} pointer-events="none"/>'
+            )
+    if keyed:
+        ky = axis_y + 56
+        out.append(f'<rect x="{left}" y="{ky - 10}" width="18" height="12" {paint}/>')
+        out.append(
+            f'<text x="{left + 24}" y="{ky}" fill="#111">overlap window: compute and communication at once</text>'
+        )
     out.append("</svg>")
     return "\n".join(out)

@@ -100,6 +100,15 @@ def lane(spans, rank: int, lane_name: str) -> list[Interval]:
     return [(s.start_ms, s.end_ms) for s in spans if s.rank == rank and s.lane == lane_name]
 
 
+def overlap_windows(spans, rank: int, step: Interval | None = None) -> list[Interval]:
+    """Where the rank's compute and communication run at once (compute ∩ communication), within `step` when
+    given: the windows the timelines shade, whose total is overlap_metrics' overlap_ms."""
+    compute, comm = lane(spans, rank, "compute"), lane(spans, rank, "communication")
+    if step is not None:
+        compute, comm = clip(compute, step), clip(comm, step)
+    return intersection(compute, comm)
+
+
 # ---- metrics -------------------------------------------------------------------------------
 
 
@@ -112,7 +121,7 @@ def overlap_metrics(spans, rank: int, step: Interval | None = None) -> dict:
     comm = clip(lane(spans, rank, "communication"), step)
     wait = clip(lane(spans, rank, "wait"), step)
     t_compute, t_comm = total(compute), total(comm)
-    t_overlap = total(intersection(compute, comm))
+    t_overlap = total(overlap_windows(spans, rank, step))
     t_step = step[1] - step[0]
     identity = t_compute + t_comm - t_overlap  # = |compute ∪ communication|
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labs.result_common import table_number
+from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
@@ -155,47 +155,47 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
         if cpu
         else "CUDA caching allocator: torch.cuda.max_memory_allocated over what was allocated before the model"
     )
-    summary: list[dict] = [
-        {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {
-            "label": "Model parameters",
-            "value": first["params"],
-            "note": f"{params.layers} blocks of width {params.hidden}, vocabulary {params.vocab}",
-        },
-        {
-            "label": "Losses equal across strategies",
-            "value": par["within_tolerance"],
-            "note": f"largest difference {number(par['worst'], 3)} against {NAMES[par['reference']]}; tolerance {number(LOSS_TOLERANCE)}",
-        },
+    summary: list[SummaryItem] = [
+        SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
+        SummaryItem(
+            label="Model parameters",
+            value=first["params"],
+            note=f"{params.layers} blocks of width {params.hidden}, vocabulary {params.vocab}",
+        ),
+        SummaryItem(
+            label="Losses equal across strategies",
+            value=par["within_tolerance"],
+            note=f"largest difference {number(par['worst'], 3)} against {NAMES[par['reference']]}; tolerance {number(LOSS_TOLERANCE)}",
+        ),
     ]
     if "zero1_optim" in inv:
         z = inv["zero1_optim"]
         summary.append(
-            {
-                "label": "ZeRO-1 optimizer state per rank (fraction of DDP's)",
-                "value": ", ".join(percent(f, 1) for f in z["fraction_of_full"]),
-                "note": f"1/N = {percent(1 / params.ranks, 1)}; whole parameters go to ranks, so each may be off by up to "
+            SummaryItem(
+                label="ZeRO-1 optimizer state per rank (fraction of DDP's)",
+                value=", ".join(percent(f, 1) for f in z["fraction_of_full"]),
+                note=f"1/N = {percent(1 / params.ranks, 1)}; whole parameters go to ranks, so each may be off by up to "
                 f"{byte_size(z['allowed_imbalance_bytes'])}",
-            }
+            )
         )
     for name in ("fsdp2", "fsdp2-no-reshard"):
         if name + "_params" in inv:
             f = inv[name + "_params"]
             summary.append(
-                {
-                    "label": f"{NAMES[name]} weights per rank (fraction of the model)",
-                    "value": ", ".join(percent(x, 1) for x in f["fraction_of_full"]),
-                    "note": f"1/N = {percent(1 / params.ranks, 1)}; rows padded to a multiple of N",
-                }
+                SummaryItem(
+                    label=f"{NAMES[name]} weights per rank (fraction of the model)",
+                    value=", ".join(percent(x, 1) for x in f["fraction_of_full"]),
+                    note=f"1/N = {percent(1 / params.ranks, 1)}; rows padded to a multiple of N",
+                )
             )
     for name, s in strategies.items():
         summary.append(
-            {
-                "label": f"{NAMES[name]}: sent per rank per step (ring)",
-                "value": round(s["bus_bytes_per_step"]),
-                "unit": "bytes",
-                "note": f"predicted {byte_size(s['predicted_bus_bytes_per_step'])}: {TRAFFIC[name]}",
-            }
+            SummaryItem(
+                label=f"{NAMES[name]}: sent per rank per step (ring)",
+                value=round(s["bus_bytes_per_step"]),
+                unit="bytes",
+                note=f"predicted {byte_size(s['predicted_bus_bytes_per_step'])}: {TRAFFIC[name]}",
+            )
         )
     held_rows = []
     for name, s in strategies.items():
@@ -243,10 +243,10 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
                 ]
             )
     loss_rows = [[NAMES[n], *[table_number(v, 6) for v in s["losses"]]] for n, s in strategies.items()]
-    tables = [
-        {
-            "title": "What each rank holds (counted from its tensors) against lesson 08's anatomy (FP32 + AdamW: 4 + 4 + 8 bytes per parameter)",
-            "columns": [
+    tables: list[Table] = [
+        Table(
+            title="What each rank holds (counted from its tensors) against lesson 08's anatomy (FP32 + AdamW: 4 + 4 + 8 bytes per parameter)",
+            columns=[
                 "strategy",
                 "rank",
                 "weights at rest",
@@ -258,23 +258,23 @@ def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
                 "peak over bare process",
                 "step (ms)",
             ],
-            "rows": held_rows,
-        },
-        {
-            "title": "Collectives per training step (rank 0): buffer bytes, as predicted, and what each rank sends on a ring",
-            "columns": ["strategy", "collective", "calls", "bytes", "predicted bytes", "sent per rank"],
-            "rows": comm_rows,
-        },
-        {
-            "title": "Overlap per rank (the median timed step, ms): |compute ∩ communication| / |communication|",
-            "columns": ["strategy", "rank", "compute", "communication", "overlap ratio", "exposed comm", "wait"],
-            "rows": overlap_rows,
-        },
-        {
-            "title": "Loss per step (mean over ranks; warm-up, timed and census steps)",
-            "columns": ["strategy", *[f"step {i}" for i in range(len(first["losses"]))]],
-            "rows": loss_rows,
-        },
+            rows=held_rows,
+        ),
+        Table(
+            title="Collectives per training step (rank 0): buffer bytes, as predicted, and what each rank sends on a ring",
+            columns=["strategy", "collective", "calls", "bytes", "predicted bytes", "sent per rank"],
+            rows=comm_rows,
+        ),
+        Table(
+            title="Overlap per rank (the median timed step, ms): |compute ∩ communication| / |communication|",
+            columns=["strategy", "rank", "compute", "communication", "overlap ratio", "exposed comm", "wait"],
+            rows=overlap_rows,
+        ),
+        Table(
+            title="Loss per step (mean over ranks; warm-up, timed and census steps)",
+            columns=["strategy", *[f"step {i}" for i in range(len(first["losses"]))]],
+            rows=loss_rows,
+        ),
     ]
     return {
         "answer": answer(params, strategies, par, device),

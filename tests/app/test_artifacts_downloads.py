@@ -55,7 +55,7 @@ def test_the_viewer_reads_a_trace_by_step_with_its_words(client, db, settings, a
     assert data["title"] == f"tp-sweep · job {job.id} · tp2"
     assert data["file_name"] == f"tp-sweep-job{job.id}-tp2.json"
     assert [r["name"] for r in data["ranks"]] == ["rank 0", "rank 1"]
-    assert data["lanes"] == ["compute", "communication", "wait"]
+    assert [lane["name"] for lane in data["lanes"]] == ["compute", "communication", "wait"]
     trace = json.loads((labruns.bundle("tp-sweep") / "trace_tp2.json").read_text())
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(data["spans"]) == len(spans)
@@ -72,7 +72,7 @@ def test_bad_view_names_the_parameter(client, db, settings, ann):
     job = finished_job(db, settings, ann, "tp-sweep")
     r = client.get(f"/jobs/{job.id}/artifacts/trace_tp2?as=flamegraph")
     assert r.status_code == 422
-    assert "as" in r.text and "timeline" in r.text
+    assert "as" in r.text and "timeline" in r.text and "chart" in r.text
 
 
 def test_a_trace_that_is_not_one_is_refused_in_words(tmp_path):

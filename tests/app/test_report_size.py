@@ -107,7 +107,7 @@ def test_an_excerpt_keeps_small_results_whole_and_cuts_long_text():
         "artifacts": [{"name": "plot", "title": "Plot", "path": "p.svg", "media_type": "image/svg+xml"}],
     }
     view = excerpt(small)
-    assert not view.cut and view.tables[0].rows == [[1], [2]] and view.plots[0]["name"] == "plot"
+    assert not view.cut and view.tables[0].rows == [[1], [2]] and view.plots[0].name == "plot"
     long = excerpt(
         {
             **small,

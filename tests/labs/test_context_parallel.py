@@ -171,4 +171,3 @@ def test_errors_in_summary_notes_wrap_on_a_phone():
     assert max(len(w) for w in _words(cpu).split()) <= 32 and "CUDA attention kernels" in _words(cpu)
     other = _words("RuntimeError: " + "x" * 60 + " failed")
     assert other == "RuntimeError: " + "x" * 30 + "… failed"
-    assert _words(None) is None

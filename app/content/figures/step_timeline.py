@@ -6,15 +6,12 @@ from html import escape
 
 from pydantic import Field, model_validator
 
-from labs.api import Span, number, overlap_metrics, percent, svg_open, svg_timeline
+from labs.api import LANE_COLOURS, Span, number, overlap_metrics, percent, svg_open, svg_timeline
 
 from .. import calc
 from ..schema import Rendered
 from . import phone
 from .base import FigureSpec, Params, finish, text_at
-
-# The lab timelines' lane colours (labs/trace/svgplot.py LANE_COLOURS), so both layouts read alike.
-LANES = {"compute": "#0072B2", "communication": "#D55E00", "wait": "#8a8a8a"}
 
 
 class StepParams(Params):
@@ -59,6 +56,7 @@ def draw_step_timeline(p: StepParams) -> Rendered:
         window=(0.0, step["total"]),
         width=760,
         subtitle=subtitle,
+        overlap=False,  # the figure draws the hidden part of the collective as its own span instead
     )
     sum_line, _, rest = subtitle.partition(" − ")
     narrow = _narrow(spans, step["total"], title, (sum_line, f"− {rest}"), alt)
@@ -111,7 +109,7 @@ def _narrow(spans: list[Span], total: float, title: str, subtitle: tuple[str, st
     y += 24
     grid_at = len(body)  # the time grid goes under the lanes, drawn once their height is known
     lane_top = y
-    for lane, colour in LANES.items():
+    for lane, colour in LANE_COLOURS.items():
         body.append(text_at(x0, y + 14, lane, fill=colour))
         bar_y = y + 20
         body.append(f'<rect x="{x0}" y="{bar_y}" width="{x1 - x0}" height="18" fill="#f6f6f6"/>')

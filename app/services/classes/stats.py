@@ -25,6 +25,7 @@ from app.content import make_variant
 from app.content.practice.answers import convert, parse_number
 from app.content.schema import Lesson, Numeric, SingleChoice
 from app.core.models import Attempt, Job, JobLoss
+from labs import api as labs_api
 from labs.api import number
 
 TOP_WRONG = 5  # the most common wrong answers a question lists
@@ -210,14 +211,20 @@ def lab_stats(db: Session) -> list[LabStats]:
             s.succeeded += 1
             if started and finished:
                 s.durations.append((finished - started).total_seconds())
-            for item in ((result or {}).get("results") or {}).get("summary") or []:
-                value = item.get("value") if isinstance(item, dict) else None
-                if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            for raw in ((result or {}).get("results") or {}).get("summary") or []:
+                item = labs_api.read_summary_item(raw)
+                value = item["value"] if item is not None else None
+                if (
+                    item is None
+                    or isinstance(value, bool)
+                    or not isinstance(value, int | float)
+                    or not math.isfinite(value)
+                ):
                     continue
-                label = str(item.get("label", ""))
+                label = item["label"]
                 found = heads[lab].get(label)
                 if found is None and len(heads[lab]) < MAX_HEADLINES:
-                    found = heads[lab][label] = Headline(label, str(item.get("unit") or ""), [])
+                    found = heads[lab][label] = Headline(label, item.get("unit", ""), [])
                 if found is not None:
                     found.values.append(float(value))
         elif status == "failed":

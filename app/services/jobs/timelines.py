@@ -3,8 +3,12 @@
 The labs write each trace once, as Trace Event Format (labs/trace/chrome.py: pid = rank, tid = lane, "X"
 events in µs, `args.step` the measured step). The viewer needs the same spans grouped by step, in
 milliseconds, each with its words ready ("0.625 ms", "2.0 KiB" from labs.api, the one formatter), so the
-page reads numbers exactly as the result card does. A trace from an uploaded bundle is untrusted: it is
-bounded in size and span count, and anything that is not a complete span is left out, not guessed at.
+page reads numbers exactly as the result card does; and everything else it draws computed here by the
+code that draws the lab's SVG timeline: the lanes' colours, each step's overlap windows per rank
+(labs.api overlap_windows), where each step sits when all are laid end to end, and the axis ticks of each
+fitted view (labs.api time_ticks; a zoomed view's come from app/web/routes/charts.py). A trace from an
+uploaded bundle is untrusted: it is bounded in size and span count, and anything that is not a complete
+span is left out, not guessed at.
 """
 
 from __future__ import annotations
@@ -14,11 +18,21 @@ import math
 
 from app.services.errors import NotFound
 from app.services.jobs.artifacts import Artifact
-from labs.api import byte_size, duration
+from labs.api import (
+    LANE_COLOURS,
+    LANE_INK,
+    LANE_SHORT,
+    LANES,
+    OVERLAP_COLOURS,
+    Span,
+    byte_size,
+    duration,
+    overlap_windows,
+    time_ticks,
+)
 
 MAX_BYTES = 20 * 1024 * 1024  # the grader's limit for a trace (labs/checks MAX_TRACE_BYTES)
 MAX_SPANS = 20_000  # a 64-step run of 8 ranks is ~6,000; past this the page would crawl, so Perfetto it is
-LANES = ("compute", "communication", "wait")
 
 
 def _number(v) -> float | None:
@@ -95,14 +109,42 @@ def timeline(artifact: Artifact, *, title: str) -> dict:
                 "words": span_words(start_ms, dur_ms, args),
             }
         )
+    rank_ids = sorted({s["rank"] for s in spans})
+    steps, offset = [], 0.0
+    for k, step in enumerate(sorted(starts)):
+        dur_ms = (ends[step] - starts[step]) / 1000
+        mine = [
+            Span(s["rank"], s["lane"], "", s["start_ms"], s["start_ms"] + s["dur_ms"])
+            for s in spans
+            if s["step"] == step
+        ]
+        steps.append(
+            {
+                "step": step,
+                "name": f"step {k + 1} of {len(starts)}",
+                "dur_ms": dur_ms,
+                "offset_ms": offset,  # where it starts when all steps are laid end to end
+                "words": duration(dur_ms / 1000),
+                "ticks": time_ticks(0.0, dur_ms).to_json(),
+                "overlap": [{"rank": r, "windows": overlap_windows(mine, r)} for r in rank_ids],
+            }
+        )
+        offset += dur_ms
+    present = [lane for lane in LANES if any(s["lane"] == lane for s in spans)]
     return {
         "title": title,
         "file_name": artifact.download_name or artifact.path.name,
-        "ranks": [{"rank": r, "name": ranks.get(r) or f"rank {r}"} for r in sorted({s["rank"] for s in spans})],
-        "lanes": [lane for lane in LANES if any(s["lane"] == lane for s in spans)],
-        "steps": [
-            {"step": s, "dur_ms": (ends[s] - starts[s]) / 1000, "words": duration((ends[s] - starts[s]) / 1e6)}
-            for s in sorted(starts)
+        "ranks": [{"rank": r, "name": ranks.get(r) or f"rank {r}"} for r in rank_ids],
+        "lanes": [
+            {"name": lane, "short": LANE_SHORT[lane], "colour": LANE_COLOURS[lane], "ink": LANE_INK[lane]}
+            for lane in present
         ],
+        "overlap": OVERLAP_COLOURS,
+        "steps": steps,
+        "all": {
+            "name": "all steps",
+            "dur_ms": offset,
+            "ticks": time_ticks(0.0, offset).to_json(),
+        },
         "spans": spans,
     }

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from app.web.views.result_excerpt import MAX_LABEL, cut, excerpt
+from app.web.views.result_excerpt import MAX_LABEL, FileRef, cut, excerpt
 from labs import api, catalog
+from labs.api import SummaryItem
 
 PREVIEW_ROWS = 5  # a table longer than FOLD_AFTER rows shows this many, the rest behind <details>
 FOLD_AFTER = 8
@@ -132,6 +133,13 @@ class TableView:
         return self.rows[:PREVIEW_ROWS] if self.folded else self.rows
 
 
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    title: str
+    wide: bool  # a timeline: keeps its drawn width and scrolls on narrow screens; the viewer redraws it
+
+
 @dataclass
 class ResultView:
     lab: str
@@ -144,13 +152,13 @@ class ResultView:
     backend: str
     items: list[Item]
     footnotes: list[str]
-    plots: list[dict]  # artifacts; "wide" (timelines) keep their drawn width and scroll on narrow screens
+    plots: list[Plot]
     tables: list[TableView]
-    downloads: list[dict]
+    downloads: list[FileRef]
     cut_notes: list[str] = field(default_factory=list)  # what the excerpt left out ("1,900 more summary rows")
 
 
-def _notes(summary: list[dict], label: str) -> tuple[list[list[str]], set[str]]:
+def _notes(summary: list[SummaryItem], label: str) -> tuple[list[list[str]], set[str]]:
     """Each item's note split into its clauses, and the clauses said by two or more items (footnotes); the
     honesty label (already shown once, prominently) is dropped wherever a lab repeated it."""
     split = []
@@ -211,7 +219,7 @@ def present(result: dict) -> ResultView:
 
     items = []
     for row, clauses in zip(summary, split):
-        value = row.get("value")
+        value = row["value"]
         marks = [mark(c) for c in clauses if c in shared]
         own = "; ".join(c for c in clauses if c not in shared)
         if len(own) > CARD_NOTE_AT:
@@ -220,8 +228,8 @@ def present(result: dict) -> ResultView:
         text = human(value, row.get("unit"))
         if value is None and not own and not marks:
             own = "not reported by this run"
-        restates = bool(label) and label in str(row.get("note") or "")
-        items.append(Item(str(row.get("label", "")), text, own, marks, missing=value is None, restates_label=restates))
+        restates = bool(label) and label in row.get("note", "")
+        items.append(Item(row["label"], text, own, marks, missing=value is None, restates_label=restates))
     title = spec.title if spec else lab
     answer = results.get("answer")
     tables = []
@@ -247,7 +255,7 @@ def present(result: dict) -> ResultView:
         backend=str(cut(str(env.get("backend", "")))),
         items=items,
         footnotes=footnotes,
-        plots=[{**a, "wide": str(a.get("name", "")).startswith("timeline")} for a in ex.plots],
+        plots=[Plot(a.name, a.title, a.name.startswith("timeline")) for a in ex.plots],
         tables=tables,
         downloads=ex.downloads,
         cut_notes=ex.notes,
@@ -295,6 +303,13 @@ def _change(a: Any, b: Any, unit: str | None) -> str:
     return text
 
 
+def _summary_by_label(result: dict) -> dict[str, SummaryItem]:
+    """A result's summary items by label; entries that are not SummaryItems are not compared."""
+    rows = (result.get("results") or {}).get("summary")
+    items = (api.read_summary_item(r) for r in (rows if isinstance(rows, list) else []))
+    return {i["label"]: i for i in items if i is not None}
+
+
 def compare(result_a: dict, result_b: dict) -> Comparison:
     """The parameters that differ and every summary number of both runs, matched by label, with B − A."""
     pa, pb = result_a.get("params") or {}, result_b.get("params") or {}
@@ -305,13 +320,12 @@ def compare(result_a: dict, result_b: dict) -> Comparison:
             same.append(f"{key}={_param_text(va)}")
         else:
             params.append(CompareRow(key, _param_text(va), _param_text(vb), differs=True))
-    rows_a = {str(r.get("label")): r for r in (result_a.get("results") or {}).get("summary") or []}
-    rows_b = {str(r.get("label")): r for r in (result_b.get("results") or {}).get("summary") or []}
+    rows_a, rows_b = _summary_by_label(result_a), _summary_by_label(result_b)
     numbers = []
     for label in dict.fromkeys([*rows_a, *rows_b]):
-        ra, rb = rows_a.get(label, {}), rows_b.get(label, {})
-        unit = ra.get("unit") or rb.get("unit")
-        va, vb = ra.get("value"), rb.get("value")
+        ra, rb = rows_a.get(label), rows_b.get(label)
+        unit = (ra.get("unit") if ra else None) or (rb.get("unit") if rb else None)
+        va, vb = (ra["value"] if ra else None), (rb["value"] if rb else None)
         ta = human(va, unit) if label in rows_a else f"{MISSING} (not in this run)"
         tb = human(vb, unit) if label in rows_b else f"{MISSING} (not in this run)"
         numbers.append(CompareRow(label, ta, tb, _change(va, vb, unit), differs=ta != tb))

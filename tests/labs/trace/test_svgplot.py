@@ -3,7 +3,7 @@
 import json
 import xml.etree.ElementTree as ET
 
-from labs.trace import svgplot
+from labs.trace import chart, svgplot
 from labs.trace.timeline import Span
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -81,9 +81,22 @@ def test_log_axis_is_ticked_at_every_decade_the_values_span():
 def test_coinciding_series_keep_their_own_marker_shapes():
     same = [0.02, 0.03]
     series = [svgplot.Series(n, [2, 4], same) for n in ("collective", "exposed comm")]
-    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="TP", ylabel="ms", shapes=True))
-    hollow = [el.tag.removeprefix(SVG) for el in root.iter() if el.get("stroke-width") == "1.6"]
-    assert sorted(hollow) == ["circle"] * 3 + ["rect"] * 3  # two points and a legend key each
+    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="TP", ylabel="ms"))
+    groups = [g for g in root.iter(f"{SVG}g") if g.get("class") in ("marker", "key")]
+    assert sorted(g.get("data-shape") for g in groups) == ["circle"] * 3 + ["square"] * 3  # two points and a key each
+    # hollow, and the second shape larger, so the two outlines at one point nest instead of hiding each other
+    shapes = [next(iter(g)) for g in groups]
+    assert {el.get("fill") for el in shapes} == {"none"}
+    circle = next(el for el in shapes if el.tag == f"{SVG}circle")
+    square = next(el for el in shapes if el.tag == f"{SVG}polygon")
+    half = max(abs(float(v)) for point in square.get("points").split() for v in point.split(","))
+    assert half > float(circle.get("r"))
+
+
+def test_many_points_draw_a_clean_line_without_markers():
+    series = [svgplot.Series("loss", list(range(40)), [1.0 / (i + 1) for i in range(40)])]
+    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="step", ylabel="loss"))
+    assert not [g for g in root.iter(f"{SVG}g") if g.get("class") in ("marker", "key")]
 
 
 def test_stacked_panels_share_one_picture_and_keep_their_own_axes():
@@ -96,10 +109,34 @@ def test_stacked_panels_share_one_picture_and_keep_their_own_axes():
     assert float(root.get("viewBox").split()[3]) >= float(panels[0].get("height")) + float(panels[1].get("height"))
 
 
-def test_a_chart_carries_its_series_for_the_interactive_plot():
-    series = [svgplot.Series("loss <a&b>", [0, 1, 2], [2.3, None, float("nan")], dashed=True)]
-    root = ET.fromstring(svgplot.line_chart(series, title="t", xlabel="step", ylabel="loss"))
-    (meta,) = root.iter(f"{SVG}metadata")
+def test_a_chart_carries_its_spec_for_the_interactive_plot():
+    series = [svgplot.Series("loss <a&b>", [0, 1, 2], [2.3, None, float("nan")], dashed=True, rings=[0])]
+    svg = svgplot.line_chart(series, title="t", xlabel="step", ylabel="loss")
+    (meta,) = ET.fromstring(svg).iter(f"{SVG}metadata")
     data = json.loads(meta.text)
-    assert data["series"] == [{"name": "loss <a&b>", "xs": [0, 1, 2], "ys": [2.3, None, None], "dashed": True}]
-    assert (data["xlabel"], data["ylabel"], data["log_y"], data["subject"]) == ("step", "loss", False, "t")
+    assert data["series"] == [
+        {"name": "loss <a&b>", "xs": [0, 1, 2], "ys": [2.3, None, None], "dashed": True, "rings": [0], "style": None}
+    ]
+    assert (data["xlabel"], data["ylabel"], data["log_y"], data["subject"]) == ("step", "loss", False, "")
+    # the server reads it back as the same chart, and plans it as the SVG was drawn
+    (spec,) = chart.read_specs(svg)
+    assert spec.series[0].name == "loss <a&b>" and spec.series[0].rings == [0]
+    plan = chart.plan_line_chart(spec)
+    drawn = [t.text for t in _texts(svg) if t.get("class") == "tick-y"]
+    assert [t.label for t in plan.y.ticks] == drawn
+
+
+def test_timelines_shade_each_ranks_overlap_windows():
+    spans = [
+        Span(0, "compute", "fc1", 0.0, 10.0),
+        Span(0, "communication", "all-gather", 6.0, 14.0),
+        Span(1, "compute", "fc1", 0.0, 4.0),
+        Span(1, "communication", "all-gather", 6.0, 14.0),
+    ]
+    root = ET.fromstring(svgplot.svg_timeline(spans, title="t", width=900))
+    bands = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "overlap"]
+    assert [b.get("data-rank") for b in bands] == ["0"]  # rank 1's compute ends before its collective starts
+    # 6 to 10 ms of a 14 ms window, on a 710 px plot that starts at x = 170
+    assert abs(float(bands[0].get("x")) - (170 + 6 / 14 * 710)) < 0.1
+    assert abs(float(bands[0].get("width")) - 4 / 14 * 710) < 0.2
+    assert "overlap window" in " ".join(t.text or "" for t in _texts(ET.tostring(root, encoding="unicode")))
