@@ -36,17 +36,9 @@ import statistics
 import time
 
 from labs.context_parallel import report, work
-from labs.context_parallel.params import Params, chunk_tokens, device_for, flops_per_chunk_pair
+from labs.context_parallel.params import GRAD_RTOL, TOL, Params, chunk_tokens, device_for, flops_per_chunk_pair
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
-
-# FP32 attention merged block by block against one full softmax: the sums run in another order, a few ulps of
-# values of order one. Far above it, a block was skipped, doubled or merged with the wrong scale.
-TOL = 1e-4
-
-# Gradients through the ring's merges against autograd through one softmax: FP32 in another order, relative to
-# each gradient's largest entry.
-GRAD_RTOL = 1e-4
 
 VARIANTS = ("ring-zigzag", "ring-contiguous", "ring-serial", "ulysses")
 

@@ -10,13 +10,7 @@ from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number, percent
-from labs.zero_fsdp.params import Params
-
-# Every strategy sees the same data and weights; what differs is the order in which FP32 gradients are summed
-# (one all-reduce vs a reduce-scatter, bucket boundaries), a few ulps per step that Adam's normalised updates
-# can amplify over a few steps. 1e-4 on a loss near ln(vocab) is far above that and far below any real bug
-# (a wrong gradient scale or a skipped shard moves the loss by more than 1e-2 within two steps).
-LOSS_TOLERANCE = 1e-4
+from labs.zero_fsdp.params import LOSS_TOLERANCE, Params
 
 NAMES = {
     "ddp": "DDP",

@@ -9,7 +9,7 @@ from tests.app import labruns
 
 
 def _read(result):
-    root = labruns.GOLDEN / "collectives"
+    root = labruns.bundle("collectives")
 
     def read(name: str) -> bytes:
         a = next((a for a in result["artifacts"] if a["name"] == name), None)
@@ -23,7 +23,7 @@ def _read(result):
 def _golden():
     import json
 
-    return json.loads((labruns.GOLDEN / "collectives" / "result.json").read_text())
+    return json.loads((labruns.bundle("collectives") / "result.json").read_text())
 
 
 def _status(result) -> dict:
