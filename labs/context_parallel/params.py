@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset, rank_timeout_field
+from labs.params import LabParams, Preset, rank_timeout_field, ranks_field, seed_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
@@ -31,13 +31,11 @@ GRAD_RTOL = 1e-4
 
 
 class ContextParallelParams(LabParams):
-    ranks: int = Field(
+    ranks: int = ranks_field(
         4,
-        ge=2,
-        le=8,
         description="Context-parallel ranks N (one process each); the sequence is cut into 2N chunks",
         title="Ranks (N)",
-        json_schema_extra=RUN,
+        group=RUN,
     )
     causal: bool = Field(
         True,
@@ -94,15 +92,11 @@ class ContextParallelParams(LabParams):
     warmup: int = Field(
         1, ge=0, le=10, description="Untimed passes first", title="Warm-up passes", json_schema_extra=RUN_MORE
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds Q, K and V", json_schema_extra=RUN_MORE)
+    seed: int = seed_field("Seeds Q, K and V", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
 
 Params = ContextParallelParams
-
-
-def device_for(backend: str) -> str:
-    return "cuda" if backend in GPU_BACKENDS else "cpu"
 
 
 def chunk_tokens(p: Params) -> int:

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
-from labs.params import LabParams, Preset, rank_timeout_field
+from labs.params import LabParams, Preset, rank_timeout_field, seed_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
@@ -184,13 +184,7 @@ class TpSweepParams(LabParams):
         title="Predicted MLP hidden width",
         json_schema_extra=PREDICT_MORE,
     )
-    seed: int = Field(
-        0,
-        ge=0,
-        le=2**31 - 1,
-        description="Seeds weights and inputs, so TP=1 and TP>1 see the same block",
-        json_schema_extra=RUN_MORE,
-    )
+    seed: int = seed_field("Seeds weights and inputs, so TP=1 and TP>1 see the same block", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("degrees")
@@ -200,10 +194,6 @@ class TpSweepParams(LabParams):
 
 
 Params = TpSweepParams  # every lab's parameters are `Params` to its own code
-
-
-def device_for(backend: str) -> str:
-    return "cuda" if backend in GPU_BACKENDS else "cpu"
 
 
 def limits(params: Params, backend: str) -> list[Problem]:
