@@ -21,15 +21,18 @@ SPEC = LabSpec(
     cost=params.estimate_seconds,
     limits=params.limits,
     uses_fp8=lambda p: False,  # collectives of FP32 buffers: no FP8 anywhere
+    # Also the run its own tests read (small is None): two emulated nodes of two ranks each.
     tiny={
         "ranks": 4,
         "nodes": 2,
         "collectives": ["all-reduce", "all-gather"],
+        # 256 B is latency-bound even on the slow link below, 64 KiB bandwidth-bound: bus bandwidth must rise.
         "min_bytes": 256,
         "max_bytes": 65536,
         "factor": 16,
         "iters": 3,
         "warmup": 1,
+        # A slow link, so a 64 KiB transfer across it (~26 ms) stands far above CPU scheduling noise (a few ms).
         "link_mbit": 20.0,
     },
     nccl_run={"ranks": 2, "nodes": 1},
