@@ -59,14 +59,14 @@ def _discover() -> tuple[dict[str, LabSpec], dict[str, Path]]:
         if str(extra) not in labs.__path__:
             labs.__path__.append(str(extra))  # its lab folders import as labs.<folder>, like the course's own
     found: list[tuple[LabSpec, Path]] = []
-    seen: dict[str, Path] = {}
-    for entry in labs.__path__:
-        for folder in sorted(Path(entry).iterdir()):
+    taken: dict[str, Path] = {}  # names that import from an earlier folder: labs.<name> is already that
+    for entry in map(Path, labs.__path__):
+        here = sorted(entry.iterdir())
+        for folder in here:
             if not (folder / "spec.py").is_file():
                 continue  # numerics/, parallel/, trace/, checks/: shared code, not labs
-            if folder.name in seen:
-                raise ValueError(f"{folder}: a lab folder {folder.name!r} is already at {seen[folder.name]}")
-            seen[folder.name] = folder
+            if folder.name in taken:
+                raise ValueError(f"{folder}: labs.{folder.name} is already {taken[folder.name]}; rename the folder")
             spec = importlib.import_module(f"labs.{folder.name}.spec").SPEC
             if not isinstance(spec, LabSpec):
                 raise TypeError(f"{folder / 'spec.py'}: SPEC is a {type(spec).__name__}, expected a labs.spec.LabSpec")
@@ -76,6 +76,7 @@ def _discover() -> tuple[dict[str, LabSpec], dict[str, Path]]:
                     f"name the folder {spec.name.replace('-', '_')!r}"
                 )
             found.append((spec, folder))
+        taken.update((p.stem if p.suffix == ".py" else p.name, p) for p in here)
     found.sort(key=lambda sf: (sf[0].order, sf[0].name))
     return {s.name: s for s, _ in found}, {s.name: f for s, f in found}
 

@@ -56,6 +56,9 @@ class RunWords:
 
 @dataclass(frozen=True)
 class LabSpec:
+    """One lab as the app and `python -m labs` see it: what it asks, what it takes, what it needs and costs, where
+    its runner and checks are, its test runs, and how the pages speak of its runs."""
+
     name: str  # the lab's URL word; its folder is the name with "_" for "-" (tp-sweep: labs/tp_sweep/)
     # Where the lab stands on pages and in `python -m labs list`: ascending, ties by name. Steps of ten leave room
     # for a new lab between two others without renumbering them.
@@ -93,6 +96,7 @@ class LabSpec:
     # A two-rank run on NCCL that scripts/gpu-check.sh makes on a machine with two GPUs (None: its gpu-marked tests
     # or another step of the check cover the lab).
     nccl_run: Mapping[str, Any] | None = None
+    # How the lesson and report pages speak of its runs (labs/<lab>/describe.py where a lab has it).
     words: RunWords = field(default_factory=RunWords)
 
     def estimate_seconds(self, params: LabParams, backend: str) -> float:

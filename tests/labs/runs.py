@@ -101,3 +101,13 @@ def run(lab: str, params: dict | None = None, *, backend: str = "cpu") -> LabRun
     """The lab run with `params` (default: SMALL[lab]) on `backend` (the GPU check's tests pass torch-cuda), run at
     most once per session."""
     return _run(lab, json.dumps(SMALL[lab] if params is None else params, sort_keys=True), backend)
+
+
+def golden(lab: str) -> Path:
+    """The lab's committed golden bundle (labs/<lab>/golden: its tiny run, which tests/app/labruns.py writes); do
+    not modify it. Here, not only in tests/app, because the GPU check collects tests/labs without the app."""
+    return catalog.folder(lab) / "golden"
+
+
+def golden_result(lab: str) -> dict:
+    return json.loads((golden(lab) / "result.json").read_text())

@@ -96,10 +96,11 @@ def _lab_folder(root: Path, folder: str, name: str) -> None:
     "folder, name, said",
     [
         ("other", "another", "lab 'another' lives in folder 'other'; name the folder 'another'"),
-        ("tp_sweep", "tp-sweep", "a lab folder 'tp_sweep' is already at"),
+        ("tp_sweep", "tp-sweep", "labs.tp_sweep is already"),
+        ("trace", "trace", "labs.trace is already"),
         (None, None, "is not a folder (it names folders that hold lab folders)"),
     ],
-    ids=["name-not-folder", "folder-taken", "not-a-folder"],
+    ids=["name-not-folder", "lab-folder-taken", "shared-folder-taken", "not-a-folder"],
 )
 def test_a_lab_path_the_catalog_cannot_use_stops_it_saying_why(tmp_path, folder, name, said):
     if folder is None:

@@ -8,8 +8,9 @@ The lab page (/labs/<lab>) and the lesson's lab page (its env-check card) show t
 A section names a lab in `your_run:`; once the learner has a succeeded job of it, the section says what their
 run did, in the worked example's terms ("your run clipped 15 values at step 3, and the scale adapted at step
 4"), with the backend's honesty label and a link to the job. Until then it nudges them to run the lab.
-The numbers come from the job's result.json (labs/<lab>/result.py describes them); a lab result that carries
-a one-sentence `answer` has it shown first.
+The numbers come from the job's result.json (labs/<lab>/result.py describes them), told and nudged in the lab's own
+words (its spec's `words`, labs/<lab>/describe.py); a lab result that carries a one-sentence `answer` has it
+shown first.
 """
 
 from __future__ import annotations
