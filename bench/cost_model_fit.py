@@ -1,4 +1,4 @@
-"""Each lab's run-time cost model (labs.catalog LabSpec.cost) against direct runs on this machine's CPU backend.
+"""Each lab's run-time cost model (labs.spec LabSpec.cost) against direct runs on this machine's CPU backend.
 
     .venv/bin/python bench/cost_model_fit.py                 # ~16 runs, 2-4 min on the 2-core machine
     .venv/bin/python bench/cost_model_fit.py --lab fp8-step --repeats 2

@@ -1,4 +1,4 @@
-"""Command line: `python -m labs probe|list|check|schema` and `python -m labs run LAB --params P --out DIR`.
+"""Command line: `python -m labs probe|list [--nccl-runs]|check|schema` and `python -m labs run LAB --params P --out DIR`.
 
 Exit codes (labs/exits.py): 0 success, 2 bad parameters (one-line reason on stderr), 3 a rank process was
 stopped from outside the run (the reason on stderr's last line), 1 any other failure.
@@ -105,7 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labs", description="Run the course labs.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("probe", help="print the environment capability report as JSON")
-    sub.add_parser("list", help="list the labs")
+    listing = sub.add_parser("list", help="list the labs, one name a line, in page order")
+    listing.add_argument(
+        "--nccl-runs",
+        action="store_true",
+        help="instead: each lab's two-rank NCCL run (LabSpec.nccl_run) as NAME PARAMS_JSON, for scripts/gpu-check.sh",
+    )
     sub.add_parser("check", help="import every lab's runner; exit 1 naming each that fails")
     schema = sub.add_parser("schema", help="regenerate labs/schema/result.schema.json from the result models")
     schema.add_argument("--check", action="store_true", help="exit 1 if the committed file differs; write nothing")
@@ -120,8 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(env.probe(), indent=2))
         return 0
     if args.cmd == "list":
-        for name in catalog.names():
-            print(name)
+        for name, spec in catalog.LABS.items():
+            if not args.nccl_runs:
+                print(name)
+            elif spec.nccl_run is not None:
+                print(name, json.dumps(spec.nccl_run))
         return 0
     if args.cmd == "schema":
         return _schema(check=args.check)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.config import JsonDict
+
+T = TypeVar("T")
 
 
 class LabParams(BaseModel):
@@ -16,9 +19,25 @@ class LabParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def rank_timeout_field(group: dict[str, Any]) -> Any:
-    """`rank_timeout_s`, the same in every multi-rank lab: labs/parallel/dist.py stops ranks still running then.
-    `group` is the form's fieldset (json_schema_extra), as every field names one."""
+# ---- fields and rules every multi-rank lab declares alike ------------------------------------------------------
+# Factories rather than a base model: pydantic puts a base model's fields first, and a lab's form shows its fields in
+# declaration order (app/services/jobs/forms.py), so each lab keeps these where its form wants them. `group` is the
+# form's fieldset (json_schema_extra), as every field names one. labs/parallel/dist.py `run_ranks` reads them.
+
+
+def ranks_field(default: int, *, description: str, group: JsonDict, title: str = "Ranks") -> Any:
+    """`ranks`: processes started by labs/parallel/dist.py, one per device. Two at least (one rank shares nothing);
+    eight at most, the GPUs of one node."""
+    return Field(default, ge=2, le=8, description=description, title=title, json_schema_extra=group)
+
+
+def seed_field(description: str, group: JsonDict) -> Any:
+    """`seed`: what it seeds, in `description`; any non-negative 32-bit integer, as torch.manual_seed takes."""
+    return Field(0, ge=0, le=2**31 - 1, description=description, json_schema_extra=group)
+
+
+def rank_timeout_field(group: JsonDict) -> Any:
+    """`rank_timeout_s`: labs/parallel/dist.py stops ranks still running then, and the job fails with the reason."""
     return Field(
         300,
         ge=10,
@@ -27,6 +46,15 @@ def rank_timeout_field(group: dict[str, Any]) -> Any:
         title="Rank timeout (s)",
         json_schema_extra=group,
     )
+
+
+def in_order(choices: Sequence[T]) -> AfterValidator:
+    """A list field of `choices` (schedules, strategies, collectives): each chosen one once, in `choices`' order,
+    however the form or the JSON listed them, since that is the order the lab runs them and the page shows them.
+
+        schedules: Annotated[list[Schedule], in_order(SCHEDULES)] = Field(...)
+    """
+    return AfterValidator(lambda chosen: [c for c in choices if c in chosen])
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Kept apart from the catalog so each lab's torch-free `params.py` can import these types while the
 catalog imports every `params.py`.
 
-Run-time cost model (labs.catalog LabSpec.cost, each lab's `estimate_seconds`): a first run's estimate, before
+Run-time cost model (labs.spec LabSpec.cost, each lab's `estimate_seconds`): a first run's estimate, before
 any finished run of that lab can correct it (app/services/jobs/queue.py run_estimate). On the CPU backend:
 
     env-check      START_S + CPU_PROBE_S

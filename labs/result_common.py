@@ -95,7 +95,7 @@ class LabResults(BaseModel):
 
     model_config = STRICT
 
-    # The answer to the lab's question (labs.catalog LabSpec.question) in one sentence of the learner's
+    # The answer to the lab's question (labs.spec LabSpec.question) in one sentence of the learner's
     # terms, from this run's numbers; the page leads with it. Optional: results written before it existed.
     answer: str | None = Field(None, description="the lab's question answered in one sentence from this run")
     summary: list[SummaryItem]

@@ -58,8 +58,9 @@ class _AnyLab(Envelope):
 
 
 @cache
-def _adapter() -> TypeAdapter[Any]:
-    models = tuple(envelope_model(spec) for spec in catalog.LABS.values())
+def _adapter(labs: tuple[str, ...] | None = None) -> TypeAdapter[Any]:
+    """The tagged union of `labs`' envelopes (None: every lab of the catalog)."""
+    models = tuple(envelope_model(catalog.get(name)) for name in (catalog.names() if labs is None else labs))
     union = cast(Any, Union)[models]  # one member per lab, known only at run time
     tagged: Any = Annotated[union, Field(discriminator="lab")]
     return TypeAdapter(tagged)
@@ -134,7 +135,9 @@ class _Generator(GenerateJsonSchema):
 
 
 def json_schema() -> dict:
-    body = _adapter().json_schema(schema_generator=_Generator)
+    """The committed file's schema: the course's own labs, whatever COURSE_LAB_PATH adds where it is generated."""
+    own = tuple(name for name in catalog.names() if catalog.ships_with_course(name))
+    body = _adapter(own).json_schema(schema_generator=_Generator)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

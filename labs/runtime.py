@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from labs import SCHEMA_VERSION, result_schema
+from labs.resources import GPU_BACKENDS
 
 
 def now_iso() -> str:
@@ -23,11 +24,18 @@ def emit(event: str, **data) -> None:
 
 @dataclass
 class LabContext:
-    out_dir: Path
-    backend: str
-    environment: dict
-    available_backends: list[str]
+    """What `python -m labs run` hands a lab's `run(params, ctx)`: where to write, what runs, and how to say so."""
+
+    out_dir: Path  # the bundle folder: result.json and every artifact, relative to it
+    backend: str  # the backend that runs (te, torch-cuda or cpu), already resolved and fallen back
+    environment: dict  # result.json's environment block, with the honesty label
+    available_backends: list[str]  # what this host could run
     artifacts: list[dict] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        """The torch device type the run's tensors live on: cuda for a GPU backend, cpu otherwise."""
+        return "cuda" if self.backend in GPU_BACKENDS else "cpu"
 
     def progress(self, fraction: float, message: str = "") -> None:
         emit("progress", fraction=round(max(0.0, min(1.0, fraction)), 4), message=message)

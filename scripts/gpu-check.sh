@@ -106,7 +106,7 @@ fi
 import json, os, sys
 from pathlib import Path
 
-from labs import env
+from labs import catalog, env
 
 out, quick = Path(sys.argv[1]), sys.argv[2] == "1"
 given = os.environ.get("GPU_CHECK_PROBE")
@@ -150,10 +150,11 @@ elif not te:
         ("the FP8 benchmark", no_te),
     ]
 if cuda and gpus < 2:
+    nccl = [name for name, spec in catalog.LABS.items() if spec.nccl_run is not None]
+    nccl_words = f"{', '.join(nccl[:-1])} and {nccl[-1]}" if len(nccl) > 1 else "".join(nccl)
     skips.append(
         (
-            "the two-rank checks (overlap-trace, tp-sweep TP=2 and up, and the collectives, zero-fsdp, pipeline and "
-            "context-parallel runs on NCCL)",
+            f"the two-rank checks (overlap-trace, tp-sweep TP=2 and up, and the {nccl_words} runs on NCCL)",
             f"{gpus} GPU visible, they need 2",
         )
     )
@@ -262,15 +263,15 @@ PYEOF
 fi
 
 if [ "$(plan cuda)" = True ] && [ "$(plan gpus)" -ge 2 ] 2>/dev/null; then
-  # Lesson 09's labs on NCCL, two ranks each (their gpu-marked tests above ran the same paths): unverified on a
-  # GPU until this step passes somewhere.
-  for spec in 'collectives {"ranks": 2, "nodes": 1}' 'zero-fsdp {"ranks": 2}' \
-    'pipeline {"ranks": 2, "width": 1024}' 'context-parallel {"ranks": 2}'; do
-    lab=${spec%% *}
+  # Each lab's two-rank run on NCCL that its spec names (LabSpec.nccl_run: `python -m labs list --nccl-runs`; their
+  # gpu-marked tests above ran the same paths): unverified on a GPU until this step passes somewhere.
+  "$PY" -m labs list --nccl-runs >"$out/nccl-runs.txt" 2>&1 || fail "python -m labs list --nccl-runs (see $out/nccl-runs.txt)"
+  while read -r lab params; do
+    [ -n "$lab" ] || continue
     run_step "$lab on NCCL" 120 60 "$out/$lab.log" \
-      "$PY" -m labs run "$lab" --backend torch-cuda --params "${spec#* }" --out "$out/$lab" \
+      "$PY" -m labs run "$lab" --backend torch-cuda --params "$params" --out "$out/$lab" </dev/null \
       || fail "$lab on two GPUs (see $out/$lab.log)"
-  done
+  done <"$out/nccl-runs.txt"
 fi
 
 if [ "$quick" = 1 ]; then

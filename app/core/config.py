@@ -200,6 +200,16 @@ class CourseEnv(BaseSettings):
     job_time_limit: int = Field(
         600, ge=5, le=7200, alias="COURSE_JOB_TIME_LIMIT", description="seconds before a lab run is killed"
     )
+    # Read by labs/catalog.py itself, in every process that lists or runs labs; here so it is documented and typed.
+    lab_path: str = Field(
+        "",
+        alias="COURSE_LAB_PATH",
+        json_schema_extra={"accepts": "folders separated by `:`"},
+        description=(
+            "more folders of lab folders, after labs/ (docs/architecture.md, Add a lab); set it alike for the "
+            "server, its workers and every lab host"
+        ),
+    )
     lease_seconds: int = Field(
         30,
         ge=2,

@@ -1,16 +1,14 @@
 """Automatic checks of a lab report's evidence: pure functions over a lab's result.json.
 
-Each lab of the catalog has its checks in its own folder (`labs/<lab>/checks.py`), each with
-`checks(slot_kind, result, read_artifact)`; `REGISTRY` is derived from `labs.catalog`, so a lab without
-its checks module fails at import, not silently. Statuses and the shared checks live in `common.py`.
+Each lab of the catalog has its checks in its own folder (`labs/<lab>/checks.py`, named by its spec's `checks`),
+each `checks(slot_kind, result, read_artifact)`; `REGISTRY` is loaded from `labs.catalog`, so a lab whose checks
+do not import fails at import, not silently. Statuses and the shared checks live in `common.py`.
 
 `check_item(slot_kind=, lab=, source=)` runs the checks that fit an evidence slot and rolls them up.
 Checks run on submit and again on regrade; they read only the result and, for timelines, the trace artifacts.
 """
 
 from __future__ import annotations
-
-import importlib
 
 from labs import catalog
 from labs.checks.common import (
@@ -40,11 +38,7 @@ __all__ = [
 ]
 
 
-def _module_name(lab: str) -> str:
-    return f"labs.{lab.replace('-', '_')}.checks"
-
-
-REGISTRY: dict[str, LabChecks] = {name: importlib.import_module(_module_name(name)).checks for name in catalog.names()}
+REGISTRY: dict[str, LabChecks] = {name: spec.load_checks() for name, spec in catalog.LABS.items()}
 
 
 def checks_for(slot_kind: str, lab: str, result: dict, read_artifact: ReadArtifact | None = None) -> list[dict]:

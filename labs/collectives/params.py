@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset, rank_timeout_field
+from labs.params import LabParams, Preset, in_order, rank_timeout_field, ranks_field, seed_field
 from labs.resources import GPU_BACKENDS, RANK_START_S, START_S, Problem, Resources, rank_job
 from labs.words import byte_size
 
 Collective = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"]
 COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
 Algorithm = Literal["ring", "tree"]
+ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
 
 RUN: JsonDict = {"group": "Run"}
 RUN_MORE: JsonDict = {"group": "Run", "advanced": True}
@@ -23,8 +24,8 @@ TOPO_MORE: JsonDict = {"group": "Emulated nodes", "advanced": True}
 
 
 class CollectivesParams(LabParams):
-    ranks: int = Field(4, ge=2, le=8, description="Processes, one per device", title="Ranks", json_schema_extra=RUN)
-    collectives: list[Collective] = Field(
+    ranks: int = ranks_field(4, description="Processes, one per device", group=RUN)
+    collectives: Annotated[list[Collective], in_order(COLLECTIVES)] = Field(
         default=list(COLLECTIVES),
         min_length=1,
         max_length=5,
@@ -86,33 +87,19 @@ class CollectivesParams(LabParams):
         title="Cross-node latency (ms)",
         json_schema_extra=TOPO_MORE,
     )
-    algorithms: list[Algorithm] = Field(
-        default=["ring", "tree"],
+    algorithms: Annotated[list[Algorithm], in_order(ALGORITHMS)] = Field(
+        default=list(ALGORITHMS),
         min_length=1,
         max_length=2,
         description="NCCL_ALGO values for the all-reduce sweep on GPU (one launch each); gloo on CPU always rings",
         title="NCCL algorithms (GPU)",
         json_schema_extra=RUN_MORE,
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds the tensors", json_schema_extra=RUN_MORE)
+    seed: int = seed_field("Seeds the tensors", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
-
-    @field_validator("collectives")
-    @classmethod
-    def _unique_in_order(cls, v: list[str]) -> list[str]:
-        return [c for c in COLLECTIVES if c in v]
-
-    @field_validator("algorithms")
-    @classmethod
-    def _algos_unique(cls, v: list[str]) -> list[str]:
-        return [a for a in ("ring", "tree") if a in v]
 
 
 Params = CollectivesParams
-
-
-def device_for(backend: str) -> str:
-    return "cuda" if backend in GPU_BACKENDS else "cpu"
 
 
 def sizes(p: Params) -> list[int]:

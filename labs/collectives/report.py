@@ -3,7 +3,7 @@ the hierarchy timeline. Nothing here measures; it lays out what run.py measured.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.collectives.params import Params
 from labs.result_common import SummaryItem, Table, table_number
@@ -13,10 +13,13 @@ from labs.trace.svgplot import line_chart, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number
 
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
+
 CHART = "busbw.svg"
 
 
-def timeline_artifacts(ctx: Any, params: Params, drawn: list[Span], topology: dict) -> dict:
+def timeline_artifacts(ctx: LabContext, params: Params, drawn: list[Span], topology: dict) -> dict:
     svg, trace = "timeline_hierarchy.svg", "trace_hierarchy.json"
     where = {
         "netns": f"{topology['nodes']} emulated nodes (network namespaces, {number(topology['link_mbit'] or 0)} Mbit/s links)",
@@ -40,7 +43,7 @@ def timeline_artifacts(ctx: Any, params: Params, drawn: list[Span], topology: di
     return {"timeline": svg, "trace": trace}
 
 
-def _chart(ctx: Any, sweeps: list[dict]) -> str:
+def _chart(ctx: LabContext, sweeps: list[dict]) -> str:
     series = []
     for sw in sweeps:
         for c in sw["collectives"]:
@@ -90,7 +93,13 @@ def answer(topology: dict, sweeps: list[dict], hierarchy: dict) -> str:
 
 
 def results(
-    params: Params, ctx: Any, device: str, sweeps: list[dict], topology: dict, scopes: list[dict], hierarchy: dict
+    params: Params,
+    ctx: LabContext,
+    device: str,
+    sweeps: list[dict],
+    topology: dict,
+    scopes: list[dict],
+    hierarchy: dict,
 ) -> dict:
     cpu = device == "cpu"
     note = (

@@ -27,12 +27,16 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from labs.collectives import model, report, topo
-from labs.collectives.params import Params, device_for, sizes
+from labs.collectives.params import Params, sizes
 from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 # ---- in each rank -------------------------------------------------------------------------------
 
@@ -117,14 +121,14 @@ def _timed(dist, torch, cuda: bool, barrier_group, fn, iters: int, warmup: int, 
     return out
 
 
-def _rank_main(rank: int, world: int, cfg: dict, plan: list, device_kind: str) -> dict:
+def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, cfg: dict, plan: list) -> dict:
     import torch
     import torch.distributed as dist
 
     place = plan[rank]
     topo.join(place)  # before any group we time is made: its sockets must live in the node's namespace
     iface = place["iface"] if place else None
-    p = Params.model_validate(cfg["params"])
+    p = Params.model_validate(params_dict)
     cuda = device_kind == "cuda"
     device = torch.device(f"cuda:{rank}" if cuda else "cpu")
     per_node = world // cfg["nodes"]
@@ -255,22 +259,19 @@ def _slowest(per_rank: list[list[float]]) -> list[float]:
 
 
 def _launch(
-    params: Params, device: str, plan: list, collectives: list[str], comparisons: bool, nodes: int, ctx, what: str
-):
-    cfg = {
-        "params": params.model_dump(),
-        "collectives": collectives,
-        "sizes": sizes(params),
-        "nodes": nodes,
-        "comparisons": comparisons,
-    }
-    return labdist.launch(
+    params: Params, plan: list, collectives: list[str], comparisons: bool, nodes: int, ctx: LabContext, what: str
+) -> list[dict]:
+    cfg = {"collectives": collectives, "sizes": sizes(params), "nodes": nodes, "comparisons": comparisons}
+    return labdist.run_ranks(
+        ctx,
         _rank_main,
-        params.ranks,
-        args=(cfg, plan, device),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.8, f"{what}: rank {r} finished"),
+        params,
+        cfg,
+        plan,
+        world=params.ranks,
+        what=None,  # run() says it, with the emulated topology or the NCCL algorithm
+        finished_at=0.8,
+        finished=f"{what}: rank {{rank}} finished",
     )
 
 
@@ -296,8 +297,8 @@ def _sweep(params: Params, per_rank: list[dict], algorithm: str, note: str) -> d
     return {"algorithm": algorithm, "note": note, "collectives": colls}
 
 
-def run(params: Params, ctx) -> dict:
-    device = device_for(ctx.backend)
+def run(params: Params, ctx: LabContext) -> dict:
+    device = ctx.device
     nodes = params.nodes
     ctx.progress(0.02, f"building {nodes} emulated node(s)" if device == "cpu" and nodes > 1 else "starting")
     with topo.emulated_nodes(nodes if device == "cpu" else 1, params.link_mbit, params.link_delay_ms) as t:
@@ -323,7 +324,7 @@ def run(params: Params, ctx) -> dict:
                     # Tree is an all-reduce algorithm in NCCL; the other collectives only run on the ring launch.
                     colls: list[str] = [c for c in params.collectives if algo == "ring" or c == "all-reduce"]
                     ctx.progress(0.1, f"NCCL_ALGO={algo.capitalize()}: starting {params.ranks} ranks")
-                    per_rank = _launch(params, device, plan, colls or ["all-reduce"], first, nodes, ctx, algo)
+                    per_rank = _launch(params, plan, colls or ["all-reduce"], first, nodes, ctx, algo)
                 finally:
                     if old is None:
                         os.environ.pop("NCCL_ALGO", None)
@@ -339,7 +340,7 @@ def run(params: Params, ctx) -> dict:
                 first = False
         else:
             ctx.progress(0.1, f"starting {params.ranks} rank processes on cpu ({mode})")
-            main = _launch(params, device, plan, list(params.collectives), True, nodes, ctx, "gloo")
+            main = _launch(params, plan, list(params.collectives), True, nodes, ctx, "gloo")
             sweeps.append(
                 _sweep(
                     params,
@@ -377,7 +378,7 @@ def _scopes(params: Params, per_rank: list[dict], nodes: int) -> list[dict]:
     return out
 
 
-def _hierarchy(params: Params, ctx, per_rank: list[dict], nodes: int, topology: dict) -> dict:
+def _hierarchy(params: Params, ctx: LabContext, per_rank: list[dict], nodes: int, topology: dict) -> dict:
     hs = [r["hierarchy"] for r in per_rank]
     nbytes = hs[0]["elems"] * 4
     flat = statistics.median(_slowest([h["flat"] for h in hs]))

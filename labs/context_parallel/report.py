@@ -3,7 +3,7 @@ the bytes each method moved against its formula. Nothing here measures; it lays 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.context_parallel.params import Params, chunk_tokens
 from labs.result_common import SummaryItem, Table, table_number
@@ -11,6 +11,9 @@ from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number, percent
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 TITLES = {
     "ring-zigzag": "ring, zig-zag split",
@@ -21,7 +24,7 @@ TITLES = {
 
 
 def variant_artifacts(
-    ctx: Any, params: Params, name: str, all_spans: list[Span], drawn: list[Span], device: str
+    ctx: LabContext, params: Params, name: str, all_spans: list[Span], drawn: list[Span], device: str
 ) -> dict:
     """The timeline SVG of the last measured pass (`drawn`) and the Chrome trace of all passes, for one method."""
     svg, trace = f"timeline_{name}.svg", f"trace_{name}.json"
@@ -82,7 +85,7 @@ def answer(params: Params, variants: dict, device: str) -> str:
 
 
 def results(
-    params: Params, ctx: Any, variants: dict, torch_cp: dict, backward: dict | None, device: str, tol: float
+    params: Params, ctx: LabContext, variants: dict, torch_cp: dict, backward: dict | None, device: str, tol: float
 ) -> dict:
     cpu = device == "cpu"
     note = (

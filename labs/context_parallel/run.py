@@ -34,20 +34,16 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from labs.context_parallel import report, work
-from labs.context_parallel.params import Params, chunk_tokens, device_for, flops_per_chunk_pair
+from labs.context_parallel.params import GRAD_RTOL, TOL, Params, chunk_tokens, flops_per_chunk_pair
 from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 
-# FP32 attention merged block by block against one full softmax: the sums run in another order, a few ulps of
-# values of order one. Far above it, a block was skipped, doubled or merged with the wrong scale.
-TOL = 1e-4
-
-# Gradients through the ring's merges against autograd through one softmax: FP32 in another order, relative to
-# each gradient's largest entry.
-GRAD_RTOL = 1e-4
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 VARIANTS = ("ring-zigzag", "ring-contiguous", "ring-serial", "ulysses")
 
@@ -389,17 +385,9 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
 # ---- run ----------------------------------------------------------------------------------------
 
 
-def run(params: Params, ctx) -> dict:
-    device = device_for(ctx.backend)
-    ctx.progress(0.05, f"starting {params.ranks} context-parallel ranks on {device}")
-    per_rank = labdist.launch(
-        _rank_main,
-        params.ranks,
-        args=(params.model_dump(), device),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"),
-    )
+def run(params: Params, ctx: LabContext) -> dict:
+    device = ctx.device
+    per_rank = labdist.run_ranks(ctx, _rank_main, params, world=params.ranks, what="context-parallel ranks")
     ctx.progress(0.8, "measuring work, overlap and bytes")
     t0 = min(p["start"] for rec in per_rank for v in rec["variants"].values() for p in v["passes"])
     variants = {}
@@ -429,7 +417,7 @@ def run(params: Params, ctx) -> dict:
     return report.results(params, ctx, variants, torch_cp, backward, device, TOL)
 
 
-def _variant(params: Params, ctx, name: str, recs: list[dict], t0: float, device: str) -> dict:
+def _variant(params: Params, ctx: LabContext, name: str, recs: list[dict], t0: float, device: str) -> dict:
     n = params.ranks
     windows = [
         (min(rec["passes"][s]["start"] for rec in recs) - t0, max(rec["passes"][s]["end"] for rec in recs) - t0)

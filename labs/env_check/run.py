@@ -6,9 +6,13 @@ python -m labs run env-check --params '{}' --out /tmp/env-check
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from labs import env as env_mod
 from labs.env_check.params import Params
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 
 def answer(backend: str, env: dict, matmul_ok: bool) -> str:
@@ -66,12 +70,12 @@ def process_table(torch_threads: int) -> dict:
     }
 
 
-def run(params: Params, ctx) -> dict:
+def run(params: Params, ctx: LabContext) -> dict:
     ctx.progress(0.2, "detecting device and libraries")
     import torch
 
     # A tiny real matmul proves the chosen device works, not only that it is listed.
-    device = "cuda" if ctx.backend in ("te", "torch-cuda") else "cpu"
+    device = ctx.device
     a = torch.randn(64, 64, device=device)
     ok = bool(torch.isfinite(a @ a).all())
     ctx.progress(0.8, "smoke-tested a matmul on " + device)

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
-from labs.params import LabParams, Preset
+from labs.params import LabParams, Preset, seed_field
 from labs.resources import GPU_BACKENDS, GPU_GEMM_FLOPS, PROCESS_BASE_BYTES, START_S, Problem, Resources
 from labs.words import byte_size, power_of_ten
 
@@ -64,13 +64,7 @@ class Fp8StepParams(LabParams):
         title="Training steps",
         json_schema_extra=RUN,
     )
-    seed: int = Field(
-        0,
-        ge=0,
-        le=2**31 - 1,
-        description="Seeds weights, batches and prompts so both runs see identical inputs",
-        json_schema_extra=MODEL_MORE,
-    )
+    seed: int = seed_field("Seeds weights, batches and prompts so both runs see identical inputs", MODEL_MORE)
     batch: int = Field(16, ge=1, le=512, description="Sequences per step", title="Batch size", json_schema_extra=MODEL)
     seq: int = Field(
         16,

@@ -5,7 +5,7 @@ The app renders `summary` and `tables` generically; the two SVG charts are writt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs import words
 from labs.fp8_step.evidence import finite
@@ -13,6 +13,9 @@ from labs.fp8_step.params import Params
 from labs.result_common import SummaryItem, Table
 from labs.trace import svgplot
 from labs.trace.chart import Series
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 MAX_LOSS_RINGS = 10  # clipped steps ringed on the loss chart
 # A healthy recipe keeps the FP8 loss within this fraction of BF16's at every step; the grader's loss-tracks
@@ -173,7 +176,7 @@ def memory_note(cpu: bool) -> str:
 
 
 def charts(
-    ctx: Any,
+    ctx: LabContext,
     p: Params,
     ref_losses: list[float],
     f8_losses: list[float],

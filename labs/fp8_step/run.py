@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +34,9 @@ from labs.fp8_step.params import Params, te_alignment
 from labs.numerics.accumulate import AccumulatorModel
 from labs.numerics.fp8 import Fp8Recipe
 from labs.numerics.fp8_linear import fp8_end_step, fp8_frozen
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 # Where the outlier goes: the first MLP's input, a GEMM input after a LayerNorm, like the
 # activation outliers seen in real LLMs. One token's whole activation row is multiplied.
@@ -305,7 +308,7 @@ def generation_check(model, prec: Precision, p: Params, device: str) -> dict:
 # --------------------------------------------------------------------------- run
 
 
-def run(params: Params, ctx) -> dict:
+def run(params: Params, ctx: LabContext) -> dict:
     p = params
     backend = ctx.backend
     ctx.progress(0.01, "building the seeded model twice")

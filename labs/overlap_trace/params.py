@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic.config import JsonDict
 
-from labs.params import LabParams, Preset, rank_timeout_field
+from labs.params import LabParams, Preset, in_order, rank_timeout_field, ranks_field, seed_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
@@ -31,15 +31,8 @@ SIZES: JsonDict = {"group": "Tensor sizes"}
 
 
 class OverlapTraceParams(LabParams):
-    ranks: int = Field(
-        2,
-        ge=2,
-        le=8,
-        description="Processes (one per device), all in one tensor-parallel group",
-        title="Ranks",
-        json_schema_extra=RUN,
-    )
-    schedules: list[Schedule] = Field(
+    ranks: int = ranks_field(2, description="Processes (one per device), all in one tensor-parallel group", group=RUN)
+    schedules: Annotated[list[Schedule], in_order(SCHEDULES)] = Field(
         default=list(SCHEDULES),
         min_length=1,
         max_length=3,
@@ -95,20 +88,11 @@ class OverlapTraceParams(LabParams):
         title="Warm-up steps",
         json_schema_extra=RUN,
     )
-    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds inputs and weights", json_schema_extra=RUN_MORE)
+    seed: int = seed_field("Seeds inputs and weights", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
-
-    @field_validator("schedules")
-    @classmethod
-    def _unique_in_order(cls, v: list[str]) -> list[str]:
-        return [s for s in SCHEDULES if s in v]
 
 
 Params = OverlapTraceParams  # every lab's parameters are `Params` to its own code
-
-
-def device_for(backend: str) -> str:
-    return "cuda" if backend in GPU_BACKENDS else "cpu"
 
 
 def limits(params: Params, backend: str) -> list[Problem]:

@@ -5,7 +5,7 @@ Nothing here measures; it lays out what run.py measured on each rank.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.overlap_trace.params import Params
 from labs.result_common import SummaryItem, Table, table_number
@@ -14,9 +14,12 @@ from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
 from labs.words import number, percent
 
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
+
 
 def schedule_artifacts(
-    ctx: Any,
+    ctx: LabContext,
     params: Params,
     schedule: str,
     all_spans: list[Span],
@@ -107,7 +110,7 @@ def answer(schedules: dict, device: str) -> str:
 
 
 def results(
-    params: Params, ctx: Any, schedules: dict, comparison: dict | None, gathered_bytes: int, device: str
+    params: Params, ctx: LabContext, schedules: dict, comparison: dict | None, gathered_bytes: int, device: str
 ) -> dict:
     """The lab's `results`: summary and tables for the page beside the numbers they are built from."""
     cpu = device == "cpu"

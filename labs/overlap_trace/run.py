@@ -35,12 +35,16 @@ import contextlib
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labs.overlap_trace import report
-from labs.overlap_trace.params import Params, device_for
+from labs.overlap_trace.params import Params
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 from labs.trace.profile import align_ranks, host_group, nvtx_range, profiled
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 # ---- per-rank clocks: CPU wall clock or CUDA events --------------------------------------------
 
@@ -254,17 +258,9 @@ def _median(xs):
     return statistics.median(xs) if xs else None
 
 
-def run(params: Params, ctx) -> dict:
-    device = device_for(ctx.backend)
-    ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}")
-    per_rank = labdist.launch(
-        _rank_main,
-        params.ranks,
-        args=(params.model_dump(), device, str(ctx.out_dir)),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"),
-    )
+def run(params: Params, ctx: LabContext) -> dict:
+    device = ctx.device
+    per_rank = labdist.run_ranks(ctx, _rank_main, params, str(ctx.out_dir), world=params.ranks)
     t0 = min(st[0] for rec in per_rank for sch in rec.values() for st in sch["steps"])
     schedules = {}
     for schedule in params.schedules:
@@ -317,7 +313,7 @@ def run(params: Params, ctx) -> dict:
     return report.results(params, ctx, schedules, comparison, numel * 4, device)
 
 
-def _profiler(ctx, per_rank: list[dict], schedule: str, ranks: list[dict], device: str) -> dict:
+def _profiler(ctx: LabContext, per_rank: list[dict], schedule: str, ranks: list[dict], device: str) -> dict:
     """HTA's overlap per rank beside the lab's kernel count and its CUDA-event spans (CUDA); why not (CPU)."""
     from labs.trace import kernels
 

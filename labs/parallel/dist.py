@@ -3,6 +3,9 @@
     from labs.parallel.dist import launch
     results = launch(my_rank_fn, world_size=4, args=(cfg,), device="cpu", timeout_s=120)
 
+    # in a lab's run(params, ctx): my_rank_main(rank, world, params_dict, device, out_dir) in params.ranks processes
+    per_rank = run_ranks(ctx, my_rank_main, params, str(ctx.out_dir), world=params.ranks)
+
 Each rank is a fresh `spawn`ed Python process (fork is unsafe once torch has started threads).
 On CPU the ranks talk over gloo with one intra-op thread each, so a rank's timings are not inflated by
 its own thread pool fighting the other ranks; on GPU rank r owns cuda:r and talks over NCCL. The
@@ -29,10 +32,13 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labs import exits
 from labs.resources import MIN_CPU_SLOTS, cpu_slots_why, gpu_slots_why
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 
 def cpu_slots() -> int:
@@ -248,6 +254,44 @@ def launch(
         results.close()
         results.join_thread()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class RankedParams(Protocol):
+    """What `run_ranks` reads of a multi-rank lab's Params (labs/params.py rank_timeout_field)."""
+
+    rank_timeout_s: int
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+def run_ranks(
+    ctx: LabContext,
+    rank_main: Callable[..., Any],
+    params: RankedParams,
+    *args: Any,
+    world: int,
+    what: str | None = "rank processes",
+    then: str = "",
+    finished_at: float = 0.7,
+    finished: str = "rank {rank} finished",
+) -> list[Any]:
+    """The launch a multi-rank lab's run() makes: `world` processes of `rank_main(rank, world, params_dict, device,
+    *args)` on the run's device (ctx.device), stopped after params.rank_timeout_s; what each returned, in rank order.
+
+    Progress says "starting {world} {what} on {device}{then}" as they start (what=None: the lab said it already),
+    and `finished` (formatted with the rank) as each rank finishes, at `finished_at` of the run. Raises as `launch`.
+    """
+    device = ctx.device
+    if what is not None:
+        ctx.progress(0.05, f"starting {world} {what} on {device}{then}")
+    return launch(
+        rank_main,
+        world,
+        args=(params.model_dump(), device, *args),
+        device=device,
+        timeout_s=params.rank_timeout_s,
+        on_rank_done=lambda r: ctx.progress(finished_at, finished.format(rank=r)),
+    )
 
 
 def _stop_all(procs) -> None:

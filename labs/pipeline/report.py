@@ -3,7 +3,7 @@ activations in flight and the p2p each schedule sent. Nothing here measures; it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.pipeline import analysis
 from labs.pipeline.params import Params
@@ -12,6 +12,9 @@ from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number, percent
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 TITLES = {
     "gpipe": "GPipe",
@@ -34,7 +37,7 @@ def _cell(text: str) -> str:
 
 
 def schedule_artifacts(
-    ctx: Any, params: Params, schedule: str, all_spans: list[Span], drawn: list[Span], bubble: float, device: str
+    ctx: LabContext, params: Params, schedule: str, all_spans: list[Span], drawn: list[Span], bubble: float, device: str
 ) -> dict:
     """The timeline SVG of the last measured step (`drawn`) and the Chrome trace of all steps, for one schedule."""
     svg, trace = f"timeline_{schedule}.svg", f"trace_{schedule}.json"
@@ -90,7 +93,7 @@ def answer(params: Params, schedules: dict, device: str) -> str:
     return "; ".join(parts) + "."
 
 
-def results(params: Params, ctx: Any, schedules: dict, reference_loss: float, device: str) -> dict:
+def results(params: Params, ctx: LabContext, schedules: dict, reference_loss: float, device: str) -> dict:
     cpu = device == "cpu"
     note = (
         "CPU wall-clock spans; gloo p2p and Python overhead count as idle, and ranks share cores"

@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from labs.parallel import dist as labdist
 from labs.pipeline import analysis, report
-from labs.pipeline.params import Params, device_for, stages_for
+from labs.pipeline.params import Params, stages_for
 from labs.trace import timeline as tl
 
-# Gradients: the pipeline sums m micro-batch gradients (each of a mean loss) and divides by m; the reference
-# takes one mean over the batch. FP32 sums in another order differ by a few ulps of the gradient's size.
-GRAD_RTOL = 1e-4
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 
 def _schedule_class(name: str):
@@ -261,17 +261,9 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
 # ---- run ----------------------------------------------------------------------------------------
 
 
-def run(params: Params, ctx) -> dict:
-    device = device_for(ctx.backend)
-    ctx.progress(0.05, f"starting {params.ranks} pipeline ranks on {device}")
-    per_rank = labdist.launch(
-        _rank_main,
-        params.ranks,
-        args=(params.model_dump(), device),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.7, f"rank {r} finished"),
-    )
+def run(params: Params, ctx: LabContext) -> dict:
+    device = ctx.device
+    per_rank = labdist.run_ranks(ctx, _rank_main, params, world=params.ranks, what="pipeline ranks")
     ctx.progress(0.8, "measuring bubbles and activations")
     t0 = min(st[0] for rec in per_rank for sch in rec["schedules"].values() for st in sch["steps"])
     schedules = {}
@@ -282,7 +274,7 @@ def run(params: Params, ctx) -> dict:
     return report.results(params, ctx, schedules, ref_loss, device)
 
 
-def _schedule(params: Params, ctx, name: str, recs: list[dict], t0: float, device: str) -> dict:
+def _schedule(params: Params, ctx: LabContext, name: str, recs: list[dict], t0: float, device: str) -> dict:
     p, m, v = params.ranks, params.microbatches, stages_for(params, name)
     # A step lasts from the first rank's start to the last rank's end: a training step's optimizer waits for
     # every stage, so a rank that finished early idles until then (the formulas count it that way too).

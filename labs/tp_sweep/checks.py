@@ -4,19 +4,8 @@ width and where collective time overtakes GEMM time (the stretch slot, as inform
 from __future__ import annotations
 
 from labs.checks.common import ReadArtifact, check, finite
+from labs.tp_sweep.params import TOLERANCES
 from labs.words import number
-
-# TP parity: the limits the tp-sweep lab states (labs/tp_sweep/params.py TOLERANCES); a test keeps them equal.
-# A deliberate copy: the grader judges an uploaded bundle, whose result.json could carry any tolerance it likes.
-TP_PARITY = {
-    "FP32_REORDER": (1e-5, "fp32 partial sums are added across ranks in another order: a few ulps of the largest term"),
-    "FP8_TP_AMAX": (
-        1e-3,
-        "emulated FP8 with amax reduced over the TP group: TP=1's scales, fp32 sums in another order",
-    ),
-    "BF16_VS_FP32": (0.02, "on GPU the block runs in BF16 (2**-8 relative) against the FP32 TP=1 block"),
-    "FP8_IN_BF16": (0.125, "on GPU the emulated FP8 block holds BF16 tensors: one E4M3 step (2**-3) from FP32's"),
-}
 
 
 def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> list[dict]:
@@ -24,12 +13,12 @@ def checks(slot_kind: str, result: dict, read_artifact: ReadArtifact | None) -> 
 
 
 def _tp_tolerance(r: dict) -> tuple[str, float, str]:
-    # Chosen from what ran (FP8 or not, CPU or GPU timings), never from the name the bundle claims.
+    """The named parity limit of the lab (params.TOLERANCES, each with its reason) for what ran: FP8 or not, CPU or
+    GPU timings. From our code, never from the bundle: an uploaded result.json could claim any tolerance."""
     fp8 = (r.get("fp8") or {}).get("enabled")
     gpu = (r.get("timing") or {}).get("kind") == "cuda-events"
     name = ("FP8_IN_BF16" if fp8 else "BF16_VS_FP32") if gpu else ("FP8_TP_AMAX" if fp8 else "FP32_REORDER")
-    limit, reason = TP_PARITY[name]
-    return name, limit, reason
+    return name, TOLERANCES[name]["max_rel_diff"], TOLERANCES[name]["reason"]
 
 
 def mapping(result: dict) -> list[dict]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
 
 from labs.parallel.dims import TPDims
-from labs.params import LabParams, Preset, rank_timeout_field
+from labs.params import LabParams, Preset, rank_timeout_field, seed_field
 from labs.resources import (
     CPU_GEMM_FLOPS,
     GPU_BACKENDS,
@@ -22,8 +22,14 @@ from labs.resources import (
 )
 from labs.words import byte_size, number
 
+
+class Tolerance(TypedDict):
+    max_rel_diff: float  # the largest relative difference from the TP=1 block that passes
+    reason: str  # why a correct run differs by up to that much, shown beside the number
+
+
 # Parity tolerances: the sharded block does the same arithmetic in a different order.
-TOLERANCES = {
+TOLERANCES: dict[str, Tolerance] = {
     "FP32_REORDER": {
         "max_rel_diff": 1e-5,
         # an fp32 ulp is 2**-24 of the value it rounds
@@ -47,9 +53,9 @@ TOLERANCES = {
         "one E4M3 step (2**-3 relative) from where the FP32 TP=1 block puts it",
     },
 }
-# The te.Linear block's parity (te backend): kept apart because the grader's copy (labs/tp_sweep/checks.py
-# TP_PARITY) judges the Megatron block, whose tolerance is one of the two above.
-TE_TOLERANCES = {
+# The te.Linear block's parity (te backend): kept apart because the grader's checks (labs/tp_sweep/checks.py)
+# judge the Megatron block, whose tolerance is one of the four above.
+TE_TOLERANCES: dict[str, Tolerance] = {
     "TE_BF16": {
         "max_rel_diff": 0.02,
         "reason": "te.Linear under BF16 autocast rounds GEMM inputs to 8 significant bits (2**-8 relative) and sums in another order than the FP32 TP=1 block",
@@ -178,13 +184,7 @@ class TpSweepParams(LabParams):
         title="Predicted MLP hidden width",
         json_schema_extra=PREDICT_MORE,
     )
-    seed: int = Field(
-        0,
-        ge=0,
-        le=2**31 - 1,
-        description="Seeds weights and inputs, so TP=1 and TP>1 see the same block",
-        json_schema_extra=RUN_MORE,
-    )
+    seed: int = seed_field("Seeds weights and inputs, so TP=1 and TP>1 see the same block", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
 
     @field_validator("degrees")
@@ -194,10 +194,6 @@ class TpSweepParams(LabParams):
 
 
 Params = TpSweepParams  # every lab's parameters are `Params` to its own code
-
-
-def device_for(backend: str) -> str:
-    return "cuda" if backend in GPU_BACKENDS else "cpu"
 
 
 def limits(params: Params, backend: str) -> list[Problem]:

@@ -5,7 +5,7 @@ Nothing here measures; it lays out what run.py measured and what labs.parallel.c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.result_common import SummaryItem, Table, table_number
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
@@ -15,8 +15,11 @@ from labs.trace.svgplot import line_chart, stack, svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, duration, number
 
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
-def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -> dict:
+
+def degree_artifacts(ctx: LabContext, params: Params, degree: int, spans: list[Span]) -> dict:
     """The timeline SVG of one measured step and the Chrome trace of all steps, for one degree."""
     last_step = params.steps - 1
     last = [s for s in spans if s.args.get("step") == last_step]
@@ -49,7 +52,7 @@ SWEEP_PARTS = (
 )
 
 
-def sweep_svg(rows: list[dict], predicted: dict, ctx: Any) -> str:
+def sweep_svg(rows: list[dict], predicted: dict, ctx: LabContext) -> str:
     """Measured and predicted in two panels, each on a log time axis: a GPU prediction's collectives can be
     thousands of times its GEMMs, and a CPU step hundreds of times a GPU one, so one linear axis drew every other
     line flat. On a log axis equal ratios are equal heights, so the two panels' shapes still compare."""
@@ -174,7 +177,7 @@ def answer(rows: list[dict], cross: dict, predicted: dict, backend: str) -> str:
 
 
 def results(
-    params: Params, ctx: Any, rows: list[dict], predicted: dict, slots: int, slots_why: str, tol_name: str
+    params: Params, ctx: LabContext, rows: list[dict], predicted: dict, slots: int, slots_why: str, tol_name: str
 ) -> dict:
     """The lab's `results`: summary and tables for the page beside the numbers they are built from."""
     cpu = ctx.backend == "cpu"

@@ -25,12 +25,16 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labs.parallel import costmodel
 from labs.parallel import dist as labdist
 from labs.tp_sweep import report
-from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params, device_for
+from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
 from labs.trace import timeline as tl
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 # ---- model ------------------------------------------------------------------------------------
 
@@ -270,7 +274,9 @@ def _analyse_degree(per_rank: list[dict], degree: int, params: Params) -> dict:
     return {"ranks": ranks, "spans": spans}
 
 
-def _profiler_check(ctx, per_rank: list[dict], degree: int, ranks: list[dict] | None, key: str, name: str) -> dict:
+def _profiler_check(
+    ctx: LabContext, per_rank: list[dict], degree: int, ranks: list[dict] | None, key: str, name: str
+) -> dict:
     """HTA beside the lab's own kernel count (and its CUDA-event spans) for one degree's profiler traces."""
     from labs.trace import kernels
 
@@ -303,7 +309,7 @@ def _pick(rec: dict, key: str):
     return rec["te"]["profile"] if key == "te.profile" else rec[key]
 
 
-def _te_row(ctx, params: Params, per_rank: list[dict], degree: int, ref_fp32: dict, megatron: dict) -> dict:
+def _te_row(ctx: LabContext, params: Params, per_rank: list[dict], degree: int, ref_fp32: dict, megatron: dict) -> dict:
     """The te.Linear block at this degree beside the Megatron one: parity against the FP32 TP=1 block (not
     the emulated-FP8 one: TE's FP8 is judged against full precision), time and bytes moved."""
     from labs.tp_sweep import te
@@ -330,21 +336,22 @@ def _rebase(spans: list[tl.Span]) -> list[tl.Span]:
     return [tl.Span(s.rank, s.lane, s.name, s.start_ms - t0, s.end_ms - t0, s.args) for s in spans]
 
 
-def run(params: Params, ctx) -> dict:
+def run(params: Params, ctx: LabContext) -> dict:
     import torch
 
-    device = device_for(ctx.backend)
+    device = ctx.device
     world = max(params.degrees)
     slots, slots_why = labdist.slots_explained(device)
-    ctx.progress(0.05, f"starting {world} rank process(es) on {device}")
     with_te = ctx.backend == "te"
-    per_rank = labdist.launch(
+    per_rank = labdist.run_ranks(
+        ctx,
         _rank_main,
-        world,
-        args=(params.model_dump(), device, str(ctx.out_dir), with_te),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.6, f"rank {r} finished"),
+        params,
+        str(ctx.out_dir),
+        with_te,
+        world=world,
+        what="rank process(es)",
+        finished_at=0.6,
     )
     ctx.progress(0.7, "comparing against the unsharded TP=1 block")
     torch.manual_seed(params.seed)

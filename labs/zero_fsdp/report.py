@@ -3,20 +3,17 @@ loss parity, and a timeline per strategy. Nothing here measures; it lays out wha
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
 from labs.words import byte_size, number, percent
-from labs.zero_fsdp.params import Params
+from labs.zero_fsdp.params import LOSS_TOLERANCE, Params
 
-# Every strategy sees the same data and weights; what differs is the order in which FP32 gradients are summed
-# (one all-reduce vs a reduce-scatter, bucket boundaries), a few ulps per step that Adam's normalised updates
-# can amplify over a few steps. 1e-4 on a loss near ln(vocab) is far above that and far below any real bug
-# (a wrong gradient scale or a skipped shard moves the loss by more than 1e-2 within two steps).
-LOSS_TOLERANCE = 1e-4
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 NAMES = {
     "ddp": "DDP",
@@ -35,7 +32,7 @@ TRAFFIC = {
 }
 
 
-def strategy_artifacts(ctx: Any, params: Params, strategy: str, spans: list[Span], device: str) -> dict:
+def strategy_artifacts(ctx: LabContext, params: Params, strategy: str, spans: list[Span], device: str) -> dict:
     """The timeline SVG of one timed step (CPU: the last; GPU: all of them) and the Chrome trace of all."""
     svg, trace = f"timeline_{strategy}.svg", f"trace_{strategy}.json"
     last = max((s.args.get("step", 0) for s in spans), default=0)
@@ -138,7 +135,7 @@ def answer(params: Params, strategies: dict, par: dict, device: str) -> str:
     )
 
 
-def results(params: Params, ctx: Any, strategies: dict, device: str) -> dict:
+def results(params: Params, ctx: LabContext, strategies: dict, device: str) -> dict:
     cpu = device == "cpu"
     par = parity(strategies)
     inv = invariants(params, strategies)

@@ -28,12 +28,16 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labs.parallel import comm
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 from labs.zero_fsdp import anatomy, report
-from labs.zero_fsdp.params import Params, device_for
+from labs.zero_fsdp.params import Params
+
+if TYPE_CHECKING:
+    from labs.runtime import LabContext
 
 # Ops closer together than this are one stretch of compute on the timeline (Python between two small ops).
 MERGE_GAP_S = 2e-4
@@ -237,16 +241,16 @@ def _spans_and_tally(rank: int, index: int, rec: dict, window: tuple[float, floa
 # ---- run ----------------------------------------------------------------------------------------
 
 
-def run(params: Params, ctx) -> dict:
-    device = device_for(ctx.backend)
-    ctx.progress(0.05, f"starting {params.ranks} rank processes on {device}; strategies run one after another")
-    per_rank = labdist.launch(
+def run(params: Params, ctx: LabContext) -> dict:
+    device = ctx.device
+    per_rank = labdist.run_ranks(
+        ctx,
         _rank_main,
-        params.ranks,
-        args=(params.model_dump(), device, str(ctx.out_dir)),
-        device=device,
-        timeout_s=params.rank_timeout_s,
-        on_rank_done=lambda r: ctx.progress(0.8, f"rank {r} finished"),
+        params,
+        str(ctx.out_dir),
+        world=params.ranks,
+        then="; strategies run one after another",
+        finished_at=0.8,
     )
     strategies = {
         strategy: _strategy_result(ctx, params, strategy, [rec[strategy] for rec in per_rank], device)
@@ -256,7 +260,7 @@ def run(params: Params, ctx) -> dict:
     return report.results(params, ctx, strategies, device)
 
 
-def _strategy_result(ctx, params: Params, strategy: str, per_rank: list[dict], device: str) -> dict:
+def _strategy_result(ctx: LabContext, params: Params, strategy: str, per_rank: list[dict], device: str) -> dict:
     world = params.ranks
     n_params = per_rank[0]["n_params"]
     pred_mem = anatomy.zero_memory(n_params, world, anatomy.STAGE[strategy])
@@ -318,7 +322,7 @@ def _strategy_result(ctx, params: Params, strategy: str, per_rank: list[dict], d
     }
 
 
-def _timeline(ctx, params: Params, strategy: str, per_rank: list[dict], device: str):
+def _timeline(ctx: LabContext, params: Params, strategy: str, per_rank: list[dict], device: str):
     """All timed steps' spans (shifted to start at 0) and each rank's overlap numbers for its median step."""
     rows = []
     if device == "cuda":

@@ -1,9 +1,9 @@
 """Lab bundles for the report and grading tests: committed golden runs, and real runs for other parameters.
 
-`bundle(lab)` is tests/golden/LAB: what `python -m labs run LAB` wrote with the TINY parameters below (the
-smallest that still exercise every field the checks read: two TP degrees and two ranks, a few FP8 steps).
-`python -m tests.app.labruns` writes them again; tests/app/test_golden_bundles.py fails when a lab's output
-no longer has a golden bundle's shape. `run(lab, params_json)` runs a lab for other parameters.
+`bundle(lab)` is the golden bundle in the lab's folder (labs/<lab>/golden): what `python -m labs run LAB` wrote with
+the lab's tiny parameters (its spec's `tiny`, here as TINY[lab]). `python -m tests.app.labruns [LAB ...]` writes them
+again; tests/app/test_golden_bundles.py fails when a lab's output no longer has a golden bundle's shape.
+`run(lab, params_json)` runs a lab for other parameters.
 """
 
 from __future__ import annotations
@@ -17,48 +17,17 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from labs import catalog
 from tests.conftest import ROOT
 
-GOLDEN = ROOT / "tests" / "golden"
+# The labs' smallest runs that still exercise every field the checks read (LabSpec.tiny: two TP degrees and two
+# ranks, a few FP8 steps), by lab in catalog order.
+TINY = {name: dict(spec.tiny) for name, spec in catalog.LABS.items()}
 
-TINY = {
-    "env-check": {},
-    "fp8-step": {"steps": 4, "batch": 2, "seq": 8, "d_model": 16, "n_heads": 2, "ffn": 32, "n_layers": 1},
-    "tp-sweep": {"degrees": [1, 2], "tokens": 16, "hidden": 32, "ffn": 64, "steps": 1, "warmup": 0},
-    "overlap-trace": {"ranks": 2, "tokens": 16, "hidden": 32, "ffn": 64, "window_out": 64, "steps": 1, "warmup": 0},
-    "collectives": {
-        "ranks": 4,
-        "nodes": 2,
-        "collectives": ["all-reduce", "all-gather"],
-        "min_bytes": 256,
-        "max_bytes": 65536,
-        "factor": 16,
-        "iters": 3,
-        "warmup": 1,
-        "link_mbit": 20.0,
-    },
-    "zero-fsdp": {
-        "ranks": 2,
-        "layers": 1,
-        "hidden": 16,
-        "heads": 2,
-        "vocab": 16,
-        "seq": 8,
-        "batch": 1,
-        "steps": 1,
-        "warmup": 1,
-    },
-    "context-parallel": {"ranks": 2, "seq_len": 32, "heads": 2, "head_dim": 8, "steps": 1, "warmup": 0},
-    "pipeline": {
-        "ranks": 2,
-        "microbatches": 2,
-        "layers": 4,
-        "width": 16,
-        "microbatch_rows": 4,
-        "steps": 1,
-        "warmup": 0,
-    },
-}
+
+def golden_dir(lab: str) -> Path:
+    """Where the lab's golden bundle is committed: golden/ in the lab's folder (labs/<lab>/golden)."""
+    return catalog.folder(lab) / "golden"
 
 
 @cache
@@ -80,7 +49,7 @@ def run(lab: str, params_json: str) -> Path:
 
 def bundle(lab: str) -> Path:
     """The committed run of `lab` with its TINY parameters (do not modify it)."""
-    return GOLDEN / lab
+    return golden_dir(lab)
 
 
 def result(lab: str) -> dict:
@@ -92,13 +61,13 @@ def copy_to(lab: str, dest: Path) -> Path:
     return dest
 
 
-def write_golden() -> None:
-    """Run every lab with its TINY parameters and keep the bundles as tests/golden/LAB."""
-    for lab, params in TINY.items():
-        shutil.rmtree(GOLDEN / lab, ignore_errors=True)
-        shutil.copytree(run(lab, json.dumps(params)), GOLDEN / lab)
-        print(f"wrote {GOLDEN / lab}")
+def write_golden(labs: list[str]) -> None:
+    """Run each of `labs` (every lab when empty) with its TINY parameters and keep the bundles as its golden/."""
+    for lab in labs or list(TINY):
+        shutil.rmtree(golden_dir(lab), ignore_errors=True)
+        shutil.copytree(run(lab, json.dumps(TINY[lab])), golden_dir(lab))
+        print(f"wrote {golden_dir(lab)}")
 
 
 if __name__ == "__main__":
-    write_golden()
+    write_golden(sys.argv[1:])

@@ -1,6 +1,6 @@
 """A lab's Chrome trace downloads as `<lab>-job<N>-<schedule>.json` (an attachment, so the browser saves it for
 Perfetto instead of showing raw JSON), plots and result.json still open in the tab, and `?as=timeline` answers the
-trace as the page's timeline viewer reads it. Jobs hold the committed golden runs (tests/golden)."""
+trace as the page's timeline viewer reads it. Jobs hold the committed golden runs (labs/<lab>/golden)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The committed golden bundles (tests/golden, read by the app's report and grading tests) still have the shape
-each lab writes today: the same schema version, the same fields of the same kinds, the same artifact files.
+"""The committed golden bundles (in each lab's folder, labs/<lab>/golden, read by the app's report and grading tests)
+still have the shape each lab writes today: the same schema version, the same fields of the same kinds, the same
+artifact files.
 
 Values are not compared (timings, losses): the fresh run is the lab's SMALL run that tests/labs makes anyway
 (tests/labs/runs.py runs each once per session), with other parameters. When this fails, write the bundles again:
-`python -m tests.app.labruns`. It lives here, not in tests/labs, because the GPU check collects tests/labs in a
+`python -m tests.app.labruns [LAB ...]`. It lives here, not in tests/labs, because the GPU check collects tests/labs in a
 torch-only environment, without the app's packages that tests/app/labruns.py imports."""
 
 from __future__ import annotations

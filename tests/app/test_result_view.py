@@ -8,6 +8,7 @@ import copy
 import pytest
 
 from app.web.views import result_view as rv
+from labs import catalog
 from tests.app import labruns
 
 
@@ -145,7 +146,7 @@ def test_long_tables_fold_after_a_preview_and_numeric_columns_are_known():
     assert not short.folded and short.rows[0][1].text == "yes" and short.rows[1][1].text == "—"
 
 
-@pytest.mark.parametrize("lab", ["env-check", "fp8-step", "tp-sweep", "overlap-trace"])
+@pytest.mark.parametrize("lab", catalog.names())
 def test_real_results_present_without_raw_python_values(lab):
     view = rv.present(labruns.result(lab))
     assert view.answer and view.label

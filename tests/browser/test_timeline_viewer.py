@@ -1,6 +1,6 @@
 """The timeline viewer of a lab result and the Perfetto hand-off, in real Chromium against a live server.
 
-A planted overlap-trace job holds the golden run (tests/golden) with its windowed trace laid out as three measured
+A planted overlap-trace job holds the golden run (labs/overlap_trace/golden) with its windowed trace laid out as three measured
 steps (the golden run has one), so the step selector has something to choose, and with each rank's independent work
 moved inside its all-gather, so there is an overlap window to shade whatever the golden run measured. Boxes are measured at 1280x800 and
 390x844; the viewer is walked by keyboard alone; ui.perfetto.dev is never reached: a stand-in page, served by the

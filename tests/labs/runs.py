@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from labs import catalog
 from labs.memwatch import Measured, run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,47 +47,8 @@ def _shared_dir() -> Path:
 
 _TMP = _shared_dir()
 
-# Small enough to finish in seconds on a shared 2-core machine; each still runs every code path.
-SMALL = {
-    "env-check": {},
-    # a spike at step 5 of 8: tests/labs/test_fp8_step.py reads the clipping there and the step after from this run
-    "fp8-step": {
-        "steps": 8,
-        "batch": 4,
-        "seq": 16,
-        "d_model": 32,
-        "n_heads": 2,
-        "ffn": 64,
-        "n_layers": 2,
-        "vocab": 16,
-        "outlier_step": 5,
-        "outlier_scale": 16.0,
-    },
-    "tp-sweep": {"degrees": [1, 2], "tokens": 64, "hidden": 128, "ffn": 512, "steps": 2, "warmup": 1},
-    "overlap-trace": {"tokens": 64, "hidden": 128, "ffn": 512, "window_out": 128, "steps": 2, "warmup": 1},
-    "collectives": {
-        "ranks": 4,
-        "nodes": 2,
-        "collectives": ["all-reduce", "all-gather"],
-        "min_bytes": 256,
-        "max_bytes": 65536,
-        "factor": 16,
-        "iters": 3,
-        "warmup": 1,
-        "link_mbit": 20.0,
-    },
-    "zero-fsdp": {"layers": 2, "hidden": 32, "heads": 2, "vocab": 64, "seq": 16, "batch": 2, "steps": 2, "warmup": 1},
-    "context-parallel": {"ranks": 4, "seq_len": 256, "heads": 4, "head_dim": 16, "steps": 2, "warmup": 1},
-    "pipeline": {
-        "ranks": 2,
-        "microbatches": 4,
-        "layers": 4,
-        "width": 512,
-        "microbatch_rows": 256,
-        "steps": 2,
-        "warmup": 1,
-    },
-}
+# Each lab's small run (LabSpec.small, else its tiny one): seconds on a shared 2-core machine, every code path.
+SMALL = {name: dict(spec.tiny if spec.small is None else spec.small) for name, spec in catalog.LABS.items()}
 
 
 # A host with little memory gets a small default per-job budget (a quarter of it); these runs are sized to
@@ -139,3 +101,13 @@ def run(lab: str, params: dict | None = None, *, backend: str = "cpu") -> LabRun
     """The lab run with `params` (default: SMALL[lab]) on `backend` (the GPU check's tests pass torch-cuda), run at
     most once per session."""
     return _run(lab, json.dumps(SMALL[lab] if params is None else params, sort_keys=True), backend)
+
+
+def golden(lab: str) -> Path:
+    """The lab's committed golden bundle (labs/<lab>/golden: its tiny run, which tests/app/labruns.py writes); do
+    not modify it. Here, not only in tests/app, because the GPU check collects tests/labs without the app."""
+    return catalog.folder(lab) / "golden"
+
+
+def golden_result(lab: str) -> dict:
+    return json.loads((golden(lab) / "result.json").read_text())

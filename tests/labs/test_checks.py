@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
 
 from labs import catalog, checks
 from labs.checks import Source, check_item
-from labs.tp_sweep.checks import TP_PARITY
-from tests.app import labruns
+from tests.labs import runs
 
 
 def _source(lab: str, result: dict | None = None, kind: str = "bundle", read=True) -> Source:
-    root = labruns.bundle(lab)
-    result = result if result is not None else labruns.result(lab)
+    root = runs.golden(lab)
+    result = result if result is not None else runs.golden_result(lab)
 
     def read_artifact(name: str) -> bytes:
         a = next((a for a in result["artifacts"] if a["name"] == name), None)
@@ -73,7 +73,7 @@ def test_real_cpu_results_pass_and_say_they_are_emulated(slot_kind, lab, expecte
 
 
 def _with_overlap(immediate: float, windowed: float, emulated: bool = True) -> dict:
-    result = copy.deepcopy(labruns.result("overlap-trace"))
+    result = copy.deepcopy(runs.golden_result("overlap-trace"))
     for name, ratio in (("immediate", immediate), ("windowed", windowed)):
         for rank in result["results"]["schedules"][name]["ranks"]:
             rank["overlap_ratio"] = ratio
@@ -103,7 +103,7 @@ def test_windowed_overlap_not_above_immediate_fails_on_a_gpu():
 
 
 def _with_times(times: list[tuple[float, float]]) -> dict:
-    result = copy.deepcopy(labruns.result("tp-sweep"))
+    result = copy.deepcopy(runs.golden_result("tp-sweep"))
     degrees = result["results"]["degrees"]
     for d, (gemm, coll) in zip(degrees, times):
         d["local_gemm_ms"], d["collective_ms"] = gemm, coll
@@ -128,12 +128,12 @@ def test_a_sweep_where_collectives_never_overtake_says_so_as_information():
 
 def test_every_catalog_lab_has_its_checks_registered():
     assert set(checks.REGISTRY) == set(catalog.names())
-    for lab in catalog.names():  # and each registered entry really is that lab's checks module
-        assert checks.REGISTRY[lab].__module__ == f"labs.{lab.replace('-', '_')}.checks"
+    for lab in catalog.names():  # and each registered entry really is the checks module in that lab's folder
+        assert checks.REGISTRY[lab].__module__ == f"labs.{catalog.folder(lab).name}.checks"
 
 
 def test_fp8_loss_that_diverges_fails_and_one_that_drifts_warns():
-    bad = copy.deepcopy(labruns.result("fp8-step"))
+    bad = copy.deepcopy(runs.golden_result("fp8-step"))
     bad["results"]["runs"]["fp8"]["loss"][-1] *= 1.5
     c = _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", bad)))["loss-tracks"]
     assert (
@@ -142,7 +142,7 @@ def test_fp8_loss_that_diverges_fails_and_one_that_drifts_warns():
         and "step 3" in c["sentence"]
         and "tolerance 5%" in c["sentence"]
     )
-    drift = copy.deepcopy(labruns.result("fp8-step"))
+    drift = copy.deepcopy(runs.golden_result("fp8-step"))
     drift["results"]["runs"]["fp8"]["loss"][1] = drift["results"]["runs"]["reference"]["loss"][1] * 1.08
     assert (
         _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", drift)))["loss-tracks"][
@@ -150,14 +150,14 @@ def test_fp8_loss_that_diverges_fails_and_one_that_drifts_warns():
         ]
         == "warn"
     )
-    nan = copy.deepcopy(labruns.result("fp8-step"))
+    nan = copy.deepcopy(runs.golden_result("fp8-step"))
     nan["results"]["runs"]["fp8"]["loss"][2] = float("nan")
     c = _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", nan)))["loss-tracks"]
     assert c["status"] == "fail" and "step 2" in c["sentence"]
 
 
 def test_fp8_runs_of_different_length_and_missing_scale_history_fail():
-    bad = copy.deepcopy(labruns.result("fp8-step"))
+    bad = copy.deepcopy(runs.golden_result("fp8-step"))
     bad["results"]["runs"]["fp8"]["loss"] = bad["results"]["runs"]["fp8"]["loss"][:2]
     bad["results"]["quantizers"] = []
     names = _by_name(check_item(slot_kind="evidence", lab="fp8-step", source=_source("fp8-step", bad)))
@@ -166,11 +166,11 @@ def test_fp8_runs_of_different_length_and_missing_scale_history_fail():
 
 
 def test_tp_parity_outside_the_named_tolerance_fails():
-    bad = copy.deepcopy(labruns.result("tp-sweep"))
+    bad = copy.deepcopy(runs.golden_result("tp-sweep"))
     bad["results"]["degrees"][1]["parity"]["max_rel_diff"] = 3e-3
     c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", bad)))["tp-parity"]
     assert c["status"] == "fail" and "FP32_REORDER" in c["sentence"] and "difference 0.003 at TP=2" in c["sentence"]
-    no_mapping = copy.deepcopy(labruns.result("tp-sweep"))
+    no_mapping = copy.deepcopy(runs.golden_result("tp-sweep"))
     no_mapping["results"]["degrees"][1]["ranks"] = no_mapping["results"]["degrees"][1]["ranks"][:1]
     c = _by_name(check_item(slot_kind="evidence", lab="tp-sweep", source=_source("tp-sweep", no_mapping)))[
         "rank-mapping"
@@ -178,14 +178,8 @@ def test_tp_parity_outside_the_named_tolerance_fails():
     assert c["status"] == "fail" and "TP=[2]" in c["sentence"]
 
 
-def test_tp_tolerances_are_the_labs_own():
-    from labs.tp_sweep.params import TOLERANCES
-
-    assert {k: v["max_rel_diff"] for k, v in TOLERANCES.items()} == {k: v[0] for k, v in TP_PARITY.items()}
-
-
 def test_overlap_judgement_fails_on_a_gpu_and_warns_on_cpu():
-    bad = copy.deepcopy(labruns.result("overlap-trace"))
+    bad = copy.deepcopy(runs.golden_result("overlap-trace"))
     # Both schedules' ratios are set here: the recorded CPU run's own windowed overlap depends on how busy
     # the cores were when it ran, and under load it can pass 40%.
     for rank in bad["results"]["schedules"]["immediate"]["ranks"]:
@@ -209,13 +203,13 @@ def test_overlap_judgement_fails_on_a_gpu_and_warns_on_cpu():
 
 
 def test_timeline_missing_a_rank_fails_and_an_unreadable_trace_is_not_gradable():
-    bad = copy.deepcopy(labruns.result("overlap-trace"))
+    bad = copy.deepcopy(runs.golden_result("overlap-trace"))
     bad["results"]["schedules"]["windowed"]["ranks"][1]["rank"] = 0  # rank 1's row went missing
     c = _by_name(check_item(slot_kind="evidence", lab="overlap-trace", source=_source("overlap-trace", bad)))[
         "every-rank"
     ]
     assert c["status"] == "fail" and "windowed" in c["sentence"]
-    gone = copy.deepcopy(labruns.result("overlap-trace"))
+    gone = copy.deepcopy(runs.golden_result("overlap-trace"))
     trace = gone["results"]["schedules"]["immediate"]["artifacts"]["trace"]
     for a in gone["artifacts"]:
         if a["path"] == trace:
@@ -225,8 +219,8 @@ def test_timeline_missing_a_rank_fails_and_an_unreadable_trace_is_not_gradable()
 
 
 def test_trace_without_spans_for_a_rank_fails(tmp_path):
-    root = labruns.copy_to("overlap-trace", tmp_path / "b")
-    result = labruns.result("overlap-trace")
+    root = shutil.copytree(runs.golden("overlap-trace"), tmp_path / "b")
+    result = runs.golden_result("overlap-trace")
     path = root / result["results"]["schedules"]["windowed"]["artifacts"]["trace"]
     trace = json.loads(path.read_text())
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("pid") != 1]
@@ -252,7 +246,7 @@ def test_infrastructure_problems_are_not_gradable_never_failed():
         source=Source(kind="job", id=3, problem="the job failed: The lab process crashed (SIGSEGV, signal 11)"),
     )
     assert failed["status"] == "not_gradable" and "SIGSEGV" in failed["checks"][0]["sentence"]
-    broken = copy.deepcopy(labruns.result("env-check"))
+    broken = copy.deepcopy(runs.golden_result("env-check"))
     del broken["environment"]
     as_job = check_item(slot_kind="evidence", lab="env-check", source=_source("env-check", broken, kind="job"))
     assert as_job["status"] == "not_gradable" and "schema" in as_job["checks"][0]["sentence"]

@@ -16,20 +16,6 @@ from labs.parallel import comm
 from labs.runtime import validate_result
 from tests.labs import runs
 
-TINY = {
-    "ranks": 4,
-    "nodes": 2,
-    "collectives": ["all-reduce", "all-gather"],
-    # 256 B is latency-bound even on the slow link below, 64 KiB bandwidth-bound: bus bandwidth must rise.
-    "min_bytes": 256,
-    "max_bytes": 65536,
-    "factor": 16,
-    "iters": 3,
-    "warmup": 1,
-    # A slow link, so a 64 KiB transfer across it (~26 ms) stands far above CPU scheduling noise (a few ms).
-    "link_mbit": 20.0,
-}
-
 
 def _may_build_namespaces() -> bool:
     t = topo.build(2, 100, 0)
@@ -45,7 +31,7 @@ needs_netns = pytest.mark.skipif(not NETNS, reason="this worker may not create n
 
 @pytest.fixture(scope="module")
 def lab():
-    return runs.run("collectives", TINY)
+    return runs.run("collectives")  # its spec's tiny run: 4 ranks in 2 nodes, 256 B to 64 KiB on a slow link
 
 
 @pytest.fixture(scope="module")

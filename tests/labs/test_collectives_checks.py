@@ -5,11 +5,11 @@ import copy
 
 from labs.checks.common import ArtifactUnreadable
 from labs.collectives import checks as collectives
-from tests.app import labruns
+from tests.labs import runs
 
 
 def _read(result):
-    root = labruns.GOLDEN / "collectives"
+    root = runs.golden("collectives")
 
     def read(name: str) -> bytes:
         a = next((a for a in result["artifacts"] if a["name"] == name), None)
@@ -23,7 +23,7 @@ def _read(result):
 def _golden():
     import json
 
-    return json.loads((labruns.GOLDEN / "collectives" / "result.json").read_text())
+    return json.loads((runs.golden("collectives") / "result.json").read_text())
 
 
 def _status(result) -> dict:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
+from labs import catalog
 from labs.context_parallel import checks
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "context-parallel"
+GOLDEN = catalog.folder("context-parallel") / "golden"
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
+from labs import catalog
 from labs.pipeline import checks
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "pipeline"
+GOLDEN = catalog.folder("pipeline") / "golden"
 
 
 @pytest.fixture(scope="module")

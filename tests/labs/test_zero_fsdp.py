@@ -15,8 +15,7 @@ import pytest
 from labs import catalog
 from labs.runtime import validate_result
 from labs.zero_fsdp import anatomy
-from labs.zero_fsdp.params import Params
-from labs.zero_fsdp.report import LOSS_TOLERANCE
+from labs.zero_fsdp.params import LOSS_TOLERANCE, Params
 from tests.labs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,7 +172,7 @@ def test_the_app_grades_the_run_and_the_golden_bundle_has_its_shape(result, bund
         == "fail"
     )
     assert statuses(lambda s: s["fsdp2"]["collectives"][0].__setitem__("bytes", 1))["bytes-moved"] == "fail"
-    golden = ROOT / "tests" / "golden" / "zero-fsdp"
+    golden = catalog.folder("zero-fsdp") / "golden"
     assert shape_differences(json.loads((golden / "result.json").read_text()), result) == []
     assert sorted(p.name for p in golden.iterdir()) == sorted(p.name for p in bundle.iterdir())
 

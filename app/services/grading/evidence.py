@@ -7,7 +7,6 @@ make the evidence not gradable (never the learner's fault), as labs/checks decid
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,30 +61,6 @@ def _value(v: Any) -> str:
     return "none" if v is None else str(v)
 
 
-def _fp8_step(p: dict) -> list[str]:
-    o = p.get("outlier_step")
-    return [
-        f"spike at step {o}" if o is not None else "no spike",
-        api.count(p.get("steps", 0), "step"),
-        str(p.get("recipe")),
-    ]
-
-
-def _overlap_trace(p: dict) -> list[str]:
-    return [f"{_value(p.get('schedules') or [])} schedule{'s' if len(p.get('schedules') or []) != 1 else ''}",
-            api.count(p.get("ranks", 0), "rank")]  # fmt: skip
-
-
-def _tp_sweep(p: dict) -> list[str]:
-    return [f"TP {_value(p.get('degrees') or [])}", "FP8" if p.get("fp8") else "no FP8"]
-
-
-# What tells one run of a lab from another, in the lesson's words; the parameters named here are always said.
-_KEY_WORDS: dict[str, tuple[tuple[str, ...], Callable[[dict], list[str]]]] = {
-    "fp8-step": (("outlier_step", "steps", "recipe"), _fp8_step),
-    "overlap-trace": (("schedules", "ranks"), _overlap_trace),
-    "tp-sweep": (("degrees", "fp8"), _tp_sweep),
-}
 MAX_OTHER_WORDS = 0  # further changed parameters a run menu names before "…": the closed menu fits a laptop's column
 
 
@@ -107,8 +82,8 @@ def params_words(lab: str, params: dict | None) -> str:
     without key parameters run as it comes."""
     spec = catalog.LABS.get(lab)
     full = _with_defaults(lab, params)
-    keys, words = _KEY_WORDS.get(lab, ((), lambda p: []))
-    out = list(words(full))
+    keys = spec.words.key_params if spec else ()
+    out = spec.words.params_words(full) if spec else []
     fields = spec.params.model_fields if spec else {}
     others = [
         f"{(fields[k].title or k.replace('_', ' ')).lower() if k in fields else k} {_value(v)}"
@@ -119,38 +94,10 @@ def params_words(lab: str, params: dict | None) -> str:
     return ", ".join(out) if out else "default settings"
 
 
-@dataclass(frozen=True)
-class Ask:
-    """What run an evidence slot asks for, beyond being of its lab: said under its menu, and its runs marked."""
-
-    text: str  # "a run with an outlier step (the lesson's step 20 of 40)"
-    fits: Callable[[dict], bool]  # the run's parameters, defaults filled in
-
-
-# Mirrors what labs/checks needs from each slot's result, read from the parameters (a result can be
-# megabytes; its parameters are a few fields): a run that fits passes the checks' "did you run the right thing".
-ASKS: dict[tuple[str, str], Ask] = {
-    ("fp8-step", "evidence"): Ask(
-        "a run with an outlier step, so the clipping and the scale's answer show (the lesson's “step 20 of 40”)",
-        lambda p: p.get("outlier_step") is not None,
-    ),
-    ("overlap-trace", "evidence"): Ask(
-        "a run of both the immediate and the windowed schedule",
-        lambda p: {"immediate", "windowed"} <= set(p.get("schedules") or []),
-    ),
-    ("tp-sweep", "evidence"): Ask(
-        "a sweep with TP 1 and at least one degree above it",
-        lambda p: 1 in (p.get("degrees") or []) and any(d > 1 for d in p.get("degrees") or []),
-    ),
-    ("tp-sweep", "stretch"): Ask(
-        "a sweep of three or more TP degrees, to see where sharding stops paying",
-        lambda p: len(set(p.get("degrees") or [])) >= 3,
-    ),
-}
-
-
-def ask_for(slot: Slot) -> Ask | None:
-    return ASKS.get((slot.lab, slot.kind))
+def ask_for(slot: Slot) -> catalog.Ask | None:
+    """What run `slot` asks for beyond being of its lab (its lab's LabSpec.words.asks), None when it asks nothing."""
+    spec = catalog.LABS.get(slot.lab)
+    return spec.words.asks.get(slot.kind) if spec else None
 
 
 def fits(slot: Slot, lab: str, params: dict | None) -> bool:

@@ -224,7 +224,7 @@ class Estimate:
 
 
 def model_seconds(lab: str, params: dict | None, backend: str) -> float | None:
-    """The lab's cost-model estimate of one run (labs.catalog LabSpec.cost); None for params it no longer takes."""
+    """The lab's cost-model estimate of one run (labs.spec LabSpec.cost); None for params it no longer takes."""
     try:
         spec = catalog.get(lab)
         return spec.estimate_seconds(spec.params.model_validate(params or {}), backend)

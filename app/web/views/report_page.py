@@ -23,10 +23,11 @@ from app.services.errors import NotFound
 from app.services.grading import evidence as evidence_service
 from app.services.grading import grades as grading
 from app.services.grading import reports as report_service
-from app.services.grading.evidence import Ask, EvidenceView, Slot
+from app.services.grading.evidence import EvidenceView, Slot
 from app.services.grading.reports import Gap
 from app.services.jobs import bundles as bundle_service
 from app.services.learning.lessons import Current
+from labs import catalog
 
 MAX_VERSIONS_LISTED = 20  # submitted versions listed with their grade; earlier ones as bare links
 
@@ -69,7 +70,7 @@ class ReportPage:
     answers: dict[str, str]  # question id -> the answer written
     states: dict[str, str]  # slot id -> the attached run's state in words
     candidates: dict[str, list[tuple[str, str]]]  # slot id -> (value, words) of the runs it may carry
-    asks: dict[str, Ask]  # slot id -> the run an item asks for, where it asks for one
+    asks: dict[str, catalog.Ask]  # slot id -> the run an item asks for, where it asks for one
     history: list[VersionLine]
     earlier: list[int]  # versions beyond MAX_VERSIONS_LISTED: numbers only
     current: ShownVersion | None
