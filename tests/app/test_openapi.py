@@ -37,7 +37,7 @@ def test_the_document_names_the_product_and_its_operations_read_as_words(documen
     for op in operations:
         assert re.fullmatch(r"[a-z]+(_[a-z0-9]+)*", op["operationId"]) and "api_v1" not in op["operationId"]
         assert op["summary"][0].isupper() and not op["summary"].startswith("Api "), op["summary"]
-        assert op["tags"] and op["tags"][0] in {"account", "labs", "jobs", "bundles", "tools"}
+        assert op["tags"] and op["tags"][0] in {"account", "labs", "jobs", "bundles", "tools", "charts"}
     submit = document["paths"]["/api/v1/jobs"]["post"]
     assert (submit["operationId"], submit["summary"]) == ("submit_job", "Submit a lab job")
     assert document["security"] == [{"token": []}]

@@ -24,7 +24,7 @@ MIN_WINDOW_MS = 0.001  # 1 µs: the viewer's narrowest window, spans are recorde
 MAX_MS = 1e9  # about 11 days: no trace is longer
 
 
-@api.get("/time-ticks")
+@api.get("/time-ticks", operation_id="get_time_ticks", summary="Axis ticks for a timeline window")
 def time_ticks(
     lo: Annotated[float, Query(ge=0, le=MAX_MS, description="the window's start, ms")],
     hi: Annotated[float, Query(gt=0, le=MAX_MS, description="the window's end, ms")],
