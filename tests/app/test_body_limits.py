@@ -1,6 +1,6 @@
 """Request bodies are limited on the bytes actually received, per route, before any authentication work.
 
-Issue 10, item 2: a 1 GB chunked JSON body sent anonymously to /api/v1/jobs grew the server from 373 MB to
+What this guards against: a 1 GB chunked JSON body sent anonymously to /api/v1/jobs grew the server from 373 MB to
 3.4 GB before its 403, and a 300 MB multipart body to /login was spooled to disk first. These tests send
 such bodies to a real server over a raw socket (Content-Length, chunked, and no length at all) and check
 the answer, how much the server took in, its memory and its temporary folder.

@@ -189,7 +189,7 @@ def _drain(db, workers: int, *, rounds: int) -> list[int]:
 
 
 def test_one_worker_starts_bs_job_second_as_the_card_said(make_client, learners, worker, db):
-    """Issue 30: with one worker, A submits six env-check jobs and B one right after. B's card says one job is
+    """With one worker, A submits six env-check jobs and B one right after. B's card says one job is
     ahead, and B's job is the second to start (real runs through the embedded worker)."""
     a, b, _ = learners
     ca, cb = make_client(), make_client()

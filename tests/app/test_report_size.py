@@ -1,4 +1,4 @@
-"""A learner cannot make a report page huge (issue 10, item 9).
+"""A learner cannot make a report page huge.
 
 A 3.4 MB result.json over five submitted versions made a 41 MB report page that took 5.8 s to render.
 Pages now show one version in full (the others as a line and a link) and a bounded excerpt of each result

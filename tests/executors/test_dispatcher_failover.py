@@ -1,4 +1,4 @@
-"""Issue 35 points 2 and 3 against the session's real Ray cluster (tests/executors/raycluster.py) and PostgreSQL:
+"""Dispatcher failover against the session's real Ray cluster (tests/executors/raycluster.py) and PostgreSQL:
 two `python -m app dispatcher` processes elect one, the standby says so and takes over within seconds of the
 active one's SIGKILL, giving back its running job uncharged; and `ray-node-health` judges this node by its node id
 in the cluster's view, on a host where the head's raylet runs too. (In tests/executors, not tests/ops, to share

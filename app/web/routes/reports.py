@@ -93,7 +93,7 @@ def _page(
         picks = {s.id: form.get(f"evidence-{s.id}", "") for s in slots}
         answers = {q.id: form.get(f"answer-{q.id}", "") for q in lesson.lab.report_questions}
     # One version is shown in full (the latest, or ?v=N); the others are a line each with a link, so the page
-    # costs one version's results however often the learner submitted (issue 10, item 9).
+    # costs one version's results however often the learner submitted.
     versions = report_service.versions(db, report=report) if report else []
     shown = next((v for v in versions if v.number == show), None) if show else (versions[0] if versions else None)
     if show and shown is None:
