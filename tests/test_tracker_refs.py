@@ -19,8 +19,8 @@ TEXT = (".py", ".html", ".yaml", ".yml", ".js", ".mjs", ".css", ".sh", ".md", ".
 NAMED_FILES = ("Makefile", "Dockerfile", "Dockerfile.gpu", ".importlinter", ".ci/run")
 # third-party code; lab output committed as data; this file's own examples
 SKIP = ("static/vendor/", "tests/golden/", "tests/test_tracker_refs.py")
-# "issue 30", "Issue #42", "issues 10 and 29", "PR #7", "(#42)", "fixes #12"
-TRACKER = re.compile(r"\b(?:[Ii]ssues?|PR|[Pp]ull request)\s*#?\d+|\(#\d+\)|\b(?:[Ff]ixes|[Cc]loses)\s+#\d+")
+# "issue 30", "Issue #42", "issue-35", "issues 10 and 29", "PR #7", "(#42)", "fixes #12"
+TRACKER = re.compile(r"\b(?:[Ii]ssues?|PR|[Pp]ull request)[\s-]*#?\d+|\(#\d+\)|\b(?:[Ff]ixes|[Cc]loses)\s+#\d+")
 # a project named just before the number: owner/repo or a dashed name (nccl-tests, pytest-xdist); or a URL on the line
 PROJECT = re.compile(r"[\w.-]+/[\w.-]+|[\w.]+-[\w.-]+")
 URL = re.compile(r"https?://\S+/(?:issues|pull)/\d+")
@@ -63,6 +63,7 @@ def tracker_refs(line: str) -> list[str]:
         ('"""Issue 10 item 10: HTML pages send a CSP', ["Issue 10"]),
         ("Targets (issue 10) on a 2-core machine", ["issue 10"]),
         ("Then the attack of issue 30, held for --seconds", ["issue 30"]),
+        ("What the issue-35 walk-through showed", ["issue-35"]),
         ("as fixed in PR #7 and (#42)", ["PR #7", "(#42)"]),
         ("see #42 for the measurements", []),  # a bare number is too often a run or a colour to judge
         ("measured in (#42)", ["(#42)"]),

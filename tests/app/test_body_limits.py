@@ -120,7 +120,7 @@ def _spooled(live: Live) -> list[Path]:
 
 
 def test_a_chunked_json_body_stops_at_the_limit_without_growing_the_server(live):
-    """The 1 GB anonymous chunked body of the issue, cut to 256 MB: refused after about a megabyte."""
+    """A 1 GB anonymous chunked body, cut to 256 MB: refused after about a megabyte."""
     before = live.rss_bytes()
     head = _head("POST", "/api/v1/jobs", "Content-Type: application/json", "Transfer-Encoding: chunked")
     answer = raw_request(live.port, head, chunked(256 * MIB, b'{"lab": "fp8-step", "params": {}}' * 2000))
@@ -138,7 +138,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_of_it_is_sent(li
 
 
 def test_a_multipart_body_to_login_is_neither_read_nor_spooled(live):
-    """The 300 MB multipart post to /login of the issue: refused at the default limit, nothing on disk."""
+    """A 300 MB multipart post to /login: refused at the default limit, nothing on disk."""
     before = live.rss_bytes()
     boundary = "b0undary"
     part = (

@@ -96,7 +96,7 @@ def any_db_url(request, tmp_path) -> str:
 
 
 def test_sixty_learners_loading_six_parts_at_once_all_get_their_pages(tmp_path, any_db_url):
-    """The issue's reproduction, with the shipped settings: 360 pages at once, every one a 200."""
+    """The overload, with the shipped settings: 360 pages at once, every one a 200."""
     with course_server(tmp_path, any_db_url) as live:
         learner_cookies = learners_with_sessions(any_db_url, 60)
         tally, slowest = class_at_once(live.base, learner_cookies)

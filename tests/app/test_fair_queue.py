@@ -166,7 +166,7 @@ def test_replace_queued_cancels_the_old_queued_run_only(db, learners):
     assert new.status == "queued"
 
 
-# -- fair share: the reproduction, with one worker and with several
+# -- fair share: one worker and several
 
 
 def _api_submit(c, lab="env-check"):

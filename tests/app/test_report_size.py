@@ -18,7 +18,7 @@ from tests.app.reporting import LESSON, finished_job
 
 PAGE_LIMIT = 400 * 1024  # bytes of HTML: a few tens of KB of page plus four result excerpts
 # Per big table: each job's result alone is larger than PAGE_LIMIT (~0.55 MB), so a page that showed one result in
-# full, or every version, would be over it several times (the 3.4 MB results only take longer to store).
+# full, or every version, would be over it several times (3.4 MB results only take longer to store).
 ROWS = 4_000
 VERSIONS = 5
 

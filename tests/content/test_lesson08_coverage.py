@@ -117,7 +117,7 @@ def test_what_the_counts_leave_out_and_a_budget_in_dollars(l08):
     assert v["attn-7b"]["full_pct"] == pytest.approx(15.34, rel=1e-3) and v["attn-7b"]["causal_pct"] == pytest.approx(
         7.67, rel=1e-3
     )
-    # logits: 4096 × 128,256 values, 2 + 4 bytes each = 3.15 GB (the issue's ≈ 3.2 GB)
+    # logits: 4096 × 128,256 values, 2 + 4 bytes each = 3.15 GB (≈ 3.2 GB)
     assert v["logits-128k"]["gb"] == pytest.approx(3.152, rel=1e-3)
     # decode without the 1.05 GB embedding table: (16.06 − 1.05 + 9.44) GB ÷ 3.35 TB/s = 7.30 ms
     assert v["decode-no-emb"]["ms"] == pytest.approx(7.298, rel=1e-3) and v["decode-no-emb"]["ms"] < v["decode"]["ms"]
