@@ -9,7 +9,8 @@
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# pytest processes (pytest-xdist), each with its own databases, servers and browser; a test file stays in one.
+# pytest processes (pytest-xdist), each with its own databases, servers and browser; a test file stays in one,
+# and so do all the tests of the Ray cluster (--dist loadgroup, tests/scheduling.py).
 TEST_WORKERS ?= 2
 
 run:
@@ -19,7 +20,7 @@ run:
 test:
 	scripts/setup.sh --test
 	$(MAKE) --no-print-directory lint
-	.venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	.venv/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 # The tests that need none of the servers the suite starts and take seconds, not minutes (docs/testing.md);
 # the markers follow from the fixtures a test uses (tests/conftest.py). PYTEST_ARGS narrows it further.

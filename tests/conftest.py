@@ -36,7 +36,9 @@ from app.core.db import make_engine, make_sessionmaker
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytest_plugins = ["tests.leftovers"]  # the run fails, naming them, if processes it started outlive it
+# tests.leftovers: the run fails, naming them, if processes it started outlive it; tests.scheduling: how
+# `--dist loadgroup` shares files out between the xdist processes (one of them gets every Ray file)
+pytest_plugins = ["tests.leftovers", "tests.scheduling"]
 
 # One OpenMP thread for torch in the test processes and the labs they start themselves (jobs an executor starts get
 # the threads it chooses). Two suite workers share two cores: a lab running torch's default two threads beside a busy
