@@ -19,7 +19,7 @@ average; then it reads the database and checks that every write the server ackno
 attempt, the done tick, the job). It stops by itself: the server is stopped once the learners are done (the queued
 jobs stay queued), and everything is abandoned after --deadline seconds.
 
-Targets (issue 10) on a 2-core machine: 0 server errors, 0 connection errors, p99 page latency < 2 s. The script
+Targets on a 2-core machine: 0 server errors, 0 connection errors, p99 page latency < 2 s. The script
 exits 1 when a target is missed or an acknowledged write is missing. Nothing here is timed inside a test.
 
 How the server is started for an executor lives in `course_server` (one place, so the same run can be repeated

@@ -53,7 +53,7 @@ from app.services.jobs.labhost import HostCapacity  # noqa: E402
 
 LAB = "env-check"
 JITTER = 0.25  # run times vary by up to this fraction either way, seeded, so seconds (not only counts) matter
-TARGET_JAIN = 0.9  # issue 30's target for the fair order
+TARGET_JAIN = 0.9  # the target for the fair order (1 is perfectly fair)
 
 
 @dataclass(frozen=True)

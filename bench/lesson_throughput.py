@@ -15,7 +15,7 @@ pause-and-reason prompt of the deep-dives part, then points wrk, with the learne
     login      GET /login      (anonymous, a short form; a plain `def` page with two thread hops; context)
 
 and the bare endpoint once more at the end, and prints req/s, p50 and p99 latency and each page's ratio to
-the baseline (the mean of its two runs). Goal (issue 9): every learner page >= 0.5 x the baseline's req/s
+the baseline (the mean of its two runs). Goal: every learner page >= 0.5 x the baseline's req/s
 with p99 < 50 ms at 16 connections. On the 2-core machine, shared with wrk, every figure follows whatever
 else runs there (runs minutes apart gave the bare endpoint 2,389 to 3,738 req/s), so the bench also says
 whether the run was quiet: the load average under QUIET_LOAD when it started, and the bare endpoint's two

@@ -5,14 +5,14 @@
 
 Starts `python -m app serve` (SQLite in a temporary data dir, no lab workers, shipped limits) on loopback on a
 free port. First the baseline: GET /login, and a registration (GET /register, POST /register), each a few
-times with nothing held. Then the attack of issue 30, held for --seconds: --bodies POSTs (half to /login, half
+times with nothing held. Then the attack, held for --seconds: --bodies POSTs (half to /login, half
 to /logout) that declare 1,000 bytes and send 7, and --headers connections that send half a request line and
 nothing more, from other loopback addresses (127.0.x.y: each a client of its own), each one opened again as
 soon as the server answers or closes it, as an attacker would. Meanwhile the same GET /login and registrations
 are timed again, from addresses of their own.
 
 Prints both sets of figures and their ratio, how often the server closed a held connection (its header and
-body deadlines at work) and how many it refused (the per-address cap). Targets (issue 30): under the attack,
+body deadlines at work) and how many it refused (the per-address cap). Targets: under the attack,
 /login under 1 s and a registration under 3 s, every one answered 200/303; exits 1 if one is missed.
 Everything listens and connects on loopback only, and the run stops after --seconds plus the start-up.
 """
@@ -218,7 +218,7 @@ def summary(samples: list[tuple[float, int]]) -> tuple[float, float, Counter[int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bodies", type=int, default=8, help="partial bodies held (issue 30: 8)")
+    ap.add_argument("--bodies", type=int, default=8, help="partial bodies held (bench target: 8)")
     ap.add_argument("--headers", type=int, default=300, help="unfinished headers held (bench target: 300)")
     ap.add_argument("--rounds", type=int, default=5, help="logins and registrations timed in each phase")
     ap.add_argument("--seconds", type=float, default=20, help="how long the attack is held before the timing")

@@ -36,6 +36,10 @@ from app.core.db import make_engine, make_sessionmaker
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# tests.leftovers: the run fails, naming them, if processes it started outlive it; tests.scheduling: how
+# `--dist loadgroup` shares files out between the xdist processes (one of them gets every Ray file)
+pytest_plugins = ["tests.leftovers", "tests.scheduling"]
+
 # One OpenMP thread for torch in the test processes and the labs they start themselves (jobs an executor starts get
 # the threads it chooses). Two suite workers share two cores: a lab running torch's default two threads beside a busy
 # core spins in OpenMP's barriers, and fp8-step's default run took 38.6 s beside one busy loop against 5.6 s with one
@@ -159,6 +163,19 @@ def published_postgres(postgres_server, tmp_path_factory) -> str:
     url = _new_pg_database(postgres_server)
     _prepare_once(url, tmp_path_factory.mktemp("published-postgres"))
     return make_url(url).database or ""
+
+
+# A test that uses one of these fixtures, however indirectly, carries the marker: `-m "not browser"` and `make
+# test-quick` then skip exactly what needs Chromium, the Ray cluster or the PostgreSQL server. A test that reaches
+# PostgreSQL by parametrization (`both_backends`, a "postgres" param) gets the marker on that param.
+NEEDS = {"browser": "browser", "ray_cluster": "ray", "postgres_server": "postgres"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture, marker in NEEDS.items():
+            if fixture in item.fixturenames and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
 
 
 def pytest_generate_tests(metafunc):

@@ -67,7 +67,7 @@ def _final_user(dockerfile: str) -> str | None:
 
 
 def test_no_container_runs_as_root():
-    """Issue 30 §6: code that gets out of a lab or the web process must not own the container. Both images end as
+    """Code that gets out of a lab or the web process must not own the container. Both images end as
     `course` (a fixed uid, so a bind mount can be given to it), made before the USER line with the directories its
     services write (/data: bundles and uploads; /scratch: a Ray node's lab folders) owned by it; compose overrides
     no image's user but PostgreSQL's, which starts as `postgres` instead of root."""

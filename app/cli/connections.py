@@ -4,7 +4,7 @@
 
 uvicorn 0.55's h11 protocol (uvicorn/protocols/http/h11_impl.py) has a keep-alive timer between requests and
 nothing else: a connection that sends half a request line, or nothing at all, is kept for ever, and its
-`limit_concurrency` counts such connections without closing any (issue 30: 4,150 of them made every request
+`limit_concurrency` counts such connections without closing any (4,150 of them make every request
 a 503). `GuardedH11Protocol` adds two things to it and changes nothing else:
 
 - a header deadline: from the moment the server waits for a request (connection made, or the previous

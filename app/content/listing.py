@@ -2,12 +2,12 @@
 blocks and `number` lines read and changed as text (every other line kept as written), for app/web/routes/authoring.py.
 
 A question must be listed in some part's `questions` block and a part may list only questions that exist, so a new
-question published on its own, or a part listing it first, were both refused. A new questions/NAME.yaml therefore
+question published on its own, or a part listing it first, would each be refused. A new questions/NAME.yaml therefore
 goes out with its id added to a part (the author picks which; by default the last part that already lists
 questions), and a question a part's edit leaves listed nowhere may be removed with it.
 
-Part numbers run 1..N, each once, so a new part in the middle was refused until every later part's file was
-renumbered, one publish each, each refused too. A new part whose number is taken may therefore move the parts from
+Part numbers run 1..N, each once, so a new part in the middle would be refused until every later part's file
+were renumbered, one publish each, each of those refused too. A new part whose number is taken may therefore move the parts from
 that number on one up, in the same version.
 """
 

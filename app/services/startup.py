@@ -32,7 +32,7 @@ PG_EXAMPLE = "postgresql+psycopg://user:password@host:5432/dbname"
 
 def check_database(settings: Settings) -> None:
     """Make the data dir and open the database once, before anything else does; SettingsError names the setting
-    to fix. Each of these used to end start-up in a long traceback from deep inside a migration."""
+    to fix, where each would otherwise end start-up in a long traceback from deep inside a migration."""
     _check_data_dir(settings)
     name = "DATABASE_URL" if settings.database_url else "COURSE_DATA_DIR"
     fix = "name a file in a folder" if settings.database_url else "point it at a folder"  # SQLite's errors' advice

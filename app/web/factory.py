@@ -316,7 +316,7 @@ def web_process() -> FastAPI:
     """
     from app.executors.supervise import die_with_parent
 
-    die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it (issue 10 item 5)
+    die_with_parent()  # a web process must not outlive `serve`, even after kill -9 of it
     settings = Settings.from_env()
     logs.configure(settings.log_level, access_log=settings.access_log, fmt=settings.log_format)
     return create_app(settings, host=labhost.from_environment(), prepare=False, settle=True)

@@ -1,4 +1,4 @@
-"""FP8 numerics in software, following Transformer Engine's semantics (see DESIGN.md).
+"""FP8 numerics in software, following Transformer Engine's semantics (each rule below names its TE source).
 
 Everything here runs on any torch device, CPU included, so the `cpu` backend emulates FP8
 with the same rules TE applies on an H100:

@@ -1,4 +1,4 @@
-"""Issue 14, accounts: change the display name and the password, log out everywhere, and password-reset links
+"""Accounts: change the display name and the password, log out everywhere, and password-reset links
 an instructor issues (page and CLI), mailed through a real SMTP server when COURSE_SMTP_URL is set."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Request bodies are limited on the bytes actually received, per route, before any authentication work.
 
-Issue 10, item 2: a 1 GB chunked JSON body sent anonymously to /api/v1/jobs grew the server from 373 MB to
+What this guards against: a 1 GB chunked JSON body sent anonymously to /api/v1/jobs grew the server from 373 MB to
 3.4 GB before its 403, and a 300 MB multipart body to /login was spooled to disk first. These tests send
 such bodies to a real server over a raw socket (Content-Length, chunked, and no length at all) and check
 the answer, how much the server took in, its memory and its temporary folder.
@@ -120,7 +120,7 @@ def _spooled(live: Live) -> list[Path]:
 
 
 def test_a_chunked_json_body_stops_at_the_limit_without_growing_the_server(live):
-    """The 1 GB anonymous chunked body of the issue, cut to 256 MB: refused after about a megabyte."""
+    """A 1 GB anonymous chunked body, cut to 256 MB: refused after about a megabyte."""
     before = live.rss_bytes()
     head = _head("POST", "/api/v1/jobs", "Content-Type: application/json", "Transfer-Encoding: chunked")
     answer = raw_request(live.port, head, chunked(256 * MIB, b'{"lab": "fp8-step", "params": {}}' * 2000))
@@ -138,7 +138,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_any_of_it_is_sent(li
 
 
 def test_a_multipart_body_to_login_is_neither_read_nor_spooled(live):
-    """The 300 MB multipart post to /login of the issue: refused at the default limit, nothing on disk."""
+    """A 300 MB multipart post to /login: refused at the default limit, nothing on disk."""
     before = live.rss_bytes()
     boundary = "b0undary"
     part = (

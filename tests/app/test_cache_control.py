@@ -1,4 +1,4 @@
-"""Issue 30 §6: every page drawn for a session is sent with Cache-Control: no-store, so neither a shared cache nor
+"""Every page drawn for a session is sent with Cache-Control: no-store, so neither a shared cache nor
 the browser's disk cache keeps a learner's answers, jobs or grades (Back after a log-out on a shared computer shows
 nothing); the public static files keep their validators. tests/browser/test_no_eval_no_store.py checks in
 Chromium that pages and htmx swaps still work with it."""

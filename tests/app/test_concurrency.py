@@ -1,6 +1,6 @@
 """Many learners at once: no 500s, no 30 s hangs; overload queues or is told to come back (503, Retry-After).
 
-Issue 10, item 1: 60 learners loading six lesson parts at once got 40 answers that waited exactly 30 s and
+What this guards against: 60 learners loading six lesson parts at once got 40 answers that waited exactly 30 s and
 failed with `QueuePool limit of size 5 overflow 10 reached`, on SQLite and PostgreSQL alike: requests held
 a database connection while they waited for a thread and while the page rendered, and anyio's 40 threads
 fed a pool of 15 connections. Now the admission gate (app/web/middleware/admission.py), the thread pool and the database
@@ -96,7 +96,7 @@ def any_db_url(request, tmp_path) -> str:
 
 
 def test_sixty_learners_loading_six_parts_at_once_all_get_their_pages(tmp_path, any_db_url):
-    """The issue's reproduction, with the shipped settings: 360 pages at once, every one a 200."""
+    """The overload, with the shipped settings: 360 pages at once, every one a 200."""
     with course_server(tmp_path, any_db_url) as live:
         learner_cookies = learners_with_sessions(any_db_url, 60)
         tally, slowest = class_at_once(live.base, learner_cookies)

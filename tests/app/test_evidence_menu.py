@@ -1,4 +1,4 @@
-"""Issue 29, point 7: a report's run menu says each run's parameters in words and marks the runs an item asks for;
+"""A report's run menu says each run's parameters in words and marks the runs an item asks for;
 an optional item left empty is not counted as missing; a cancelled newer run never hides the last good one.
 
 Real database (SQLite and PostgreSQL), real lab output (the golden bundles)."""

@@ -166,7 +166,7 @@ def test_replace_queued_cancels_the_old_queued_run_only(db, learners):
     assert new.status == "queued"
 
 
-# -- fair share: the issue's reproduction, with one worker and with several
+# -- fair share: one worker and several
 
 
 def _api_submit(c, lab="env-check"):
@@ -189,7 +189,7 @@ def _drain(db, workers: int, *, rounds: int) -> list[int]:
 
 
 def test_one_worker_starts_bs_job_second_as_the_card_said(make_client, learners, worker, db):
-    """Issue 30: with one worker, A submits six env-check jobs and B one right after. B's card says one job is
+    """With one worker, A submits six env-check jobs and B one right after. B's card says one job is
     ahead, and B's job is the second to start (real runs through the embedded worker)."""
     a, b, _ = learners
     ca, cb = make_client(), make_client()

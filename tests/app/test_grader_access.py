@@ -1,4 +1,4 @@
-"""Issue 10 item 8: a grader sees a learner's jobs only through submitted reports of lessons they grade (and
+"""A grader sees a learner's jobs only through submitted reports of lessons they grade (and
 only the jobs those reports cite); nobody claims or grades their own report; instructors keep full access.
 Job ids are sequential, so every refusal is tried by walking ids, as the probe did."""
 

@@ -1,4 +1,4 @@
-"""Issue 30 §5: inputs that answered 500 (or held a CPU for seconds) now get a 4xx, or a listed problem, in words.
+"""Inputs that could answer 500 (or hold a CPU for seconds) get a 4xx, or a listed problem, in words.
 
 Each case goes through HTTP as a browser or script sends it: an answer with no real value, a digit that is not an
 ASCII digit, a lesson id that is not an id, YAML aliases ("billion laughs") and an enormous format spec in a

@@ -1,4 +1,4 @@
-"""Issue 9, the lesson page near the framework's speed: what the fast path keeps or skips must never show a
+"""The lesson page near the framework's speed: what the fast path keeps or skips must never show a
 learner something stale, someone else's, or let an ended session in.
 
 - pause and question slots are kept per (version, session, learner, newest answer and attempt): a new answer

@@ -1,8 +1,8 @@
-"""Issue 10 item 7: failed logins are throttled per account and per client address with growing delays, the
+"""Failed logins are throttled per account and per client address with growing delays, the
 answer says when to try again (message and Retry-After), an unknown email costs the same argon2 work as a
 known one, and /register's "taken" answer is throttled like a failed login.
 
-Issue 30 §4: guesses from anywhere must not lock out a browser that has logged in before (device cookies), an
+Guesses from anywhere must not lock out a browser that has logged in before (device cookies), an
 address is counted by the distinct accounts that failed from it, and registrations are limited per address."""
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_register_is_refused_while_the_address_is_throttled(client, monkeypatch,
     assert r.status_code == 429 and r.headers["retry-after"] == "30" and "Try again in 30 seconds" in r.text
 
 
-# ---------------------------------------------------------------- issue 30 §4: device cookies
+# ---------------------------------------------------------------- device cookies
 
 
 @pytest.fixture
@@ -298,7 +298,7 @@ def test_an_address_is_counted_by_distinct_accounts_not_by_tries(at, db, make_us
     assert db.scalar(select(LoginThrottle.failures).where(LoginThrottle.key == "address:10.9.9.9")) == 4
 
 
-# ---------------------------------------------------------------- issue 30 §4: registrations per address
+# ---------------------------------------------------------------- registrations per address
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Issue 35, point 4: GET /metrics for Prometheus, behind a token; request latency by route template, jobs by
+"""GET /metrics for Prometheus, behind a token; request latency by route template, jobs by
 state and lab, queue wait and run time histograms, infrastructure losses, node slots and liveness, from the real
 database; several web processes added up; JSON log lines as an option."""
 

@@ -55,7 +55,7 @@ def _one_config_error(out: subprocess.CompletedProcess, starts: str) -> str:
     return lines[0]
 
 
-# ---------------------------------------------------------------- item 1: a Ray node has no secret key
+# ---------------------------------------------------------------- a Ray node has no secret key
 
 
 def test_ray_node_flags_run_in_production_without_a_secret_key(tmp_path):
@@ -83,7 +83,7 @@ def test_the_web_tier_still_needs_its_key():
     assert Settings.from_env({"COURSE_ENV": "production"}, signs_sessions=False).secret_key  # random, never used
 
 
-# ---------------------------------------------------------------- item 2: users create on an existing account
+# ---------------------------------------------------------------- users create on an existing account
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_a_new_account_without_a_password_is_refused_or_read_from_stdin(cli_env,
     assert _can_log_in(cli_env, "new@example.org", "piped password")
 
 
-# ---------------------------------------------------------------- item 3: graders assign checks the lesson
+# ---------------------------------------------------------------- graders assign checks the lesson
 
 
 def test_graders_assign_refuses_an_unknown_lesson(cli_env, capsys):
@@ -178,7 +178,7 @@ def test_graders_assign_refuses_an_unknown_lesson(cli_env, capsys):
     assert "ta@example.org now grades transformer-scaling in SQLite file" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- item 4: a bad database, in one line
+# ---------------------------------------------------------------- a bad database, in one line
 
 
 def test_a_data_dir_that_cannot_be_made_is_one_line(tmp_path):
@@ -243,7 +243,7 @@ def test_a_good_database_passes(settings):
     migrate.upgrade(settings.db_url)
 
 
-# ---------------------------------------------------------------- item 5: a port in use, before anything starts
+# ---------------------------------------------------------------- a port in use, before anything starts
 
 
 def test_serve_on_a_taken_port_stops_before_starting_anything(tmp_path):
@@ -257,7 +257,7 @@ def test_serve_on_a_taken_port_stops_before_starting_anything(tmp_path):
     assert not (tmp_path / "data").exists()  # not migrated, no worker started
 
 
-# ---------------------------------------------------------------- item 6: settings that took anything
+# ---------------------------------------------------------------- settings that took anything
 
 
 @pytest.mark.parametrize("raw", ["8G", "abc", "0", "-5"])

@@ -1,4 +1,4 @@
-"""Issue 30 §6: Ray mode on a network refuses to start without Ray's token authentication. Anyone who reaches an
+"""Ray mode on a network refuses to start without Ray's token authentication. Anyone who reaches an
 open Ray cluster's ports can run code on every node, and `ray start` leaves a cluster open unless
 RAY_AUTH_MODE=token. `serve` bound off loopback, or a RAY_ADDRESS off loopback, is a network; a loopback-only
 trial on one machine (the tests' own Ray cluster among them) needs no token. Real `python -m app` processes."""

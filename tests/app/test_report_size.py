@@ -1,4 +1,4 @@
-"""A learner cannot make a report page huge (issue 10, item 9).
+"""A learner cannot make a report page huge.
 
 A 3.4 MB result.json over five submitted versions made a 41 MB report page that took 5.8 s to render.
 Pages now show one version in full (the others as a line and a link) and a bounded excerpt of each result
@@ -18,7 +18,7 @@ from tests.app.reporting import LESSON, finished_job
 
 PAGE_LIMIT = 400 * 1024  # bytes of HTML: a few tens of KB of page plus four result excerpts
 # Per big table: each job's result alone is larger than PAGE_LIMIT (~0.55 MB), so a page that showed one result in
-# full, or every version, would be over it several times (the issue's 3.4 MB results only take longer to store).
+# full, or every version, would be over it several times (3.4 MB results only take longer to store).
 ROWS = 4_000
 VERSIONS = 5
 

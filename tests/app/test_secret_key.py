@@ -1,4 +1,4 @@
-"""Issue 10 item 3: the published development secret never serves a network. The image runs in production
+"""The published development secret never serves a network. The image runs in production
 mode (a secret is required); `serve` refuses the default key on any non-loopback address; and a cookie
 forged with the default key (the probe's `{"user_id": 1}`) opens nothing, since a login is a server-side row."""
 

@@ -1,4 +1,4 @@
-"""Issue 10 item 10: HTML pages send a CSP (framing refused), X-Frame-Options, nosniff and a Referrer-Policy;
+"""HTML pages send a CSP (framing refused), X-Frame-Options, nosniff and a Referrer-Policy;
 every response is nosniff; cookies are HttpOnly and SameSite=Lax always and Secure (with HSTS) in production.
 tests/browser/test_csp.py checks in Chromium that the policy breaks nothing."""
 

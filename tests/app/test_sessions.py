@@ -1,4 +1,4 @@
-"""Issue 10 item 6: sessions are server-side rows, so logout, "log out everywhere" and a password change end
+"""Sessions are server-side rows, so logout, "log out everywhere" and a password change end
 them for good, and idle and absolute lifetimes hold. A cookie copied before the event is replayed from a second
 client, the way a thief would."""
 

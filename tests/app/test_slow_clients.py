@@ -1,4 +1,4 @@
-"""Slow and stalled clients cannot take the site from everyone else (issue 30, section 2).
+"""Slow and stalled clients cannot take the site from everyone else.
 
 Reproduced before the fix: eight POSTs declaring 1,000 bytes and sending 7 made every other request answer
 503; one such POST /login blocked every login; connections that never finished their headers stayed open for

@@ -16,7 +16,7 @@ from app.services.jobs import bundles
 from tests.app import labruns
 from tests.app.reporting import LESSON
 
-PADDING_FILES = 197  # the upload: a valid bundle plus 197 unlisted files
+PADDING_FILES = 197  # a hostile upload: a valid bundle plus 197 unlisted files
 
 
 def _zip(entries: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:

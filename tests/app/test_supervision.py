@@ -1,4 +1,4 @@
-"""Issue 10 item 5, with real processes: `kill -9` of only the worker, and of only the server.
+"""Supervision, with real processes: `kill -9` of only the worker, and of only the server.
 
 - Only the worker: the server restarts it, the lab died with it, and the job's lease is reaped by the server's
   own timer, so the job runs again (attempt 2) instead of staying "running" with an expired lease.

@@ -87,7 +87,7 @@ def test_bundle_upload_with_a_token_as_the_readme_shows(client, app, tmp_path):
         assert json.loads(r.text)["id"] > 0
 
 
-# ---------------------------------------------------------------- issue 30 §3: tokens end with the account's recovery
+# ---------------------------------------------------------------- tokens end with the account's recovery
 
 
 def _works(app, token: str) -> int:

@@ -1,4 +1,4 @@
-"""Issue 35 point 3 in the browser: /instructor/cluster of a Ray-mode server names the active dispatcher, since
+"""In the browser: /instructor/cluster of a Ray-mode server names the active dispatcher, since
 when, its last heartbeat, and the standby, at a laptop's and a phone's width, with nothing wider than the screen.
 The server is `python -m app serve` with COURSE_EXECUTOR=ray; its own dispatcher finds no Ray head (it waits,
 harmlessly), and the lease rows are written as two dispatchers on other hosts would write them."""

@@ -1,4 +1,4 @@
-"""Issue 10 item 10: every kind of page loads under the Content-Security-Policy with no violation (each one is
+"""Every kind of page loads under the Content-Security-Policy with no violation (each one is
 caught by a `securitypolicyviolation` listener installed before any page script, and by the console), and what
 the policy could break still works: htmx swaps (a tool's output, part navigation, the job card's polling),
 KaTeX renders with its vendored fonts, the vendored Swagger UI lists the API, the account pages' forms post."""

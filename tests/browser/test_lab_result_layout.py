@@ -1,4 +1,4 @@
-"""Issue 29, points 1 and 6, in real Chromium at 1280×800 and 390×844: once a run exists its result comes first at the
+"""In real Chromium at 1280×800 and 390×844: once a run exists its result comes first at the
 page's full width, above the form folded under "Change and run again" (prefilled with that run's parameters);
 nothing in a result is wider than its box at laptop width; a refused form lists its errors at the Run button, each
 beside its field too, with the focus on the first field to fix, with and without JavaScript.

@@ -1,4 +1,4 @@
-"""Issue 30 §4 in a real browser: guesses from elsewhere lock an account for clients it has not seen, but the
+"""In a real browser: guesses from elsewhere lock an account for clients it has not seen, but the
 browser that logged in before (its device cookie, HttpOnly and Lax, kept by Chromium over plain HTTP) still
 gets in; the refusal says when to try again and fits a phone. And the account page says what ends a token."""
 

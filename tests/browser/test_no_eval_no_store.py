@@ -1,4 +1,4 @@
-"""Issue 30 §6 in Chromium: private pages sent with Cache-Control: no-store still load, htmx still swaps, and
+"""In Chromium: private pages sent with Cache-Control: no-store still load, htmx still swaps, and
 htmx runs no JavaScript written in attributes (static/htmx-noeval.js, htmx 4's stand-in for allowEval=false).
 Back after logging out asks the server again instead of showing the learner's page from the cache."""
 

@@ -1,4 +1,4 @@
-"""Issue 29, point 2's plots, in real Chromium at 1280×800 and 390×844: a loss or scale plot reads out a point's step
+"""Result plots in real Chromium at 1280×800 and 390×844: a loss or scale plot reads out a point's step
 and values on hover and on keyboard focus; comparing two runs draws both on one axis with a legend naming each; the
 drawn SVG stays the view without JavaScript. And two layouts: the report's run menu at phone width, and the grader's
 review page at both widths, measured by boxes.

@@ -103,7 +103,7 @@ def test_fsdp_in_a_node_and_across_nodes():
 
 
 def test_cross_node_collectives_use_every_nic_of_a_node():
-    # 64 nodes: 63/64 × 14 GB leaves each node through 8 × 50 GB/s = 400 GB/s: 34.45 ms (issue 32 §1.1)
+    # 64 nodes: 63/64 × 14 GB leaves each node through 8 × 50 GB/s = 400 GB/s: 34.45 ms
     one = calc.network_collective(14e9, nodes=64, gpus_per_node=8, nic_bandwidth=50e9, nvlink_bandwidth=450e9)
     assert one["egress_gbs"] == 400 and one["node_out_gb"] == pytest.approx(13.78, rel=1e-3)
     assert one["ms"] == pytest.approx(34.45, rel=1e-3) and one["ms"] == one["network_ms"] > one["nvlink_ms"]

@@ -1,11 +1,13 @@
 """Figures are drawn at build time, carry a text alternative, and show exactly the numbers calc computes."""
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from app.content import calc, figures
 from app.content.loader import validate_lesson_texts
+from tests.conftest import ROOT
 
 SVG = "{http://www.w3.org/2000/svg}"
 MEMORY = {"configs": [{"label": "DDP, 8 GPUs", "dp": 8}, {"label": "ZeRO-3, 8 GPUs", "dp": 8, "zero": 3}]}
@@ -19,6 +21,15 @@ def _parse(svg: str) -> ET.Element:
     assert kids[0].tag == f"{SVG}title" and kids[0].text.strip()
     assert kids[1].tag == f"{SVG}desc" and len(kids[1].text) > 40
     return root
+
+
+def test_the_template_readme_lists_every_figure_in_order():
+    """lessons/_template/README.md's figure table is FIGURES, name and line for authors, in the same order, so a new
+    figure cannot be left out of the page authors start from."""
+    readme = (ROOT / "lessons" / "_template" / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Figures", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \|$", section, flags=re.M)
+    assert listed == [(name, spec.about) for name, spec in figures.FIGURES.items()]
 
 
 @pytest.mark.parametrize("name", sorted(figures.FIGURES))

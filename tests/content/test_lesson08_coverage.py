@@ -62,7 +62,7 @@ def test_seed_numbers(l08):
     assert [v[k]["state_gb"] for k in ("ddp-7b", "zero3-7b")] == pytest.approx([112, 14])
     assert v["state-70b"]["state_gb"] == pytest.approx(1120) and v["tp8z1-70b"]["state_gb"] == pytest.approx(48.125)
     assert round(v["fsdp-node"]["comm_ms"]) == 82
-    # issue 32 §1.1: across 64 nodes a collective costs bytes ÷ the node's 8 × 50 GB/s, not ÷ one NIC
+    # across 64 nodes a collective costs bytes ÷ the node's 8 × 50 GB/s, not ÷ one NIC
     assert v["gather-wide"]["ms"] == pytest.approx(34.45, rel=1e-3) and round(v["fsdp-wide"]["comm_ms"]) == 103
     assert round(v["gather-wide"]["per_gpu_nic_ms"]) == 279  # the mistaken price the text names
     assert round(v["fsdp-wide"]["share"]) == 6 and round(v["fsdp-wide-mb"]["share"]) == 24
@@ -105,7 +105,7 @@ def test_free_responses_have_self_checks(course):
 
 
 def test_what_the_counts_leave_out_and_a_budget_in_dollars(l08):
-    """Issue 32 §1.6 and §3: the numbers behind the additions, worked by hand."""
+    """The numbers behind the additions, worked by hand."""
     v = l08.values
     # C = 1e23 = 120·N² → N = √(1e23/120) = 28.87B, D = 577B; 1e23 ÷ (989e12 × 0.4) s = 70,217 GPU-hours, $140k
     assert v["budget-1e23"]["params"] == pytest.approx(28.87e9, rel=1e-3)
@@ -117,7 +117,7 @@ def test_what_the_counts_leave_out_and_a_budget_in_dollars(l08):
     assert v["attn-7b"]["full_pct"] == pytest.approx(15.34, rel=1e-3) and v["attn-7b"]["causal_pct"] == pytest.approx(
         7.67, rel=1e-3
     )
-    # logits: 4096 × 128,256 values, 2 + 4 bytes each = 3.15 GB (the issue's ≈ 3.2 GB)
+    # logits: 4096 × 128,256 values, 2 + 4 bytes each = 3.15 GB (≈ 3.2 GB)
     assert v["logits-128k"]["gb"] == pytest.approx(3.152, rel=1e-3)
     # decode without the 1.05 GB embedding table: (16.06 − 1.05 + 9.44) GB ÷ 3.35 TB/s = 7.30 ms
     assert v["decode-no-emb"]["ms"] == pytest.approx(7.298, rel=1e-3) and v["decode-no-emb"]["ms"] < v["decode"]["ms"]

@@ -1,6 +1,6 @@
 """The lesson's claims checked against the arithmetic and the facts they rest on.
 
-Each test guards a class of error found in review (issue 13 §1): a direction stated backwards, a number
+Each test guards a class of error found in review: a direction stated backwards, a number
 typed by hand where calc computes it, a claim about Transformer Engine that its source contradicts. The
 facts about TE were read in NVIDIA/TransformerEngine v2.9 (and still hold at 2.20.0.dev0):
 - transformer_engine/pytorch/quantization.py: `reduce_tensor_across_group_op_max` calls
@@ -74,7 +74,7 @@ def test_history_stabilises_rather_than_smooths(l06):
     body = _text(_section(l06, "scaling-recipes").body)
     assert "smooths" not in body and "stabilises" in body
     assert "one spike sets the scale" in body
-    # max over a window: one spike fixes the scale until it leaves the window (DESIGN.md's kernel_bulk rule)
+    # max over a window: one spike fixes the scale until it leaves the window (TE's kernel_bulk rule, labs/numerics/delayed.py)
     history = [10.0] * 15 + [100.0]
     scales = [calc.fp8_scale(max(history[max(0, i - 15) : i + 1]))["scale"] for i in range(len(history))]
     assert scales[-1] == calc.fp8_scale(100.0)["scale"] < scales[0]

@@ -18,6 +18,7 @@ from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker
 from tests.conftest import ROOT, Browserless, _new_pg_database, pg_url_by_socket
 from tests.executors.raycluster import pids_with, start_cluster
+from tests.leftovers import alive
 
 
 @pytest.fixture(scope="session")
@@ -109,12 +110,7 @@ def dispatchers(ray_settings, ray_cluster, tmp_path):
 
 
 def lab_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return alive(pid) if pid else False
 
 
 def lab_processes(job_id: int) -> list[int]:

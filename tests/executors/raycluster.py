@@ -9,7 +9,10 @@ does not exist and Ray falls back to 127.0.0.1. Everything that talks to it (`ra
 
 Started with `ray start` the way a deployment starts it (the node's flags come from `python -m app
 ray-node-flags`, plus `--num-gpus 4`), in a temp dir of its own, and stopped by killing exactly the processes
-that carry that temp dir on their command line (never `ray stop`, which stops every Ray on the machine).
+started with that temp dir as COURSE_RAY_CLUSTER in their environment, which every process Ray starts inherits
+(never `ray stop`, which stops every Ray on the machine). The environment, not the command line: Ray's dashboard
+and runtime-env agents and its client-server proxy rename themselves (setproctitle), so a command-line match
+misses them and they outlive the cluster. Processes in the cluster's namespace are killed with it too.
 The head offers no CPUs or GPUs, so every task runs on the node, and killing the node's raylet is a lost host.
 """
 
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import ROOT, free_port
+from tests.leftovers import alive, command_line, kill, pids_with_env
 
 RAY = str(Path(os.sys.executable).parent / "ray")
+CLUSTER_MARK = "COURSE_RAY_CLUSTER"  # in the environment of every process of one cluster: its temp dir
 LOGICAL_GPUS = 4
 # The node's own per-job memory budget, set on the node only (as docker-compose sets it on ray-gpu): the dispatchers
 # keep their host's default, so a test can tell whose budget a lab ran under.
@@ -46,14 +50,6 @@ def pids_with(*texts: str) -> list[int]:
         if all(t in cmd for t in texts):
             out.append(int(entry.name))
     return out
-
-
-def _kill(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _namespace() -> subprocess.Popen:
@@ -135,7 +131,7 @@ class RayCluster:
                 return self._start_node()
             except RuntimeError as exc:
                 port = self.node_ports["node_manager"]
-                _kill(pids_with(f"--node_manager_port={port}") + pids_with(f"--node-manager-port={port}"))
+                kill(pids_with(f"--node_manager_port={port}") + pids_with(f"--node-manager-port={port}"))
                 if attempt == attempts:
                     raise RuntimeError(f"{exc}\n{self._raylet_log_tail()}") from None
 
@@ -176,7 +172,7 @@ class RayCluster:
 
     def kill_node(self) -> None:
         """SIGKILL of the node's raylet: the host is gone, its workers and labs with it."""
-        _kill(self.node_raylet_pids())
+        kill(self.node_raylet_pids())
 
     def wait_nodes(self, gpus: int, timeout: float = 120) -> None:
         """Until the cluster reports `gpus` GPUs alive (a killed node drops out after Ray's health checks)."""
@@ -200,14 +196,43 @@ class RayCluster:
             time.sleep(1)
         raise AssertionError(f"the Ray cluster did not reach {gpus} GPUs alive in {timeout} s")
 
-    def stop(self) -> None:
-        for _ in range(3):
-            _kill(pids_with(str(self.base)))
-            time.sleep(0.5)
+    def pids(self) -> list[int]:
+        """Every live process of the cluster: started with its marker, naming its temp dir, or in its namespace."""
+        found = set(pids_with_env(CLUSTER_MARK, str(self.base))) | set(pids_with(str(self.base)))
+        if self.holder is not None:
+            found |= set(_in_namespace(self.holder.pid)) - {self.holder.pid}
+        return sorted(p for p in found if alive(p))
+
+    def stop(self, timeout: float = 20) -> None:
+        """SIGKILL every process of the cluster until none is left (a dying raylet may still be starting a worker);
+        raises naming them if some outlive `timeout`."""
+        deadline = time.monotonic() + timeout
+        while (left := self.pids()) and time.monotonic() < deadline:
+            kill(left)
+            time.sleep(0.3)
         if self.holder is not None:
             self.holder.kill()
             self.holder.wait()
         shutil.rmtree(self.base, ignore_errors=True)  # Ray's session logs and sockets, ~1 MB a run
+        if left:
+            raise RuntimeError("Ray processes outlived stop(): " + "; ".join(f"{p} {command_line(p)}" for p in left))
+
+
+def _in_namespace(holder_pid: int) -> list[int]:
+    """Processes in the network namespace of `holder_pid` (entered with nsenter, or started inside it)."""
+    try:
+        ns = os.readlink(f"/proc/{holder_pid}/ns/net")
+    except OSError:
+        return []
+    found = []
+    for d in os.scandir("/proc"):
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if os.readlink(f"/proc/{d.name}/ns/net") == ns:
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
 
 
 def start_cluster(isolated: bool = True) -> RayCluster:
@@ -215,6 +240,7 @@ def start_cluster(isolated: bool = True) -> RayCluster:
     env = dict(
         os.environ,
         RAY_USAGE_STATS_ENABLED="0",
+        **{CLUSTER_MARK: str(base)},
         PYTHONPATH=str(ROOT),
         # a lost node is noticed in ~3 s instead of Ray's default ~15 s (GCS health checks; ray_config_def.h)
         RAY_health_check_period_ms="1000",

@@ -1,4 +1,4 @@
-"""Issue 35 points 2 and 3 against the session's real Ray cluster (tests/executors/raycluster.py) and PostgreSQL:
+"""Dispatcher failover against the session's real Ray cluster (tests/executors/raycluster.py) and PostgreSQL:
 two `python -m app dispatcher` processes elect one, the standby says so and takes over within seconds of the
 active one's SIGKILL, giving back its running job uncharged; and `ray-node-health` judges this node by its node id
 in the cluster's view, on a host where the head's raylet runs too. (In tests/executors, not tests/ops, to share
@@ -18,7 +18,8 @@ import pytest
 from app.core.models import DispatcherLease, Job, JobLoss, utcnow
 from app.services.accounts import users
 from tests.conftest import ROOT, free_port, wait_for
-from tests.executors.raycluster import RAY, _kill, pids_with
+from tests.executors.raycluster import RAY, pids_with
+from tests.leftovers import kill
 
 
 def _holder(ray_db) -> str | None:
@@ -127,7 +128,7 @@ def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_r
         healthy = _node_health(ray_cluster, data)
         assert healthy.returncode == 0, healthy.stderr
         assert f"node {raylet.node_id} (raylet pid {raylet.pid}) is ALIVE" in healthy.stdout
-        _kill([raylet.pid])  # as the issue's operator did: SIGKILL of the node's raylet, the head's still running
+        kill([raylet.pid])  # as an operator's host loss looks: SIGKILL of the node's raylet, the head's still running
         gone = _node_health(ray_cluster, data)
         assert gone.returncode == 1
         assert "no raylet of this lab node runs here" in gone.stderr and "the head's raylet" in gone.stderr
@@ -147,4 +148,4 @@ def test_ray_node_health_fails_when_this_nodes_raylet_is_dead_though_the_heads_r
         assert all(line.startswith(("20", "[20")) for line in said.splitlines() if line), said[-3000:]
     finally:  # the node's raylet and its agents, which carry its node id on their command lines
         for r in mine:
-            _kill(pids_with(r.node_id))
+            kill(pids_with(r.node_id))

@@ -1,6 +1,6 @@
 """The embedded executor's limits on a real lab process: lower CPU priority than the web server (nice), its own
 memory cgroup where the host allows one, the per-job memory budget enforced on the process group, and cancel of
-a running job. Issue 10 items 1 and 4 (enforcement half)."""
+a running job."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Placement on one host (issue 31 items 12 and 13): a cpu job sees no GPU and gets its threads set, read from
+"""Placement on one host: a cpu job sees no GPU and gets its threads set, read from
 inside a real lab run; with several embedded workers each GPU job holds GPUs of its own, claimed concurrently
 through the real database by worker threads, released when the job ends and when its holder dies.
 

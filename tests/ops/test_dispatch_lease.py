@@ -1,4 +1,4 @@
-"""Issue 35 point 3, the database side: one active dispatcher through a lease row taken with a compare-and-set
+"""The database side of dispatcher election: one active dispatcher through a lease row taken with a compare-and-set
 UPDATE (app/services/cluster/dispatch_lease.py), on SQLite and PostgreSQL, raced by two threads on connections of their
 own; what a dispatcher that takes over does with the jobs the old one had running; and /instructor/cluster naming
 the active dispatcher and the standbys."""

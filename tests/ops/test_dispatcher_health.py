@@ -1,4 +1,4 @@
-"""Issue 35 points 2 and 5, without a Ray cluster: `dispatcher-health` reads only the dispatchers running now,
+"""Dispatcher health without a Ray cluster: `dispatcher-health` reads only the dispatchers running now,
 never a previous process's last error; the dispatcher's "cannot reach the Ray cluster" names the token when Ray
 refused it (with the exceptions Ray 2.60 raises, as seen against a head started with RAY_AUTH_MODE=token); the
 worker and the dispatcher honour COURSE_LOG_FORMAT=json; and a node's refusal of a run its budget cannot hold is

@@ -1,4 +1,4 @@
-"""What the issue-35 walk-through from a fresh clone showed an operator: `dispatcher-health` names the age of each
+"""What a walk-through from a fresh clone shows an operator: `dispatcher-health` names the age of each
 dispatcher's last cycle (not a bare "(0 s ago)" after "active since ..."), and a node whose label and enforced
 budget disagree (its `COURSE_JOB_MEMORY_MB` set in front of `ray start` only, after `$(ray-node-flags)` had
 expanded) says so in the refusal the dispatcher logs. Real processes for the health check; no Ray cluster."""

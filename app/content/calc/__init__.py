@@ -23,7 +23,7 @@ Each calculation returns a flat dict of named numbers (bools render as yes/no). 
     blockscale.py  bits per element of block-scaled formats (DeepSeek-V3, MXFP8, NVFP4) and FP32 promotions
 
 Everything is plain Python, so the web tier never imports torch. FP8 rules follow Transformer Engine
-(shared/DESIGN.md) in one arithmetic: scale = (fp8_max / amax) / 2**margin computed in FP32; quantize = multiply in FP32,
+(labs/numerics/fp8.py cites TE's source for each) in one arithmetic: scale = (fp8_max / amax) / 2**margin computed in FP32; quantize = multiply in FP32,
 clamp to ±fp8_max explicitly, round to the nearest FP8 value (ties to even). labs/numerics/fp8.py runs the same
 rules with torch; tests/content/test_calc.py checks that both give the same bits over the worked numbers
 and random cases.

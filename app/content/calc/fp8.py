@@ -1,6 +1,6 @@
 """FP8 in one arithmetic: FP32 scales and products, round-to-nearest-even onto the FP8 grid.
 
-The rules are Transformer Engine's (shared/DESIGN.md), the same ones labs/numerics/fp8.py runs with torch; this
+The rules are Transformer Engine's, the same ones labs/numerics/fp8.py runs with torch (citing TE's source); this
 module is plain Python so the web tier never imports torch. tests/content/test_calc.py checks the two
 give the same bits.
 """

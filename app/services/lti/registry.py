@@ -291,11 +291,6 @@ def user_for(
     return found, created
 
 
-def sub_of(db: Session, *, platform_id: int, user_id: int) -> str | None:
-    q = select(LtiIdentity.sub).where(LtiIdentity.platform_id == platform_id, LtiIdentity.user_id == user_id)
-    return db.scalar(q)
-
-
 def identities(db: Session, *, platform_id: int) -> list[LtiIdentity]:
     return list(db.scalars(select(LtiIdentity).where(LtiIdentity.platform_id == platform_id)))
 

@@ -20,8 +20,8 @@ uvicorn 0.54); the server sets it high, as a cap on connections, not as the over
 
 Bodies first: a slot is worth holding only for a request that can run. A body of up to the app-wide limit
 (bodies.DEFAULT_LIMIT) is read to its end *before* its request queues for a slot, so a client that declares
-1,000 bytes and sends 7 holds a connection, not a slot (issue 30: eight such posts froze every page, one
-froze every login). Larger bodies (lesson files, bundle uploads) cannot be read here: the app-wide limit,
+1,000 bytes and sends 7 holds a connection, not a slot (eight such posts held in slots freeze every page, one
+freezes every login). Larger bodies (lesson files, bundle uploads) cannot be read here: the app-wide limit,
 counted outside this gate, would refuse them before their route raises it. They stream inside their slot,
 and at most half of a lane's slots may be held by such bodies at once.
 

@@ -1,6 +1,6 @@
 """quantize()'s clipped and flushed counts on the CPU take shortcuts; they must equal the plain formulas.
 
-The plain formulas (what DESIGN.md means by "count what clipped and what flushed to zero"):
+The plain formulas (what "count what clipped and what flushed to zero" means):
 clipped = #(|x * scale| > clip threshold), flushed = #(dequant == 0 and x != 0).
 """
 
