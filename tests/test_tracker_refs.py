@@ -17,8 +17,8 @@ from tests.conftest import ROOT
 
 TEXT = (".py", ".html", ".yaml", ".yml", ".js", ".mjs", ".css", ".sh", ".md", ".toml", ".ini", ".cfg", ".txt")
 NAMED_FILES = ("Makefile", "Dockerfile", "Dockerfile.gpu", ".importlinter", ".ci/run")
-# third-party code; lab output committed as data; this file's own examples
-SKIP = ("static/vendor/", "tests/golden/", "tests/test_tracker_refs.py")
+# third-party code; this file's own examples
+SKIP = ("static/vendor/", "tests/test_tracker_refs.py")
 # "issue 30", "Issue #42", "issue-35", "issues 10 and 29", "PR #7", "(#42)", "fixes #12"
 TRACKER = re.compile(r"\b(?:[Ii]ssues?|PR|[Pp]ull request)[\s-]*#?\d+|\(#\d+\)|\b(?:[Ff]ixes|[Cc]loses)\s+#\d+")
 # a project named just before the number: owner/repo or a dashed name (nccl-tests, pytest-xdist); or a URL on the line
