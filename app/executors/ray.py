@@ -58,7 +58,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -67,6 +67,7 @@ from app.core import logs
 from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import ClusterNode, Job, utcnow
+from app.executors import ray_fence as fence
 from app.executors.ray_follow import DEADLINE_SLACK_S, InFlight, TaskFollower
 from app.executors.ray_health import Health, connect, dispatcher_health_main, wait_for_head
 from app.executors.ray_node import remote_task
@@ -103,6 +104,9 @@ class Dispatcher(TaskFollower):
         self.health = Health()
         self.active = False  # holds the dispatcher lease (dispatch_lease.try_acquire, each tick)
         self.renewed_at = 0.0  # monotonic time of its last renewal: past the lease, it is active no more
+        self.since: datetime | None = None  # when its tenure as the active one began (the lease's acquired_at)
+        self.beat = 0  # its lease renewals, published for its tasks (ray_fence)
+        self.fence = fence.Fence()
         self.standing_by_for: str | None = None  # the holder last named in the standby's log
         self._recorded: tuple[str, float] = ("", 0.0)  # role and when, in dispatchers_seen
 
@@ -215,6 +219,10 @@ class Dispatcher(TaskFollower):
                 if target is None:
                     gpu_blocked = gpu_blocked or bool(need.gpus)
                     continue
+                stopping = self.fence.blocking(job.id, self.nodes)
+                if stopping is not None:  # never two attempts at once: this one waits for the last to stop
+                    job_service.say_waiting(db, job=job, message=stopping)
+                    continue
                 claimed = job_service.claim(db, job_id=job.id, worker_id=self.id, lease_s=self.settings.lease_s)
                 if claimed is None:
                     continue  # another dispatcher got it
@@ -279,6 +287,8 @@ class Dispatcher(TaskFollower):
             "backend": backend,
             "time_limit_s": s.job_time_limit_s,
             "ranks": need.ranks,  # with the task's CPUs, each lab process's threads (ray_node.run_lab_on_node)
+            "lease": fence.tenure(self.id, self.since),  # the task stops its lab once another tenure holds the lease
+            "fence_after_s": fence.STALE_LEASES * s.dispatcher_lease_s,  # or once this one stops renewing it
             # no memory budget: the node enforces its own (ray_node.run_lab_on_node), not this host's
         }
         gen = remote_task().options(**opts).remote(spec)
@@ -352,7 +362,16 @@ class Dispatcher(TaskFollower):
             self._stand_by(lease)
             self._record("standby")
             return f"standing by; active: {lease.holder}"
+        if self.active and lease.acquired_at != self.since:
+            # Its lease ran out while it could not renew (frozen, stalled) and it won it again: the dispatcher that
+            # held it meanwhile gave its jobs back, and its tasks stopped when they saw that one's tenure.
+            log.error(
+                "dispatcher %s lost its lease while it was not running and took it again; starting afresh", self.id
+            )
+            self._give_up_tasks("its dispatcher lost its lease while it was not running")
         self.renewed_at = time.monotonic()
+        self.beat += 1
+        fence.publish_lease(self.id, lease.acquired_at, self.beat)  # before any job starts under this tenure
         if not self.active:
             self._take_over(lease)
         self._work()
@@ -370,7 +389,7 @@ class Dispatcher(TaskFollower):
     def _take_over(self, lease: dispatch_lease.Lease) -> None:
         """This dispatcher became the active one: what another dispatcher had running is lost (its driver took its
         Ray tasks with it), so each job goes back to the queue now, uncharged, instead of at its lease's end."""
-        self.active, self.standing_by_for = True, None
+        self.active, self.standing_by_for, self.since = True, None, lease.acquired_at
         before = f" (took over from {lease.took_over_from})" if lease.took_over_from else ""
         log.warning("dispatcher %s is the active dispatcher%s", self.id, before)
         with self.sessions() as db:
@@ -483,7 +502,7 @@ class Dispatcher(TaskFollower):
                 except Exception:
                     log.debug("could not record the failed cycle", exc_info=True)
             else:
-                self.health.completed(role)
+                self.health.completed(role, self.id, self.settings.dispatcher_lease_s)
             self.stopping.wait(TICK_S)
         self.shutdown()
         return 0

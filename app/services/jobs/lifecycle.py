@@ -284,6 +284,15 @@ def renew_all(db: Session, *, worker_id: str, lease_s: float) -> set[int]:
     return {job_id for job_id, cancel in rows if cancel is not None}
 
 
+def say_waiting(db: Session, *, job: Job, message: str) -> None:
+    """What a queued job waits for, on its card (a no-op when it says so already, or has left the queue)."""
+    message = message[:500]
+    if job.message == message:
+        return
+    db.execute(update(Job).where(Job.id == job.id, Job.status == "queued").values(message=message))
+    db.commit()
+
+
 def record_placement(db: Session, *, job_id: int, worker_id: str, node: str, placement: dict) -> None:
     db.execute(
         update(Job)
