@@ -73,11 +73,11 @@ from app.executors.ray_health import Health, connect, dispatcher_health_main, wa
 from app.executors.ray_node import remote_task
 from app.executors.ray_resources import Need, alive_nodes, need_for
 from app.services.cluster import dispatch_lease
+from app.services.cluster import fit as cluster_fit
 from app.services.cluster import nodes as cluster_service
 from app.services.cluster.nodes import TE_RESOURCE, Node, node_memory_budget
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import queue as queue_service
-from labs import catalog
 from labs.api import count
 
 __all__ = ["Dispatcher", "dispatcher_health_main", "main"]  # app/cli/commands.py: `dispatcher`, `dispatcher-health`
@@ -170,27 +170,16 @@ class Dispatcher(TaskFollower):
 
     # -- choosing and starting
 
-    def _resolve(self, job: Job, nodes: list[Node]) -> str | None:
-        """The backend this job runs on the nodes online now; None if no node could ever run it."""
-        spec = catalog.get(job.lab)
-        params = spec.params.model_validate(job.params)
-        if job.requested_backend == "auto":
-            choices = [spec.backend_for(b) for b in ("te", "torch-cuda", "cpu")]
-        else:
-            choices = [job.backend]
-        for backend in dict.fromkeys(choices):
-            need = need_for(job.lab, job.params, backend)
-            for n in nodes:
-                totals = {"CPU": n.cpus, "GPU": n.gpus, TE_RESOURCE: n.te_gpus, "memory": n.memory_bytes}
-                budget = self._budget(n.labels)
-                # a node whose budget is below the run's estimate would refuse it (ray_node.budget_refusal)
-                if (
-                    need.memory_bytes <= budget
-                    and need.within(budget).fits(totals)
-                    and not spec.limits(params, backend)
-                ):
-                    return backend
-        return None
+    def _fit(self, job: Job, nodes: list[Node]) -> cluster_fit.Fit:
+        """The backend this job runs on the nodes online now, or why no node could ever run it."""
+        return cluster_fit.fit(
+            nodes,
+            lab=job.lab,
+            params=job.params,
+            requested=job.requested_backend,
+            backend=job.backend,
+            fallback_memory=self.settings.job_memory_bytes,
+        )
 
     def dispatch(self, nodes: list[Node]) -> int:
         started = 0
@@ -201,10 +190,11 @@ class Dispatcher(TaskFollower):
                 job = db.get(Job, job_id)
                 if job is None or job.status != "queued":
                     continue
-                backend = self._resolve(job, nodes)
-                if backend is None:
-                    self._maybe_unplaceable(db, job)
+                fits = self._fit(job, nodes)
+                if fits.backend is None:
+                    self._maybe_unplaceable(db, job, fits)
                     continue
+                backend = fits.backend
                 asked = need_for(job.lab, job.params, backend)
                 if asked.gpus and gpu_blocked:
                     continue
@@ -218,6 +208,7 @@ class Dispatcher(TaskFollower):
                         break
                 if target is None:
                     gpu_blocked = gpu_blocked or bool(need.gpus)
+                    job_service.say_waiting(db, job=job, message="waiting for room on a lab node that can run it")
                     continue
                 stopping = self.fence.blocking(job.id, self.nodes)
                 if stopping is not None:  # never two attempts at once: this one waits for the last to stop
@@ -236,13 +227,14 @@ class Dispatcher(TaskFollower):
     def _budget(self, labels: Mapping[str, Any]) -> int:
         return node_memory_budget(labels, self.settings.job_memory_bytes)
 
-    def _maybe_unplaceable(self, db, job: Job) -> None:
+    def _maybe_unplaceable(self, db, job: Job, fits: cluster_fit.Fit) -> None:
+        """A job no node online can run waits, saying so, and fails after COURSE_UNPLACEABLE_SECONDS naming the
+        resource and the node that stopped it."""
         waited = (utcnow() - (job.heartbeat_at or job.created_at)).total_seconds()
         if waited < self.settings.unplaceable_s:
+            if fits.resource != "nodes":  # with no node at all, its card keeps what the submit said
+                job_service.say_waiting(db, job=job, message="waiting for a lab node that can run it")
             return
-        spec = catalog.get(job.lab)
-        need = spec.resources(spec.params.model_validate(job.params), job.backend)
-        what = f"{count(need.gpus, 'GPU')} on one node" if need.gpus else f"{need.ranks} CPU rank slots"
         res = db.execute(
             update(Job)
             .where(Job.id == job.id, Job.status == "queued")
@@ -250,14 +242,13 @@ class Dispatcher(TaskFollower):
                 status="failed",
                 finished_at=utcnow(),
                 message="failed: no node can run it",
-                error=f"No node of the course's cluster that can run backend {job.backend} with {what} has been "
-                f"online for {waited / 60:.0f} min. Run it with backend cpu (CPU emulation, labeled as such), or run "
-                f"`python -m labs run` on your own GPU and upload the bundle. Nothing is counted against you.",
+                error=f"No lab node of the course's cluster could run it for {waited / 60:.0f} min: {fits.why}. "
+                f"{cluster_fit.advice(fits.resource)} Nothing is counted against you.",
             )
         )
         db.commit()
         if job_service._rowcount(res):
-            log.error("job %s failed: no node online can run %s with %s", job.id, job.backend, what)
+            log.error("job %s failed: no node online can run it: %s", job.id, fits.why)
 
     def _submit(self, job: Job, backend: str, need: Need, node_id: str | None) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

@@ -30,7 +30,7 @@ from app.services.jobs import limits as limit_service
 from app.services.jobs import queue as queue_service
 from app.services.jobs.labhost import HostCapacity
 from labs import catalog
-from labs.api import LabParams, describe_error
+from labs.api import LabParams, byte_size, describe_error
 from labs.catalog import LabSpec, Problem
 
 BACKEND_CHOICES = catalog.BACKEND_CHOICES
@@ -160,13 +160,25 @@ def create_job(
         ranks=need.ranks,
         gpus=need.gpus,
         status="queued",
-        message="waiting for a worker",
+        message=_queued_message(host),
         max_attempts=max_attempts,
     )
     db.add(job)
     db.commit()
     log.info("job %s queued: lab %s, backend %s (asked: %s), owner %s", job.id, lab, runs_on, backend, owner.id)
     return job
+
+
+def _queued_message(host: HostCapacity) -> str:
+    """A new job's first word on its card: in Ray mode with no lab node online, that its size was checked against the
+    web host's own per-job budget, which the node that joins may not give."""
+    if isinstance(host, ClusterCapacity) and not host.lab_nodes:
+        return (
+            "waiting for a lab node: none is online, so this run was checked against the web host's per-job memory "
+            f"budget ({byte_size(host.capacity.memory_bytes)}, its COURSE_JOB_MEMORY_MB); a node that joins with a "
+            "smaller budget cannot run it"
+        )
+    return "waiting for a worker"
 
 
 def set_backend(db: Session, *, job: Job, backend: str) -> None:
