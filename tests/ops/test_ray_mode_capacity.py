@@ -162,3 +162,20 @@ def test_a_run_no_node_online_can_hold_waits_without_an_eta_and_fails_naming_mem
     assert failed.error.startswith(f"No lab node of the course's cluster could run it for 0 min: {why}. Make the run "
                                    "smaller (the lab form says by how much")  # fmt: skip
     assert "backend cpu" not in failed.error and failed.gpu_seconds == 0
+
+
+def test_the_cluster_page_says_the_head_runs_no_labs_rather_than_a_budget_it_assumes(settings, db):
+    from app.services.accounts import users
+
+    _head(db)
+    _lab_node(db)
+    db.add(ClusterNode(node_id="bare", hostname="cpu-9", alive=True, resources={"CPU": 2.0}, labels={}))
+    users.create_user(db, email="prof@example.org", password="correct horse", display_name="Prof", roles=["instructor"])
+    db.commit()
+    with TestClient(create_app(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET))) as tc:
+        c = Browserless(tc)
+        assert c.login("prof@example.org").status_code == 303
+        page = _plain(c.get("/instructor/cluster").text)
+    assert "web-1 head online 0 0 no none none runs no labs (no CPU slots)" in page  # nothing to assume for it
+    assert page.count("placement assumes") == 1
+    assert "cpu-9 bare online 2 0 no none none no label: placement assumes 8192 MiB" in page
