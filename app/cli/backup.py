@@ -83,6 +83,7 @@ def backup(settings: Settings, out: Path) -> str:
     if out.exists() and any(out.iterdir()):
         raise BackupError(f"{out} is not empty: back up into a new folder")
     out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)  # password hashes, session and API token digests: for the course's own user only
     url = make_url(settings.db_url)
     engine = make_engine(settings.db_url)
     try:

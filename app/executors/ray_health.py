@@ -75,8 +75,9 @@ def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
     lease now, as the latest cycle here saw it: a dispatcher that stopped cycling (frozen, stalled) is no longer
     active, whatever it last wrote. Files left by dispatchers that are gone are removed, never read."""
     running, code = [], 0
-    # ((age, not the holder itself), the holder's id, how this host knows): the freshest word, the holder's own first
-    holder: tuple[tuple[float, bool], str, str] | None = None
+    # ((not the holder itself, age), the holder's id, how this host knows): the holder's own word while it is within
+    # its lease, else the freshest standby's
+    holder: tuple[tuple[bool, float], str, str] | None = None
     for pid in sorted(_pids_with_files()):
         if not _is_dispatcher(pid):
             for path in (alive_file(pid), failing_file(pid), started_file(pid)):
@@ -110,9 +111,9 @@ def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
             # the role carries its own times ("active since ..."), so the cycle's age is named, not left bare
             print(f"dispatcher pid {pid}: {role or 'running'}; last cycle {age:.0f} s ago")
         seen = who.strip() if active and age <= lease_s else role.partition("active: ")[2].strip()
-        if seen and seen != "None" and (holder is None or (age, not active) < holder[0]):
+        if seen and seen != "None" and (holder is None or (not active, age) < holder[0]):
             how = f"pid {pid} here" if active else f"as standby pid {pid} saw it"
-            holder = ((age, not active), seen, how)
+            holder = ((not active, age), seen, how)
     if not running:
         print(
             "no dispatcher runs on this host (`python -m app dispatcher`, or `serve` with COURSE_EXECUTOR=ray)",
@@ -120,7 +121,7 @@ def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
         )
         return 1
     if holder is not None:
-        print(f"the lease is held by {holder[1]} ({holder[2]}, {holder[0][0]:.0f} s ago)")
+        print(f"the lease is held by {holder[1]} ({holder[2]}, {holder[0][1]:.0f} s ago)")
     return code
 
 

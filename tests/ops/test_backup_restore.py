@@ -85,6 +85,7 @@ def test_answers_runs_and_uploads_come_back_in_a_fresh_deployment(client, db, se
     assert out.returncode == 0, out.stderr
     assert "backed up" in out.stdout and "1 jobs, 1 uploads" in out.stdout
     assert {p.name for p in saved.iterdir()} >= {"backup.json", "data.tar.gz"}
+    assert saved.stat().st_mode & 0o777 == 0o700  # password hashes inside: the course's own user only
 
     new_data = tmp_path / "new-data"
     if db_url.startswith("sqlite"):

@@ -130,8 +130,10 @@ def test_a_run_no_node_online_can_hold_waits_without_an_eta_and_fails_naming_mem
     r = _submit(ray_client, lab="fp8-step", params=BIG, backend="cpu")
     assert r.status_code == 201, r.text  # no lab node online: only the web host's budget to go by, and it says so
     job = r.json()
-    assert job["message"].startswith("waiting for a lab node: none is online, so this run was checked against the "
-                                     "web host's per-job memory budget (8.0 GiB, its COURSE_JOB_MEMORY_MB)")  # fmt: skip
+    assert job["message"].startswith(
+        "waiting for a lab node: none is online, so this run was checked against the web host's per-job memory "
+        "budget of 8.0 GiB (COURSE_JOB_MEMORY_MB there, or its default), not a lab node's"
+    )
     _lab_node(db, mb=3072)  # the node that joins allows 3 GiB per job
     db.commit()
     now = ray_client.get(f"/api/v1/jobs/{job['id']}").json()

@@ -175,8 +175,8 @@ def _queued_message(host: HostCapacity) -> str:
     if isinstance(host, ClusterCapacity) and not host.lab_nodes:
         return (
             "waiting for a lab node: none is online, so this run was checked against the web host's per-job memory "
-            f"budget ({byte_size(host.capacity.memory_bytes)}, its COURSE_JOB_MEMORY_MB); a node that joins with a "
-            "smaller budget cannot run it"
+            f"budget of {byte_size(host.capacity.memory_bytes)} (COURSE_JOB_MEMORY_MB there, or its default), not a lab "
+            "node's; a node that joins with a smaller budget cannot run it"
         )
     return "waiting for a worker"
 
