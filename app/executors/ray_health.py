@@ -102,8 +102,8 @@ def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
             code = 1
         elif active and age > lease_s:
             print(
-                f"dispatcher pid {pid} is no longer active: it has completed no cycle for {age:.0f} s, longer than its "
-                f"{lease_s:.0f} s lease (stopped, frozen or stalled), so a standby may hold the lease{why}",
+                f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}), longer than its {lease_s:.0f} s "
+                f"lease: it is no longer active (stopped, frozen or stalled; a standby may hold the lease){why}",
                 file=sys.stderr,
             )
             code = 1

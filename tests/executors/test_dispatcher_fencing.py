@@ -112,7 +112,7 @@ def test_a_frozen_dispatchers_jobs_never_run_twice_at_once(dispatchers, ray_clie
 
         out = wait_for(health, timeout=30, interval=0.5)
         assert f"dispatcher pid {b.pid}: active since" in out.stdout, out.stdout
-        assert f"dispatcher pid {a.pid} is no longer active" in out.stderr, out.stderr
+        assert f"(pid {a.pid}), longer than its {LEASE_S} s lease: it is no longer active" in out.stderr, out.stderr
         assert f"dispatcher pid {a.pid}: active" not in out.stdout and out.returncode == 1
 
         for job_id in (quick, stuck):

@@ -176,7 +176,8 @@ def test_an_active_dispatcher_that_stopped_cycling_is_not_listed_as_active(tmp_p
         )
         out = dispatcher_health(tmp_path)
         assert out.returncode == 1
-        assert f"dispatcher pid {frozen} is no longer active: it has completed no cycle for 2" in out.stderr
+        assert "the dispatcher last completed a cycle 2" in out.stderr
+        assert f"(pid {frozen}), longer than its 10 s lease: it is no longer active" in out.stderr
         assert f"dispatcher pid {frozen}:" not in out.stdout
         assert f"the lease is held by dispatcher:h:2:bbbb (pid {standby.pid} here, " in out.stdout
     finally:
