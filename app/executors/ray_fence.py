@@ -230,6 +230,8 @@ class Fence:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        if not ray.is_initialized():  # not connected: this process starts no task, so it has nothing to fence
+            return None
         now = time.monotonic() if now is None else now
         waiting, running = None, set()
         for m in markers(job_id):
