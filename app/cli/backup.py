@@ -43,7 +43,7 @@ PG_DUMP, SQLITE_COPY = "database.sql", "database.sqlite3"
 
 
 class BackupError(RuntimeError):
-    """What stopped a backup or restore, in words for the operator; nothing was changed."""
+    """What stopped a backup or restore, in words for the operator."""
 
 
 def _libpq(url: URL) -> tuple[str, dict[str, str]]:
@@ -187,10 +187,15 @@ def restore(settings: Settings, src: Path) -> str:
     finally:
         engine.dispose()
     if differ:
-        raise BackupError(f"restored rows differ from the backup's (table: backup, now): {differ}")
+        raise BackupError(
+            f"restored rows differ from the backup's (table: backup, now): {differ}; this deployment is incomplete: "
+            "drop its database and data folder and restore again"
+        )
     if missing:
-        raise BackupError(f"{len(missing)} result or upload folders the database names are not in the archive, e.g. "
-                          f"{missing[0]}")  # fmt: skip
+        raise BackupError(
+            f"{len(missing)} result or upload folders the database names are not in the archive, e.g. {missing[0]}; "
+            "this deployment is incomplete: drop its database and data folder and restore again"
+        )
     migrate.upgrade(settings.db_url)
     return (
         f"restored {settings.db_where} from {src} (made {manifest['made_at']}, migration {manifest['revision']}, "

@@ -9,7 +9,9 @@ following each task's stream to the end of its attempt (app/executors/ray_follow
 One dispatcher is active at a time, elected through the database (app/services/cluster/dispatch_lease.py, docs/dispatcher.md):
 each cycle it renews a lease row with a compare-and-set UPDATE; another dispatcher stands by, says so in its log
 (naming the active one), and takes over within COURSE_DISPATCHER_LEASE_SECONDS of the active one's last renewal,
-giving back the jobs the old one had running as lost attempts (requeued, not charged).
+giving back the jobs the old one had running as lost attempts (requeued, not charged). A job starts again only
+once its earlier attempt cannot still be running, even when the old dispatcher is frozen rather than dead
+(app/executors/ray_fence.py).
 
 Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
 extra), reading its source and docs:

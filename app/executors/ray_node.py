@@ -55,8 +55,9 @@ def _zip_dir(folder: Path) -> bytes:
 def run_lab_on_node(spec: dict) -> Iterator[dict]:
     """The body of the Ray task: placement, then progress events, then {"event": "end", ...} with the zip.
 
-    `spec`: job id, attempt, lab, params, backend, time limit. Runs in a Ray worker process on the node; the lab is
-    its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
+    `spec`: job id, attempt, lab, params, backend, time limit, and the dispatcher's lease tenure it runs under
+    (app/executors/ray_fence.py: the task stops its lab once that tenure is over). Runs in a Ray worker process on
+    the node; the lab is its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
     """
     import ray
 
