@@ -5,6 +5,7 @@ python -m app worker                                  run one lab worker (refuse
 python -m app dispatcher                              ray mode: claim jobs in fair order and run them as Ray tasks
 python -m app ray-node-flags                          print the `ray start` flags that advertise this host's labs
 python -m app migrate                                 apply database migrations
+python -m app backup DIR | restore DIR                the database and the data folder's results (app/cli/backup.py)
 python -m app users create --email E --password P --role instructor [--role grader]
                                                       (an existing user: adds the roles; --password replaces theirs)
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
@@ -184,7 +185,7 @@ def _settings_doc(path: Path, *, check: bool) -> int:
 
 
 NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
-DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders", "lti")
+DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders", "lti", "backup", "restore")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         "ray-node-health", help="exit 0 if this lab node's raylet runs and the cluster lists its node id ALIVE"
     )
     sub.add_parser("migrate", help="apply database migrations")
+    for name, what in (
+        ("backup", "copy the database and the data folder's jobs/ and bundles/ into a new folder"),
+        ("restore", "fill a fresh deployment (empty database, no results) from a backup folder, then migrate"),
+    ):
+        sub.add_parser(name, help=what).add_argument("folder", type=Path, help="the backup folder")
     users_p = sub.add_parser("users", help="manage users")
     users_sub = users_p.add_subparsers(dest="users_cmd", required=True)
     create = users_sub.add_parser("create", help="create a user, or add roles to an existing one")
@@ -292,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.executors.ray_node import node_health_main
 
         return node_health_main()
+    if args.cmd in ("backup", "restore"):
+        from app.cli import backup
+
+        return backup.main(settings, args.cmd, args.folder)
     if args.cmd == "migrate":
         _migrated(settings)
         print(f"{settings.db_where} is at the latest migration")

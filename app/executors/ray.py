@@ -9,7 +9,9 @@ following each task's stream to the end of its attempt (app/executors/ray_follow
 One dispatcher is active at a time, elected through the database (app/services/cluster/dispatch_lease.py, docs/dispatcher.md):
 each cycle it renews a lease row with a compare-and-set UPDATE; another dispatcher stands by, says so in its log
 (naming the active one), and takes over within COURSE_DISPATCHER_LEASE_SECONDS of the active one's last renewal,
-giving back the jobs the old one had running as lost attempts (requeued, not charged).
+giving back the jobs the old one had running as lost attempts (requeued, not charged). A job starts again only
+once its earlier attempt cannot still be running, even when the old dispatcher is frozen rather than dead
+(app/executors/ray_fence.py).
 
 Checked against Ray 2.60.0 (the version `pip install "ray[default]"` gives here, pinned in pyproject's `ray`
 extra), reading its source and docs:
@@ -58,7 +60,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -67,16 +69,17 @@ from app.core import logs
 from app.core.config import Settings
 from app.core.db import make_engine, make_sessionmaker
 from app.core.models import ClusterNode, Job, utcnow
+from app.executors import ray_fence as fence
 from app.executors.ray_follow import DEADLINE_SLACK_S, InFlight, TaskFollower
 from app.executors.ray_health import Health, connect, dispatcher_health_main, wait_for_head
 from app.executors.ray_node import remote_task
 from app.executors.ray_resources import Need, alive_nodes, need_for
 from app.services.cluster import dispatch_lease
+from app.services.cluster import fit as cluster_fit
 from app.services.cluster import nodes as cluster_service
 from app.services.cluster.nodes import TE_RESOURCE, Node, node_memory_budget
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import queue as queue_service
-from labs import catalog
 from labs.api import count
 
 __all__ = ["Dispatcher", "dispatcher_health_main", "main"]  # app/cli/commands.py: `dispatcher`, `dispatcher-health`
@@ -103,6 +106,9 @@ class Dispatcher(TaskFollower):
         self.health = Health()
         self.active = False  # holds the dispatcher lease (dispatch_lease.try_acquire, each tick)
         self.renewed_at = 0.0  # monotonic time of its last renewal: past the lease, it is active no more
+        self.since: datetime | None = None  # when its tenure as the active one began (the lease's acquired_at)
+        self.beat = 0  # its lease renewals, published for its tasks (ray_fence)
+        self.fence = fence.Fence()
         self.standing_by_for: str | None = None  # the holder last named in the standby's log
         self._recorded: tuple[str, float] = ("", 0.0)  # role and when, in dispatchers_seen
 
@@ -166,27 +172,16 @@ class Dispatcher(TaskFollower):
 
     # -- choosing and starting
 
-    def _resolve(self, job: Job, nodes: list[Node]) -> str | None:
-        """The backend this job runs on the nodes online now; None if no node could ever run it."""
-        spec = catalog.get(job.lab)
-        params = spec.params.model_validate(job.params)
-        if job.requested_backend == "auto":
-            choices = [spec.backend_for(b) for b in ("te", "torch-cuda", "cpu")]
-        else:
-            choices = [job.backend]
-        for backend in dict.fromkeys(choices):
-            need = need_for(job.lab, job.params, backend)
-            for n in nodes:
-                totals = {"CPU": n.cpus, "GPU": n.gpus, TE_RESOURCE: n.te_gpus, "memory": n.memory_bytes}
-                budget = self._budget(n.labels)
-                # a node whose budget is below the run's estimate would refuse it (ray_node.budget_refusal)
-                if (
-                    need.memory_bytes <= budget
-                    and need.within(budget).fits(totals)
-                    and not spec.limits(params, backend)
-                ):
-                    return backend
-        return None
+    def _fit(self, job: Job, nodes: list[Node]) -> cluster_fit.Fit:
+        """The backend this job runs on the nodes online now, or why no node could ever run it."""
+        return cluster_fit.fit(
+            nodes,
+            lab=job.lab,
+            params=job.params,
+            requested=job.requested_backend,
+            backend=job.backend,
+            fallback_memory=self.settings.job_memory_bytes,
+        )
 
     def dispatch(self, nodes: list[Node]) -> int:
         started = 0
@@ -197,10 +192,11 @@ class Dispatcher(TaskFollower):
                 job = db.get(Job, job_id)
                 if job is None or job.status != "queued":
                     continue
-                backend = self._resolve(job, nodes)
-                if backend is None:
-                    self._maybe_unplaceable(db, job)
+                fits = self._fit(job, nodes)
+                if fits.backend is None:
+                    self._maybe_unplaceable(db, job, fits)
                     continue
+                backend = fits.backend
                 asked = need_for(job.lab, job.params, backend)
                 if asked.gpus and gpu_blocked:
                     continue
@@ -214,6 +210,11 @@ class Dispatcher(TaskFollower):
                         break
                 if target is None:
                     gpu_blocked = gpu_blocked or bool(need.gpus)
+                    job_service.say_waiting(db, job=job, message="waiting for room on a lab node that can run it")
+                    continue
+                stopping = self.fence.blocking(job.id, self.nodes)
+                if stopping is not None:  # never two attempts at once: this one waits for the last to stop
+                    job_service.say_waiting(db, job=job, message=stopping)
                     continue
                 claimed = job_service.claim(db, job_id=job.id, worker_id=self.id, lease_s=self.settings.lease_s)
                 if claimed is None:
@@ -228,13 +229,14 @@ class Dispatcher(TaskFollower):
     def _budget(self, labels: Mapping[str, Any]) -> int:
         return node_memory_budget(labels, self.settings.job_memory_bytes)
 
-    def _maybe_unplaceable(self, db, job: Job) -> None:
+    def _maybe_unplaceable(self, db, job: Job, fits: cluster_fit.Fit) -> None:
+        """A job no node online can run waits, saying so, and fails after COURSE_UNPLACEABLE_SECONDS naming the
+        resource and the node that stopped it."""
         waited = (utcnow() - (job.heartbeat_at or job.created_at)).total_seconds()
         if waited < self.settings.unplaceable_s:
+            if fits.resource != "nodes":  # with no node at all, its card keeps what the submit said
+                job_service.say_waiting(db, job=job, message="waiting for a lab node that can run it")
             return
-        spec = catalog.get(job.lab)
-        need = spec.resources(spec.params.model_validate(job.params), job.backend)
-        what = f"{count(need.gpus, 'GPU')} on one node" if need.gpus else f"{need.ranks} CPU rank slots"
         res = db.execute(
             update(Job)
             .where(Job.id == job.id, Job.status == "queued")
@@ -242,14 +244,13 @@ class Dispatcher(TaskFollower):
                 status="failed",
                 finished_at=utcnow(),
                 message="failed: no node can run it",
-                error=f"No node of the course's cluster that can run backend {job.backend} with {what} has been "
-                f"online for {waited / 60:.0f} min. Run it with backend cpu (CPU emulation, labeled as such), or run "
-                f"`python -m labs run` on your own GPU and upload the bundle. Nothing is counted against you.",
+                error=f"No lab node of the course's cluster could run it for {waited / 60:.0f} min: {fits.why}. "
+                f"{cluster_fit.advice(fits.resource)} Nothing is counted against you.",
             )
         )
         db.commit()
         if job_service._rowcount(res):
-            log.error("job %s failed: no node online can run %s with %s", job.id, job.backend, what)
+            log.error("job %s failed: no node online can run it: %s", job.id, fits.why)
 
     def _submit(self, job: Job, backend: str, need: Need, node_id: str | None) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -279,6 +280,8 @@ class Dispatcher(TaskFollower):
             "backend": backend,
             "time_limit_s": s.job_time_limit_s,
             "ranks": need.ranks,  # with the task's CPUs, each lab process's threads (ray_node.run_lab_on_node)
+            "lease": fence.tenure(self.id, self.since),  # the task stops its lab once another tenure holds the lease
+            "fence_after_s": fence.STALE_LEASES * s.dispatcher_lease_s,  # or once this one stops renewing it
             # no memory budget: the node enforces its own (ray_node.run_lab_on_node), not this host's
         }
         gen = remote_task().options(**opts).remote(spec)
@@ -352,7 +355,16 @@ class Dispatcher(TaskFollower):
             self._stand_by(lease)
             self._record("standby")
             return f"standing by; active: {lease.holder}"
+        if self.active and lease.acquired_at != self.since:
+            # Its lease ran out while it could not renew (frozen, stalled) and it won it again: the dispatcher that
+            # held it meanwhile gave its jobs back, and its tasks stopped when they saw that one's tenure.
+            log.error(
+                "dispatcher %s lost its lease while it was not running and took it again; starting afresh", self.id
+            )
+            self._give_up_tasks("its dispatcher lost its lease while it was not running")
         self.renewed_at = time.monotonic()
+        self.beat += 1
+        fence.publish_lease(self.id, lease.acquired_at, self.beat)  # before any job starts under this tenure
         if not self.active:
             self._take_over(lease)
         self._work()
@@ -370,7 +382,7 @@ class Dispatcher(TaskFollower):
     def _take_over(self, lease: dispatch_lease.Lease) -> None:
         """This dispatcher became the active one: what another dispatcher had running is lost (its driver took its
         Ray tasks with it), so each job goes back to the queue now, uncharged, instead of at its lease's end."""
-        self.active, self.standing_by_for = True, None
+        self.active, self.standing_by_for, self.since = True, None, lease.acquired_at
         before = f" (took over from {lease.took_over_from})" if lease.took_over_from else ""
         log.warning("dispatcher %s is the active dispatcher%s", self.id, before)
         with self.sessions() as db:
@@ -483,7 +495,7 @@ class Dispatcher(TaskFollower):
                 except Exception:
                     log.debug("could not record the failed cycle", exc_info=True)
             else:
-                self.health.completed(role)
+                self.health.completed(role, self.id, self.settings.dispatcher_lease_s)
             self.stopping.wait(TICK_S)
         self.shutdown()
         return 0

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.executors.labproc import Outcome, timed_out
+from app.executors.ray_fence import Fence
 from app.executors.ray_resources import DEAD_NODE_S, Need
 from app.services.jobs import bundles
 from app.services.jobs import lifecycle as job_service
@@ -64,6 +65,7 @@ class TaskFollower:
     inflight: dict[int, InFlight]
     dead: dict[str, float]
     sessions: Callable[[], Session]
+    fence: Fence
 
     def _follow(self, flight: InFlight) -> None:
         import ray
@@ -129,6 +131,7 @@ class TaskFollower:
                 log.exception("job %s: following its task failed", job_id)
                 self._lost(flight, f"the dispatcher could not follow the task ({name})")
         finally:
+            self.fence.stream_over(job_id, flight.attempt)  # its marker, if still "running", is probed at once
             with self.lock:
                 if self.inflight.get(job_id) is flight:  # a later attempt of the same job may be in flight now
                     self.inflight.pop(job_id)

@@ -70,9 +70,14 @@ def _pids_with_files() -> set[int]:
 
 def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
     """`python -m app dispatcher-health`: 0 if every dispatcher running on this host completed a cycle in the last
-    `alive_s` seconds (it prints whether each is active or standing by); otherwise 1, with that dispatcher's own last
-    error when it left one. Files left by dispatchers that are gone are removed, never read."""
+    `alive_s` seconds (it prints whether each is active or standing by) and none that was active has gone its lease
+    (which it wrote beside its role) without one; otherwise 1, with that dispatcher's own last error when it left one. Then who holds the
+    lease now, as the latest cycle here saw it: a dispatcher that stopped cycling (frozen, stalled) is no longer
+    active, whatever it last wrote. Files left by dispatchers that are gone are removed, never read."""
     running, code = [], 0
+    # ((not the holder itself, age), the holder's id, how this host knows): the holder's own word while it is within
+    # its lease, else the freshest standby's
+    holder: tuple[tuple[bool, float], str, str] | None = None
     for pid in sorted(_pids_with_files()):
         if not _is_dispatcher(pid):
             for path in (alive_file(pid), failing_file(pid), started_file(pid)):
@@ -85,23 +90,38 @@ def dispatcher_health_main(alive_s: float = ALIVE_S) -> int:
             why = ""
         try:
             age = time.time() - alive_file(pid).stat().st_mtime
-            role = alive_file(pid).read_text().strip()
+            role, who, lease = (alive_file(pid).read_text().splitlines() + ["", "", ""])[:3]
         except OSError:
             print(f"the dispatcher has not completed a cycle yet (pid {pid}){why}", file=sys.stderr)
             code = 1
             continue
+        active = role.startswith("active")
+        lease_s = float(lease) if lease.replace(".", "", 1).isdigit() else alive_s
         if age > alive_s:
             print(f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}){why}", file=sys.stderr)
+            code = 1
+        elif active and age > lease_s:
+            print(
+                f"the dispatcher last completed a cycle {age:.0f} s ago (pid {pid}), longer than its {lease_s:.0f} s "
+                f"lease: it is no longer active (stopped, frozen or stalled; a standby may hold the lease){why}",
+                file=sys.stderr,
+            )
             code = 1
         else:
             # the role carries its own times ("active since ..."), so the cycle's age is named, not left bare
             print(f"dispatcher pid {pid}: {role or 'running'}; last cycle {age:.0f} s ago")
+        seen = who.strip() if active and age <= lease_s else role.partition("active: ")[2].strip()
+        if seen and seen != "None" and (holder is None or (not active, age) < holder[0]):
+            how = f"pid {pid} here" if active else f"as standby pid {pid} saw it"
+            holder = ((not active, age), seen, how)
     if not running:
         print(
             "no dispatcher runs on this host (`python -m app dispatcher`, or `serve` with COURSE_EXECUTOR=ray)",
             file=sys.stderr,
         )
         return 1
+    if holder is not None:
+        print(f"the lease is held by {holder[1]} ({holder[2]}, {holder[0][1]:.0f} s ago)")
     return code
 
 
@@ -255,9 +275,11 @@ class Health:
         except OSError:
             log.debug("could not write %s", started_file(self.pid), exc_info=True)
 
-    def completed(self, role: str = "") -> None:
+    def completed(self, role: str = "", who: str = "", lease_s: float | None = None) -> None:
+        """`role` in words; `who`: this dispatcher's id, named as the lease's holder while it is active, for at most
+        `lease_s` (COURSE_DISPATCHER_LEASE_SECONDS) after this cycle."""
         try:
-            self.alive.write_text(role + "\n")
+            self.alive.write_text(f"{role}\n{who}\n{lease_s or ''}\n")
         except OSError:
             log.debug("could not write %s", self.alive, exc_info=True)
         if self._failing:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.config import Settings
+from app.executors import ray_fence as fence
 from app.executors.labproc import LAB_NICE, JobCgroup, LabRun, Outcome, lab_command, lab_env, lab_threads, timed_out
 from app.services.cluster.nodes import LABEL_PREFIX, TE_RESOURCE
 from app.services.jobs import bundles
@@ -54,8 +55,9 @@ def _zip_dir(folder: Path) -> bytes:
 def run_lab_on_node(spec: dict) -> Iterator[dict]:
     """The body of the Ray task: placement, then progress events, then {"event": "end", ...} with the zip.
 
-    `spec`: job id, attempt, lab, params, backend, time limit. Runs in a Ray worker process on the node; the lab is
-    its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
+    `spec`: job id, attempt, lab, params, backend, time limit, and the dispatcher's lease tenure it runs under
+    (app/executors/ray_fence.py: the task stops its lab once that tenure is over). Runs in a Ray worker process on
+    the node; the lab is its child (PR_SET_PDEATHSIG), so it dies with the worker when Ray kills it or the node goes.
     """
     import ray
 
@@ -69,19 +71,49 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
     out = base / f"job-{spec['job_id']}-attempt-{spec['attempt']}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    yield {
-        "event": "placed",
+    fenced = spec.get("lease") is not None  # the dispatcher's tenure (ray_fence); absent: nothing to watch
+    marker = {
+        "state": "running",
         "node_id": ctx.get_node_id(),
         "hostname": socket.gethostname(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "task_id": ctx.get_task_id(),
         "worker_pid": os.getpid(),
-        "memory_limit_bytes": memory_bytes,  # in the job's placement, so an "out of memory" can be read against it
-        "at": time.time(),
+        "worker_start": fence.process_start(os.getpid()),
+        **(spec.get("lease") or {}),
     }
+    try:
+        if fenced:
+            fence.write_marker(spec["job_id"], spec["attempt"], marker)  # before the lease is read: ray_fence says why
+        yield {
+            "event": "placed",
+            "node_id": ctx.get_node_id(),
+            "hostname": socket.gethostname(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+            "worker_pid": os.getpid(),
+            "task_id": marker["task_id"],  # Ray's id of this attempt's task
+            "memory_limit_bytes": memory_bytes,  # in the job's placement, so an "out of memory" can be read against it
+            "at": time.time(),
+        }
+        yield from _run(spec, out, memory_bytes, ctx, marker, fenced)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        if fenced:
+            try:
+                fence.write_marker(spec["job_id"], spec["attempt"], {**marker, "state": "ended"})
+            except Exception:  # the GCS is away: a dispatcher's probe closes the marker instead
+                log.warning(
+                    "job %s attempt %s: could not mark it ended", spec["job_id"], spec["attempt"], exc_info=True
+                )
+
+
+def _lost(error: str) -> dict:
+    return {"event": "end", "ok": False, "error": error, "message": "lost", "zip": None, "at": time.time()}
+
+
+def _run(spec: dict, out: Path, memory_bytes: int, ctx: Any, marker: dict, fenced: bool) -> Iterator[dict]:
     refused = budget_refusal(spec, memory_bytes, _advertised_mb(ctx))
     if refused is not None:  # the lab would refuse it as the learner's error; the course sent it to the wrong node
-        shutil.rmtree(out, ignore_errors=True)
         yield {
             "event": "end",
             "ok": False,
@@ -90,6 +122,11 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
             "zip": None,
             "at": time.time(),
         }
+        return
+    watch = fence.Watch(spec["lease"], spec.get("fence_after_s") or 10.0) if fenced else None
+    stale = watch.stale(now=True) if watch else None
+    if stale is not None:  # submitted by a dispatcher that has lost its lease since: no lab starts under it
+        yield _lost(f"this attempt did not start: {stale}")
         return
     cmd = lab_command(sys.executable, lab=spec["lab"], params=spec["params"], out=out, backend=spec["backend"])
     cgroup = JobCgroup(f"course-job-{spec['job_id']}-{spec['attempt']}", memory_bytes)
@@ -102,6 +139,9 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
     # niced as on the web host: with `ray start --head` on the web host offering CPUs (bare metal), a lab must not
     # starve page loads there either; on a dedicated node it costs nothing
     run = LabRun(cmd, cwd=out, memory_bytes=memory_bytes, nice=LAB_NICE, cgroup=cgroup, env=env)
+    if fenced:  # the lab's pid and start time: what a dispatcher's probe kills if this task cannot
+        marker.update(lab_pid=run.proc.pid, lab_start=fence.process_start(run.proc.pid))
+        fence.write_marker(spec["job_id"], spec["attempt"], marker)
     yield {
         "event": "lab",
         "pid": run.proc.pid,
@@ -121,6 +161,9 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
             if time.monotonic() > deadline:
                 run.kill()
                 outcome = timed_out(spec["time_limit_s"])
+            elif watch is not None and (stale := watch.stale()) is not None:
+                run.kill()  # another attempt may start as soon as this one's marker says ended
+                outcome = Outcome(False, f"this attempt was stopped: {stale}", "lost")
         run.join_readers()
         outcome = outcome or run.outcome(out)
         data = _zip_dir(out) if outcome.ok else None
@@ -141,7 +184,6 @@ def run_lab_on_node(spec: dict) -> Iterator[dict]:
     finally:
         if run.proc.poll() is None:  # cancelled (KeyboardInterrupt) or the consumer went away: no orphan lab
             run.kill()
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def _advertised_mb(ctx: Any) -> str | None:

@@ -109,9 +109,9 @@ def multiprocess_dir(data_dir: Path) -> Path:
     return path
 
 
-def exposition(sessions) -> bytes:
+def exposition(sessions, executor: str = "embedded") -> bytes:
     """The text a scrape gets: this process's (or, in multiprocess mode, every web process's) request metrics and
-    the database's view, collected now."""
+    the database's view, collected now (`executor`: whether the dispatcher's and the nodes' figures apply)."""
     if path := os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         _forget_dead_processes(path)
         registry = CollectorRegistry()
@@ -120,5 +120,5 @@ def exposition(sessions) -> bytes:
     else:
         text = generate_latest(REGISTRY)
     db = CollectorRegistry()
-    db.register(DatabaseCollector(sessions))
+    db.register(DatabaseCollector(sessions, executor))
     return text + generate_latest(db)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ from app.core.models import ClusterNode, Job, JobLoss, utcnow
 from app.services.cluster import dispatch_lease
 from app.web.factory import create_app
 from tests.app.live import Live, course_server
+from tests.conftest import ROOT
 
 TOKEN = "metrics-test-token-0123456789"
 
@@ -134,8 +136,9 @@ def test_jobs_by_state_and_the_wait_and_run_histograms_come_from_the_database(me
     # runs: 100 s and 20 s and 2 s; the cancelled tp-sweep is no lab's run time
     assert value(found, "course_job_run_seconds_bucket", lab="fp8-step", le="30.0") == 2
     assert value(found, "course_job_run_seconds_count", lab="fp8-step") == 3
-    assert ("course_job_run_seconds_count", (("lab", "tp-sweep"),)) not in found
+    assert value(found, "course_job_run_seconds_count", lab="tp-sweep") == 0  # every lab, 0 included
     assert value(found, "course_infrastructure_losses_total", outcome="queued") == 1
+    assert value(found, "course_infrastructure_losses_total", outcome="failed") == 0
     assert value(found, "course_node_slots", node="gpu-a", node_id="abababab", kind="gpu") == 8
     assert value(found, "course_node_slots_used", node="gpu-a", kind="gpu") == 2
     assert value(found, "course_node_alive", node="gpu-a", node_id="abababab") == 1
@@ -155,12 +158,73 @@ def test_two_nodes_of_one_host_are_two_series(metrics_client, db):
     assert value(found, "course_node_alive", node="cpu-1", node_id="0a0a0a0a") == 0
     assert value(found, "course_node_alive", node="cpu-1", node_id="0b0b0b0b") == 1
     assert value(found, "course_node_slots", node="cpu-1", node_id="0b0b0b0b", kind="cpu") == 4
+    # the gone node's slots are not listed: a panel of slots adds up what is alive
+    assert not [k for k in found if k[0] == "course_node_slots" and ("node_id", "0a0a0a0a") in k[1]]
 
 
 def test_the_active_dispatchers_lease_age_is_exposed(metrics_client, db):
     dispatch_lease.try_acquire(db, me="dispatcher:web-a:41:abcd1234", lease_s=5, now=utcnow() - timedelta(seconds=3))
     found = scrape(metrics_client)
     assert 3 <= value(found, "course_dispatcher_lease_age_seconds") < 60
+
+
+def _dashboard_series() -> set[str]:
+    """Every sample name a panel of docs/grafana-dashboard.json queries."""
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text(encoding="utf-8"))
+    return {m for p in dashboard["panels"] for t in p["targets"] for m in re.findall(r"course_[a-z_]+", t["expr"])}
+
+
+def test_a_fresh_server_exports_every_metric_the_dashboard_queries_at_zero(settings, db):
+    """A new Ray-mode deployment: nothing submitted, nothing refused, no dispatcher yet. Each panel has a series to
+    show (0, or +Inf for a dispatcher that never ran) once the server has answered its first request (the
+    latency histogram's series are per route); the node panels once the dispatcher has written its first snapshot,
+    as `Dispatcher._write_snapshot` does from `ray.nodes()`. A node that leaves keeps only `course_node_alive` 0."""
+    from app.executors.ray import Dispatcher
+    from app.executors.ray_resources import alive_nodes
+
+    with TestClient(create_app(dataclasses.replace(settings, metrics_token=TOKEN))) as c:
+        found = scrape(c)  # embedded mode: no dispatcher, so none of its figures
+        assert ("course_dispatcher_snapshot_age_seconds", ()) not in found
+        assert value(found, "course_jobs", status="running", lab="env-check") == 0
+    ray_settings = dataclasses.replace(settings, metrics_token=TOKEN, executor="ray")
+    with TestClient(create_app(ray_settings)) as c:
+        assert c.get("/login").status_code == 200  # what a health check asks first
+        found = scrape(c)
+        names = {name for name, _ in found}
+        wanted = _dashboard_series()
+        node_series = {m for m in wanted if m.startswith("course_node_")}
+        assert wanted - node_series <= names, sorted(wanted - node_series - names)
+        assert value(found, "course_admission_refused_total", lane="pages", reason="queue full") == 0
+        assert value(found, "course_admission_refused_total", lane="passwords", reason="waited too long") == 0
+        assert value(found, "course_jobs", status="queued", lab="fp8-step") == 0
+        assert value(found, "course_job_queue_wait_seconds_count", lab="tp-sweep") == 0
+        assert value(found, "course_infrastructure_losses_total", outcome="failed") == 0
+        assert value(found, "course_dispatcher_snapshot_age_seconds") == float("inf")
+        assert value(found, "course_dispatcher_lease_age_seconds") == float("inf")
+
+        listed = [
+            {"NodeID": "ab" * 28, "Alive": True, "NodeManagerHostname": "cpu-1", "Labels": {},
+             "Resources": {"CPU": 4.0, "memory": 6e9, "node:127.0.0.1": 1.0}},
+            {"NodeID": "cd" * 28, "Alive": True, "NodeManagerHostname": "web-1", "Labels": {},
+             "Resources": {"memory": 2e9}},
+        ]  # fmt: skip
+        d = Dispatcher(ray_settings)
+        try:
+            d.nodes = alive_nodes(listed, {}, 0.0)[0]
+            d._write_snapshot()
+            found = scrape(c)
+            assert wanted <= {name for name, _ in found}, sorted(wanted - {name for name, _ in found})
+            assert value(found, "course_node_slots_used", node="cpu-1", kind="cpu") == 0
+            assert value(found, "course_node_slots", node="cpu-1", node_id="abababab", kind="cpu") == 4
+            assert 0 <= value(found, "course_dispatcher_snapshot_age_seconds") < 60
+            d.nodes = alive_nodes(listed[1:], {}, 0.0)[0]  # cpu-1 left the cluster
+            d._write_snapshot()
+        finally:
+            d.engine.dispose()
+        found = scrape(c)
+        assert value(found, "course_node_alive", node="cpu-1", node_id="abababab") == 0
+        assert not [k for k in found if k[0] in ("course_node_slots", "course_node_slots_used") and
+                    ("node", "cpu-1") in k[1]]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +254,7 @@ def test_several_web_processes_are_added_up_and_log_json_lines(two_processes):
         )
         assert count == 20
         assert value(found, "course_admission_waiting", lane="pages") == 0
+        assert value(found, "course_admission_refused_total", lane="pages", reason="queue full") == 0
     files = list((live.log.parent / "data" / "run" / "metrics").glob("histogram_*.db"))
     assert files, "the web processes did not write their metrics to the shared folder"
     lines = [line for line in live.log.read_text().splitlines() if line.strip()]

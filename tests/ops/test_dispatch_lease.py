@@ -154,8 +154,9 @@ def test_the_dispatcher_sends_a_run_only_to_a_node_whose_budget_holds_it(setting
 
     d = Dispatcher(settings, dispatcher_id=A)
     try:
-        assert d._resolve(job, [node(256)]) is None  # a two-rank sweep needs about 1 GiB
-        assert d._resolve(job, [node(256), node(4096)]) == "cpu"
+        unfit = d._fit(job, [node(256)])  # a two-rank sweep needs about 1 GiB
+        assert unfit.backend is None and unfit.resource == "memory" and "(h256, COURSE_JOB_MEMORY_MB=256)" in unfit.why
+        assert d._fit(job, [node(256), node(4096)]).backend == "cpu"
     finally:
         d.engine.dispose()
 

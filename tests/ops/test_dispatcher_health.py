@@ -151,3 +151,35 @@ def test_a_run_over_the_nodes_budget_is_the_courses_loss_not_the_learners():
     assert budget_refusal(spec, 64 * 2**30) is None
     # parameters the lab refuses itself (naming the field) are not the node's to judge
     assert budget_refusal({**spec, "params": {"degrees": "two"}}, 64 * 2**20) is None
+
+
+def test_an_active_dispatcher_that_stopped_cycling_is_not_listed_as_active(tmp_path, fake_dispatcher):
+    """A frozen active dispatcher's file still says "active since ..."; past the lease it wrote beside its role, the
+    check says it is no longer active and names the holder a standby on this host saw last."""
+    frozen, standby = fake_dispatcher.pid, subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                                                            "-m", "app", "dispatcher"])  # fmt: skip
+    try:
+        (tmp_path / f"course-dispatcher.{frozen}.alive").write_text(
+            "active since 2026-12-04 04:15:42 UTC\ndispatcher:h:1:aaaa\n10.0\n"
+        )
+        (tmp_path / f"course-dispatcher.{standby.pid}.alive").write_text(
+            "standing by; active: dispatcher:h:1:aaaa\n\n10.0\n"
+        )
+        out = dispatcher_health(tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert f"dispatcher pid {frozen}: active since 2026-12-04 04:15:42 UTC" in out.stdout
+        assert f"the lease is held by dispatcher:h:1:aaaa (pid {frozen} here, " in out.stdout
+        then = time.time() - 20  # two leases without a cycle; the standby took over and says so
+        os.utime(tmp_path / f"course-dispatcher.{frozen}.alive", (then, then))
+        (tmp_path / f"course-dispatcher.{standby.pid}.alive").write_text(
+            "active since 2026-12-04 04:20:00 UTC\ndispatcher:h:2:bbbb\n10.0\n"
+        )
+        out = dispatcher_health(tmp_path)
+        assert out.returncode == 1
+        assert "the dispatcher last completed a cycle 2" in out.stderr
+        assert f"(pid {frozen}), longer than its 10 s lease: it is no longer active" in out.stderr
+        assert f"dispatcher pid {frozen}:" not in out.stdout
+        assert f"the lease is held by dispatcher:h:2:bbbb (pid {standby.pid} here, " in out.stdout
+    finally:
+        standby.kill()
+        standby.wait()

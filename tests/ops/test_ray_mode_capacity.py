@@ -113,3 +113,71 @@ def test_in_ray_mode_the_web_host_does_not_call_itself_a_lab_host(settings, capl
     assert not any(line.startswith("lab host:") for line in lines), lines
     assert any(line.startswith("web host: runs no lab (executor ray)") for line in lines), lines
     assert host.source == "default"
+
+
+# fp8-step on cpu at this size needs about 4.6 GiB (labs/fp8_step/params.py): under the web host's 8 GiB, over the
+# 3 GiB of the node that joins later
+BIG = {"batch": 384, "seq": 256, "steps": 2}
+
+
+def _plain(page: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html.unescape(page)).split())
+
+
+def test_a_run_no_node_online_can_hold_waits_without_an_eta_and_fails_naming_memory(ray_client, db, settings):
+    _head(db)
+    db.commit()
+    r = _submit(ray_client, lab="fp8-step", params=BIG, backend="cpu")
+    assert r.status_code == 201, r.text  # no lab node online: only the web host's budget to go by, and it says so
+    job = r.json()
+    assert job["message"].startswith(
+        "waiting for a lab node: none is online, so this run was checked against the web host's per-job memory "
+        "budget of 8.0 GiB (COURSE_JOB_MEMORY_MB there, or its default), not a lab node's"
+    )
+    _lab_node(db, mb=3072)  # the node that joins allows 3 GiB per job
+    db.commit()
+    now = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
+    assert now["eta_start_s"] is None and now["eta_done_s"] is None
+    why = "it needs about 4.6 GiB of memory and the largest per-job budget of a lab node online is 3.0 GiB (cpu-1, " \
+          "COURSE_JOB_MEMORY_MB=3072)"  # fmt: skip
+    assert now["eta_basis"] == f"no lab node online can run it: {why}; it starts only when a node that can joins"
+    assert f"no estimate yet (no lab node online can run it: {why}" in _plain(ray_client.get(f"/jobs/{job['id']}").text)
+
+    # the dispatcher's pass over the queue (no Ray call on this path): the job waits, saying so, and after
+    # COURSE_UNPLACEABLE_SECONDS it fails naming memory and the node, not the backend it was on
+    from app.executors.ray import Dispatcher
+
+    nodes = cluster.online_nodes(db)
+    d = Dispatcher(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET, unplaceable_s=600))
+    try:
+        assert d.dispatch(nodes) == 0
+        db.expire_all()
+        waiting = db.get(Job, job["id"])
+        assert waiting.status == "queued" and waiting.message == "waiting for a lab node that can run it"
+        d.settings = replace(d.settings, unplaceable_s=0)
+        assert d.dispatch(nodes) == 0
+    finally:
+        d.engine.dispose()
+    db.expire_all()
+    failed = db.get(Job, job["id"])
+    assert failed.status == "failed" and failed.message == "failed: no node can run it"
+    assert failed.error.startswith(f"No lab node of the course's cluster could run it for 0 min: {why}. Make the run "
+                                   "smaller (the lab form says by how much")  # fmt: skip
+    assert "backend cpu" not in failed.error and failed.gpu_seconds == 0
+
+
+def test_the_cluster_page_says_the_head_runs_no_labs_rather_than_a_budget_it_assumes(settings, db):
+    from app.services.accounts import users
+
+    _head(db)
+    _lab_node(db)
+    db.add(ClusterNode(node_id="bare", hostname="cpu-9", alive=True, resources={"CPU": 2.0}, labels={}))
+    users.create_user(db, email="prof@example.org", password="correct horse", display_name="Prof", roles=["instructor"])
+    db.commit()
+    with TestClient(create_app(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET))) as tc:
+        c = Browserless(tc)
+        assert c.login("prof@example.org").status_code == 303
+        page = _plain(c.get("/instructor/cluster").text)
+    assert "web-1 head online 0 0 no none none runs no labs (no CPU slots)" in page  # nothing to assume for it
+    assert page.count("placement assumes") == 1
+    assert "cpu-9 bare online 2 0 no none none no label: placement assumes 8192 MiB" in page

@@ -45,6 +45,7 @@ class ClusterCapacity(HostCapacity):
     """The cluster's best node per resource, and which node's budget bounds a job's memory, in words."""
 
     memory_why: str = ""  # e.g. "the largest per-job budget of a lab node online (gpu-1, COURSE_JOB_MEMORY_MB=3072)"
+    lab_nodes: int = 0  # online now; with none, memory is the web host's own budget, which no node has confirmed
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def capacity(nodes: list[Node], *, memory_bytes: int) -> ClusterCapacity:
         backends=tuple(backends),
         source="cluster",
         memory_why=memory_why,
+        lab_nodes=len(nodes),
     )
 
 

@@ -30,7 +30,7 @@ from app.services.jobs import limits as limit_service
 from app.services.jobs import queue as queue_service
 from app.services.jobs.labhost import HostCapacity
 from labs import catalog
-from labs.api import LabParams, describe_error
+from labs.api import LabParams, byte_size, describe_error
 from labs.catalog import LabSpec, Problem
 
 BACKEND_CHOICES = catalog.BACKEND_CHOICES
@@ -160,13 +160,25 @@ def create_job(
         ranks=need.ranks,
         gpus=need.gpus,
         status="queued",
-        message="waiting for a worker",
+        message=_queued_message(host),
         max_attempts=max_attempts,
     )
     db.add(job)
     db.commit()
     log.info("job %s queued: lab %s, backend %s (asked: %s), owner %s", job.id, lab, runs_on, backend, owner.id)
     return job
+
+
+def _queued_message(host: HostCapacity) -> str:
+    """A new job's first word on its card: in Ray mode with no lab node online, that its size was checked against the
+    web host's own per-job budget, which the node that joins may not give."""
+    if isinstance(host, ClusterCapacity) and not host.lab_nodes:
+        return (
+            "waiting for a lab node: none is online, so this run was checked against the web host's per-job memory "
+            f"budget of {byte_size(host.capacity.memory_bytes)} (COURSE_JOB_MEMORY_MB there, or its default), not a lab "
+            "node's; a node that joins with a smaller budget cannot run it"
+        )
+    return "waiting for a worker"
 
 
 def set_backend(db: Session, *, job: Job, backend: str) -> None:
@@ -282,6 +294,15 @@ def renew_all(db: Session, *, worker_id: str, lease_s: float) -> set[int]:
     ).all()
     db.commit()
     return {job_id for job_id, cancel in rows if cancel is not None}
+
+
+def say_waiting(db: Session, *, job: Job, message: str) -> None:
+    """What a queued job waits for, on its card (a no-op when it says so already, or has left the queue)."""
+    message = message[:500]
+    if job.message == message:
+        return
+    db.execute(update(Job).where(Job.id == job.id, Job.status == "queued").values(message=message))
+    db.commit()
 
 
 def record_placement(db: Session, *, job_id: int, worker_id: str, node: str, placement: dict) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -38,6 +39,7 @@ from sqlalchemy.sql.expression import ColumnElement, FunctionElement
 
 from app.core.config import Settings
 from app.core.models import FINISHED_STATUSES, Job, JobLoss, UTCDateTime, utcnow
+from app.services.cluster import fit as cluster_fit
 from app.services.cluster import nodes as cluster
 from labs import catalog
 from labs.api import count
@@ -356,23 +358,30 @@ def slots(settings: Settings, db: Session) -> int:
     return max(1, int(running))
 
 
-def no_start(settings: Settings, db: Session) -> dict[str, str]:
-    """Ray mode: the backends no lab node online can run now, each with the reason a queued job of it has no ETA.
-
-    Key "auto": no lab node at all (a job that asked for `auto` takes whatever is online when it starts). An ETA
-    of 0 s there would be a promise the cluster cannot keep: the job starts only when a node joins."""
+def no_start(settings: Settings, db: Session) -> Callable[[Job], str | None]:
+    """Ray mode: for a queued job, the reason it has no ETA when no lab node online can run it (app/services/cluster/
+    fit.py names the resource and the node); None when one can. An ETA there would be a promise the cluster cannot
+    keep: the job starts only when a node that can run it joins."""
     if settings.executor != "ray":
-        return {}
-    nodes = cluster.lab_nodes(cluster.online_nodes(db))
-    if not nodes:
-        reason = "no lab node of the Ray cluster is online, so no start can be estimated; it starts when one joins"
-        return {b: reason for b in ("auto", *catalog.BACKENDS)}
-    offered = {b for n in nodes for b in n.backends}
-    return {
-        b: f"no lab node online runs {b}, so no start can be estimated; it starts when one that does joins"
-        for b in catalog.BACKENDS
-        if b not in offered
-    }
+        return lambda job: None
+    nodes = cluster.online_nodes(db)
+
+    def why(job: Job) -> str | None:
+        f = cluster_fit.fit(
+            nodes,
+            lab=job.lab,
+            params=job.params or {},
+            requested=job.requested_backend or job.backend,
+            backend=job.backend,
+            fallback_memory=settings.job_memory_bytes,
+        )
+        if f.backend is not None:
+            return None
+        if f.resource == "nodes":
+            return f"{f.why}, so no start can be estimated; it starts when one joins"
+        return f"no lab node online can run it: {f.why}; it starts only when a node that can joins"
+
+    return why
 
 
 def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Estimate]:
@@ -386,9 +395,8 @@ def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Est
     history: History = {}  # shared by the jobs listed together: one read per (lab, backend)
     out = {}
     for j in active:
-        asked = "auto" if j.requested_backend == "auto" else j.backend
-        if j.status == "queued" and asked in waiting:
-            out[j.id] = Estimate(position(db, job=j), None, None, waiting[asked])
+        if j.status == "queued" and (why := waiting(j)) is not None:
+            out[j.id] = Estimate(position(db, job=j), None, None, why)
         else:
             out[j.id] = estimate(db, job=j, slots=n, history=history)
     return out

@@ -47,6 +47,8 @@ from app.web.metrics import ADMISSION_ACTIVE, ADMISSION_REFUSED, ADMISSION_WAITI
 from app.web.middleware.bodies import DEFAULT_LIMIT, MIB
 
 log = logging.getLogger(__name__)
+QUEUE_FULL, WAITED_TOO_LONG = "queue full", "waited too long"  # why a request is refused: the metric's reason label
+REFUSALS = (QUEUE_FULL, WAITED_TOO_LONG)
 RETRY_AFTER_S = 5  # what a refused client is told; a class's burst drains in seconds, not minutes
 _LOG_EVERY_S = 10.0  # a refusal is logged at most this often (with how many were refused meanwhile)
 BODY_TIMEOUT_S = 10.0  # COURSE_WEB_BODY_TIMEOUT's default, for an app built without settings
@@ -86,6 +88,8 @@ class Lane:
         self.free = self.concurrency
         self._waiting_gauge = ADMISSION_WAITING.labels(lane=self.name)
         self._active_gauge = ADMISSION_ACTIVE.labels(lane=self.name)
+        for why in REFUSALS:  # exported at 0 from the start: a dashboard's rate() reads 0, not "no data"
+            ADMISSION_REFUSED.labels(lane=self.name, reason=why)
         self._report()
 
     def _report(self) -> None:
@@ -104,7 +108,7 @@ class Lane:
             self._report()
             return ""
         if len(self.waiters) >= self.queue:
-            return "queue full"
+            return QUEUE_FULL
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiters.append(turn)
         self._report()
@@ -116,7 +120,7 @@ class Lane:
             if turn.done() and not turn.cancelled():
                 return ""  # the slot was handed over just as the time ran out: it is ours
             self._forget(turn)
-            return "waited too long"
+            return WAITED_TOO_LONG
         except BaseException:  # the client went away or the server is stopping
             if turn.done() and not turn.cancelled():
                 self.release()

@@ -27,5 +27,5 @@ def scrape(request: Request) -> Response:
             401,
             headers={"WWW-Authenticate": 'Bearer realm="metrics"', "Cache-Control": "no-store"},
         )
-    body = metrics.exposition(request.app.state.sessions)
+    body = metrics.exposition(request.app.state.sessions, request.app.state.settings.executor)
     return Response(body, media_type=metrics.CONTENT_TYPE, headers={"Cache-Control": "no-store"})
