@@ -10,6 +10,8 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
                  per-job memory budget when the deployment sets none
     exits        how `python -m labs run` says it ended: exits.OK, BAD_PARAMS, STOPPED, EXTERNAL_STOPS,
                  signal_of (labs/exits.py), read by app/executors/labproc.py
+    jsonbounds   JSON from outside the course (uploads) parsed within bounds, in linear time: loads, RESULT,
+                 TRACE, TooMuch
     checks       the automatic checks of a lab report's evidence (labs/checks/ and each lab's checks.py):
                  check_item, schema_problem, Source, STATUSES
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
@@ -21,7 +23,7 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
 
 from __future__ import annotations
 
-from labs import checks, exits
+from labs import checks, exits, jsonbounds
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
 from labs.resources import MIB, MIN_CPU_SLOTS, Capacity, default_job_memory_bytes
@@ -47,6 +49,7 @@ __all__ = [
     "exits",
     # grading
     "checks",
+    "jsonbounds",
     # params
     "LabParams",
     "describe_error",
