@@ -364,9 +364,12 @@ def list_for(db: Session, *, owner: User) -> list[Bundle]:
     return list(db.scalars(select(Bundle).where(Bundle.owner_id == owner.id).order_by(Bundle.id.desc())))
 
 
-def get_for(db: Session, *, bundle_id: int, user: User) -> Bundle | None:
-    """The bundle if `user` owns it or is an instructor; None otherwise (graders reach bundles through reports)."""
+def get_for(db: Session, *, bundle_id: int, user: User, as_learner: bool = False) -> Bundle | None:
+    """The bundle if `user` owns it or is an instructor (unless `as_learner`: then only their own); None otherwise
+    (graders reach bundles through reports)."""
     bundle = db.get(Bundle, bundle_id)
-    if bundle is None or not (bundle.owner_id == user.id or user.has_role("instructor")):
+    if bundle is None:
         return None
-    return bundle
+    if bundle.owner_id == user.id or (user.has_role("instructor") and not as_learner):
+        return bundle
+    return None

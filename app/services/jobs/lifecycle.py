@@ -178,14 +178,19 @@ def set_backend(db: Session, *, job: Job, backend: str) -> None:
     db.commit()
 
 
-def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
+def get_job_for(db: Session, *, job_id: int, user: User, as_learner: bool = False) -> Job | None:
     """The job if `user` may see it, else None: its owner and instructors always; a grader only a job that a
     submitted report they grade cites as evidence (job ids are sequential: a plain role check would let any
-    grader read every learner's results)."""
+    grader read every learner's results). `as_learner`: whatever the user's roles, only their own jobs (an API
+    token's request: app/web/deps.py `acts_as_learner`)."""
     job = db.get(Job, job_id)
     if job is None:
         return None
-    if job.owner_id == user.id or user.has_role("instructor"):
+    if job.owner_id == user.id:
+        return job
+    if as_learner:
+        return None
+    if user.has_role("instructor"):
         return job
     if user.has_role("grader"):
         from app.services.grading import (
