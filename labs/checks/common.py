@@ -97,13 +97,24 @@ def check_schema(result: dict) -> dict:
     )
 
 
-def check_environment(result: dict) -> dict:
+def check_environment(result: dict, *, uploaded: bool = False) -> dict:
+    """Whether the result states where it ran. A job's environment is the course's own record of the run; an
+    upload's is the learner's claim, so its sentence says so and passes no judgement (info), and its label is
+    quoted as the uploader's words, never as "measured on the device"."""
     env = result.get("environment") or {}
     device = (env.get("device") or {}).get("name")
     backend, label = env.get("backend"), env.get("label")
     if not (device and backend and label):
         missing = [n for n, v in (("device", device), ("backend", backend), ("label", label)) if not v]
         return check("environment", "fail", f"The environment is not stated: {', '.join(missing)} missing.")
+    if uploaded:
+        kind = "a CPU emulation" if env.get("emulated") else "a run on a GPU"
+        return check(
+            "environment",
+            "info",
+            f"Uploaded, so self-reported: the course did not run it. The bundle says it is {kind} on {device} with "
+            f"the {backend} backend, and labels itself, in the uploader's words: “{label}”.",
+        )
     kind = "CPU emulation" if env.get("emulated") else "measured on the device"
     return check("environment", "pass", f"Ran on {device} with the {backend} backend ({kind}): “{label}”.")
 

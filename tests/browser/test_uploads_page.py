@@ -1,5 +1,6 @@
 """A learner's uploads on /reports: what an upload kept and dropped, the storage used against the quota, and
-deleting one, at laptop and phone width. Screenshots: test-artifacts/screenshots/uploads-*.png."""
+deleting one, and an upload's own page (self-reported), at laptop and phone width. Screenshots:
+test-artifacts/screenshots/uploads-*.png."""
 
 from __future__ import annotations
 
@@ -55,6 +56,16 @@ def test_uploads_list_what_they_keep_and_delete_frees_space(live_server, open_pa
     box = delete.bounding_box()
     assert box and box["x"] + box["width"] <= viewport["width"]
     screenshot(page, f"uploads-list-{size}")
+
+    # the upload's own page: its label is the uploader's words, and every number self-reported
+    uploads.get_by_role("link", name="#").first.click()
+    label = page.get_by_test_id("honesty-label")
+    expect(label).to_contain_text("How these numbers were made, in the uploader's words:")
+    expect(label).to_contain_text("every number below is self-reported")
+    expect(page.locator("h1")).to_contain_text("self-reported")
+    assert overflow(page) <= 1
+    screenshot(page, f"uploads-bundle-page-{size}", full_page=False)
+    page.goto(f"{live_server.url}/reports")
 
     delete.click()
     expect(page.get_by_test_id("upload-deleted")).to_be_visible()
