@@ -38,6 +38,7 @@ from labs.resources import (  # noqa: F401  (re-exported: the catalog's vocabula
     no_limits,
 )
 from labs.result_common import LabResults
+from labs.timebudget import over_time_limit
 from labs.words import byte_size, count
 
 
@@ -135,6 +136,9 @@ class LabSpec:
                     f"{', '.join(runs) if runs else 'no FP8 recipe'} there (backend torch-cuda emulates any recipe)",
                 )
             )
+        if capacity.time_limit_s is not None:
+            late = over_time_limit(params, backend, estimate=self.estimate_seconds, limit_s=capacity.time_limit_s)
+            out += [late] if late else []
         if need.memory_bytes > capacity.memory_bytes:
             mf = need.memory_field or "params"
             out.append(

@@ -302,11 +302,14 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_host(request: Request, db: SessionDep) -> HostCapacity:
-    """What one job can get now: this host's probe (embedded), or the Ray cluster's last snapshot (ray)."""
+    """What one job can get now: this host's probe (embedded), or the Ray cluster's last snapshot (ray), within
+    the course's per-job time limit."""
     settings: Settings = request.app.state.settings
     if settings.executor == "ray":
-        return cluster.host_capacity(db, memory_bytes=settings.job_memory_bytes)
-    return request.app.state.host
+        host: HostCapacity = cluster.host_capacity(db, memory_bytes=settings.job_memory_bytes)
+    else:
+        host = request.app.state.host
+    return host.with_time_limit(settings.job_time_limit_s)
 
 
 HostDep = Annotated[HostCapacity, Depends(get_host)]
