@@ -84,7 +84,12 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     problems = _whose_budget(host, spec, model, runs_on, host.problems(spec, model, runs_on))
     if problems:
         raise JobInputError([{"field": p.field, "message": p.message} for p in problems])
-    return model.model_dump(mode="json"), runs_on
+    clean = model.model_dump(mode="json")
+    try:  # the stored params are validated again wherever the job is read: they must read the same
+        spec.params.model_validate(clean)
+    except ValidationError as exc:
+        raise JobInputError(describe_error(exc)) from None
+    return clean, runs_on
 
 
 def _whose_budget(
