@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from app.core.envtypes import ON_OFF, DatabaseUrl, Environment, Executor, LogLevel, OnOff, SmtpUrl
+from app.core.envtypes import ON_OFF, Addresses, DatabaseUrl, Environment, Executor, LogLevel, OnOff, PublicUrl, SmtpUrl
 from labs.api import MIB, default_job_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +142,7 @@ class CourseEnv(BaseSettings):
         alias="COURSE_WEB_CONNECTIONS_PER_ADDRESS",
         description=(
             "open connections one client address (an IPv6 /64) may hold per web process; a class behind one NAT "
-            "is a few hundred; the proxies in `FORWARDED_ALLOW_IPS` are not capped"
+            "is a few hundred; the proxies in `COURSE_FORWARDED_ALLOW_IPS` are not capped"
         ),
     )
     web_header_timeout: int = Field(
@@ -265,13 +265,24 @@ class CourseEnv(BaseSettings):
         json_schema_extra={"accepts": "an email address"},
         description="the From address of reset mails; unset: `course@` the SMTP host",
     )
-    public_url: str = Field(
+    public_url: PublicUrl = Field(
         "",
         alias="COURSE_PUBLIC_URL",
-        json_schema_extra={"accepts": "a URL"},
+        json_schema_extra={"accepts": "an http:// or https:// URL"},
         description=(
-            "the address learners use (`https://course.example.org`), for links in mail and from the CLI; unset: "
-            "the address a request came to, and `http://127.0.0.1:8000` from `users reset-link`"
+            "the address learners use (`https://course.example.org`), for every link that leaves the site (reset "
+            "links, mails, the LTI URLs); required in production; unset: the address `serve` was started on, and "
+            "`http://127.0.0.1:8000` from the CLI (never a request's Host header, which the client chooses)"
+        ),
+    )
+    forwarded_allow_ips: Addresses = Field(
+        "",
+        alias="COURSE_FORWARDED_ALLOW_IPS",
+        json_schema_extra={"accepts": "IP addresses or networks, comma-separated, or `*`"},
+        description=(
+            "the proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (the client address the "
+            "registration and login throttles count); unset: none, so a client cannot choose its address; set it "
+            "to the reverse proxy's address when one is in front"
         ),
     )
     log_level: LogLevel = Field("INFO", alias="COURSE_LOG_LEVEL", description="logging level of the server and workers")
@@ -395,6 +406,9 @@ def allowed(info: FieldInfo) -> str:
     return "text"
 
 
+DEFAULT_SITE_URL = "http://127.0.0.1:8000"  # `serve`'s default --host and --port
+
+
 def _secret_key(secret: str, environment: str) -> str:
     """The key that signs sessions: refused when missing, the published default or short in production."""
     if not secret:
@@ -432,6 +446,17 @@ def check_bind(settings: Settings, host: str) -> None:
         raise SettingsError(
             f"COURSE_SECRET_KEY: the development default may only serve on a loopback address, not --host {host}; "
             "set COURSE_SECRET_KEY to a long random string (and COURSE_ENV=production for a real deployment)"
+        )
+
+
+def check_public_url(settings: Settings) -> None:
+    """A production server builds every link that leaves the site (reset links, mails, the LTI URLs) from
+    COURSE_PUBLIC_URL, never from a request's Host header, which the client chooses: it refuses to start without it.
+    (A dispatcher or a Ray node builds no link and does not need it.)"""
+    if settings.environment == "production" and not settings.public_url:
+        raise SettingsError(
+            "COURSE_PUBLIC_URL: must be set in production (the address learners use, e.g. "
+            "https://course.example.org): reset links, mails and the LTI URLs are built from it"
         )
 
 
@@ -488,7 +513,8 @@ class Settings:
     registrations_per_address: int  # per throttle.REGISTRATION_WINDOW_S; 0: no limit
     smtp_url: str
     mail_from: str
-    public_url: str  # without a trailing slash
+    public_url: str  # without a trailing slash; `serve` sets the address it was started on when none is given
+    forwarded_allow_ips: str  # uvicorn's forwarded_allow_ips; empty: no proxy is trusted
     job_memory_bytes: int
     executor: str
     ray_address: str
@@ -499,6 +525,12 @@ class Settings:
     python: str = field(default_factory=lambda: sys.executable)
     dispatcher_lease_s: float = 5.0  # COURSE_DISPATCHER_LEASE_SECONDS (app/services/cluster/dispatch_lease.py)
     dispatcher_alive_s: float = 30.0  # COURSE_DISPATCHER_ALIVE_SECONDS (app/executors/ray_health.py)
+
+    @property
+    def site_url(self) -> str:
+        """The base of every link that leaves the site: COURSE_PUBLIC_URL, or the address `serve` was started on
+        (it sets public_url), or `serve`'s default address when the app runs without it (tests, the CLI)."""
+        return self.public_url or DEFAULT_SITE_URL
 
     @property
     def db_url(self) -> str:
@@ -569,7 +601,8 @@ class Settings:
             ),
             smtp_url=e.smtp_url,
             mail_from=e.mail_from,
-            public_url=e.public_url.rstrip("/"),
+            public_url=e.public_url,
+            forwarded_allow_ips=e.forwarded_allow_ips,
             job_memory_bytes=e.job_memory_mb * MIB if e.job_memory_mb else default_job_memory_bytes(),
             executor=e.executor,
             ray_address=e.ray_address,

@@ -325,3 +325,20 @@ def test_a_login_initiation_the_tool_cannot_place_is_a_4xx_naming_the_check(
         r = client.client.post("/lti/login", data=params, follow_redirects=False)
     assert r.status_code == 400 and refused_check(r) == check, r.text[-600:]
     assert words in html.unescape(r.text)
+
+
+def test_the_lti_urls_never_take_the_requests_host_header(registered, client, make_user, make_client):
+    """With COURSE_PUBLIC_URL unset the tool's URLs (its page, the launch URL handed to the LMS at login) were
+    built from the request's Host header, which the client chooses."""
+    from urllib.parse import parse_qs
+
+    evil = {"Host": "evil.example:666"}
+    login = client.get("/lti/login", params=registered.login_params("u-ann"), headers=evil, follow_redirects=False)
+    assert login.status_code == 302
+    redirect_uri = parse_qs(urlsplit(login.headers["location"]).query)["redirect_uri"][0]
+    assert redirect_uri == "http://127.0.0.1:8000/lti/launch"  # Settings.site_url: no COURSE_PUBLIC_URL in tests
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    page = ivy.get("/lti", headers=evil).text
+    assert "http://127.0.0.1:8000/lti/jwks.json" in page and "evil.example" not in page

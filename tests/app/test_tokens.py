@@ -129,7 +129,7 @@ def test_a_squatters_token_dies_when_the_owner_recovers_the_account_by_reset_lin
     ivy = make_client()
     ivy.login("ivy@example.org")
     r = ivy.post("/account/reset-links", data={"email": "ann@example.org"})
-    path = re.search(r'id="reset-link" class="token">http://testserver([^<]+)<', r.text).group(1)
+    path = re.search(r'id="reset-link" class="token">http://127\.0\.0\.1:8000([^<]+)<', r.text).group(1)
     owner = make_client()
     r = owner.post(
         path, data={"new_password": "owner's own", "confirm_password": "owner's own"}, follow_redirects=False
