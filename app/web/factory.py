@@ -129,7 +129,12 @@ def _document_bearer_tokens(app: FastAPI) -> None:
             return app.openapi_schema
         schema = build()  # FastAPI caches it in app.openapi_schema; this adds to that same dict once
         schema.setdefault("components", {})["securitySchemes"] = {
-            "token": {"type": "http", "scheme": "bearer", "description": "An API token from your Account page."}
+            "token": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "An API token from your Account page. It acts as you, the learner, whatever your "
+                "account's roles: your own jobs, results, artifacts and uploads only (anyone else's answer 404).",
+            }
         }
         schema["security"] = [{"token": []}]
         return schema

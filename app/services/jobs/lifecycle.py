@@ -67,7 +67,7 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     """
     if lab not in catalog.LABS:
         raise JobInputError(
-            [{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}]
+            [{"field": "lab", "message": f"lab: unknown lab {lab[:60]!r}; available: {', '.join(catalog.names())}"}]
         )
     if backend not in BACKEND_CHOICES:
         raise JobInputError(
