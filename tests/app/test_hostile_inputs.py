@@ -239,3 +239,43 @@ def test_yaml_nested_past_the_limit_is_refused_in_words_and_never_published(inst
     assert published.status_code == 422 and "(the nesting limit)" in published.text
     db.expire_all()
     assert db.query(LessonVersion).count() == versions
+
+
+# ---------------------------------------------------------------- NUL characters, and names that hide or turn text
+
+
+@pytest.mark.both_backends
+def test_a_nul_character_anywhere_is_a_400_naming_the_field_and_saves_nothing(client, db):
+    """PostgreSQL's text and JSON columns cannot hold U+0000: a registration whose email held %00 answered 500
+    there (psycopg DataError) while SQLite stored it."""
+    from app.core.models import Job, User
+
+    def says(r, field: str) -> None:
+        text = r.text if r.headers.get("content-type", "").startswith("text/html") else r.json()["detail"]
+        assert r.status_code == 400 and f"{field}: holds a NUL character (U+0000" in text, r.text[-500:]
+
+    says(client.register("a\x00b@example.org"), "email")
+    assert db.query(User).count() == 0
+    client.register("ann@example.org")
+    says(client.post("/account/name", {"display_name": "A\x00B"}), "display_name")
+    says(
+        client.post(f"/lessons/{LESSON}/report", data={"action": "save", "answer-numbers": "x\x00y"}), "answer-numbers"
+    )
+    r = client.client.post(
+        "/api/v1/jobs", json={"lab": "env-check", "params": {"x\x00": 1}}, headers={"X-CSRF-Token": client.api_token()}
+    )
+    says(r, "body.params.x")
+    says(client.get("/api/v1/tools/fp8-range", params={"predict": "1\x00"}), "predict")
+    db.expire_all()
+    assert db.query(User).one().display_name == "Ann" and db.query(Job).count() == 0
+    assert db.query(LabReport).count() == 0 or not (db.query(LabReport).one().draft or {}).get("answers")
+
+
+@pytest.mark.parametrize("name", ["Ann\u202eoB", "Bob\u200b", "Tab\there", "Eve\u2066x"])
+def test_a_display_name_that_hides_or_turns_text_is_refused_in_words(learner, db, name):
+    from app.core.models import User
+
+    r = learner.post("/account/name", {"display_name": name})
+    assert r.status_code == 400 and "control and invisible or direction-changing characters (U+" in r.text
+    db.expire_all()
+    assert db.query(User).one().display_name == "Ann"
