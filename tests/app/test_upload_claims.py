@@ -127,3 +127,14 @@ def test_an_honest_cpu_upload_is_self_reported_but_not_flagged(client):
         headers={"X-CSRF-Token": client.api_token()},
     )
     assert r.status_code == 201 and r.json()["self_reported"] is True and r.json()["contradictions"] == []
+
+
+def test_the_class_views_count_no_upload_as_a_run(client, submitted, make_user, make_client):
+    """The class's lab statistics are the course's own runs: an upload's numbers never enter them."""
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    page = _text(ivy.get("/instructor/labs"))
+    assert "No lab has run yet." in page and "NVIDIA H100" not in page
+    roster = _text(ivy.get(f"/instructor/roster?lesson={LESSON}"))
+    assert "ann@example.org" in roster and "H100" not in roster and FORGED_LABEL not in roster
