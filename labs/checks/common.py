@@ -108,7 +108,7 @@ def check_environment(result: dict, *, uploaded: bool = False) -> dict:
         missing = [n for n, v in (("device", device), ("backend", backend), ("label", label)) if not v]
         return check("environment", "fail", f"The environment is not stated: {', '.join(missing)} missing.")
     if uploaded:
-        kind = "a CPU emulation" if env.get("emulated") else "a run on a GPU"
+        kind = "a CPU emulation" if env.get("emulated") else "a GPU run"
         return check(
             "environment",
             "info",

@@ -90,10 +90,10 @@ def test_the_grader_sees_a_self_reported_upload_and_its_contradictions(client, d
     assert f"labels itself, in the uploader's words: “{FORGED_LABEL}”" in page
     assert "This upload contradicts itself:" in page
     for words in (
-        "the te backend runs on a GPU, but the device is 'cpu'",
+        "the te backend, which runs on a GPU, on a device of type 'cpu'",
         "the te backend (Transformer Engine's FP8 kernels), but fp8_numerics: emulated; source: emulation",
         "the te backend on a GPU, but CPU timings (timing kind cpu)",
-        "its label is not one `python -m labs run` writes for the te backend",
+        "a label `python -m labs run` does not write for the te backend on that device",
     ):
         assert words in page, words
     assert f"upload {bundle_id} (self-reported)" in page  # beside its rubric line

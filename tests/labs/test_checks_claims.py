@@ -57,7 +57,7 @@ def _edit_env(**values):
     [
         (
             lambda r: r["environment"]["device"].update(type="cpu"),
-            "the te backend runs on a GPU, but the device is 'cpu'",
+            "the te backend, which runs on a GPU, on a device of type 'cpu'",
         ),
         (_edit_env(emulated=True), "emulated is true with the te backend"),
         (_edit_env(fp8_numerics="emulated"), "the te backend (Transformer Engine's FP8 kernels), but fp8_numerics"),
@@ -71,7 +71,10 @@ def _edit_env(**values):
             "Transformer Engine is not available",
         ),
         (lambda r: r["results"]["timing"].update(kind="cpu"), "but CPU timings (timing kind cpu)"),
-        (_edit_env(label="Course-measured on the course's H100 cluster"), "its label is not one `python -m labs run`"),
+        (
+            _edit_env(label="Course-measured on the course's H100 cluster"),
+            "a label `python -m labs run` does not write for the te backend",
+        ),
         (
             lambda r: r["environment"].update(backend="cpu", emulated=True, label=honesty_label("cpu", H100)),
             "the cpu backend, but the device is a GPU",
