@@ -247,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)
         settings = Settings.from_env(signs_sessions=args.cmd not in NODE_COMMANDS)
         if args.cmd == "serve":
-            from app.cli.serve import check_port
-            from app.core.config import check_bind, check_public_url
+            from app.cli.serve import check_port, check_public_url
+            from app.core.config import check_bind
 
             check_bind(settings, args.host)
             check_public_url(settings)

@@ -59,6 +59,17 @@ def check_and_probe(settings: Settings) -> labhost.HostCapacity:
         return probed.result()
 
 
+def check_public_url(settings: Settings) -> None:
+    """A production server builds every link that leaves the site (reset links, mails, the LTI URLs) from
+    COURSE_PUBLIC_URL, never from a request's Host header, which the client chooses: it refuses to start without it.
+    (A dispatcher or a Ray node builds no link and does not need it.)"""
+    if settings.environment == "production" and not settings.public_url:
+        raise SettingsError(
+            "COURSE_PUBLIC_URL: must be set in production (the address learners use, e.g. "
+            "https://course.example.org): reset links, mails and the LTI URLs are built from it"
+        )
+
+
 def check_port(host: str, port: int) -> None:
     """Bind host:port the way uvicorn will (SO_REUSEADDR, so a socket in TIME_WAIT from a restart does not count)
     and let go. Without it, a port in use was found only after migrating, starting the lab workers and logging
@@ -106,7 +117,7 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
             "FORWARDED_ALLOW_IPS is set but not read: forwarded headers are believed only from the proxies in "
             "COURSE_FORWARDED_ALLOW_IPS, which is unset, so from none"
         )
-    if not settings.public_url:  # production refuses to start without it (app/core/config.py check_public_url)
+    if not settings.public_url:  # production refuses to start without it (check_public_url)
         settings = replace(settings, public_url=started_url(host, port))
         os.environ["COURSE_PUBLIC_URL"] = settings.public_url  # for the web processes uvicorn spawns
         log.info(

@@ -46,6 +46,7 @@ MAKE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(48))"'
 # Accounts one address may register per 10 minutes: a handful of people sharing one network registering
 # together fit; a script making accounts to multiply its job limits and queue turns does not.
 REGISTRATIONS_PER_ADDRESS = 20
+DEFAULT_SITE_URL = "http://127.0.0.1:8000"  # `serve`'s default --host and --port
 
 
 class CourseEnv(BaseSettings):
@@ -279,11 +280,8 @@ class CourseEnv(BaseSettings):
         "",
         alias="COURSE_FORWARDED_ALLOW_IPS",
         json_schema_extra={"accepts": "IP addresses or networks, comma-separated, or `*`"},
-        description=(
-            "the proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (the client address the "
-            "registration and login throttles count); unset: none, so a client cannot choose its address; set it "
-            "to the reverse proxy's address when one is in front"
-        ),
+        description="the proxies whose X-Forwarded-For and -Proto are believed (the client address the login and "
+        "registration throttles count); unset: none, so no client chooses its address; set it to the proxy's address",
     )
     log_level: LogLevel = Field("INFO", alias="COURSE_LOG_LEVEL", description="logging level of the server and workers")
     access_log: OnOff = Field(
@@ -406,9 +404,6 @@ def allowed(info: FieldInfo) -> str:
     return "text"
 
 
-DEFAULT_SITE_URL = "http://127.0.0.1:8000"  # `serve`'s default --host and --port
-
-
 def _secret_key(secret: str, environment: str) -> str:
     """The key that signs sessions: refused when missing, the published default or short in production."""
     if not secret:
@@ -446,17 +441,6 @@ def check_bind(settings: Settings, host: str) -> None:
         raise SettingsError(
             f"COURSE_SECRET_KEY: the development default may only serve on a loopback address, not --host {host}; "
             "set COURSE_SECRET_KEY to a long random string (and COURSE_ENV=production for a real deployment)"
-        )
-
-
-def check_public_url(settings: Settings) -> None:
-    """A production server builds every link that leaves the site (reset links, mails, the LTI URLs) from
-    COURSE_PUBLIC_URL, never from a request's Host header, which the client chooses: it refuses to start without it.
-    (A dispatcher or a Ray node builds no link and does not need it.)"""
-    if settings.environment == "production" and not settings.public_url:
-        raise SettingsError(
-            "COURSE_PUBLIC_URL: must be set in production (the address learners use, e.g. "
-            "https://course.example.org): reset links, mails and the LTI URLs are built from it"
         )
 
 
@@ -528,8 +512,7 @@ class Settings:
 
     @property
     def site_url(self) -> str:
-        """The base of every link that leaves the site: COURSE_PUBLIC_URL, or the address `serve` was started on
-        (it sets public_url), or `serve`'s default address when the app runs without it (tests, the CLI)."""
+        """Every link that leaves the site starts here (`serve` sets public_url to its address when unset)."""
         return self.public_url or DEFAULT_SITE_URL
 
     @property

@@ -14,7 +14,8 @@ import sys
 import itsdangerous
 import pytest
 
-from app.core.config import DEV_SECRET, Settings, SettingsError, check_bind, check_public_url, is_loopback
+from app.cli.serve import check_public_url
+from app.core.config import DEV_SECRET, Settings, SettingsError, check_bind, is_loopback
 from tests.conftest import ROOT, free_port
 
 
