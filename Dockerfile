@@ -16,7 +16,8 @@ COPY static static
 COPY migrations migrations
 COPY alembic.ini ./
 # Production mode: the server refuses to start without COURSE_SECRET_KEY (a long random string, e.g.
-# `python -c "import secrets; print(secrets.token_urlsafe(48))"`), never falls back to the published
+# `python -c "import secrets; print(secrets.token_urlsafe(48))"`) and COURSE_PUBLIC_URL (the address learners
+# use: every link that leaves the site is built from it), never falls back to the published
 # development key, and sends its cookies with Secure (serve it behind HTTPS; COURSE_SECURE_COOKIES=0
 # only for a plain-HTTP trial on a private network).
 ENV COURSE_ENV=production \

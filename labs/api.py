@@ -10,6 +10,11 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
                  per-job memory budget when the deployment sets none
     exits        how `python -m labs run` says it ended: exits.OK, BAD_PARAMS, STOPPED, EXTERNAL_STOPS,
                  signal_of (labs/exits.py), read by app/executors/labproc.py
+    host state   release_host_state(pid): delete what a lab process left on the host when it could not clean up
+                 itself (the collectives lab's network namespaces and veths, labs/collectives/topo.py), and
+                 host_state_left(pid) to see it; called by the executor once the process group is gone
+    jsonbounds   JSON from outside the course (uploads) parsed within bounds, in linear time: loads, RESULT,
+                 TRACE, TooMuch
     checks       the automatic checks of a lab report's evidence (labs/checks/ and each lab's checks.py):
                  check_item, schema_problem, Source, STATUSES
     params       the base model of every lab's parameters and pydantic errors in the learner's terms
@@ -28,7 +33,9 @@ web tier imports it at start-up and must never import torch (tests/app/test_torc
 
 from __future__ import annotations
 
-from labs import checks, exits
+from labs import checks, exits, jsonbounds
+from labs.collectives.topo import leftovers as host_state_left
+from labs.collectives.topo import release as release_host_state
 from labs.parallel import comm
 from labs.parallel.costmodel import NODES, Node, predict_sweep
 from labs.params import LabParams, describe_error
@@ -70,8 +77,12 @@ __all__ = [
     "default_job_memory_bytes",
     # exits
     "exits",
+    # host state
+    "host_state_left",
+    "release_host_state",
     # grading
     "checks",
+    "jsonbounds",
     # params
     "LabParams",
     "describe_error",

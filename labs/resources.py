@@ -104,6 +104,9 @@ class Capacity:
     # FP8 recipes Transformer Engine says this GPU cannot run, with TE's reason (labs.env probe: fp8_recipes).
     # Empty when unknown or when every recipe runs; only the `te` backend consults it.
     fp8_unsupported: dict[str, str] = field(default_factory=dict, hash=False)
+    # Seconds one job may run before it is stopped (the course's COURSE_JOB_TIME_LIMIT); None: no limit known here
+    # (the CLI), so no run is refused for its estimate.
+    time_limit_s: float | None = None
 
     @classmethod
     def local(

@@ -16,6 +16,7 @@ from typing import Any
 from labs.params import LabParams, Preset
 from labs.resources import GPU_BACKENDS, Capacity, Problem, Resources, no_fp8_recipe, no_limits
 from labs.result_common import LabResults
+from labs.timebudget import over_time_limit
 from labs.words import byte_size, count
 
 
@@ -168,6 +169,9 @@ class LabSpec:
                     f"{', '.join(runs) if runs else 'no FP8 recipe'} there (backend torch-cuda emulates any recipe)",
                 )
             )
+        if capacity.time_limit_s is not None:
+            late = over_time_limit(params, backend, estimate=self.estimate_seconds, limit_s=capacity.time_limit_s)
+            out += [late] if late else []
         if need.memory_bytes > capacity.memory_bytes:
             mf = need.memory_field or "params"
             out.append(

@@ -44,7 +44,7 @@ def _users_reset_link(settings: Settings, args) -> int:
             print(f"--email: no account has the address {args.email!r}", file=sys.stderr)
             return 2
         row, token = resets.issue(db, user=user, issued_by=None, lifetime_s=settings.reset_link_s)
-        url = resets.link(settings.public_url or "http://127.0.0.1:8000", token)
+        url = resets.link(settings.site_url, token)
         hours = settings.reset_link_s // 3600
         if settings.smtp_url:
             try:
@@ -57,9 +57,7 @@ def _users_reset_link(settings: Settings, args) -> int:
                 )
                 return 0
     if not settings.public_url:
-        print(
-            "(COURSE_PUBLIC_URL is not set: the link assumes the course is at http://127.0.0.1:8000)", file=sys.stderr
-        )
+        print(f"(COURSE_PUBLIC_URL is not set: the link assumes the course is at {settings.site_url})", file=sys.stderr)
     print(f"reset link for {user.email} in {settings.db_where} (works once, within {hours} hours):\n{url}")
     return 0
 
@@ -255,10 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)
         settings = Settings.from_env(signs_sessions=args.cmd not in NODE_COMMANDS)
         if args.cmd == "serve":
-            from app.cli.serve import check_port
+            from app.cli.serve import check_port, check_public_url
             from app.core.config import check_bind
 
             check_bind(settings, args.host)
+            check_public_url(settings)
             check_port(args.host, args.port)
         if args.cmd in ("serve", "dispatcher"):
             from app.cli.ray_auth import check_ray_auth

@@ -46,7 +46,7 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
     from app.services.lti import sync as lti_sync
 
     upgrade(settings.db_url)
-    base = settings.public_url or "http://127.0.0.1:8000"
+    base = settings.site_url
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         try:
             if args.lti_cmd == "add-platform":

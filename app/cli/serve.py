@@ -24,6 +24,7 @@ import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from app import executors
@@ -58,6 +59,17 @@ def check_and_probe(settings: Settings) -> labhost.HostCapacity:
         return probed.result()
 
 
+def check_public_url(settings: Settings) -> None:
+    """A production server builds every link that leaves the site (reset links, mails, the LTI URLs) from
+    COURSE_PUBLIC_URL, never from a request's Host header, which the client chooses: it refuses to start without it.
+    (A dispatcher or a Ray node builds no link and does not need it.)"""
+    if settings.environment == "production" and not settings.public_url:
+        raise SettingsError(
+            "COURSE_PUBLIC_URL: must be set in production (the address learners use, e.g. "
+            "https://course.example.org): reset links, mails and the LTI URLs are built from it"
+        )
+
+
 def check_port(host: str, port: int) -> None:
     """Bind host:port the way uvicorn will (SO_REUSEADDR, so a socket in TIME_WAIT from a restart does not count)
     and let go. Without it, a port in use was found only after migrating, starting the lab workers and logging
@@ -88,10 +100,30 @@ def warn_sqlite_processes(settings: Settings) -> None:
         )
 
 
+def started_url(host: str, port: int) -> str:
+    """The address a server bound to host:port is reached at, for links that leave the site when COURSE_PUBLIC_URL
+    is unset: the host itself, or this machine's name for a wildcard bind (0.0.0.0, ::)."""
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.getfqdn()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def serve(settings: Settings, *, host: str, port: int) -> int:
     import uvicorn
 
     logs.configure(settings.log_level, access_log=settings.access_log, fmt=settings.log_format)
+    if os.environ.get("FORWARDED_ALLOW_IPS") and not settings.forwarded_allow_ips:
+        log.warning(
+            "FORWARDED_ALLOW_IPS is set but not read: forwarded headers are believed only from the proxies in "
+            "COURSE_FORWARDED_ALLOW_IPS, which is unset, so from none"
+        )
+    if not settings.public_url:  # production refuses to start without it (check_public_url)
+        settings = replace(settings, public_url=started_url(host, port))
+        os.environ["COURSE_PUBLIC_URL"] = settings.public_url  # for the web processes uvicorn spawns
+        log.info(
+            "COURSE_PUBLIC_URL is unset: links that leave the site use %s, where this server listens",
+            settings.public_url,
+        )
     warn_sqlite_processes(settings)
     started = time.monotonic()
     try:
@@ -142,6 +174,11 @@ def serve(settings: Settings, *, host: str, port: int) -> int:
             limit_concurrency=settings.web_max_connections,
             # uvicorn's h11 protocol with a header deadline and a per-address cap (app/cli/connections.py)
             http=connections.protocol(settings),
+            # X-Forwarded-For and -Proto only from the proxies the operator names (none by default): uvicorn
+            # otherwise believes 127.0.0.1 (or $FORWARDED_ALLOW_IPS), so behind a pass-through proxy on this host any
+            # client would choose the address the registration and login throttles count.
+            proxy_headers=bool(settings.forwarded_allow_ips),
+            forwarded_allow_ips=settings.forwarded_allow_ips or None,
         )
     finally:
         reaper.stop()

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import yaml
 
+from app.content.yamltext import parse_pure_yaml
 from app.core.config import ROOT
 
 # The template's example questions, shown beside a new questions/NAME.yaml file (the page is all an author reads).
@@ -39,7 +40,7 @@ def _key(node, name: str):
 def _question_blocks(text: str):
     """A part file's composed YAML: (root, blocks sequence, its `kind: questions` blocks), or None if not a part."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root, _ = parse_pure_yaml(text)
     except yaml.YAMLError:
         return None
     if not isinstance(root, yaml.MappingNode):
@@ -96,7 +97,7 @@ def _default_listing(files: dict) -> str | None:
     numbered = []
     for p in with_questions or parts:
         try:
-            number = yaml.safe_load(files[p]).get("number", 0)
+            number = parse_pure_yaml(files[p])[1].get("number", 0)
         except (yaml.YAMLError, AttributeError):
             number = 0
         numbered.append((number if isinstance(number, int) else 0, order[p], p))

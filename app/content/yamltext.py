@@ -1,5 +1,5 @@
 """One YAML text of a lesson, parsed once: its composed tree (the marks give errors their line numbers) and its
-data. Anchors and aliases are refused (ALIAS_PROBLEM)."""
+data. Aliases (ALIAS_PROBLEM) and nesting past MAX_DEPTH (DEPTH_PROBLEM) are refused before anything recurses."""
 
 from __future__ import annotations
 
@@ -25,12 +25,17 @@ def parse_yaml(text: str) -> tuple[Any, Any]:
     return _parse_with(yaml.SafeLoader, text)
 
 
+def parse_pure_yaml(text: str) -> tuple[Any, Any]:
+    """`parse_yaml` by the pure-Python parser alone, for code that edits the text by its marks and styles exactly as
+    PyYAML gives them (app/content/listing.py); the same refusals, the same YAMLError."""
+    return _parse_with(yaml.SafeLoader, text)
+
+
 def _parse_with(loader_class: Any, text: str) -> tuple[Any, Any]:
+    _check_events(loader_class, text)
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        if node is not None and _shares_nodes(node):
-            _refuse_alias(loader_class, text)
         return node, (loader.construct_document(node) if node is not None else None)
     finally:
         loader.dispose()
@@ -40,33 +45,36 @@ def _parse_with(loader_class: Any, text: str) -> tuple[Any, Any]:
 # 280 bytes that every walk over the data (placeholders, validation, error messages) sees as 5**9 strings, seconds
 # of CPU per preview ("billion laughs"). Lesson files are prose and numbers written out, so aliases are refused.
 ALIAS_PROBLEM = "an alias (*{anchor}); aliases and anchors (&name) are not allowed in lesson files: write the value out"
+# The composer and the constructors recurse once per level of nesting, and so do the walks over the data after them:
+# 600 nested brackets were a RecursionError (a 500) in a preview. The deepest shipped lesson file nests 8.
+MAX_DEPTH = 64
+DEPTH_PROBLEM = (
+    "mappings and lists nested more than {limit} levels deep (the nesting limit); a lesson file nests a few: "
+    "write the deeper part flatter"
+)
 
 
-def _shares_nodes(root: Any) -> bool:
-    """Whether some node of the composed tree appears in it twice: what an alias makes, and nothing else does."""
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            return True
-        seen.add(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack += (key, value)
-    return False
-
-
-def _refuse_alias(loader_class: Any, text: str) -> None:
-    """Raise a YAMLError at the first alias, by its name and line (the composed tree has lost both)."""
+def _check_events(loader_class: Any, text: str) -> None:
+    """Raise a YAMLError at the first alias (by its name and line) or the first level of nesting past MAX_DEPTH,
+    from the parser's events: the parser is a state machine, so this pass recurses nowhere, and it stops there,
+    before the composer sees the text. A syntax error raises here too, in the same parser's words."""
     loader = loader_class(text)
+    depth = 0
     try:
         while loader.check_event():
             event = loader.get_event()
-            if isinstance(event, yaml.AliasEvent):
-                mark = event.start_mark  # libyaml's Mark or PyYAML's: the same line and column
-                raise yaml.composer.ComposerError(None, None, ALIAS_PROBLEM.format(anchor=event.anchor), mark)  # type: ignore[arg-type]
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    _refuse(DEPTH_PROBLEM.format(limit=MAX_DEPTH), event)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                _refuse(ALIAS_PROBLEM.format(anchor=event.anchor), event)
     finally:
         loader.dispose()
+
+
+def _refuse(problem: str, event: Any) -> None:
+    mark = event.start_mark  # libyaml's Mark or PyYAML's: the same line and column
+    raise yaml.composer.ComposerError(None, None, problem, mark)

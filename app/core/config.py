@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from app.core.envtypes import ON_OFF, DatabaseUrl, Environment, Executor, LogLevel, OnOff, SmtpUrl
+from app.core.envtypes import ON_OFF, Addresses, DatabaseUrl, Environment, Executor, LogLevel, OnOff, PublicUrl, SmtpUrl
 from labs.api import MIB, default_job_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +46,7 @@ MAKE_SECRET = 'python -c "import secrets; print(secrets.token_urlsafe(48))"'
 # Accounts one address may register per 10 minutes: a handful of people sharing one network registering
 # together fit; a script making accounts to multiply its job limits and queue turns does not.
 REGISTRATIONS_PER_ADDRESS = 20
+DEFAULT_SITE_URL = "http://127.0.0.1:8000"  # `serve`'s default --host and --port
 
 
 class CourseEnv(BaseSettings):
@@ -142,7 +143,7 @@ class CourseEnv(BaseSettings):
         alias="COURSE_WEB_CONNECTIONS_PER_ADDRESS",
         description=(
             "open connections one client address (an IPv6 /64) may hold per web process; a class behind one NAT "
-            "is a few hundred; the proxies in `FORWARDED_ALLOW_IPS` are not capped"
+            "is a few hundred; the proxies in `COURSE_FORWARDED_ALLOW_IPS` are not capped"
         ),
     )
     web_header_timeout: int = Field(
@@ -275,14 +276,22 @@ class CourseEnv(BaseSettings):
         json_schema_extra={"accepts": "an email address"},
         description="the From address of reset mails; unset: `course@` the SMTP host",
     )
-    public_url: str = Field(
+    public_url: PublicUrl = Field(
         "",
         alias="COURSE_PUBLIC_URL",
-        json_schema_extra={"accepts": "a URL"},
+        json_schema_extra={"accepts": "an http:// or https:// URL"},
         description=(
-            "the address learners use (`https://course.example.org`), for links in mail and from the CLI; unset: "
-            "the address a request came to, and `http://127.0.0.1:8000` from `users reset-link`"
+            "the address learners use (`https://course.example.org`), for every link that leaves the site (reset "
+            "links, mails, the LTI URLs); required in production; unset: the address `serve` was started on, and "
+            "`http://127.0.0.1:8000` from the CLI (never a request's Host header, which the client chooses)"
         ),
+    )
+    forwarded_allow_ips: Addresses = Field(
+        "",
+        alias="COURSE_FORWARDED_ALLOW_IPS",
+        json_schema_extra={"accepts": "IP addresses or networks, comma-separated, or `*`"},
+        description="the proxies whose X-Forwarded-For and -Proto are believed (the client address the login and "
+        "registration throttles count); unset: none, so no client chooses its address; set it to the proxy's address",
     )
     log_level: LogLevel = Field("INFO", alias="COURSE_LOG_LEVEL", description="logging level of the server and workers")
     access_log: OnOff = Field(
@@ -529,7 +538,9 @@ class Settings:
     registrations_per_address: int = _env("registrations_per_address", "environment", to=_registrations)
     smtp_url: str = _env("smtp_url")
     mail_from: str = _env("mail_from")
-    public_url: str = _env("public_url", to=lambda url: url.rstrip("/"))  # without a trailing slash
+    # without a trailing slash; `serve` sets the address it was started on when none is given
+    public_url: str = _env("public_url", to=lambda url: url.rstrip("/"))
+    forwarded_allow_ips: str = _env("forwarded_allow_ips")  # uvicorn's forwarded_allow_ips; empty: no proxy is trusted
     job_memory_bytes: int = _env("job_memory_mb", to=_job_memory)
     executor: str = _env("executor")
     ray_address: str = _env("ray_address")
@@ -540,6 +551,11 @@ class Settings:
     # The two settings no variable sets: the worker's own pace, and the interpreter that runs `python -m labs`.
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)
+
+    @property
+    def site_url(self) -> str:
+        """Every link that leaves the site starts here (`serve` sets public_url to its address when unset)."""
+        return self.public_url or DEFAULT_SITE_URL
 
     @property
     def db_url(self) -> str:

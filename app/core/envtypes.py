@@ -5,6 +5,7 @@ Each refusal is a ValueError whose text pydantic hands to config's `_first_error
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -51,6 +52,30 @@ def _database_url(url: str) -> str:
     return url
 
 
+def _addresses(raw: str) -> str:
+    """A comma-separated list of IP addresses and networks (`10.0.0.5, 10.1.0.0/16`), or `*`, as uvicorn's
+    forwarded_allow_ips reads it; normalised to no spaces. A host name is refused: uvicorn compares addresses."""
+    items = [item.strip() for item in raw.split(",") if item.strip()]
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"got {item!r}, expected IP addresses or networks separated by commas (e.g. 127.0.0.1,10.0.0.0/8), "
+                "or * for any"
+            ) from None
+    return ",".join(items)
+
+
+def _public_url(url: str) -> str:
+    parts = urlsplit(url)
+    if url and (parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment):
+        raise ValueError(f"got {url!r}, expected the address learners use, e.g. https://course.example.org")
+    return url.rstrip("/")
+
+
 def _cased(convert: Callable[[str], str]) -> BeforeValidator:
     """A choice in whatever case the operator typed: `COURSE_LOG_LEVEL=debug` means DEBUG."""
     return BeforeValidator(lambda raw: convert(raw.strip()) if isinstance(raw, str) else raw)
@@ -62,3 +87,5 @@ LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _cased(str.up
 Executor = Annotated[Literal["embedded", "ray"], _cased(str.lower)]
 SmtpUrl = Annotated[str, AfterValidator(_smtp_scheme)]
 DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
+Addresses = Annotated[str, AfterValidator(_addresses)]
+PublicUrl = Annotated[str, AfterValidator(_public_url)]

@@ -38,8 +38,9 @@ def settings_markdown() -> str:
             "| --- | --- | --- | --- |",
             *rows,
             "",
-            "Variables read by other programs (uvicorn's `FORWARDED_ALLOW_IPS`, Ray's `RAY_AUTH_MODE` and",
-            "`RAY_AUTH_TOKEN`) and by a Ray lab host alone (`COURSE_NODE_DATA_DIR`) are in [deploying.md](deploying.md).",
+            "Variables read by other programs (Ray's `RAY_AUTH_MODE` and `RAY_AUTH_TOKEN`) and by a Ray lab host",
+            "alone (`COURSE_NODE_DATA_DIR`) are in [deploying.md](deploying.md). uvicorn's own `FORWARDED_ALLOW_IPS` is",
+            "not read: `COURSE_FORWARDED_ALLOW_IPS` above names the proxies.",
             "",
         ]
     )

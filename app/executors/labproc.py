@@ -17,6 +17,12 @@ than the course gives one job, so it is their result (not retried, and not an in
 
 CPU priority (embedded mode): `nice` (default 10) so a running lab never starves page loads; in a v2 cgroup
 also cpu.weight.
+
+Stopping (a cancel, the time limit, a worker's shutdown): SIGTERM to the whole group, STOP_GRACE_S for the lab to
+undo what it set up (the collectives lab deletes its network namespaces on SIGTERM), then SIGKILL. The memory
+watchdog kills at once: a run past its budget gets no time to allocate more. Once the group is gone, whatever the
+lab left on the host is deleted by its pid (labs.api release_host_state: namespaces, veths and their qdiscs), so a
+SIGKILL or a crash leaves nothing behind, and another job's state, named by another pid, is never touched.
 """
 
 from __future__ import annotations
@@ -35,11 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.services.jobs.lifecycle import Progress
-from labs.api import exits
+from labs.api import exits, release_host_state
 
 log = logging.getLogger(__name__)
 _PR_SET_PDEATHSIG = 1
 WATCH_S = 0.1  # how often the watchdog sums the group's memory
+STOP_GRACE_S = 5.0  # SIGTERM to SIGKILL: the collectives lab's teardown of 4 nodes takes well under a second
 LAB_NICE = 10  # the lab's CPU priority below the web server (0) in the embedded mode
 CGROUP_NAME = "course-labs"
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -299,22 +306,47 @@ class LabRun:
             self.peak_rss = max(self.peak_rss, rss)
             if rss > self.memory_bytes:
                 self.memory_exceeded = True
-                self.kill()
+                self.kill(grace_s=0)
                 return
             time.sleep(WATCH_S)
 
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    def kill(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop the whole group: SIGTERM, up to `grace_s` for the lab to clean up, then SIGKILL; then delete what it
+        left on the host."""
+        if grace_s > 0 and self._signal_group(signal.SIGTERM):
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self._signal_group(signal.SIGKILL)  # the ranks too, even when the lab's own process has already gone
         self.proc.wait()
+        self.release_host_state()
+
+    def _signal_group(self, sig: signal.Signals) -> bool:
+        try:
+            os.killpg(self.proc.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def release_host_state(self) -> list[str]:
+        """Delete what the lab process left on the host (network namespaces and links), once its group is gone;
+        the names deleted. Nothing is run when nothing is left (it reads /run/netns and /sys/class/net)."""
+        try:
+            gone = release_host_state(self.proc.pid)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("lab process %s: could not delete what it left on the host: %s", self.proc.pid, exc)
+            return []
+        if gone:
+            log.info("lab process %s left %s on the host; deleted", self.proc.pid, ", ".join(gone))
+        return gone
 
     def join_readers(self) -> None:
         for t in self._threads:
             t.join(timeout=5)
         if self.cgroup is not None:
             self.cgroup.remove()
+        self.release_host_state()
 
     def reason(self) -> str:
         lines = [ln for ln in self.stderr_tail if ln.strip()]

@@ -10,6 +10,8 @@ PostedForm      the request's form fields, read without blocking, for plain `def
 ViewerJob       path {job_id}: a job for its owner, an instructor, or a grader of a report that cites it, else 404
 OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
 ViewerReport    path {report_id}: a lab report for its owner or a grader who grades it, else 404
+                (the three lookups above give a request with an API token its owner's own things only, whatever
+                the account's roles: `acts_as_learner`)
 GradedReport    path {report_id}: a submitted report the grader (or instructor) grades, else 404
 LessonWithLab   path {lesson_id}: the current version of a lesson that has a lab, else 404
 
@@ -78,6 +80,21 @@ TOKEN_REFUSED = (
     "The account page, creating tokens, reset links and instructor or grader pages need a browser login."
 )
 STAFF_TOKEN_REFUSED = "Instructor and grader actions need a browser login; an API token acts only as a learner would."
+
+
+def acts_as_learner(request: Request) -> bool:
+    """Whether this request may reach only its user's own jobs, uploads and reports: it came with an API token.
+
+    Why: a token is long-lived and sits in scripts and shell histories; whoever finds an instructor's or a
+    grader's must not read, cancel or delete other learners' work with it. Staff work needs a browser login."""
+    return bool(getattr(request.state, "via_token", False))
+
+
+def _unseen(request: Request, what: str) -> str:
+    """The 404's words for a thing the user cannot see; with a token, why (said whether or not it exists)."""
+    if acts_as_learner(request):
+        return f"No {what} of yours: an API token reaches only its own account's jobs, uploads and reports."
+    return f"No {what} that you can see."
 
 
 def token_refused(request: Request) -> bool:
@@ -197,7 +214,7 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 
 def require_role(*roles: str) -> Callable[[Request, User], Awaitable[User]]:
     async def check(request: Request, user: CurrentUser) -> User:
-        if getattr(request.state, "via_token", False):
+        if acts_as_learner(request):
             raise HTTPException(403, STAFF_TOKEN_REFUSED)
         if not user.roles & set(roles):
             raise HTTPException(
@@ -285,11 +302,14 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def get_host(request: Request, db: SessionDep) -> HostCapacity:
-    """What one job can get now: this host's probe (embedded), or the Ray cluster's last snapshot (ray)."""
+    """What one job can get now: this host's probe (embedded), or the Ray cluster's last snapshot (ray), within
+    the course's per-job time limit."""
     settings: Settings = request.app.state.settings
     if settings.executor == "ray":
-        return cluster.host_capacity(db, memory_bytes=settings.job_memory_bytes)
-    return request.app.state.host
+        host: HostCapacity = cluster.host_capacity(db, memory_bytes=settings.job_memory_bytes)
+    else:
+        host = request.app.state.host
+    return host.with_time_limit(settings.job_time_limit_s)
 
 
 HostDep = Annotated[HostCapacity, Depends(get_host)]
@@ -298,30 +318,30 @@ HostDep = Annotated[HostCapacity, Depends(get_host)]
 # ---------------------------------------------------------------- ownership lookups
 
 
-def viewer_job(job_id: DbInt, user: CurrentUser, db: SessionDep) -> Job:
-    job = job_service.get_job_for(db, job_id=job_id, user=user)
+def viewer_job(job_id: DbInt, request: Request, user: CurrentUser, db: SessionDep) -> Job:
+    job = job_service.get_job_for(db, job_id=job_id, user=user, as_learner=acts_as_learner(request))
     if job is None:
-        raise NotFound(f"No job {job_id} that you can see.")
+        raise NotFound(_unseen(request, f"job {job_id}"))
     return job
 
 
 ViewerJob = Annotated[Job, Depends(viewer_job)]
 
 
-def owned_bundle(bundle_id: DbInt, user: CurrentUser, db: SessionDep) -> Bundle:
-    bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user)
+def owned_bundle(bundle_id: DbInt, request: Request, user: CurrentUser, db: SessionDep) -> Bundle:
+    bundle = bundle_service.get_for(db, bundle_id=bundle_id, user=user, as_learner=acts_as_learner(request))
     if bundle is None:
-        raise NotFound(f"No upload {bundle_id} that you can see.")
+        raise NotFound(_unseen(request, f"upload {bundle_id}"))
     return bundle
 
 
 OwnedBundle = Annotated[Bundle, Depends(owned_bundle)]
 
 
-def viewer_report(report_id: DbInt, user: CurrentUser, db: SessionDep) -> LabReport:
-    report = grading.report_for_viewer(db, report_id=report_id, user=user)
+def viewer_report(report_id: DbInt, request: Request, user: CurrentUser, db: SessionDep) -> LabReport:
+    report = grading.report_for_viewer(db, report_id=report_id, user=user, as_learner=acts_as_learner(request))
     if report is None:
-        raise NotFound(f"No lab report {report_id} that you can see.")
+        raise NotFound(_unseen(request, f"lab report {report_id}"))
     return report
 
 

@@ -36,7 +36,7 @@ from app.web import openapi
 from app.web.csrf import CSRF_FORM_FIELD, CSRF_HEADER
 from app.web.deps import LoginRequired, get_optional_user
 from app.web.metrics import RequestTimer
-from app.web.middleware import bodies
+from app.web.middleware import bodies, text
 from app.web.middleware.admission import RETRY_AFTER_S, AdmissionGate, Lane
 from app.web.middleware.headers import SecurityHeaders
 from app.web.routes import (
@@ -200,7 +200,7 @@ def create_app(
         redoc_url=None,
         # Body limits are set per router below, not here: an app-wide limit wraps the admission gate, and would
         # turn the gate's 503 to an upload larger than it into "413 Content Too Large".
-        dependencies=[Depends(bodies.received_within_limit)],
+        dependencies=[Depends(bodies.received_within_limit), Depends(text.no_nul_characters)],
     )
     openapi.install(app, catalog.LABS.values())  # the labs of the catalog as it is now, when the app is made
     app.state.settings = settings

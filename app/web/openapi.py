@@ -70,7 +70,12 @@ def install(app: FastAPI, labs: Iterable[catalog.LabSpec]) -> None:
         document = build()  # FastAPI caches it in app.openapi_schema; this adds to that same dict once
         components = document.setdefault("components", {})
         components["securitySchemes"] = {
-            "token": {"type": "http", "scheme": "bearer", "description": "An API token from your Account page."}
+            "token": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "An API token from your Account page. It acts as you, the learner, whatever your "
+                "account's roles: your own jobs, results, artifacts and uploads only (anyone else's answer 404).",
+            }
         }
         document["security"] = [{"token": []}]
         schemas = components.setdefault("schemas", {})

@@ -11,6 +11,7 @@ Checks run on submit and again on regrade; they read only the result and, for ti
 from __future__ import annotations
 
 from labs import catalog
+from labs.checks.claims import check_claims, contradictions
 from labs.checks.common import (
     MAX_TRACE_BYTES,
     STATUSES,
@@ -33,6 +34,7 @@ __all__ = [
     "Source",
     "check_item",
     "checks_for",
+    "contradictions",
     "rollup",
     "schema_problem",
 ]
@@ -47,7 +49,10 @@ def checks_for(slot_kind: str, lab: str, result: dict, read_artifact: ReadArtifa
 
 
 def check_item(*, slot_kind: str, lab: str, source: Source | None) -> dict:
-    """Roll-up for one evidence slot: {status, emulated, label, source, checks}.
+    """Roll-up for one evidence slot: {status, emulated, label, uploaded, source, checks}.
+
+    An upload's environment and label are the learner's claim: its checks say so and list where the result
+    contradicts itself (labs/checks/claims.py); `uploaded` tells the page to word it that way.
 
     status: pass | warn | fail | not_gradable, or 'missing' when nothing is attached.
     """
@@ -58,6 +63,7 @@ def check_item(*, slot_kind: str, lab: str, source: Source | None) -> dict:
             "optional": optional,
             "emulated": False,
             "label": "",
+            "uploaded": False,
             "source": None,
             "checks": [
                 check(
@@ -67,7 +73,8 @@ def check_item(*, slot_kind: str, lab: str, source: Source | None) -> dict:
                 )
             ],
         }
-    base = {"source": {"kind": source.kind, "id": source.id}, "emulated": False, "label": ""}
+    uploaded = source.kind == "bundle"
+    base = {"source": {"kind": source.kind, "id": source.id}, "emulated": False, "label": "", "uploaded": uploaded}
     if source.problem or source.result is None:
         reason = source.problem or "the result is missing"
         return {
@@ -91,7 +98,9 @@ def check_item(*, slot_kind: str, lab: str, source: Source | None) -> dict:
     if lab not in REGISTRY:  # a slot naming a lab the catalog no longer has (an old lesson version)
         checks.append(check("lab", "not_gradable", f"The course has no checks for lab {lab!r}."))
         return {**base, "status": "not_gradable", "checks": checks}
-    checks.append(check_environment(result))
+    checks.append(check_environment(result, uploaded=uploaded))
+    if uploaded:
+        checks.append(check_claims(result))
     try:
         checks += checks_for(slot_kind, lab, result, source.read_artifact)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a valid but surprising result: say so

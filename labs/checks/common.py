@@ -12,13 +12,13 @@ Every check returns {"check", "status", "sentence"} with status one of
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labs import jsonbounds
 from labs.runtime import validate_result
 
 STATUSES = ("pass", "warn", "fail", "not_gradable", "info")
@@ -28,7 +28,7 @@ ReadArtifact = Callable[[str], bytes]
 LabChecks = Callable[[str, dict, ReadArtifact | None], list[dict]]
 
 # A trace artifact larger than this is not parsed (it would only be a timeline of a few ranks).
-MAX_TRACE_BYTES = 20 * 1024 * 1024
+MAX_TRACE_BYTES = jsonbounds.TRACE.max_bytes
 
 
 @dataclass
@@ -50,6 +50,12 @@ class Source:
 
 class ArtifactUnreadable(Exception):
     """An artifact the result lists cannot be read: an infrastructure problem, not the learner's."""
+
+
+def trace_json(raw: bytes) -> Any:
+    """A trace artifact's JSON, parsed within the trace bounds (an upload's traces are the learner's files);
+    jsonbounds.TooMuch, a ValueError, when it breaks one."""
+    return jsonbounds.loads(raw, what="the trace", bounds=jsonbounds.TRACE)
 
 
 def check(name: str, status: str, sentence: str) -> dict:
@@ -91,13 +97,24 @@ def check_schema(result: dict) -> dict:
     )
 
 
-def check_environment(result: dict) -> dict:
+def check_environment(result: dict, *, uploaded: bool = False) -> dict:
+    """Whether the result states where it ran. A job's environment is the course's own record of the run; an
+    upload's is the learner's claim, so its sentence says so and passes no judgement (info), and its label is
+    quoted as the uploader's words, never as "measured on the device"."""
     env = result.get("environment") or {}
     device = (env.get("device") or {}).get("name")
     backend, label = env.get("backend"), env.get("label")
     if not (device and backend and label):
         missing = [n for n, v in (("device", device), ("backend", backend), ("label", label)) if not v]
         return check("environment", "fail", f"The environment is not stated: {', '.join(missing)} missing.")
+    if uploaded:
+        kind = "a CPU emulation" if env.get("emulated") else "a GPU run"
+        return check(
+            "environment",
+            "info",
+            f"Uploaded, so self-reported: the course did not run it. The bundle says it is {kind} on {device} with "
+            f"the {backend} backend, and labels itself, in the uploader's words: “{label}”.",
+        )
     kind = "CPU emulation" if env.get("emulated") else "measured on the device"
     return check("environment", "pass", f"Ran on {device} with the {backend} backend ({kind}): “{label}”.")
 
@@ -133,9 +150,11 @@ def ranks_covered(
                 trace_name,
             )
             try:
-                events = json.loads(read_artifact(artifact)).get("traceEvents", [])
+                events = trace_json(read_artifact(artifact)).get("traceEvents", [])
             except ArtifactUnreadable as exc:
                 return check("every-rank", "not_gradable", f"The {name} trace could not be read: {exc}.")
+            except jsonbounds.TooMuch as exc:
+                return check("every-rank", "fail", f"The {name} trace was not read: {exc}.")
             except (ValueError, AttributeError):
                 return check("every-rank", "fail", f"The {name} trace is not Chrome trace JSON.")
             pids = {

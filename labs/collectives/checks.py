@@ -4,9 +4,7 @@ model and crossing a node costs more than staying inside one."""
 
 from __future__ import annotations
 
-import json
-
-from labs.checks.common import ArtifactUnreadable, ReadArtifact, check
+from labs.checks.common import ArtifactUnreadable, ReadArtifact, check, trace_json
 from labs.words import byte_size, number, percent
 
 # The fit's RMS relative residual above which the straight line t = a + b·S no longer explains the sweep. CPU
@@ -135,7 +133,7 @@ def _ranks_covered(result: dict, r: dict, read_artifact: ReadArtifact | None) ->
         return check("every-rank", "info", "The hierarchy trace was not read (no artifact reader).")
     artifact = next((a["name"] for a in result.get("artifacts", []) if a.get("path") == name), name)
     try:
-        events = json.loads(read_artifact(artifact)).get("traceEvents", [])
+        events = trace_json(read_artifact(artifact)).get("traceEvents", [])
     except ArtifactUnreadable as exc:
         return check("every-rank", "not_gradable", f"The hierarchy trace could not be read: {exc}.")
     except (ValueError, AttributeError):

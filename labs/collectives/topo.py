@@ -6,10 +6,14 @@ different nodes cross the veths (slow, "the NIC"), so each node's egress is one 
     with emulated_nodes(nodes=2, rate_mbit=400, delay_ms=0) as topo:   # topo.ok False: see topo.why
         launch(fn, ..., args=(topo.plan(ranks_per_node), ...))          # each rank calls join(plan[rank])
 
-Cleanup is guaranteed three ways: the context manager's `finally`, an atexit hook plus a SIGTERM handler that
-turns the signal into SystemExit (so the `finally` runs), and a sweep at every start that deletes namespaces
-left by a process that no longer exists (SIGKILL cannot be caught). Deleting a namespace destroys its veths.
-Namespaces are named `lcol-<pid>-<n>-<role>` so the sweep can tell whose they are.
+Cleanup is guaranteed four ways: the context manager's `finally`, an atexit hook plus a SIGTERM handler that
+turns the signal into SystemExit (so the `finally` runs), `release(pid)`, which the executor that started the lab
+calls once the lab's process group is gone (app/executors/labproc.py, through labs.api), and a sweep at every
+start that deletes namespaces left by a process that no longer exists (SIGKILL cannot be caught). Deleting a
+namespace destroys its veths, and a veth its qdiscs; the bridge lives in the switch namespace. Everything is
+named by the creating process's pid, so whose it is can be told: namespaces `lcol-<pid>-<n>-<role>`, veths
+`c<pid in hex><n % 256 in 2 hex digits>n<node><a|b>` (a veth is in the host's namespace only for the moment
+between its creation and its move into a node's).
 
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's `ip` and `tc`; without them `ok` is False and
 `why` says which step was refused, and the lab runs flat.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -104,6 +109,40 @@ def sweep_stale() -> list[str]:
     return gone
 
 
+def _veth_pattern(pid: int) -> re.Pattern[str]:
+    # pid in hex has no leading zero and exactly two hex digits follow it, so no other pid's names match
+    return re.compile(rf"c{pid:x}[0-9a-f]{{2}}n\d+[ab]")
+
+
+def leftovers(pid: int) -> list[str]:
+    """What process `pid` made and has not deleted: its namespaces, and veths of its still in the host's
+    namespace. Read from /run/netns and /sys/class/net, without running anything."""
+    prefix = f"{PREFIX}{pid}-"
+    try:
+        names = [n for n in os.listdir("/run/netns") if n.startswith(prefix)]
+    except OSError:
+        names = []
+    veth = _veth_pattern(pid)
+    try:
+        names += [n for n in os.listdir("/sys/class/net") if veth.fullmatch(n)]
+    except OSError:
+        pass
+    return sorted(names)
+
+
+def release(pid: int) -> list[str]:
+    """Delete what lab process `pid` left behind (call it once that process and its ranks are gone: a namespace
+    a live process sits in only disappears when it leaves); the names deleted. Touches nothing of another pid's."""
+    gone = []
+    for name in leftovers(pid):
+        if name.startswith(PREFIX):
+            _delete(name)
+        else:
+            subprocess.run(["ip", "link", "del", name], capture_output=True, timeout=20)  # its peer goes with it
+        gone.append(name)
+    return gone
+
+
 def _cleanup_all() -> None:
     with _lock:
         names = list(_live)
@@ -161,7 +200,7 @@ def build(nodes: int, rate_mbit: float, delay_ms: float) -> Topology:
     sweep_stale()
     tag = f"{PREFIX}{os.getpid()}-{next(_counter)}"
     topo = Topology(False, "", nodes=nodes, rate_mbit=rate_mbit, delay_ms=delay_ms)
-    short = f"{os.getpid() % 100000:x}{next(_counter) % 256:02x}"  # interface names: 15 characters at most
+    short = f"{os.getpid():x}{next(_counter) % 256:02x}"  # interface names: 15 characters at most (pid < 2**22)
     try:
         sw = f"{tag}-sw"
         _sh("ip", "netns", "add", sw)

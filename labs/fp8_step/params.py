@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from labs.params import LabParams, Preset, seed_field
 from labs.resources import GPU_BACKENDS, GPU_GEMM_FLOPS, PROCESS_BASE_BYTES, START_S, Problem, Resources
 from labs.words import byte_size, power_of_ten
+
+_WHOLE = TypeAdapter(int)  # how an int field reads its input (lax: "5" and 4.0 are 5 and 4)
 
 # A CPU run beyond this many estimated FLOPs per run would take many minutes; refuse it early.
 CPU_FLOP_BUDGET = 2e12
@@ -205,9 +207,12 @@ class Fp8StepParams(LabParams):
         # The default spike (step 20) belongs to the default length; a shorter run that does not name a spike step
         # runs without one, rather than being refused for a field the learner never set.
         if isinstance(data, dict) and "outlier_step" not in data:
-            steps = data.get("steps")
+            try:  # as the field reads it: "5" and 4.0 are steps too, so they drop the spike as 5 and 4 do
+                steps = _WHOLE.validate_python(data.get("steps"))
+            except ValidationError:
+                return data  # no steps, or none that reads as a number: the field's own error says so
             default = cls.model_fields["outlier_step"].default
-            if isinstance(steps, int) and not isinstance(steps, bool) and steps <= default:
+            if not isinstance(data.get("steps"), bool) and steps <= default:
                 return data | {"outlier_step": None}
         return data
 

@@ -4,9 +4,7 @@ the timeline covers every rank with FSDP2's all-gathers on it."""
 
 from __future__ import annotations
 
-import json
-
-from labs.checks.common import ArtifactUnreadable, ReadArtifact, check, finite, stated_ranks
+from labs.checks.common import ArtifactUnreadable, ReadArtifact, check, finite, stated_ranks, trace_json
 from labs.words import byte_size, number, percent
 
 # Loss parity tolerance: the lab's own limit with its reason (params.py), never what the judged result.json claims.
@@ -146,7 +144,7 @@ def _timeline(result: dict, strategies: dict, read_artifact: ReadArtifact | None
             continue
         artifact = next((a["name"] for a in result.get("artifacts", []) if a.get("path") == trace), trace)
         try:
-            events = json.loads(read_artifact(artifact)).get("traceEvents", [])
+            events = trace_json(read_artifact(artifact)).get("traceEvents", [])
         except ArtifactUnreadable as exc:
             return check("timeline", "not_gradable", f"The {name} trace could not be read: {exc}.")
         except (ValueError, AttributeError):

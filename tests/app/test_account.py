@@ -226,6 +226,9 @@ def _instructor(make_user, make_client):
     return c
 
 
+SITE = "http://127.0.0.1:8000"  # Settings.site_url with COURSE_PUBLIC_URL unset and no `serve`
+
+
 def _issue(ivy, email_: str = "ann@example.org") -> str:
     r = ivy.post("/account/reset-links", data={"email": email_})
     assert r.status_code == 200, r.text[-1500:]
@@ -238,8 +241,8 @@ def test_an_instructor_issues_a_reset_link_that_works_once_and_ends_every_sessio
     phone.login("ann@example.org")
     ivy = _instructor(make_user, make_client)
     link = _issue(ivy)
-    assert link.startswith("http://testserver/reset/")
-    path = link.removeprefix("http://testserver")
+    assert link.startswith("http://127.0.0.1:8000/reset/")  # the site's address (no COURSE_PUBLIC_URL in tests)
+    path = link.removeprefix(SITE)
     anon = make_client()
     assert anon.get(path).status_code == 200
     r = anon.post(
@@ -258,7 +261,7 @@ def test_an_instructor_issues_a_reset_link_that_works_once_and_ends_every_sessio
 
 def test_a_reset_link_with_a_bad_password_keeps_working(client, make_client, make_user, db):
     client.register("ann@example.org")
-    path = _issue(_instructor(make_user, make_client)).removeprefix("http://testserver")
+    path = _issue(_instructor(make_user, make_client)).removeprefix(SITE)
     anon = make_client()
     r = anon.post(path, data={"new_password": "short", "confirm_password": "short"})
     assert r.status_code == 400 and 'id="new_password-error"' in r.text
@@ -272,8 +275,8 @@ def test_a_reset_link_with_a_bad_password_keeps_working(client, make_client, mak
 def test_expired_and_superseded_links_do_not_work(client, make_client, make_user, db):
     client.register("ann@example.org")
     ivy = _instructor(make_user, make_client)
-    first = _issue(ivy).removeprefix("http://testserver")
-    second = _issue(ivy).removeprefix("http://testserver")
+    first = _issue(ivy).removeprefix(SITE)
+    second = _issue(ivy).removeprefix(SITE)
     anon = make_client()
     assert anon.get(first).status_code == 404  # issuing a new link cancels the earlier one
     db.execute(update(PasswordReset).values(expires_at=utcnow() - timedelta(seconds=1)))
@@ -394,3 +397,16 @@ def test_cli_reset_link(settings, make_user, db, smtp_server):
     assert "/reset/" not in mailed.stdout and len(inbox.messages) == 1
     db.expire_all()
     assert resets.find(db, token=link.group(1)) is None  # the mailed link replaced the printed one
+
+
+@pytest.mark.parametrize("host", ["evil.example:666", "127.0.0.1:9999"])
+def test_a_reset_link_never_takes_the_requests_host_header(client, make_client, make_user, app, host):
+    """With COURSE_PUBLIC_URL unset, `Host: evil.example:666` made the link http://evil.example:666/reset/<token>."""
+    client.register("ann@example.org")
+    ivy = _instructor(make_user, make_client)
+    r = ivy.post("/account/reset-links", data={"email": "ann@example.org"}, headers={"Host": host})
+    link = re.search(r'<code id="reset-link" class="token">([^<]+)</code>', r.text).group(1)
+    assert link.startswith(f"{SITE}/reset/") and host not in r.text
+    app.state.settings = dataclasses.replace(app.state.settings, public_url="https://course.example.org")
+    r = ivy.post("/account/reset-links", data={"email": "ann@example.org"}, headers={"Host": host})
+    assert re.search(r'id="reset-link" class="token">https://course\.example\.org/reset/', r.text)

@@ -84,7 +84,7 @@ def test_a_trace_that_is_not_one_is_refused_in_words(tmp_path):
     with pytest.raises(artifacts.NotFound, match="holds no spans to draw"):
         timelines.timeline(found, title="t")
     (root / "trace_windowed.json").write_text("[1, 2")
-    with pytest.raises(artifacts.NotFound, match="is not JSON"):
+    with pytest.raises(artifacts.NotFound, match="trace_windowed.json is not valid JSON: Expecting"):
         timelines.timeline(found, title="t")
 
 

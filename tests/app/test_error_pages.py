@@ -103,7 +103,8 @@ def test_api_docs_say_how_scripts_authenticate(client):
     assert schema["components"]["securitySchemes"]["token"] == {
         "type": "http",
         "scheme": "bearer",
-        "description": "An API token from your Account page.",
+        "description": "An API token from your Account page. It acts as you, the learner, whatever your account's "
+        "roles: your own jobs, results, artifacts and uploads only (anyone else's answer 404).",
     }
     assert schema["security"] == [{"token": []}]
     assert client.get("/api/v1/openapi.json").json() == schema  # built once, the same on every read

@@ -176,3 +176,106 @@ def test_a_job_limit_that_is_not_ascii_digits_is_refused_in_words(instructor, db
     r = instructor.post("/instructor/cluster/limits", data=data, follow_redirects=False)
     assert r.status_code == 422
     assert "jobs in flight: got" in r.text and "expected a whole number from 1 to 1000" in r.text
+
+
+# ---------------------------------------------------------------- parameters that read as numbers
+
+
+@pytest.mark.parametrize("steps, read_as", [("5", 5), (4.0, 4), (5, 5)])
+def test_fp8_steps_given_as_text_or_a_float_read_as_the_number_without_a_500(learner, db, steps, read_as):
+    """ "5" and 4.0 passed the field as 5 and 4 but not the rule that drops the default spike (step 20) from a
+    shorter run: the stored params then failed their own validation, a 500. Now they run as 5 and 4 do."""
+    from app.core.models import Job
+
+    r = learner.post(
+        "/api/v1/jobs",
+        json={"lab": "fp8-step", "params": {"steps": steps}, "backend": "cpu"},
+        headers={"X-CSRF-Token": learner.api_token()},
+    )
+    assert r.status_code == 201, r.text
+    job = db.get(Job, r.json()["id"])
+    assert job.params["steps"] == read_as and job.params["outlier_step"] is None
+
+
+def test_fp8_steps_that_are_not_a_number_are_a_422_naming_the_field(learner, db):
+    from app.core.models import Job
+
+    r = learner.post(
+        "/api/v1/jobs",
+        json={"lab": "fp8-step", "params": {"steps": "five"}, "backend": "cpu"},
+        headers={"X-CSRF-Token": learner.api_token()},
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "steps", r.text
+    assert db.query(Job).count() == 0
+
+
+# ---------------------------------------------------------------- deep nesting in a previewed or published part
+
+
+@pytest.mark.parametrize(
+    "nested",
+    [
+        "deep: " + "[" * 600 + "\n",  # unclosed: libyaml refuses it, and the pure-Python parser recursed
+        "deep: " + "[" * 600 + "]" * 600 + "\n",
+        "deep:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(100)),  # block mappings, by indentation
+    ],
+    ids=["unclosed-brackets", "closed-brackets", "indented"],
+)
+def test_yaml_nested_past_the_limit_is_refused_in_words_and_never_published(instructor, db, nested):
+    """600 nested brackets made the pure-Python parser (used when libyaml refuses a text) recurse past Python's
+    limit: a RecursionError, a 500, on preview and on publish."""
+    row = lesson_service.latest_row(db, lesson_id=LESSON)
+    text = row.files["parts/orient.yaml"] + nested
+    r = instructor.post(
+        f"/instructor/lessons/{LESSON}/preview", {"path": "parts/orient.yaml", "text": text}, headers=HX
+    )
+    assert r.status_code == 200 and "nothing is published until it is fixed" in r.text, r.text[-800:]
+    assert "nested more than 64 levels deep (the nesting limit)" in r.text
+    versions = db.query(LessonVersion).count()
+    published = instructor.post(
+        f"/instructor/lessons/{LESSON}/publish",
+        {"path": "parts/orient.yaml", "text": text, "base_version": row.version},
+    )
+    assert published.status_code == 422 and "(the nesting limit)" in published.text
+    db.expire_all()
+    assert db.query(LessonVersion).count() == versions
+
+
+# ---------------------------------------------------------------- NUL characters, and names that hide or turn text
+
+
+@pytest.mark.both_backends
+def test_a_nul_character_anywhere_is_a_400_naming_the_field_and_saves_nothing(client, db):
+    """PostgreSQL's text and JSON columns cannot hold U+0000: a registration whose email held %00 answered 500
+    there (psycopg DataError) while SQLite stored it."""
+    from app.core.models import Job, User
+
+    def says(r, field: str) -> None:
+        text = r.text if r.headers.get("content-type", "").startswith("text/html") else r.json()["detail"]
+        assert r.status_code == 400 and f"{field}: holds a NUL character (U+0000" in text, r.text[-500:]
+
+    says(client.register("a\x00b@example.org"), "email")
+    assert db.query(User).count() == 0
+    client.register("ann@example.org")
+    says(client.post("/account/name", {"display_name": "A\x00B"}), "display_name")
+    says(
+        client.post(f"/lessons/{LESSON}/report", data={"action": "save", "answer-numbers": "x\x00y"}), "answer-numbers"
+    )
+    r = client.client.post(
+        "/api/v1/jobs", json={"lab": "env-check", "params": {"x\x00": 1}}, headers={"X-CSRF-Token": client.api_token()}
+    )
+    says(r, "body.params.x")
+    says(client.get("/api/v1/tools/fp8-range", params={"predict": "1\x00"}), "predict")
+    db.expire_all()
+    assert db.query(User).one().display_name == "Ann" and db.query(Job).count() == 0
+    assert db.query(LabReport).count() == 0 or not (db.query(LabReport).one().draft or {}).get("answers")
+
+
+@pytest.mark.parametrize("name", ["Ann\u202eoB", "Bob\u200b", "Tab\there", "Eve\u2066x"])
+def test_a_display_name_that_hides_or_turns_text_is_refused_in_words(learner, db, name):
+    from app.core.models import User
+
+    r = learner.post("/account/name", {"display_name": name})
+    assert r.status_code == 400 and "control and invisible or direction-changing characters (U+" in r.text
+    db.expire_all()
+    assert db.query(User).one().display_name == "Ann"

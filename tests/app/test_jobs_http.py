@@ -1,6 +1,8 @@
 """Lab jobs through the pages and the API, executed by a real worker running `python -m labs`."""
 
+import html
 import json
+import re
 
 import pytest
 
@@ -325,3 +327,29 @@ def test_the_lessons_lab_part_keeps_the_last_good_check_under_a_cancelled_one(cl
     assert f"Your last finished check: run #{good.id}" in checks
     assert f'id="job-{good.id}"' in checks and 'data-status="succeeded"' in checks
     assert checks.index(f'id="job-{queued.id}"') < checks.index(f'id="job-{good.id}"')
+
+
+def test_a_run_its_cost_model_prices_past_the_time_limit_is_refused_at_submit(client, db):
+    """A collectives run its own cost model prices at ~740 s was queued against a 600 s limit, to hold a worker
+    until the limit killed it. Now the API and the form refuse it naming the arithmetic and what to change."""
+    client.register("ann@example.org")
+    over = {"max_bytes": 94_284_223, "warmup": 2}
+    r = client.post(
+        "/api/v1/jobs",
+        json={"lab": "collectives", "params": over, "backend": "cpu"},
+        headers={"X-CSRF-Token": client.api_token()},
+    )
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert error["field"] == "link_mbit"
+    assert "this run is estimated at about 12 min on the cpu backend (the lab's cost model)" in error["message"]
+    assert "past the course's time limit of 10 min 00 s for one job" in error["message"]
+    assert re.search(r"\(7\d\d s > 600 s\)", error["message"]) and "lower max_bytes to " in error["message"]
+    form = {"max_bytes": str(over["max_bytes"]), "warmup": "2", "backend": "cpu"}
+    page = client.post("/labs/collectives/jobs", data=form, headers={"HX-Request": "true"})
+    assert page.status_code == 422 and "past the course's time limit" in html.unescape(page.text)
+    assert db.query(Job).count() == 0
+    ok = client.post(
+        "/api/v1/jobs", json={"lab": "collectives", "backend": "cpu"}, headers={"X-CSRF-Token": client.api_token()}
+    )
+    assert ok.status_code == 201, ok.text  # the default run fits

@@ -295,3 +295,50 @@ def test_cli_registers_a_platform(app, settings, monkeypatch, capsys):  # `app`:
     assert "--key-set-url: got 'ftp://moodle.example.edu/certs'" in capsys.readouterr().err
     assert main(["lti", "list"]) == 0
     assert "issuer https://moodle.example.edu  client id abc  deployments 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "change, check, words",
+    [
+        ({"iss": None}, "iss", "the login initiation has no iss parameter"),
+        ({"login_hint": None}, "login_hint", "the login initiation has no login_hint parameter"),
+        (
+            {"iss": "https://unknown.example.org"},
+            "registration",
+            "no platform is registered with issuer 'https://unknown.example.org'",
+        ),
+        ({"client_id": "not-the-client"}, "registration", "and client id 'not-the-client'"),
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_login_initiation_the_tool_cannot_place_is_a_4xx_naming_the_check(
+    registered, client, method, change, check, words
+):
+    """No or an unknown iss, a wrong client id or no login hint raised pylti1p3's OIDCException, which the login
+    did not catch: a 500. Now each is the LTI refusal page, naming the failed check, and nothing is stored."""
+    import html
+
+    params = {k: v for k, v in {**registered.login_params("u-ann"), **change}.items() if v is not None}
+    if method == "GET":
+        r = client.get("/lti/login", params=params, follow_redirects=False)
+    else:
+        r = client.client.post("/lti/login", data=params, follow_redirects=False)
+    assert r.status_code == 400 and refused_check(r) == check, r.text[-600:]
+    assert words in html.unescape(r.text)
+
+
+def test_the_lti_urls_never_take_the_requests_host_header(registered, client, make_user, make_client):
+    """With COURSE_PUBLIC_URL unset the tool's URLs (its page, the launch URL handed to the LMS at login) were
+    built from the request's Host header, which the client chooses."""
+    from urllib.parse import parse_qs
+
+    evil = {"Host": "evil.example:666"}
+    login = client.get("/lti/login", params=registered.login_params("u-ann"), headers=evil, follow_redirects=False)
+    assert login.status_code == 302
+    redirect_uri = parse_qs(urlsplit(login.headers["location"]).query)["redirect_uri"][0]
+    assert redirect_uri == "http://127.0.0.1:8000/lti/launch"  # Settings.site_url: no COURSE_PUBLIC_URL in tests
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    page = ivy.get("/lti", headers=evil).text
+    assert "http://127.0.0.1:8000/lti/jwks.json" in page and "evil.example" not in page

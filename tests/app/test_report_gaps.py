@@ -253,4 +253,4 @@ def test_run_menu_clips_a_long_upload_name(db, settings, client):
     db.add(bundle)
     db.commit()
     menu = dict(report_service.candidates(db, owner=ann, lab="env-check"))
-    assert menu[f"bundle:{bundle.id}"] == f"Upload {bundle.id} · my-very-long-laptop-run… · CPU"
+    assert menu[f"bundle:{bundle.id}"] == f"Upload {bundle.id} · my-very-long-laptop-run… · CPU, self-reported"

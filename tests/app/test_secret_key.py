@@ -14,6 +14,7 @@ import sys
 import itsdangerous
 import pytest
 
+from app.cli.serve import check_public_url
 from app.core.config import DEV_SECRET, Settings, SettingsError, check_bind, is_loopback
 from tests.conftest import ROOT, free_port
 
@@ -85,3 +86,30 @@ def test_serve_on_all_interfaces_with_no_configuration_refuses_to_start(tmp_path
     assert proc.returncode == 2
     assert "COURSE_SECRET_KEY: the development default may only serve on a loopback address" in proc.stderr
     assert not (tmp_path / "data").exists()  # refused before migrating or starting anything
+
+
+def test_production_refuses_to_serve_without_a_public_url(tmp_path):
+    """Links that leave the site (reset links, mails, the LTI URLs) are built from COURSE_PUBLIC_URL, never from a
+    request's Host header: in production `serve` exits 2 naming it, before anything starts."""
+    production = {"COURSE_ENV": "production", "COURSE_SECRET_KEY": "x" * 40}
+    with pytest.raises(SettingsError, match="COURSE_PUBLIC_URL: must be set in production"):
+        check_public_url(Settings.from_env(production))
+    check_public_url(Settings.from_env({**production, "COURSE_PUBLIC_URL": "https://course.example.org/"}))
+    check_public_url(Settings.from_env({}))  # development: the address `serve` was started on
+    with pytest.raises(SettingsError, match="COURSE_PUBLIC_URL: got 'course.example.org', expected the address"):
+        Settings.from_env({"COURSE_PUBLIC_URL": "course.example.org"})
+    assert (
+        Settings.from_env({"COURSE_PUBLIC_URL": "https://course.example.org/"}).site_url == "https://course.example.org"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_") and k != "DATABASE_URL"}
+    env |= production | {"COURSE_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--port", str(free_port())],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "COURSE_PUBLIC_URL: must be set in production" in proc.stderr
+    assert not (tmp_path / "data").exists()

@@ -120,3 +120,67 @@ def test_access_log_switch_decides_whether_uvicorn_has_a_handler_for_requests():
         assert not access.hasHandlers()
     finally:
         access.propagate = saved
+
+
+def _serve(tmp_path: Path, **extra: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = _env(tmp_path, COURSE_REGISTRATIONS_PER_ADDRESS="1", COURSE_WORKERS="0", **extra)
+    env.pop("FORWARDED_ALLOW_IPS", None)
+    log = open(tmp_path / "serve.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=log
+    )
+    log.close()
+
+    def up() -> bool:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=2).status == 200
+        except OSError:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            return False
+
+    wait_for(up, timeout=120, interval=0.3)
+    return proc, port
+
+
+def _register_from(port: int, email: str, forwarded_for: str) -> int:
+    """Register as a browser would, every request claiming to come through a proxy for `forwarded_for`."""
+    import re
+
+    import requests
+
+    s = requests.Session()
+    s.headers["X-Forwarded-For"] = forwarded_for
+    page = s.get(f"http://127.0.0.1:{port}/register", timeout=10).text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    form = {"email": email, "password": "correct horse", "display_name": "Ann", "csrf_token": token}
+    return s.post(f"http://127.0.0.1:{port}/register", data=form, allow_redirects=False, timeout=30).status_code
+
+
+@pytest.mark.parametrize("trusted", ["", "127.0.0.1"])
+def test_forwarded_headers_are_believed_only_from_the_proxies_the_operator_lists(tmp_path, trusted):
+    """uvicorn believed X-Forwarded-For from 127.0.0.1 by default: behind a pass-through proxy on this host (or from
+    this host itself) a client chose the address the registration throttle counts, one registration a fresh
+    "address". Now nothing is believed unless COURSE_FORWARDED_ALLOW_IPS names the proxy."""
+    proc, port = _serve(tmp_path, COURSE_FORWARDED_ALLOW_IPS=trusted) if trusted else _serve(tmp_path)
+    try:
+        assert _register_from(port, "ann@example.org", "198.51.100.1") == 303
+        second = _register_from(port, "bob@example.org", "198.51.100.2")
+        # untrusted: both count as 127.0.0.1, whose one registration per window is used; trusted: two addresses
+        assert second == (303 if trusted else 429)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+    log = (tmp_path / "serve.log").read_text()
+    assert f"links that leave the site use http://127.0.0.1:{port}, where this server listens" in log
+
+
+def test_the_started_address_stands_in_for_the_public_url():
+    from app.cli.serve import started_url
+
+    assert started_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
+    assert started_url("::1", 8080) == "http://[::1]:8080"
+    assert started_url("0.0.0.0", 80).startswith("http://") and "0.0.0.0" not in started_url("0.0.0.0", 80)

@@ -26,7 +26,7 @@ from tests.app.live import Live, course_server
 DEADLINE_S = 2  # the header and body deadlines of the server under test (COURSE_WEB_HEADER/BODY_TIMEOUT)
 CAP = 4  # COURSE_WEB_CONNECTIONS_PER_ADDRESS
 SLACK_S = 8.0  # how much later than its deadline a stalled connection may be closed on a busy test machine
-TRUSTED = "127.0.0.40"  # a "proxy" named in FORWARDED_ALLOW_IPS: its connections are not capped
+TRUSTED = "127.0.0.40"  # a "proxy" named in COURSE_FORWARDED_ALLOW_IPS: its connections are not capped
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def live(tmp_path_factory) -> Iterator[Live]:
         "COURSE_WEB_HEADER_TIMEOUT": str(DEADLINE_S),
         "COURSE_WEB_BODY_TIMEOUT": str(DEADLINE_S),
         "COURSE_WEB_CONNECTIONS_PER_ADDRESS": str(CAP),
-        "FORWARDED_ALLOW_IPS": f"127.0.0.1,{TRUSTED}",
+        "COURSE_FORWARDED_ALLOW_IPS": f"127.0.0.1,{TRUSTED}",
     }
     with course_server(tmp, f"sqlite:///{tmp / 'course.db'}", **env) as server:
         yield server

@@ -129,7 +129,7 @@ def test_a_squatters_token_dies_when_the_owner_recovers_the_account_by_reset_lin
     ivy = make_client()
     ivy.login("ivy@example.org")
     r = ivy.post("/account/reset-links", data={"email": "ann@example.org"})
-    path = re.search(r'id="reset-link" class="token">http://testserver([^<]+)<', r.text).group(1)
+    path = re.search(r'id="reset-link" class="token">http://127\.0\.0\.1:8000([^<]+)<', r.text).group(1)
     owner = make_client()
     r = owner.post(
         path, data={"new_password": "owner's own", "confirm_password": "owner's own"}, follow_redirects=False
@@ -189,18 +189,83 @@ def test_an_instructors_token_cannot_issue_reset_links_or_act_as_staff(client, a
         assert script.get("/instructor/cluster", headers=auth).status_code == 403
         assert script.get("/grader", headers=auth, follow_redirects=False).status_code == 403
         r = script.delete(f"/api/v1/jobs/{job_id}", headers=auth)
-        assert r.status_code == 403 and "browser login" in r.json()["detail"]
-        assert script.get(f"/api/v1/jobs/{job_id}", headers=auth).json()["status"] == "queued"
+        assert r.status_code == 404 and "an API token reaches only its own account's" in r.json()["detail"]
         own = script.post("/api/v1/jobs", json={"lab": "env-check"}, headers=auth)
         assert own.status_code == 201  # her own jobs: a learner's API
         assert script.delete(f"/api/v1/jobs/{own.json()['id']}", headers=auth).json()["status"] == "cancelled"
+    assert client.get(f"/api/v1/jobs/{job_id}").json()["status"] == "queued"
     # the same instructor in her browser still can
     assert ivy.client.delete(f"/api/v1/jobs/{job_id}", headers={"X-CSRF-Token": ivy.api_token()}).status_code == 200
 
 
-def test_the_account_page_says_what_ends_a_token(client):
-    client.register("ann@example.org")
-    page = client.get("/account").text
-    said = re.search(r'<p id="tok-ends">([^<]+)</p>', page).group(1)
-    for words in ("revoke it", "change your password", "log out everywhere", "reset link", "only on the JSON API"):
-        assert words in said, words
+def _learners_work(client, db, settings, make_user, make_client):
+    """Ann's submitted report (its evidence: finished jobs), an upload of hers, and a grader holding the report:
+    (the cited job, the upload's id, the grader's client)."""
+    import io
+    import zipfile
+
+    from app.core.models import LabReport
+    from tests.app import labruns
+    from tests.app.reporting import claimed_by_grader, submit_report
+
+    learner = submit_report(client, db, settings)
+    report = db.query(LabReport).filter_by(owner_id=learner.id).one()
+    job = next(j for j in learner_jobs(db, learner) if j.lab == "overlap-trace")
+    root = labruns.bundle("env-check")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for f in root.iterdir():
+            zf.write(f, f.name)
+    up = client.client.post(
+        "/api/v1/bundles",
+        files={"bundle": ("env.zip", buf.getvalue(), "application/zip")},
+        headers={"X-CSRF-Token": client.api_token()},
+    )
+    assert up.status_code == 201, up.text
+    grader = claimed_by_grader(make_user, make_client, db, report)
+    return job, up.json()["id"], grader
+
+
+def learner_jobs(db, learner):
+    from app.core.models import Job
+
+    return db.query(Job).filter_by(owner_id=learner.id).all()
+
+
+def test_staff_tokens_read_and_delete_only_their_own_accounts_work(client, app, db, settings, make_user, make_client):
+    """An API token acts as the learner it belongs to whatever the account's roles: an instructor's or a grader's
+    token reads none of another learner's jobs, results, artifacts or uploads, and deletes none of them; the
+    same accounts in their browsers still do their staff work."""
+    from app.core.models import Bundle, Job
+
+    job, bundle_id, gina = _learners_work(client, db, settings, make_user, make_client)
+    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_client()
+    ivy.login("ivy@example.org")
+    reads = [
+        f"/api/v1/jobs/{job.id}",
+        f"/api/v1/jobs/{job.id}/result",
+        f"/api/v1/jobs/{job.id}/artifacts/result.json",
+        f"/api/v1/jobs/{job.id}/artifacts/trace_windowed",
+        f"/api/v1/bundles/{bundle_id}",
+        f"/api/v1/bundles/{bundle_id}/artifacts/result.json",
+    ]
+    for staff, browser_reads in ((ivy, reads), (gina, reads[:4])):
+        auth = {"Authorization": f"Bearer {_token(staff)}"}
+        with TestClient(app) as script:
+            for path in reads:
+                r = script.get(path, headers=auth)
+                assert r.status_code == 404, (path, r.status_code)
+                assert "an API token reaches only its own account's jobs, uploads and reports" in r.json()["detail"]
+            assert script.delete(f"/api/v1/bundles/{bundle_id}", headers=auth).status_code == 404
+            assert script.delete(f"/api/v1/jobs/{job.id}", headers=auth).status_code == 404
+            assert script.get("/api/v1/jobs", headers=auth).json() == []  # a learner's list: their own runs
+        for path in browser_reads:  # the browser login is staff: what a token is refused, it may read
+            assert staff.get(path).status_code == 200, path
+    db.expire_all()
+    assert db.get(Bundle, bundle_id) is not None and db.get(Job, job.id).status == "succeeded"
+    # the owner's own token reads and deletes her upload
+    auth = {"Authorization": f"Bearer {_token(client)}"}
+    with TestClient(app) as script:
+        assert script.get(f"/api/v1/jobs/{job.id}/result", headers=auth).status_code == 200
+        assert script.delete(f"/api/v1/bundles/{bundle_id}", headers=auth).json() == {"deleted": bundle_id}

@@ -232,3 +232,126 @@ def test_a_rank_killed_from_outside_makes_the_whole_attempt_lost_not_failed(tmp_
     outcome = run.outcome(tmp_path)
     assert run.proc.returncode == 3 and outcome.lost, (run.proc.returncode, list(run.stderr_tail)[-5:])
     assert "'s process was stopped from outside the run (SIGKILL), most likely because" in outcome.error
+
+
+# ---------------------------------------------------------------- a stopped lab leaves no network state behind
+
+
+def _may_build_namespaces() -> bool:
+    from labs.collectives import topo
+
+    t = topo.build(2, 100, 0)
+    try:
+        return t.ok
+    finally:
+        topo.teardown(t)
+
+
+needs_netns = pytest.mark.skipif(
+    not _may_build_namespaces(), reason="this worker may not create network namespaces (root and iproute2)"
+)
+# Two emulated nodes on a 10 Mbit/s link: ~200 s by its cost model, so it is mid-way whenever it is cancelled.
+SLOW_COLLECTIVES = {
+    "ranks": 4,
+    "nodes": 2,
+    "collectives": ["all-reduce"],
+    "min_bytes": 256,
+    "max_bytes": 1048576,
+    "factor": 4,
+    "iters": 20,
+    "warmup": 1,
+    "link_mbit": 10,
+}
+
+
+def _network_of(pid: int) -> dict[str, list[str]]:
+    """What the host shows of lab process `pid`'s network: its namespaces (`ip netns list`), its veths in the
+    host's namespace (`ip -o link`), and qdiscs on them (`tc qdisc show`)."""
+    import re
+
+    veth = re.compile(rf"\bc{pid:x}[0-9a-f]{{2}}n\d+[ab]\b")
+
+    def out(*cmd: str) -> str:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout
+
+    return {
+        "namespaces": [n.split()[0] for n in out("ip", "netns", "list").splitlines() if n.startswith(f"lcol-{pid}-")],
+        "links": veth.findall(out("ip", "-o", "link")),
+        "qdiscs": veth.findall(out("tc", "qdisc", "show")),
+    }
+
+
+NOTHING: dict[str, list[str]] = {"namespaces": [], "links": [], "qdiscs": []}
+
+
+@needs_netns
+def test_cancelling_a_multi_node_collectives_run_leaves_none_of_its_network_state(db, make_user, worker_proc):
+    """A cancel used to SIGKILL the lab's group: its namespaces, bridge, veths and qdiscs stayed until some later
+    multi-node run swept them. Now the lab gets SIGTERM and a grace to tear them down, and the executor deletes
+    by the lab's pid whatever is left."""
+    from labs.collectives import topo
+
+    learner = make_user("ann@example.org")
+    job = jobs.create_job(db, owner=learner, lab="collectives", params=SLOW_COLLECTIVES, backend="cpu", host=LOCAL)
+    pid = _running_lab(db, job.id).placement["pid"]
+
+    def built() -> bool:  # the switch and two nodes, every veth moved into them: the run is mid-way
+        net = _network_of(pid)
+        return len(net["namespaces"]) == 3 and not net["links"]
+
+    wait_for(built, timeout=60, interval=0.05)
+    jobs.cancel(db, job=db.get(Job, job.id), by=learner)
+
+    def cancelled():
+        db.expire_all()
+        return db.get(Job, job.id).status == "cancelled"
+
+    wait_for(cancelled, timeout=60)
+    wait_for(lambda: not _alive(pid), timeout=10)
+    wait_for(lambda: _network_of(pid) == NOTHING, timeout=10)
+    assert topo.leftovers(pid) == []
+
+
+@needs_netns
+def test_a_lab_that_ignores_sigterm_is_killed_and_the_executor_deletes_what_it_left(tmp_path):
+    """SIGKILL cannot be caught, so what the lab set up stays: LabRun deletes it by the lab's pid."""
+    from app.executors.labproc import LabRun
+    from labs.collectives import topo
+
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "from labs.collectives import topo\n"
+        "with topo.emulated_nodes(2, 100, 0):\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    run = LabRun([sys.executable, "-c", code], cwd=ROOT)
+    wait_for(lambda: len(topo.leftovers(run.proc.pid)) == 3, timeout=30, interval=0.05)
+    started = time.monotonic()
+    run.kill(grace_s=0.5)
+    assert time.monotonic() - started < 10 and run.proc.returncode == -9  # the grace, then SIGKILL
+    assert _network_of(run.proc.pid) == NOTHING and topo.leftovers(run.proc.pid) == []
+    run.join_readers()
+
+
+@needs_netns
+def test_release_deletes_only_the_named_pids_namespaces_and_veths():
+    """A namespace and a veth pair of a dead lab pid, and a namespace of another: only the first pid's go."""
+    from labs.collectives import topo
+
+    dead, other = 3_999_990, 3_999_991  # above any pid this machine hands out before pid_max wraps
+    made = [f"lcol-{dead}-0-sw", f"lcol-{other}-0-sw"]
+    for ns in made:
+        subprocess.run(["ip", "netns", "add", ns], check=True, timeout=20)
+    a, b = f"c{dead:x}00n0a", f"c{dead:x}00n0b"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True, timeout=20)
+    try:
+        assert topo.leftovers(dead) == sorted([a, b, made[0]])
+        assert sorted(topo.release(dead)) == sorted([a, b, made[0]])
+        assert topo.leftovers(dead) == [] and _network_of(dead) == NOTHING
+        assert topo.leftovers(other) == [made[1]]
+    finally:
+        subprocess.run(["ip", "link", "del", a], capture_output=True, timeout=20)
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20)

@@ -50,9 +50,12 @@ _UNITS: dict[str, tuple[str, float]] = {
 # A power of ten as labs/words.py writes it in prompts and results ("6.07 × 10⁻⁷", "1 × 10¹⁸", "10⁹"), or with a
 # raised dot ("1.2·10²⁰", "6.07·10^-7"): read as e-notation, so a learner may type back what a prompt shows.
 _SUPERSCRIPT_DIGITS = str.maketrans("⁻⁺⁰¹²³⁴⁵⁶⁷⁸⁹", "-+0123456789")
+# The mantissa starts where a number starts (the look-behind) and its loops are possessive: on a 20,000-digit answer
+# the old pattern retried from every digit and backtracked through the rest, quadratic (112 s), holding the GIL.
+_MANTISSA = r"(?<![\d,.])(\d++(?:,\d++)*+(?:\.\d*+)?+|\.\d++)"
 _POWER_OF_TEN = re.compile(
-    r"(?:(\d(?:[\d,]*\d)?(?:\.\d*)?)\s*[×x*·]\s*|(?<![\d.]))10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)"
-    r"|(\d(?:[\d,]*\d)?(?:\.\d*)?)\s*·\s*10\s*\^\s*([-+]?\d+)"
+    rf"(?:{_MANTISSA}\s*+[×x*·]\s*+|(?<![\d.]))10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)"
+    rf"|{_MANTISSA}\s*+·\s*+10\s*+\^\s*+([-+]?\d+)"
 )
 
 

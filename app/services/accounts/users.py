@@ -4,6 +4,7 @@ arguments and return None or raise UserError naming the field; they know nothing
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, func, select
@@ -42,6 +43,15 @@ def check_password(password: str, field: str = "password") -> None:
 def check_display_name(display_name: str) -> None:
     if not 1 <= len(display_name.strip()) <= 80:
         raise UserError("display_name", f"use 1 to 80 characters (you gave {len(display_name.strip())})")
+    # Control and format characters (U+202E turns the text after it around, U+200B is invisible) would let one
+    # learner's name read as another's in a grader's queue, a roster or an export.
+    hidden = sorted({f"U+{ord(c):04X}" for c in display_name if unicodedata.category(c) in ("Cc", "Cf")})
+    if hidden:
+        raise UserError(
+            "display_name",
+            f"control and invisible or direction-changing characters ({', '.join(hidden[:5])}) are not allowed; "
+            "use letters, digits, spaces and punctuation",
+        )
 
 
 def check_new_user(*, email: str, password: str, display_name: str, roles: list[str]) -> None:

@@ -12,7 +12,6 @@ queries for 10 learners or 500. "Learners" are accounts holding the learner role
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,6 +31,7 @@ from app.core.models import (
     User,
     UserRole,
 )
+from app.services import csvcells
 
 # A part counts as "long" once a learner has spent this many times its planned minutes on it without finishing.
 STUCK_PART_FACTOR = 2
@@ -236,35 +236,32 @@ CSV_HEADER = (
 )
 
 
-def _cell(value: str) -> str:
-    # a spreadsheet runs a cell that starts with = + - @ as a formula: learners choose their own names
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-
-
 def csv_text(table: list[LearnerRow]) -> str:
     out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
+    w = csvcells.writer(out, lineterminator="\n")
     w.writerow(CSV_HEADER)
     for r in table:
         w.writerow(
-            [
-                r.id,
-                _cell(r.name),
-                _cell(r.email),
-                r.parts_done,
-                r.parts_total,
-                round(r.seconds / 60, 1),
-                r.right,
-                r.attempted,
-                r.wrong,
-                r.runs,
-                r.runs_failed,
-                r.report_status,
-                "" if r.grade_total is None else r.grade_total,
-                "" if r.grade_max is None else r.grade_max,
-                r.last_seen.isoformat(timespec="seconds") if r.last_seen else "",
-                _cell("; ".join(r.stuck)),
-            ]
+            csvcells.row(
+                [
+                    r.id,
+                    r.name,
+                    r.email,
+                    r.parts_done,
+                    r.parts_total,
+                    round(r.seconds / 60, 1),
+                    r.right,
+                    r.attempted,
+                    r.wrong,
+                    r.runs,
+                    r.runs_failed,
+                    r.report_status,
+                    "" if r.grade_total is None else r.grade_total,
+                    "" if r.grade_max is None else r.grade_max,
+                    r.last_seen.isoformat(timespec="seconds") if r.last_seen else "",
+                    "; ".join(r.stuck),
+                ]
+            )
         )
     return out.getvalue()
 

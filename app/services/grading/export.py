@@ -1,23 +1,17 @@
 """Grades as CSV for instructors and graders: one row per submitted report they may grade, the points of
-every rubric line, and cells a spreadsheet will not run as formulas."""
+every rubric line, and cells a spreadsheet will not run as formulas however it splits them (app/services/csvcells.py)."""
 
 from __future__ import annotations
 
-import csv
 import io
 
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
 from app.core.models import User
+from app.services import csvcells
 from app.services.grading.grades import queue
 from app.services.learning import lessons as lesson_service
-
-
-def _cell(value) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (CSV injection: leading = + - @ tab CR)."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _when(dt) -> str:
@@ -41,7 +35,7 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
                 items.setdefault(item.id, item.points)
     out = io.StringIO()
     out.write("\ufeff")
-    w = csv.writer(out)
+    w = csvcells.writer(out)
     w.writerow(
         [
             "report",
@@ -69,9 +63,8 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
             graded_version, g = None, None
         scores = (g.scores if g else {}) or {}
         w.writerow(
-            [
-                _cell(v)
-                for v in (
+            csvcells.row(
+                (
                     row.report.id,
                     row.report.lesson_id,
                     row.owner.email,
@@ -87,6 +80,6 @@ def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
                     _when(g.created_at) if g else "",
                     g.feedback if g else "",
                 )
-            ]
+            )
         )
     return out.getvalue()

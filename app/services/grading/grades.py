@@ -155,13 +155,15 @@ def own_in_queue(db: Session, *, user: User) -> list[str]:
     return list(db.scalars(q.order_by(LabReport.lesson_id)))
 
 
-def report_for_viewer(db: Session, *, report_id: int, user: User) -> LabReport | None:
-    """Owner, or a grader/instructor who may grade it."""
+def report_for_viewer(db: Session, *, report_id: int, user: User, as_learner: bool = False) -> LabReport | None:
+    """Owner, or a grader/instructor who may grade it (unless `as_learner`: then the owner only)."""
     report = db.get(LabReport, report_id)
     if report is None:
         return None
     if report.owner_id == user.id:
         return report
+    if as_learner:
+        return None
     return report if report.status != "draft" and can_grade(db, user=user, report=report) else None
 
 

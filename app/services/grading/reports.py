@@ -100,7 +100,7 @@ def candidates(db: Session, *, owner: User, lab: str, slot: Slot | None = None) 
             f"Upload {bundle_id}",
             _clip(filename, MENU_FILENAME_CHARS),
             params_words(lab, params) if params else "",
-            "CPU" if is_emulated else backend or "",
+            f"{'CPU' if is_emulated else backend or 'no backend'}, self-reported",
         ]
         mark = "✓ " if slot is not None and params and fits(slot, lab, params) else ""
         out.append((f"bundle:{bundle_id}", mark + " · ".join(p for p in parts if p)))

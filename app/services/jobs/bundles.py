@@ -9,15 +9,13 @@ so a zip that lies about its sizes is caught while it expands.
 Only result.json and the artifacts it lists are kept: other files are never unpacked, and the answer names
 them (a 1 MB zip of a valid result.json and 197 padding files once stored 94 MB). What is kept counts against
 the learner's storage quota (app/services/jobs/limits.py), checked with the learner's lock held, so uploads at
-once cannot pass it together. result.json's nesting is measured before it is parsed: parsers recurse.
+once cannot pass it together. result.json is parsed within bounds, in time linear in its size (labs/jsonbounds.py).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import posixpath
-import re
 import shutil
 import stat
 import uuid
@@ -32,16 +30,16 @@ from app.core.config import Settings
 from app.core.models import Bundle, LabReport, ReportVersion, User
 from app.services.errors import Conflict
 from app.services.jobs import limits as limit_service
-from labs.api import byte_size, checks, count
+from labs.api import byte_size, checks, count, jsonbounds
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # compressed, as received: a bundle of SVGs and traces is a few MiB at most
 MAX_TOTAL_BYTES = 100 * 1024 * 1024  # expanded, all entries together
 MAX_ENTRIES = 200  # the largest lab writes ~20 files; more is not a lab bundle
 MAX_RATIO = 100  # per entry, expanded / compressed; JSON traces compress ~10-20x, bombs 1000x+
 RATIO_FLOOR = 64 * 1024  # entries smaller than this expand too little to matter, whatever their ratio
-MAX_RESULT_BYTES = 5 * 1024 * 1024  # result.json itself
+MAX_RESULT_BYTES = jsonbounds.RESULT.max_bytes  # result.json itself; its other bounds are there too
+MAX_DEPTH = jsonbounds.RESULT.max_depth  # nesting of objects and arrays in result.json
 MAX_NAME = 200  # characters in one entry path
-MAX_DEPTH = 64  # nesting of objects and arrays in result.json; the deepest lab result (tp-sweep) nests 9
 DROPPED_NAMED = 10  # files not kept, named one by one in the answer; the rest are counted
 CHUNK = 64 * 1024
 # What a bundle may hold: the media types result.schema.json allows, by extension.
@@ -167,42 +165,15 @@ def _extract(zf: zipfile.ZipFile, files: list[_Entry], dest: Path) -> int:
     return total
 
 
-_JSON_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
-
-
-def nesting_depth(text: str, *, stop_above: int) -> int:
-    """How deeply objects and arrays nest in JSON `text`, counted without recursion (brackets inside strings
-    do not count); counting stops once it passes `stop_above`, so 200,000 `[` cost microseconds."""
-    depth = deepest = 0
-    for c in _NOT_BRACKETS.sub("", _JSON_STRINGS.sub('""', text)):
-        depth += 1 if c in "[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop_above:
-                break
-    return deepest
-
-
 def parse_result(raw: bytes) -> dict:
-    """result.json's bytes as a dict that matches the result schema; BundleError saying what is wrong."""
-    if len(raw) > MAX_RESULT_BYTES:
-        raise BundleError(f"result.json is {byte_size(len(raw))}; at most {byte_size(MAX_RESULT_BYTES)}")
+    """result.json's bytes as a dict that matches the result schema; BundleError saying what is wrong.
+
+    Parsed within bounds (size, nesting, string and number lengths, count of strings and containers) in time
+    linear in its size, never by a regular expression that backtracks (labs/jsonbounds.py)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BundleError("result.json is not UTF-8 text") from None
-    if nesting_depth(text, stop_above=MAX_DEPTH) > MAX_DEPTH:
-        raise BundleError(
-            f"result.json nests objects and arrays more than {MAX_DEPTH} levels deep (the nesting limit); "
-            "a lab's result nests a few"
-        )
-    try:
-        result = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BundleError(
-            f"result.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+        result = jsonbounds.loads(raw, what="result.json", bounds=jsonbounds.RESULT)
+    except jsonbounds.TooMuch as exc:
+        raise BundleError(str(exc)) from None
     if not isinstance(result, dict):
         raise BundleError("result.json must hold a JSON object")
     problem = checks.schema_problem(result)
@@ -393,9 +364,12 @@ def list_for(db: Session, *, owner: User) -> list[Bundle]:
     return list(db.scalars(select(Bundle).where(Bundle.owner_id == owner.id).order_by(Bundle.id.desc())))
 
 
-def get_for(db: Session, *, bundle_id: int, user: User) -> Bundle | None:
-    """The bundle if `user` owns it or is an instructor; None otherwise (graders reach bundles through reports)."""
+def get_for(db: Session, *, bundle_id: int, user: User, as_learner: bool = False) -> Bundle | None:
+    """The bundle if `user` owns it or is an instructor (unless `as_learner`: then only their own); None otherwise
+    (graders reach bundles through reports)."""
     bundle = db.get(Bundle, bundle_id)
-    if bundle is None or not (bundle.owner_id == user.id or user.has_role("instructor")):
+    if bundle is None:
         return None
-    return bundle
+    if bundle.owner_id == user.id or (user.has_role("instructor") and not as_learner):
+        return bundle
+    return None

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from labs.api import LabParams
 from labs.catalog import BACKENDS, GPU_BACKENDS, Capacity, LabSpec, Problem
@@ -66,6 +66,11 @@ class HostCapacity:
     def from_json(cls, text: str) -> HostCapacity:
         data = json.loads(text)
         return cls(capacity=Capacity(**data["capacity"]), backends=tuple(data["backends"]), source=data["source"])
+
+    def with_time_limit(self, seconds: float) -> HostCapacity:
+        """This capacity under the course's per-job time limit: the catalog then refuses a run whose estimate
+        passes it (labs/timebudget.py)."""
+        return replace(self, capacity=replace(self.capacity, time_limit_s=seconds))
 
     def resolve(self, spec: LabSpec, requested: str) -> str:
         """The backend a job of `spec` runs when `requested` (auto or a backend name) is asked for.

@@ -67,7 +67,7 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     """
     if lab not in catalog.LABS:
         raise JobInputError(
-            [{"field": "lab", "message": f"lab: unknown lab {lab!r}; available: {', '.join(catalog.names())}"}]
+            [{"field": "lab", "message": f"lab: unknown lab {lab[:60]!r}; available: {', '.join(catalog.names())}"}]
         )
     if backend not in BACKEND_CHOICES:
         raise JobInputError(
@@ -84,7 +84,12 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     problems = _whose_budget(host, spec, model, runs_on, host.problems(spec, model, runs_on))
     if problems:
         raise JobInputError([{"field": p.field, "message": p.message} for p in problems])
-    return model.model_dump(mode="json"), runs_on
+    clean = model.model_dump(mode="json")
+    try:  # the stored params are validated again wherever the job is read: they must read the same
+        spec.params.model_validate(clean)
+    except ValidationError as exc:
+        raise JobInputError(describe_error(exc)) from None
+    return clean, runs_on
 
 
 def _whose_budget(
@@ -190,14 +195,19 @@ def set_backend(db: Session, *, job: Job, backend: str) -> None:
     db.commit()
 
 
-def get_job_for(db: Session, *, job_id: int, user: User) -> Job | None:
+def get_job_for(db: Session, *, job_id: int, user: User, as_learner: bool = False) -> Job | None:
     """The job if `user` may see it, else None: its owner and instructors always; a grader only a job that a
     submitted report they grade cites as evidence (job ids are sequential: a plain role check would let any
-    grader read every learner's results)."""
+    grader read every learner's results). `as_learner`: whatever the user's roles, only their own jobs (an API
+    token's request: app/web/deps.py `acts_as_learner`)."""
     job = db.get(Job, job_id)
     if job is None:
         return None
-    if job.owner_id == user.id or user.has_role("instructor"):
+    if job.owner_id == user.id:
+        return job
+    if as_learner:
+        return None
+    if user.has_role("instructor"):
         return job
     if user.has_role("grader"):
         from app.services.grading import (

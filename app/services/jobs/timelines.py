@@ -13,7 +13,6 @@ span is left out, not guessed at.
 
 from __future__ import annotations
 
-import json
 import math
 
 from app.services.errors import NotFound
@@ -27,11 +26,12 @@ from labs.api import (
     Span,
     byte_size,
     duration,
+    jsonbounds,
     overlap_windows,
     time_ticks,
 )
 
-MAX_BYTES = 20 * 1024 * 1024  # the grader's limit for a trace (labs/checks MAX_TRACE_BYTES)
+MAX_BYTES = jsonbounds.TRACE.max_bytes  # the grader's limit for a trace too (labs/checks MAX_TRACE_BYTES)
 MAX_SPANS = 20_000  # a 64-step run of 8 ranks is ~6,000; past this the page would crawl, so Perfetto it is
 
 
@@ -66,9 +66,9 @@ def timeline(artifact: Artifact, *, title: str) -> dict:
     if artifact.path.stat().st_size > MAX_BYTES:
         raise NotFound(f"{artifact.path.name} is larger than {byte_size(MAX_BYTES)}: open it in Perfetto instead.")
     try:
-        doc = json.loads(artifact.path.read_bytes())
-    except (UnicodeDecodeError, ValueError):
-        raise NotFound(f"{artifact.path.name} is not JSON.") from None
+        doc = jsonbounds.loads(artifact.path.read_bytes(), what=artifact.path.name, bounds=jsonbounds.TRACE)
+    except jsonbounds.TooMuch as exc:
+        raise NotFound(f"{exc}.") from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise NotFound(f"{artifact.path.name} has no traceEvents list: it is not a Chrome trace.")

@@ -25,7 +25,7 @@ import jwt
 import requests
 from pylti1p3.cookie import CookieService
 from pylti1p3.deployment import Deployment
-from pylti1p3.exception import LtiException
+from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
@@ -54,7 +54,8 @@ class TimedSession(requests.Session):
 
 class Refused(Exception):
     """A launch refused: `check` names the failed check (state, nonce, audience, signature, expired,
-    deployment, message, login), `message` says what was wrong in words an instructor can act on."""
+    deployment, message; at login initiation iss, login_hint, registration, login), `message` says what was
+    wrong in words an instructor can act on."""
 
     def __init__(self, check: str, message: str):
         super().__init__(f"{check}: {message}")
@@ -178,6 +179,9 @@ def _services(db: Session, request: LtiRequest) -> tuple[SessionService, ServerC
 
 
 class Login(OIDCLogin[LtiRequest, ToolConf, SessionService, ServerCookies, str]):
+    # pylti1p3 (oidc_login.py `validate_oidc_login`) raises OIDCException with these words; each is a check of its own
+    MISSING = {"Could not find issuer": "iss", "Could not find login hint": "login_hint"}
+
     def __init__(self, db: Session, request: LtiRequest, conf: ToolConf):
         session, cookies, storage = _services(db, request)
         super().__init__(request, conf, session, cookies, launch_data_storage=storage)
@@ -186,13 +190,26 @@ class Login(OIDCLogin[LtiRequest, ToolConf, SessionService, ServerCookies, str])
     def get_redirect(self, url: str) -> Redirect[str]:
         return LocationRedirect(url)
 
+    def _refusal(self, exc: Exception) -> Refused:
+        """The login initiation's failed check, named, in words an instructor comparing registrations can act on."""
+        iss, client_id = self._get_request_param("iss"), self._get_request_param("client_id")
+        missing = self.MISSING.get(str(exc))
+        if missing:
+            return Refused(missing, f"the login initiation has no {missing} parameter; the LMS must send it")
+        if str(exc) == "Could not find registration details":
+            return Refused(
+                "registration",
+                f"no platform is registered with issuer {iss!r} and client id {client_id!r}: register the platform "
+                "on the LTI page, or compare its issuer and client id with the LMS's",
+            )
+        return Refused("login", f"{exc} (issuer {iss!r}): register the platform on the LTI page first")
+
     def auth_url(self, launch_url: str) -> str:
         """The platform's authorization URL to send the browser to; raises Refused("login", …)."""
         try:
             url = self._prepare_redirect_url(launch_url)
-        except LtiException as exc:
-            iss = self._get_request_param("iss")
-            raise Refused("login", f"{exc} (issuer {iss!r}): register the platform on the LTI page first") from exc
+        except (LtiException, OIDCException) as exc:
+            raise self._refusal(exc) from exc
         query = parse_qs(urlsplit(url).query)
         state, nonce = query["state"][0], query["nonce"][0]
         platform = t.cast(ToolConf, self._tool_config).platform

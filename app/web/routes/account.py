@@ -213,7 +213,7 @@ def issue_reset_link(
         errors = {"email": f"no account has the address {email.strip()!r}; check the spelling"}
         return _resets_page(request, settings, status_code=400, errors=errors, email=email)
     row, token = resets.issue(db, user=target, issued_by=user, lifetime_s=settings.reset_link_s)
-    url = resets.link(settings.public_url or str(request.base_url), token)
+    url = resets.link(settings.site_url, token)
     if settings.smtp_url:
         try:
             resets.send(settings, user=target, url=url, expires_at=row.expires_at)

@@ -2,8 +2,10 @@
 
 Authentication is the same signed session cookie as the pages (state-changing calls then send the session's
 CSRF token in the X-CSRF-Token header; GET /api/v1/me returns it), or a personal API token as
-`Authorization: Bearer …` (no CSRF token). A token acts as a learner would, on its owner's own jobs: what an
-instructor may do to other people's jobs needs their browser login (app/web/deps.py `token_refused`).
+`Authorization: Bearer …` (no CSRF token). A token acts as the learner it belongs to, whatever the account's
+roles: it reaches that account's own jobs, results, artifacts and uploads only (another's answer 404), and what
+an instructor or grader may do with other people's work needs their browser login (app/web/deps.py
+`acts_as_learner`, `token_refused`).
 
 The body of POST /api/v1/jobs is documented per lab: `job_request_models` turns each catalog entry into a model
 whose `lab` is its name and whose `params` is its parameters model, and app/web/openapi.py publishes their union,
@@ -30,7 +32,7 @@ from app.services.jobs import limits as limit_service
 from app.services.jobs import queue as queue_service
 from app.web import problems
 from app.web.csrf import csrf_token_for
-from app.web.deps import STAFF_TOKEN_REFUSED, CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from app.web.deps import CurrentUser, HostDep, SessionDep, SettingsDep, ViewerJob, csrf_protect
 from labs import catalog
 
 api = APIRouter(prefix="/api/v1", dependencies=[Depends(csrf_protect)])
@@ -238,14 +240,10 @@ def job_status(job: ViewerJob, db: SessionDep, settings: SettingsDep) -> JobOut:
     tags=["jobs"],
     responses=problems.responses(s403="Not yours to cancel"),
 )
-def cancel_job(
-    request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep
-) -> JobOut | JSONResponse:
+def cancel_job(job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> JobOut | JSONResponse:
     """Cancel a queued job (at once) or a running one (its worker stops it within a heartbeat: poll until it
-    reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel, and for an
-    instructor's API token on someone else's job (a staff action: it needs the browser login)."""
-    if getattr(request.state, "via_token", False) and job.owner_id != user.id:
-        return JSONResponse({"detail": STAFF_TOKEN_REFUSED}, status_code=403)
+    reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel. With an API
+    token only the token's own account's jobs exist here (404 otherwise): staff actions need the browser login."""
     if not job_service.may_cancel(job, user):
         return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
     job = job_service.cancel(db, job=job, by=user)

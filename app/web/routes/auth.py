@@ -45,7 +45,7 @@ def _landing(user, target: str) -> str:
 
 
 def _client(request: Request) -> str | None:
-    # uvicorn puts the client of X-Forwarded-For here when the proxy is trusted (FORWARDED_ALLOW_IPS).
+    # uvicorn puts the client of X-Forwarded-For here only from a proxy in COURSE_FORWARDED_ALLOW_IPS (none by default).
     return request.client.host if request.client else None
 
 

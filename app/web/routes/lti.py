@@ -53,7 +53,7 @@ TOOL_PATHS = {"login": "/lti/login", "launch": "/lti/launch", "jwks": "/lti/jwks
 
 
 def _base(request: Request, settings: Settings) -> str:
-    return (settings.public_url or str(request.base_url)).rstrip("/")
+    return settings.site_url  # never the request's Host header: the client chooses it
 
 
 def _conf(db, settings: Settings) -> ToolConf:

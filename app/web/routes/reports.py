@@ -46,7 +46,7 @@ from app.web.deps import (
 from app.web.middleware.bodies import UPLOAD_LIMIT
 from app.web.templates import render
 from app.web.views.report_page import Notice, ReportPage
-from labs.api import count
+from labs.api import checks, count
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 # "Submit report" hands in a complete draft at once; an incomplete one comes back with its gaps listed and a
@@ -268,14 +268,18 @@ def delete_bundle(request: Request, bundle: OwnedBundle, db: SessionDep, setting
 
 
 def _bundle_json(bundle: Bundle) -> dict:
+    """An upload for scripts: its label and backend are the uploader's own words (`self_reported`), and
+    `contradictions` lists where its result disagrees with itself, as the grader sees them."""
     env = bundle.result.get("environment", {})
     return {
         "id": bundle.id,
         "lab": bundle.lab,
         "filename": bundle.filename,
         "size_bytes": bundle.size_bytes,
+        "self_reported": True,
         "label": env.get("label"),
         "emulated": bool(env.get("emulated")),
+        "contradictions": checks.contradictions(bundle.result),
         "artifacts": [a["name"] for a in bundle.result.get("artifacts", [])],
         "url": f"/bundles/{bundle.id}",
         "created_at": bundle.created_at,
