@@ -253,15 +253,15 @@ def main(argv: list[str] | None = None) -> int:
         # a Ray node's commands sign nothing, and a node has no secret key (docker-compose.yml: ray-cpu, ray-gpu)
         settings = Settings.from_env(signs_sessions=args.cmd not in NODE_COMMANDS)
         if args.cmd == "serve":
+            from app.cli.preflight import check_bind
             from app.cli.serve import check_port, check_public_url
-            from app.core.config import check_bind
 
             check_bind(settings, args.host)
             check_public_url(settings)
             check_port(args.host, args.port)
         if args.cmd in ("serve", "dispatcher"):
+            from app.cli.preflight import check_executor
             from app.cli.ray_auth import check_ray_auth
-            from app.core.config import check_executor
 
             check_ray_auth(settings, args.cmd, getattr(args, "host", None), os.environ)
             check_executor(settings, args.cmd)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.core.config import Settings, SettingsError, is_loopback
+from app.cli.preflight import is_loopback
+from app.core.config import Settings, SettingsError
 
 
 def _ray_host(address: str) -> str | None:

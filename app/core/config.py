@@ -13,8 +13,6 @@ or missing secret key is refused, so a deployed server never signs sessions with
 
 from __future__ import annotations
 
-import importlib.util
-import ipaddress
 import os
 import secrets
 import sys
@@ -432,44 +430,6 @@ def _secret_key(secret: str, environment: str) -> str:
     return secret
 
 
-LOOPBACK_NAMES = ("localhost",)
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 or localhost: only this machine can reach a server bound there."""
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to any interface
-
-
-def check_bind(settings: Settings, host: str) -> None:
-    """Refuse to serve a network with the published development key: anyone could sign a cookie with it."""
-    if settings.secret_key == DEV_SECRET and not is_loopback(host):
-        raise SettingsError(
-            f"COURSE_SECRET_KEY: the development default may only serve on a loopback address, not --host {host}; "
-            "set COURSE_SECRET_KEY to a long random string (and COURSE_ENV=production for a real deployment)"
-        )
-
-
-def check_executor(settings: Settings, command: str) -> None:
-    """A dispatcher (run alone, or started by `serve`) needs the ray package here; without it, it would die in a
-    ModuleNotFoundError traceback and serve would restart it for ever."""
-    runs_dispatcher = command == "dispatcher" or (command == "serve" and settings.dispatcher)
-    if settings.executor == "ray" and runs_dispatcher and importlib.util.find_spec("ray") is None:
-        where = (
-            ""
-            if command == "dispatcher"
-            else " (serve starts the dispatcher; COURSE_DISPATCHER=0 if it runs elsewhere)"
-        )
-        raise SettingsError(
-            f"COURSE_EXECUTOR: ray needs the ray package on this host{where}; install it with "
-            ".venv/bin/python -m pip install -c constraints.txt -e '.[ray]'"
-        )
-
-
 def _env(*names: str, to: Callable[..., Any] | None = None) -> Any:
     """A setting read from the `CourseEnv` fields `names`, where its default, bounds and reason are written (and
     nowhere else): `to(*values)` turns them into the code's units; without `to`, the one value as it is."""
@@ -548,6 +508,7 @@ class Settings:
     unplaceable_s: int = _env("unplaceable_seconds")
     dispatcher_lease_s: float = _env("dispatcher_lease_seconds", to=float)  # app/services/cluster/dispatch_lease.py
     dispatcher_alive_s: float = _env("dispatcher_alive_seconds", to=float)  # app/executors/ray_health.py
+    lab_path: str = _env("lab_path")  # labs/catalog.py reads the variable itself: labs import nothing from app
     # The two settings no variable sets: the worker's own pace, and the interpreter that runs `python -m labs`.
     heartbeat_s: float = 2.0  # how often a worker renews its lease while a lab runs (well inside lease_s)
     python: str = field(default_factory=lambda: sys.executable)

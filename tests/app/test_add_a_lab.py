@@ -176,7 +176,7 @@ def test_a_lab_folder_on_course_lab_path_is_in_the_catalog_api_form_runner_and_c
     assert seen["form"] == {"status": 200, "title": True, "field": True}
     assert seen["submitted"] == {"status": 303, "lab": "squares", "params": {"n": 7}}
     assert seen["checks"]["status"] == "pass"
-    assert [c["check"] for c in seen["checks"]["checks"]] == ["schema", "environment", "sum"]
+    assert [c["check"] for c in seen["checks"]["checks"]] == ["schema", "environment", "self-consistent", "sum"]
 
 
 def test_without_course_lab_path_the_catalog_is_the_course_s_own():

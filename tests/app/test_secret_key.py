@@ -14,8 +14,9 @@ import sys
 import itsdangerous
 import pytest
 
+from app.cli.preflight import check_bind, is_loopback
 from app.cli.serve import check_public_url
-from app.core.config import DEV_SECRET, Settings, SettingsError, check_bind, is_loopback
+from app.core.config import DEV_SECRET, Settings, SettingsError
 from tests.conftest import ROOT, free_port
 
 
