@@ -114,7 +114,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
         if rank < degree:
             # On CUDA the traced window is profiled too (kernels for HTA); CPU runs keep the lab's own spans.
             profile = Path(out_dir) / f"profile_tp{degree}_rank{rank}.json" if device_kind == "cuda" else None
-            out[degree] = _megatron_degree(w1, w2, x, dy, group, host, degree, rank, params, device, profile)
+            out[degree] = measure_megatron(w1, w2, x, dy, group, host, degree, rank, params, device, profile)
             if with_te:
                 from labs.tp_sweep import te
 
@@ -124,7 +124,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
     return out
 
 
-def _megatron_degree(
+def measure_megatron(
     w1, w2, x, dy, group, host, degree: int, rank: int, params: Params, device, profile: Path | None
 ) -> dict:
     """The Megatron block at one degree on this rank: warm-up; the step timed alone, `steps` times, between two

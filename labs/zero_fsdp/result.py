@@ -15,7 +15,7 @@ ZeroFsdpOverlapRatio = Annotated[float, Field(ge=0, le=1.000001)]  # a ratio of 
 
 @with_config(STRICT)
 class ZeroFsdpTiming(TypedDict):
-    kind: Literal["cpu-wall-clock", "cuda-profiler-kernels"]
+    kind: Literal["cpu-wall-clock", "cuda-events"]  # what timed the steps; the GPU timeline is profiler kernels
     unit: Literal["ms"]
     note: str
 

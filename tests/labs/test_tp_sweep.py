@@ -327,3 +327,38 @@ def test_te_fp8_state_is_reset_between_degrees():
     assert registered() > 0  # delayed scaling registered the layer's amaxes process-wide
     reset_fp8_state()
     assert registered() == 0  # the next degree starts with none of this degree's modules
+
+
+STEPS, WARMUP = 3, 2
+
+
+def _megatron_on_one_rank(rank: int, world: int, out_dir: str) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    from labs.tp_sweep.params import Params
+    from labs.tp_sweep.run import build_block, measure_megatron
+    from labs.trace.profile import host_group
+
+    params = Params(degrees=[1], tokens=16, hidden=32, ffn=64, steps=STEPS, warmup=WARMUP)
+    w1, w2, x, dy = build_block(params)
+    group, host = dist.new_group([0]), host_group([0])
+    profile = Path(out_dir) / "profile.json"
+    rec = measure_megatron(w1, w2, x, dy, group, host, 1, 0, params, torch.device("cpu"), profile)
+    return {"step_ms": rec["step_ms"], "steps": rec["steps"]}
+
+
+def test_the_profiled_window_holds_only_its_own_steps_not_the_timed_or_warm_up_ones(tmp_path):
+    """The GPU path's structure on CPU: torch.profiler (CPU activity) records the traced window only. Each step
+    runs six GEMMs (fc1 and fc2: forward, dX, dW); warm-up and the timed steps ran as many, outside the trace."""
+    from labs.parallel import dist as labdist
+    from labs.trace.kernels import profiler_steps
+
+    (rec,) = labdist.launch(_megatron_on_one_rank, 1, args=(str(tmp_path),), timeout_s=120)
+    assert len(rec["step_ms"]) == STEPS and len(rec["steps"]) == STEPS
+    trace = json.loads((tmp_path / "profile.json").read_text())
+    windows = profiler_steps(trace)
+    assert [n for n, _, _ in windows] == list(range(STEPS))
+    gemms = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "aten::mm"]
+    assert len(gemms) == 6 * STEPS
+    assert all(any(a <= e["ts"] / 1e3 <= b for _, a, b in windows) for e in gemms)
