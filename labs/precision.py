@@ -48,4 +48,14 @@ def pin() -> dict:
     return state()
 
 
-__all__ = ["ENV_VARS", "pin", "state"]
+def words(environment: dict) -> str:
+    """How the run's FP32 matmuls ran, for a parity note: "FP32 matmuls in IEEE FP32 (TF32 off)" or "... in TF32"."""
+    rec = environment.get("precision") or {}
+    if rec.get("fp32_matmul") == "ieee":
+        return "FP32 matmuls in IEEE FP32 (TF32 off)"
+    if rec.get("fp32_matmul") == "tf32":
+        return "FP32 matmuls in TF32 (10 mantissa bits)"
+    return "FP32 matmul precision not recorded"
+
+
+__all__ = ["ENV_VARS", "pin", "state", "words"]

@@ -15,7 +15,8 @@ import pytest
 from labs.parallel import dist as labdist
 from tests.conftest import ROOT
 
-NGC = {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}
+NGC_KEY = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
+NGC = {NGC_KEY: "1"}
 PROBE = """
 import json
 import torch
@@ -81,4 +82,9 @@ def test_result_json_says_how_fp32_ran(tmp_path, override):
     assert got["torch_allow_tf32_cublas_override"] == override
 
 
-NGC_KEY = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
+def test_a_parity_note_says_how_fp32_matmuls_ran():
+    from labs import precision
+
+    assert precision.words({"precision": {"fp32_matmul": "ieee"}}) == "FP32 matmuls in IEEE FP32 (TF32 off)"
+    assert "TF32" in precision.words({"precision": {"fp32_matmul": "tf32"}})
+    assert precision.words({}) == "FP32 matmul precision not recorded"
