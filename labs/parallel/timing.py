@@ -14,8 +14,10 @@ same back-to-back launches with two events on the stream, so the span is the dev
 host latency in it. Warm-up comes first, as `TimeTest`'s warmup_iters precede every timed size, so communicators
 and buffers exist before the clock starts.
 
-Both loops take the event factory as a parameter: CUDA events on a GPU, `HostEvent` (the host clock, with the same
-`record` / `elapsed_time` calls) on CPU, so the CPU runs exercise the loop the GPU runs. A `HostEvent` given a
+Both loops take the event factory as a parameter: CUDA events on a GPU (torch/cuda/streams.py @ v2.13:
+`Event(enable_timing=True)`, `record()` on the current stream, `elapsed_time(end)` in ms once both have completed),
+`HostEvent` (the host clock, with the same `record` / `elapsed_time` calls) on CPU, so the CPU runs exercise the
+loop the GPU runs. A `HostEvent` given a
 list appends to it as it records, which is how tests read the loop's order.
 """
 

@@ -17,10 +17,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.gpu
 

@@ -9,11 +9,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from labs.parallel import dist as labdist
-from tests.conftest import ROOT
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NGC_KEY = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
 NGC = {NGC_KEY: "1"}
