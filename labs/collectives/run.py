@@ -329,6 +329,7 @@ def _nccl_launches(params: Params, plan: list, nodes: int, ctx: LabContext) -> t
     (sweeps, the per-rank results of the launch that ran the node comparisons)."""
     import torch
 
+    # (major, minor, patch[, suffix]) of the NCCL torch runs (torch/cuda/nccl.py @ v2.13 `version()`).
     version = tuple(torch.cuda.nccl.version()) if torch.cuda.is_available() else None
     sweeps: list[dict] = []
     main: list[dict] = []
