@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from labs import catalog, env, exits, result_schema
+from labs import catalog, env, exits, precision, result_schema
 from labs.parallel.dist import RankStopped
 from labs.params import one_line
 from labs.runtime import LabContext, build_result, emit, now_iso, validate_result
@@ -77,6 +77,9 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
         environment=env.environment_for(backend, report, collectives=ranks > 1, fp8=spec.uses_fp8(params)),
         available_backends=env.available_backends(report),
     )
+    # FP32 as IEEE FP32 before the lab computes anything here; rank processes pin again and overwrite this
+    # with what they read back (labs.parallel.dist.run_ranks).
+    ctx.environment["precision"] = precision.pin() | {"checked_in": "launcher"}
     started = now_iso()
     emit("start", lab=name, backend=backend, label=ctx.environment["label"])
     results = run(params, ctx)

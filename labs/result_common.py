@@ -143,6 +143,19 @@ class RecipeSupport(TypedDict):
 
 
 @with_config(STRICT)
+class Precision(TypedDict):
+    """How FP32 arithmetic ran (labs/precision.py pins it before a lab computes): IEEE FP32, or TF32 where an
+    image's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE would otherwise have turned it on."""
+
+    fp32_matmul: Literal["ieee", "tf32"]  # FP32 GEMMs: IEEE FP32, or TF32 (10 mantissa bits) on a GPU
+    cudnn_tf32: bool  # cuDNN convolutions allowed TF32
+    float32_matmul_precision: Literal["highest", "high", "medium"]  # torch.get_float32_matmul_precision()
+    torch_allow_tf32_cublas_override: str | None  # the variable as the run found it (NVIDIA's containers: "1")
+    nvidia_tf32_override: str | None  # read by cuBLAS/cuDNN; "0" turns TF32 off everywhere
+    checked_in: Literal["launcher", "every rank"]  # where the state was read back after pinning
+
+
+@with_config(STRICT)
 class Environment(TypedDict):
     device: Device
     versions: Versions
@@ -154,6 +167,7 @@ class Environment(TypedDict):
     emulated: bool  # a CPU emulation (timings are CPU timings)
     # How FP8 arithmetic was done: Transformer Engine's kernels (te), or emulated in software (cpu, torch-cuda).
     fp8_numerics: NotRequired[Literal["transformer_engine", "emulated"]]
+    precision: NotRequired[Precision]  # FP32 as pinned and read back (labs/precision.py)
 
 
 @with_config(STRICT)

@@ -7,7 +7,7 @@ through each rank's link of bandwidth B (comm.alpha_beta):
 
 so busbw = bus_factor x S / t is the B this model would need, comparable across N (nccl-tests'
 doc/PERFORMANCE.md). A straight line t = a + b S fitted to the measured (S, t) gives α = a / hops and
-B = bus_factor / b. The fit weights each point by 1/t (it minimises relative error) so the small, latency-bound
+B = bus_factor / b, hops being the algorithm's that ran (a tree all-reduce's 2 ceil(log2 N), not a ring's). The fit weights each point by 1/t (it minimises relative error) so the small, latency-bound
 messages count as much as the large ones; an unweighted fit would let the largest size set α too.
 """
 
@@ -38,11 +38,16 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return a, b
 
 
-def fit(collective: str, n: int, sizes: list[int], times_s: list[float]) -> dict:
-    """The α-β fit of one collective's sweep: α, β, B and each point's residual."""
+def fit(collective: str, n: int, sizes: list[int], times_s: list[float], algorithm: str | None = "ring") -> dict:
+    """The α-β fit of one collective's sweep: α, β, B and each point's residual.
+
+    `algorithm` ("ring" or "tree") says whose hops the intercept is divided by (comm.hops: 2(N-1) for a ring
+    all-reduce, 2 ceil(log2 N) for a tree's); None, where NCCL chose the algorithm call by call, leaves α the whole
+    intercept, a cost per collective (`steps` None)."""
     a, b = fit_line([float(s) for s in sizes], times_s)
-    # A ring's hops; one rank has none, and α is then the whole intercept.
-    st, f = max(1, comm.hops(collective, n, "ring")), comm.bus_factor(collective, n)
+    f = comm.bus_factor(collective, n)
+    # One rank has no hops, and α is then the whole intercept.
+    st = None if algorithm is None else max(1, comm.hops(collective, n, algorithm))
     pred = [a + b * s for s in sizes]
     rel = [(t - p) / t for t, p in zip(times_s, pred)]
     bandwidth = f / b if b > 0 else None  # bytes/s; a flat or falling line has no bandwidth term
@@ -51,7 +56,7 @@ def fit(collective: str, n: int, sizes: list[int], times_s: list[float]) -> dict
         "slope_ms_per_mib": 1e3 * b * 2**20,
         "steps": st,
         "busbw_factor": f,
-        "alpha_us": 1e6 * a / st,
+        "alpha_us": 1e6 * a / (st or 1),
         "beta_ns_per_byte": 1e9 / bandwidth if bandwidth else None,
         "bandwidth_gbs": bandwidth / 1e9 if bandwidth else None,
         "predicted_ms": [1e3 * p for p in pred],

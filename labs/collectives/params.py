@@ -13,7 +13,9 @@ from labs.words import byte_size
 
 Collective = Literal["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"]
 COLLECTIVES: tuple[Collective, ...] = get_args(Collective)
-Algorithm = Literal["ring", "tree"]
+# auto: NCCL_ALGO unset, NCCL's own choice per call (NVLS on an NVSwitch node); ring, tree: forced
+# (labs/collectives/nccl.py says which collectives each can run).
+Algorithm = Literal["auto", "ring", "tree"]
 ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
 
 RUN: JsonDict = {"group": "Run"}
@@ -41,11 +43,12 @@ class CollectivesParams(LabParams):
         title="Smallest message (bytes)",
         json_schema_extra=SWEEP,
     )
-    max_bytes: int = Field(
-        4 * 2**20,
+    max_bytes: int | None = Field(
+        None,
         ge=256,
         le=2**30,
-        description="Largest message; the node comparisons use it too",
+        description="Largest message; the node comparisons use it too. Empty: 4 MiB on CPU, 256 MiB on a GPU, "
+        "where smaller messages take about as long as launching them",
         title="Largest message (bytes)",
         json_schema_extra=SWEEP,
     )
@@ -56,12 +59,17 @@ class CollectivesParams(LabParams):
         5,
         ge=1,
         le=100,
-        description="Timed operations per size (median reported)",
+        description="Operations per size issued back to back between two events (their span / this is the time)",
         title="Timed operations",
         json_schema_extra=RUN,
     )
     warmup: int = Field(
-        2, ge=0, le=20, description="Untimed operations first", title="Warm-up operations", json_schema_extra=RUN_MORE
+        2,
+        ge=0,
+        le=20,
+        description="Untimed operations before each timed run (at least 1 on a GPU, where NCCL sets up on first use)",
+        title="Warm-up operations",
+        json_schema_extra=RUN_MORE,
     )
     nodes: int = Field(
         2,
@@ -90,8 +98,9 @@ class CollectivesParams(LabParams):
     algorithms: Annotated[list[Algorithm], in_order(ALGORITHMS)] = Field(
         default=list(ALGORITHMS),
         min_length=1,
-        max_length=2,
-        description="NCCL_ALGO values for the all-reduce sweep on GPU (one launch each); gloo on CPU always rings",
+        max_length=3,
+        description="GPU: one launch per NCCL_ALGO: auto (unset: NCCL's choice, NVLS on NVSwitch), Ring, Tree (the "
+        "all-reduce only); gloo on CPU always rings",
         title="NCCL algorithms (GPU)",
         json_schema_extra=RUN_MORE,
     )
@@ -102,28 +111,42 @@ class CollectivesParams(LabParams):
 Params = CollectivesParams
 
 
-def sizes(p: Params) -> list[int]:
+# The largest message when max_bytes is empty: nccl-tests-sized on a GPU, where a few MiB over NVLink take tens of
+# µs and only messages of hundreds of MiB reach the links' bandwidth; small on CPU, where gloo moves ~0.4 GB/s.
+DEFAULT_MAX_BYTES = {"cpu": 4 * 2**20, "gpu": 256 * 2**20}
+
+
+def max_bytes(p: Params, backend: str) -> int:
+    """The largest message of the sweep on `backend`: max_bytes, or the backend's default when it is empty."""
+    if p.max_bytes is not None:
+        return p.max_bytes
+    return DEFAULT_MAX_BYTES["gpu" if backend in GPU_BACKENDS else "cpu"]
+
+
+def sizes(p: Params, backend: str) -> list[int]:
     """The sweep's message sizes in bytes, from min_bytes by `factor` up to max_bytes (both included)."""
+    top = max_bytes(p, backend)
     out, s = [], p.min_bytes
-    while s < p.max_bytes:
+    while s < top:
         out.append(s)
         s *= p.factor
-    out.append(p.max_bytes)
+    out.append(top)
     return out
 
 
 def limits(params: Params, backend: str) -> list[Problem]:
     p = params
     out = []
+    top = max_bytes(p, backend)
     if p.ranks % p.nodes:
         out.append(Problem("nodes", f"nodes: ranks({p.ranks}) % nodes({p.nodes}) = {p.ranks % p.nodes}, must be 0"))
-    if p.max_bytes < p.min_bytes:
-        out.append(Problem("max_bytes", f"max_bytes: {p.max_bytes} is below min_bytes ({p.min_bytes})"))
-    elif len(sizes(p)) > 12:
+    if top < p.min_bytes:
+        out.append(Problem("max_bytes", f"max_bytes: {top} is below min_bytes ({p.min_bytes})"))
+    elif len(sizes(p, backend)) > 12:
         out.append(
             Problem(
                 "factor",
-                f"factor: {len(sizes(p))} sizes from {p.min_bytes} to {p.max_bytes}; at most 12, use a larger step",
+                f"factor: {len(sizes(p, backend))} sizes from {p.min_bytes} to {top}; at most 12, use a larger step",
             )
         )
     return out
@@ -136,11 +159,12 @@ SAFETY = 1.5
 
 def resources(params: Params, backend: str) -> Resources:
     p = params
+    top = max_bytes(p, backend)
     return rank_job(
         p.ranks,
         backend,
-        per_rank_bytes=6 * p.max_bytes,
-        what=f"(about 6 buffers of the largest message, {byte_size(p.max_bytes)})",
+        per_rank_bytes=6 * top,
+        what=f"(about 6 buffers of the largest message, {byte_size(top)})",
         memory_field="max_bytes",
         safety=SAFETY,
     )
@@ -172,8 +196,10 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 
-# Seconds per byte the emulated link and gloo's loopback move, calibrated on the 2-core CPU.
+# Bytes per second the emulated link and gloo's loopback move, calibrated on the 2-core CPU; and a GPU's bus
+# bandwidth per rank taken low (PCIe-class), so a GPU estimate errs long: NVLink moves 10-40 times this.
 CPU_LOOPBACK_BPS = 4e8
+GPU_LINK_BPS = 1e10
 SETUP_S = 5.0
 
 
@@ -181,12 +207,20 @@ def estimate_seconds(params: Params, backend: str) -> float:
     """Start-up, namespaces, and every timed operation at the rates of its links."""
     p = params
     gpu = backend in GPU_BACKENDS
-    total_bytes = sum(sizes(p))
-    ops = (p.iters + p.warmup) * len(p.collectives)
-    link = CPU_LOOPBACK_BPS if gpu or p.nodes < 2 else min(CPU_LOOPBACK_BPS, p.link_mbit * 1e6 / 8)
-    # An all-reduce moves about 2 S per rank; the node comparisons run 4 more all-reduces of the largest size.
-    moved = 2 * total_bytes * ops + 4 * (p.iters + p.warmup) * 2 * p.max_bytes
+    total_bytes = sum(sizes(p, backend))
+    top = max_bytes(p, backend)
+    warmup = max(1, p.warmup) if gpu else p.warmup  # labs.parallel.timing.warmup_for
+    ops = (p.iters + warmup) * len(p.collectives)
+    if gpu:
+        link = GPU_LINK_BPS
+    else:
+        link = CPU_LOOPBACK_BPS if p.nodes < 2 else min(CPU_LOOPBACK_BPS, p.link_mbit * 1e6 / 8)
+    # An all-reduce moves about 2 S per rank; the node comparisons run 3 all-reduces of the largest size (all
+    # ranks, inside a node, across nodes), a flat and a hierarchical loop, each phase alone, and the checked and
+    # drawn pairs: about 8 more all-reduces of it per timed call.
+    moved = 2 * total_bytes * ops + 8 * (p.iters + warmup) * 2 * top
+    # Each GPU launch also makes 1 + nodes + ranks/nodes NCCL communicators; a Tree launch sweeps the all-reduce only
+    # (counted whole here: the estimate errs long). On CPU each launch also builds the namespaces: about 5 s on
+    # the loaded 2-core worker, where a default run measured 16-26 s against 9 s before this term.
     launches = len(p.algorithms) if gpu else 1
-    # Each launch also makes 1 + nodes + ranks/nodes process groups (a gloo mesh each) and, on CPU, the namespaces:
-    # about 5 s on the loaded 2-core worker, where a default run measured 16-26 s against 9 s before this term.
-    return START_S + launches * (p.ranks * RANK_START_S + SETUP_S) + moved / link + 0.01 * ops * len(sizes(p))
+    return START_S + launches * (p.ranks * RANK_START_S + SETUP_S + moved / link) + 0.01 * ops * len(sizes(p, backend))

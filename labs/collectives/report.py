@@ -31,7 +31,7 @@ def timeline_artifacts(ctx: LabContext, params: Params, drawn: list[Span], topol
         svg_timeline(
             drawn,
             title="Flat all-reduce, then hierarchical (reduce-scatter in node, all-reduce across, all-gather in node)",
-            subtitle=f"the last timed pair, {where}",
+            subtitle=f"one untimed pair after the timed loops, an event at each phase boundary; {where}",
             description=f"Communication spans of {params.ranks} ranks: one flat all-reduce and the three phases of a hierarchical one.",
         ),
     )
@@ -86,8 +86,9 @@ def answer(topology: dict, sweeps: list[dict], hierarchy: dict) -> str:
     ar = next((c for c in sweeps[0]["collectives"] if c["name"] == "all-reduce"), sweeps[0]["collectives"][0])
     f = ar["fit"]
     bw = "no bandwidth term" if f["bandwidth_gbs"] is None else f"B = {number(f['bandwidth_gbs'], 3)} GB/s"
+    per = "per step" if f["steps"] is not None else "per call"
     return (
-        f"{ar['name'].capitalize()} fits the α-β model with α = {number(f['alpha_us'], 3)} µs per step and {bw}; "
+        f"{ar['name'].capitalize()} fits the α-β model with α = {number(f['alpha_us'], 3)} µs {per} and {bw}; "
         f"RMS residual {number(100 * f['rms_residual'], 2)}%."
     )
 
@@ -102,10 +103,12 @@ def results(
     hierarchy: dict,
 ) -> dict:
     cpu = device == "cpu"
+    calls = f"{params.iters} calls back to back after warm-up and a barrier over all ranks, their span / {params.iters}"
     note = (
-        "CPU wall clock (perf_counter) per call after a barrier over all ranks; the slowest rank's time, median over calls; gloo over TCP"
+        f"CPU wall clock (perf_counter) around {calls}; the slowest rank's time; gloo over TCP"
         if cpu
-        else "wall clock with torch.cuda.synchronize() around each call after a barrier; slowest rank, median over calls (unverified: no GPU run yet)"
+        else f"CUDA events on the stream around {calls}, as nccl-tests times them; the slowest rank's time "
+        "(unverified until a GPU runs scripts/gpu-check.sh)"
     )
     chart = _chart(ctx, sweeps)
     summary: list[SummaryItem] = [
@@ -117,7 +120,7 @@ def results(
             f = c["fit"]
             summary.append(
                 SummaryItem(
-                    label=f"{c['name']} ({sw['algorithm']}): α per step",
+                    label=f"{c['name']} ({sw['algorithm']}): α per {'step' if f['steps'] else 'call'}",
                     value=round(f["alpha_us"], 2),
                     unit="µs",
                     note=f"B = {'—' if f['bandwidth_gbs'] is None else number(f['bandwidth_gbs'], 3) + ' GB/s'}, "
@@ -134,6 +137,7 @@ def results(
     )
     tables: list[Table] = []
     for sw in sweeps:
+        nccl_column = sw["algorithm"].startswith("nccl-")
         rows = [
             [
                 c["name"],
@@ -143,6 +147,7 @@ def results(
                 table_number(r["busbw_gbs"], 4),
                 table_number(r["fit_ms"]),
                 table_number(100 * r["residual"], 1),
+                *([r["nccl_algorithm"]] if nccl_column else []),
             ]
             for c in sw["collectives"]
             for r in c["rows"]
@@ -158,13 +163,15 @@ def results(
                     "busbw (GB/s)",
                     "α-β fit (ms)",
                     "residual (%)",
+                    *(["NCCL algorithm/protocol"] if nccl_column else []),
                 ],
                 rows=rows,
             )
         )
     tables.append(
         Table(
-            title="α-β fit per collective: t = steps·α + factor·S/B (the course's ring model)",
+            title="α-β fit per collective: t = steps·α + factor·S/B (steps: the ring's or the tree's hops; none where "
+            "NCCL chose per call, α then per call)",
             columns=[
                 "algorithm",
                 "collective",

@@ -13,7 +13,7 @@ from labs.result_common import STRICT, LabResults, Ms, NonNegFloat, NonNegInt, P
 
 @with_config(STRICT)
 class Timing(TypedDict):
-    kind: Literal["cpu-wall-clock", "cuda-synchronized-wall-clock"]
+    kind: Literal["cpu-wall-clock", "cuda-events"]  # what brackets the back-to-back calls: perf_counter, CUDA events
     unit: Literal["ms"]
     note: str
 
@@ -21,20 +21,21 @@ class Timing(TypedDict):
 @with_config(STRICT)
 class SweepRow(TypedDict):
     bytes: PosInt  # nccl-tests' S: the whole buffer (all-gather's output, reduce-scatter's input)
-    time_ms: Ms  # median over calls of the slowest rank
+    time_ms: Ms  # the slowest rank's span of `iters` back-to-back calls / iters (nccl-tests' time)
     algbw_gbs: NonNegFloat  # S / t
     busbw_gbs: NonNegFloat  # algbw x the collective's factor
     fit_ms: float  # the fitted line at this size
     residual: float  # (measured - fit) / measured
+    nccl_algorithm: str | None  # what NCCL logged it chose ("NVLS/Simple"); None on gloo or without a log line
 
 
 @with_config(STRICT)
 class Fit(TypedDict):
     intercept_ms: float
     slope_ms_per_mib: float
-    steps: PosInt
+    steps: PosInt | None  # the ran algorithm's hops (ring or tree); None where NCCL chose per call
     busbw_factor: NonNegFloat
-    alpha_us: float  # intercept / steps
+    alpha_us: float  # intercept / steps, or the whole intercept per collective when steps is None
     beta_ns_per_byte: NonNegFloat | None  # 1 / B; null when the line does not rise
     bandwidth_gbs: NonNegFloat | None  # B = factor / slope
     rms_residual: NonNegFloat
@@ -50,7 +51,7 @@ class CollectiveSweep(TypedDict):
 
 @with_config(STRICT)
 class Sweep(TypedDict):
-    algorithm: Literal["gloo-ring", "nccl-ring", "nccl-tree"]
+    algorithm: Literal["gloo-ring", "nccl-auto", "nccl-ring", "nccl-tree"]
     note: str
     collectives: Annotated[list[CollectiveSweep], Field(min_length=1)]
 

@@ -90,7 +90,12 @@ class ContextParallelParams(LabParams):
         json_schema_extra=RUN_MORE,
     )
     warmup: int = Field(
-        1, ge=0, le=10, description="Untimed passes first", title="Warm-up passes", json_schema_extra=RUN_MORE
+        1,
+        ge=0,
+        le=10,
+        description="Untimed passes first (at least 1 on a GPU)",
+        title="Warm-up passes",
+        json_schema_extra=RUN_MORE,
     )
     seed: int = seed_field("Seeds Q, K and V", RUN_MORE)
     rank_timeout_s: int = rank_timeout_field(RUN_MORE)
@@ -187,7 +192,8 @@ def estimate_seconds(params: Params, backend: str) -> float:
     # The slowest rank of a contiguous causal ring computes (4N - 1) of the 4N^2 chunk pairs; every pass shares
     # the cores (N ranks on the CPU's few), so a pass costs the whole job's FLOPs over the machine.
     methods = 3 + (1 if params.serial_baseline else 0)
-    passes = methods * (params.steps + params.warmup)
+    warmup = max(1, params.warmup) if backend in GPU_BACKENDS else params.warmup  # labs.parallel.timing.warmup_for
+    passes = methods * (params.steps + warmup)
     per_pass = full * slow / rate
     # The backward check: full attention's forward and backward (3x) beside the ring's, once.
     reference = n * full * slow / rate * (1 + (6 if params.backward else 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from labs import precision
 from labs.context_parallel.params import Params, chunk_tokens
 from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
@@ -106,7 +107,9 @@ def results(
             SummaryItem(
                 label=f"{TITLES[name]}: largest difference from full attention",
                 value=v["max_abs_err"],
-                note=f"tolerance {tol:.0e}; " + ("within" if v["max_abs_err"] <= tol else "OUTSIDE"),
+                note=f"tolerance {tol:.0e}; "
+                + ("within" if v["max_abs_err"] <= tol else "OUTSIDE")
+                + f"; {precision.words(ctx.environment)}",
             )
         )
     for name in ("ring-contiguous", "ring-zigzag"):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from labs.context_parallel import report, work
 from labs.context_parallel.params import GRAD_RTOL, TOL, Params, chunk_tokens, flops_per_chunk_pair
-from labs.parallel import comm
+from labs.parallel import comm, timing
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 
@@ -356,7 +356,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
         out = {}
         for name in variants:
             passes = []
-            for s in range(params.warmup + params.steps):
+            warmup = timing.warmup_for(device_kind, params.warmup)
+            for s in range(warmup + params.steps):
                 dist.barrier()  # every rank starts the pass together
                 t0 = clock.now()
                 if name == "ulysses":
@@ -372,7 +373,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
                     held = work.chunks(split, rank, world)
                     want = _rows(ref, held, c)
                 t1 = clock.now()
-                if s < params.warmup:
+                if s < warmup:
                     continue
                 passes.append({"start": t0, "end": t1, "spans": spans, **counters})
                 err = float((o - want).abs().max())

@@ -361,14 +361,18 @@ CPU_TRAIN_FLOPS = 2.2e10
 # Before and after training: building both models, generation checks, accumulation evidence, charts, result.json
 # (a 4-step tiny run takes 2.7 s in all, START_S included; the defaults' fixed part is 2.8-3.0 s).
 TAIL_S = 1.5
+# Steps each run times after training (labs/fp8_step/run.py timed_steps): enough for a median, few beside training.
+TIMED_STEPS = 10
 
 
 def estimate_seconds(p: Params, backend: str) -> float:
     """Start-up, two training runs (BF16 and FP8) of `steps` steps, and the evidence after them."""
     flops = 6 * param_count(p) * p.batch * p.seq  # one run's training step
     attention = 12 * p.n_layers * p.batch * p.seq * p.seq * p.d_model  # scores and their use, forward and backward
+    # Each run also times TIMED_STEPS steps after training (labs/fp8_step/run.py), with its evidence off.
+    steps = p.steps + TIMED_STEPS
     if backend in GPU_BACKENDS:
         per_step = 2 * 0.004 * p.n_layers + 2 * flops / GPU_GEMM_FLOPS  # launch-bound until the model is large
-        return START_S + 10.0 + p.steps * per_step
+        return START_S + 10.0 + steps * per_step
     per_step = p.n_layers * CPU_STEP_S_PER_LAYER + (flops + attention) / CPU_TRAIN_FLOPS
-    return START_S + TAIL_S + p.steps * per_step
+    return START_S + TAIL_S + steps * per_step

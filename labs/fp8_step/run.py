@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,10 +29,11 @@ import torch.nn.functional as F
 
 from labs.fp8_step import evidence, report
 from labs.fp8_step.model import GPT, GPTConfig, fp8_linear_factory, stride_batch, torch_linear
-from labs.fp8_step.params import Params, te_alignment
+from labs.fp8_step.params import TIMED_STEPS, Params, te_alignment
 from labs.numerics.accumulate import AccumulatorModel
 from labs.numerics.fp8 import Fp8Recipe
-from labs.numerics.fp8_linear import fp8_end_step, fp8_frozen
+from labs.numerics.fp8_linear import fp8_end_step, fp8_frozen, set_fp8_collect
+from labs.parallel import timing
 
 if TYPE_CHECKING:
     from labs.runtime import LabContext
@@ -221,14 +221,13 @@ def train(
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
     losses: list[float] = []
-    step_ms: list[float] = []
     grads0: dict[str, torch.Tensor] = {}
     report_every = max(1, p.steps // 20)
     model.train()
     with prec.session():
         for step in range(p.steps):
             prec.before_step(step)
-            loss_value = one_step(model, prec, p, step, opt, gen, target, device, step_ms)
+            loss_value = one_step(model, prec, p, step, opt, gen, target, device)
             if step == 0 and collect:
                 grads0 = _weight_grads(model)
             losses.append(loss_value)
@@ -237,12 +236,42 @@ def train(
         prec.before_step(None)  # nothing after the last step belongs to training
     peak = int(torch.cuda.max_memory_allocated()) - base if cuda else None
     snapshot = prec.snapshot(model)
-    return RunRecord(losses, step_ms, grads0, peak, generation_check(model, prec, p, device), snapshot)
+    generation = generation_check(model, prec, p, device)
+    step_ms = timed_steps(model, prec, p, device, opt, gen)
+    return RunRecord(losses, step_ms, grads0, peak, generation, snapshot)
 
 
-def one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str, step_ms: list) -> float:
+def timed_steps(model, prec: Precision, p: Params, device: str, opt, gen) -> list[float]:
+    """The step time: `TIMED_STEPS` more steps of the trained model after its evidence is read, each alone between
+    two events, with nothing recorded. Training records evidence inside its steps (the emulation counts clipped and
+    flushed values; on te the delayed-scaling recorder clones TE's amax and scale tensors at every update, which a
+    BF16 step never pays), so its steps are not the ones timed. The batch is drawn and moved before each step's
+    first event; the loss is not read back."""
+    set_fp8_collect(model, False)
+    batch: list = []
+
+    def before() -> None:
+        x, y = stride_batch(gen, p.batch, p.seq, p.vocab)  # (B, T) each
+        batch[:] = [x.to(device), y.to(device)]
+
+    def step() -> None:
+        x, y = batch
+        with prec.autocast():
+            logits = model(x)  # (B, T, vocab)
+        loss = F.cross_entropy(logits.float().view(-1, p.vocab), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        prec.end_step(model)
+
+    kind = "cuda" if device == "cuda" else "cpu"
+    return timing.time_steps(
+        step, steps=TIMED_STEPS, align=before, sync=timing.sync_for(kind), new_event=timing.events_for(kind)
+    )
+
+
+def one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, device: str) -> float:
     """Forward, backward, optimizer step and FP8 scale update; returns the loss (a host sync on GPU)."""
-    cuda = device == "cuda"
     x, y = stride_batch(gen, p.batch, p.seq, p.vocab)  # (B, T) each
     x, y = x.to(device), y.to(device)
     for group in opt.param_groups:
@@ -250,7 +279,6 @@ def one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, dev
     handle = None
     if p.outlier_step == step:
         handle = target.register_forward_pre_hook(_outlier_hook(p.outlier_scale))
-    t0 = time.perf_counter()
     with prec.autocast():
         logits = model(x)  # (B, T, vocab)
     loss = F.cross_entropy(logits.float().view(-1, p.vocab), y.reshape(-1))
@@ -258,10 +286,7 @@ def one_step(model, prec: Precision, p: Params, step: int, opt, gen, target, dev
     loss.backward()
     opt.step()  # AdamW leaves .grad as it is: the caller copies step 0's gradients afterwards
     prec.end_step(model)
-    loss_value = loss.item()  # a host sync on GPU, so the timer below sees finished work
-    if cuda:
-        torch.cuda.synchronize()
-    step_ms.append((time.perf_counter() - t0) * 1000)
+    loss_value = loss.item()
     if handle is not None:
         handle.remove()
     return loss_value

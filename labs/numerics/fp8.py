@@ -337,19 +337,23 @@ def quantize_mx(
 ) -> QuantResult:
     """MXFP8: each run of `block` values along `dim` shares an E8M0 (power-of-two) scale.
 
-    The shared scale 2**e is the smallest power of two with amax / 2**e <= fp8_max (e rounded
-    up, clamped to E8M0's [-127, 127]), so nothing in the block clips. `scale` in the result
-    is the multiplier 2**-e, for symmetry with the other recipes.
+    The shared scale is 2**e with e = float_to_e8m0(amax * (1 / fp8_max)): the FP32 product's exponent, rounded up
+    when its mantissa is not zero, clamped to E8M0's [-127, 127], exactly as Transformer Engine computes it
+    (transformer_engine/common/util/ptx.cuh @ v2.9 `float_to_e8m0`, ptx_arch_spec.cuh @ main d0067d0, called with
+    `amax * Quantized_Limits<OType>::max_norm_rcp` in cast/mxfp8/quantize_mxfp8.cuh). So amax / 2**e <= fp8_max and
+    nothing clips, except where the FP32 reciprocal rounds the product down onto a power of two just below
+    amax / fp8_max: there TE keeps that exponent and the block's largest values saturate at fp8_max, and so does
+    this emulation (the explicit clamp counts them as clipped). `scale` in the result is the multiplier 2**-e, for
+    symmetry with the other recipes (1 for an all-zero or non-finite block).
     """
     fp8_max = _format(fmt).max
 
     def scale_from_amax(amax: torch.Tensor) -> torch.Tensor:
         ok = (amax > 0) & torch.isfinite(amax)
-        ratio = torch.where(ok, amax * (1.0 / fp8_max), torch.ones_like(amax))
-        e = _pow2_ceil_exponent(ratio)
-        # The FP32 reciprocal can round the ratio down by an ulp; bump e where that would clip.
-        e = torch.where(amax * torch.ldexp(torch.ones_like(amax), -e) > fp8_max, e + 1, e)
-        e = e.clamp(-127, 127)
+        # FP32 times the FP32 reciprocal, as TE's kernel multiplies by max_norm_rcp (a float constant).
+        rcp = torch.tensor(1.0 / fp8_max, dtype=torch.float32)
+        ratio = torch.where(ok, amax.float() * rcp, torch.ones_like(amax))
+        e = _pow2_ceil_exponent(ratio).clamp(-127, 127)
         return torch.where(ok, torch.ldexp(torch.ones_like(amax), -e), torch.ones_like(amax))
 
     if x.dim() < 2:

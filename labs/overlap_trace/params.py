@@ -84,7 +84,7 @@ class OverlapTraceParams(LabParams):
         2,
         ge=0,
         le=10,
-        description="Untimed steps first, so first-call costs stay out of the timeline",
+        description="Untimed steps first, so first-call costs stay out of the timeline (at least 1 on a GPU)",
         title="Warm-up steps",
         json_schema_extra=RUN,
     )
@@ -162,5 +162,9 @@ def estimate_seconds(params: Params, backend: str) -> float:
     # Ranks share the host's cores on the CPU: a step costs every rank's GEMMs, plus the gather over gloo (~1 GB/s).
     share = params.ranks if backend not in GPU_BACKENDS else 1
     per_step = share * (local + window) / rate + gather_bytes / 1e9
-    steps = len(params.schedules) * (params.steps + params.warmup)
+    # On a GPU the profiled window repeats the timed steps; warm-up is at least 1 there (labs.parallel.timing).
+    gpu = backend in GPU_BACKENDS
+    steps = len(params.schedules) * (
+        (2 if gpu else 1) * params.steps + (max(1, params.warmup) if gpu else params.warmup)
+    )
     return START_S + params.ranks * RANK_START_S + steps * per_step

@@ -23,7 +23,8 @@ Every schedule does the same work, so their step times compare directly. Spans c
 timestamps after warm-up and a barrier. On CPU (gloo) the collective runs on gloo's background
 thread: its span is launch -> completion, the completion stamped by a callback on the work's
 future. On GPU the spans are CUDA events on the compute and communication streams, never CPU
-timers around wait() (which returns before the GPU has done anything).
+timers around wait() (which returns before the GPU has done anything). torch.profiler never runs in these
+steps: on GPU it records as many steps again, after them, whose kernels HTA's overlap is read from.
 
 Per rank and schedule: overlap ratio = |compute ∩ comm| / |comm|, exposed communication, and the
 identity T_step ≈ compute + communication - overlap checked against the measured step (residual).
@@ -40,8 +41,9 @@ from typing import TYPE_CHECKING
 from labs.overlap_trace import report
 from labs.overlap_trace.params import Params
 from labs.parallel import dist as labdist
+from labs.parallel import timing
 from labs.trace import timeline as tl
-from labs.trace.profile import align_ranks, host_group, nvtx_range, profiled
+from labs.trace.profile import align_ranks, host_group, nvtx_range, profile_step, profiled
 
 if TYPE_CHECKING:
     from labs.runtime import LabContext
@@ -219,27 +221,32 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
                 return _step_cuda(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock, comm_stream)
             return _step_cpu(schedule, x, w1_parallel, x2, w_ind, w_dep, group, world, clock)
 
-        for _ in range(params.warmup):
-            step(_CpuClock() if device_kind == "cpu" else _CudaClock(torch))
+        cpu_clock = device_kind == "cpu"
+        for _ in range(timing.warmup_for(device_kind, params.warmup)):
+            step(_CpuClock() if cpu_clock else _CudaClock(torch))
         spans, steps, unwritten = [], [], []
-        # On CUDA the timed steps are recorded by torch.profiler too: its kernels feed HTA's overlap.
-        profile = Path(out_dir) / f"profile_{schedule}_rank{rank}.json" if device_kind == "cuda" else None
+        for s in range(params.steps):
+            # Every rank starts the measured step together (labs.trace.profile.align_ranks: no kernel).
+            align_ranks(host, cuda=not cpu_clock)
+            clock = _CpuClock() if cpu_clock else _CudaClock(torch)
+            marks, (a, b), n_unwritten, numel = step(clock)
+            clock.sync()
+            spans += [
+                tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s, **extra}).to_dict()
+                for lane, name, s0, s1, *more in marks
+                for extra in [more[0] if more else {}]
+            ]
+            steps.append((clock.ms(a), clock.ms(b)))
+            unwritten.append(n_unwritten)
+        # On CUDA, as many steps again under torch.profiler, for HTA's overlap from the kernels: a window of its
+        # own, so the profiler never runs in a measured step.
+        profile = Path(out_dir) / f"profile_{schedule}_rank{rank}.json" if not cpu_clock else None
         with profiled(profile, enabled=profile is not None) as prof:
-            for s in range(params.steps):
-                # Every rank starts the measured step together, off the profiled timeline (labs.trace.profile).
-                align_ranks(host, prof=prof, cuda=device_kind == "cuda")
-                clock = _CpuClock() if device_kind == "cpu" else _CudaClock(torch)
-                marks, (a, b), n_unwritten, numel = step(clock)
-                clock.sync()
-                spans += [
-                    tl.Span(rank, lane, name, clock.ms(s0), clock.ms(s1), {"step": s, **extra}).to_dict()
-                    for lane, name, s0, s1, *more in marks
-                    for extra in [more[0] if more else {}]
-                ]
-                steps.append((clock.ms(a), clock.ms(b)))
-                unwritten.append(n_unwritten)
-                if prof is not None and s < params.steps - 1:
-                    prof.step()  # one ProfilerStep#N per measured step
+            for s in range(params.steps if prof is not None else 0):
+                align_ranks(host, cuda=True)
+                with profile_step(prof, s):
+                    step(_CudaClock(torch))
+                    torch.cuda.synchronize()
         out[schedule] = {
             "spans": spans,
             "steps": steps,

@@ -118,15 +118,20 @@ def _rank_entry(rank, world_size, fn, args, store_path, device, timeout_s, paren
         import torch
         import torch.distributed as dist
 
+        from labs import precision
+
         if device == "cuda":
             torch.cuda.set_device(rank)
-            backend = "nccl"
         else:
             torch.set_num_threads(1)  # one core's worth per rank; see module docstring
-            backend = "gloo"
+        pinned = precision.pin()  # FP32 as IEEE FP32 in every rank, whatever the image set (labs/precision.py)
         store = dist.FileStore(store_path, world_size)
         dist.init_process_group(
-            backend, store=store, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+            store=store,
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=timeout_s),
+            **init_options(rank, device),
         )
         value = fn(rank, world_size, *args)
     except BaseException as exc:  # noqa: BLE001  (report everything, including KeyboardInterrupt)
@@ -139,7 +144,22 @@ def _rank_entry(rank, world_size, fn, args, store_path, device, timeout_s, paren
         _destroy_group()
     # Plain pickle to bytes: torch.multiprocessing would otherwise pass tensors as shared-memory
     # handles that die with this process, which is about to exit.
-    results.put(("ok", rank, pickle.dumps(value)))
+    results.put(("ok", rank, pickle.dumps((value, pinned))))
+
+
+def init_options(rank: int, device: str) -> dict[str, Any]:
+    """init_process_group's backend, and on CUDA the rank's device_id.
+
+    device_id binds the default group to cuda:rank and connects its NCCL communicator at once, and every later
+    `new_group` then creates its communicator at creation, split from that one, rather than on its first
+    collective, which would otherwise be a timed step's (torch 2.13.0 torch/distributed/distributed_c10d.py:
+    `_new_process_group_helper` takes `split_from` when the default group has a `bound_device_id`, and calls
+    `eager_connect_single_device(device_id)`)."""
+    if device == "cuda":
+        import torch
+
+        return {"backend": "nccl", "device_id": torch.device("cuda", rank)}
+    return {"backend": "gloo"}
 
 
 def _destroy_group() -> None:
@@ -178,10 +198,12 @@ def launch(
     device: str = "cpu",
     timeout_s: float = 300.0,
     on_rank_done: Callable[[int], None] | None = None,
+    states: dict[int, dict] | None = None,
 ) -> list[Any]:
     """Run `fn(rank, world_size, *args)` in `world_size` processes; return the values in rank order.
 
-    `fn` and `args` must be picklable (a module-level function). Raises RankFailed or RankTimeout.
+    `fn` and `args` must be picklable (a module-level function). `states`, when given, receives each rank's FP32
+    precision as it read it back after pinning (labs.precision.state). Raises RankFailed or RankTimeout.
     """
     import torch.multiprocessing as mp
 
@@ -243,7 +265,9 @@ def launch(
                     raise stopped[0]
                 errors.update({r: e.detail for r, e in silent.items()})
                 raise RankFailed(*_primary_error(errors))
-            values[rank] = pickle.loads(value)
+            values[rank], pinned = pickle.loads(value)
+            if states is not None:
+                states[rank] = pinned
             if on_rank_done is not None:
                 on_rank_done(rank)
         for p in procs:
@@ -284,14 +308,26 @@ def run_ranks(
     device = ctx.device
     if what is not None:
         ctx.progress(0.05, f"starting {world} {what} on {device}{then}")
-    return launch(
+    states: dict[int, dict] = {}
+    values = launch(
         rank_main,
         world,
         args=(params.model_dump(), device, *args),
         device=device,
         timeout_s=params.rank_timeout_s,
         on_rank_done=lambda r: ctx.progress(finished_at, finished.format(rank=r)),
+        states=states,
     )
+    ctx.environment["precision"] = ranks_precision(states)
+    return values
+
+
+def ranks_precision(states: dict[int, dict]) -> dict:
+    """The precision the ranks ran in, for result.json: their common state, or where they differ the lowest rank
+    whose FP32 matmuls ran in TF32 (the run is as precise as its least precise rank)."""
+    ordered = [states[r] for r in sorted(states)]
+    worst = next((s for s in ordered if s["fp32_matmul"] != "ieee"), ordered[0])
+    return worst | {"checked_in": "every rank"}
 
 
 def _stop_all(procs) -> None:

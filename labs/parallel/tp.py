@@ -246,12 +246,16 @@ def recording_scales():
 def _amax_over_tp(t: torch.Tensor, group) -> torch.Tensor:
     """This tensor's amax, maxed over the TP group: a shard then takes the scale the whole tensor would.
 
-    Transformer Engine does the same: delayed scaling all-reduces every FP8 tensor's amax over the autocast's
-    amax_reduction_group (FP8GlobalStateManager.reduce_and_update_fp8_tensors, quantization.py @ d0067d0
-    2.20.0.dev0), and current scaling under sequence parallelism reduces the input amax of a column-parallel
-    layer and the output-gradient amax of a row-parallel one over tp_group (linear.py @ d0067d0,
-    `set_quantizer_amax_reduction_group`). A one-element all-reduce, untraced: it is not one of the block's
-    data collectives, and it stays inside the step time.
+    This is the emulation's choice, not Transformer Engine's rule for every tensor: every FP8 GEMM input here (input,
+    weight shard, gradient) is scaled from the whole tensor's amax, so the sharded block lands on the TP=1 grid and
+    its parity against TP=1 isolates the reordered sums. Transformer Engine differs by recipe. Delayed scaling
+    all-reduces every FP8 tensor's amax over the autocast's amax_reduction_group
+    (FP8GlobalStateManager.reduce_and_update_fp8_tensors, quantization.py @ d0067d0 2.20.0.dev0). Current scaling
+    reduces only two amaxes, and only under sequence parallelism: a column-parallel layer's input and a row-parallel
+    layer's grad_output, over tp_group (linear.py @ d0067d0, `set_quantizer_amax_reduction_group(...,
+    tp_group if (sequence_parallel and parallel_mode == "column") else None)` and the row/grad_output twin); a weight
+    shard, or any tensor without sequence parallelism, takes its own shard's amax there. A one-element all-reduce,
+    untraced: it is not one of the block's data collectives, and it stays inside the step time.
     """
     amax = t.detach().abs().amax().float().reshape(1)  # (1,)
     if _world(group) > 1:

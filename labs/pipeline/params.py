@@ -101,7 +101,8 @@ class PipelineParams(LabParams):
         1,
         ge=0,
         le=10,
-        description="Untimed steps first: the stages infer shapes and set up p2p on the first step",
+        description="Untimed steps first: the stages infer shapes and set up p2p on the first step (at least 1 on a "
+        "GPU)",
         title="Warm-up steps",
         json_schema_extra=RUN_MORE,
     )
@@ -209,7 +210,8 @@ def estimate_seconds(params: Params, backend: str) -> float:
     per_rank = 3 * fwd / params.ranks / rate
     per_step = per_rank * (params.microbatches + params.ranks - 1) / params.microbatches
     sends = 4 * params.microbatches * params.stages_per_rank * 3e-4
-    steps = len(params.schedules) * (params.steps + params.warmup)
+    warmup = max(1, params.warmup) if backend in GPU_BACKENDS else params.warmup  # labs.parallel.timing.warmup_for
+    steps = len(params.schedules) * (params.steps + warmup)
     # Each schedule also builds its stages and exchanges shapes on its first step (~0.5 s on 2 cores).
     setup = 0.5 * len(params.schedules)
     return START_S + params.ranks * RANK_START_S + 3 * fwd / rate + setup + steps * (per_step + sends)

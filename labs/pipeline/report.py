@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from labs import precision
 from labs.pipeline import analysis
 from labs.pipeline.params import Params
 from labs.result_common import SummaryItem, Table, table_number
@@ -136,7 +137,9 @@ def results(params: Params, ctx: LabContext, schedules: dict, reference_loss: fl
         SummaryItem(
             label="Largest gradient difference from the unpipelined model",
             value=max(s["max_grad_rel_err"] for s in schedules.values()),
-            note="relative to each layer's largest gradient; loss " + number(reference_loss, 4) + " unpipelined",
+            note="relative to each layer's largest gradient; loss "
+            + number(reference_loss, 4)
+            + f" unpipelined; {precision.words(ctx.environment)}",
         )
     )
     bubble_rows = [

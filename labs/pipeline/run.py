@@ -24,7 +24,8 @@ stage.py of torch 2.13.0 (the installed wheel) and of github pytorch/pytorch@1fd
 wrapping `get_fwd_send_ops` / `get_bwd_send_ops`; the bytes each forward saves for backward are counted with
 `torch.autograd.graph.saved_tensors_hooks`. The schedule's own plan (`pipeline_order`) is kept beside what ran.
 Before timing, every rank runs the whole model unpipelined on the whole batch: the pipelined loss and each
-stage's gradients are compared to it.
+stage's gradients are compared to it. On CUDA no clock is compared across ranks: each rank's step is read on its
+own events, and the step lasts as long as the slowest rank's (`step_frames`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import time
 from typing import TYPE_CHECKING
 
 from labs.parallel import dist as labdist
+from labs.parallel import timing
 from labs.pipeline import analysis, report
 from labs.pipeline.params import Params, stages_for
 from labs.trace import timeline as tl
@@ -213,7 +215,8 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
         is_last = (n_stages - 1) in mine
 
         steps, actions, counts, losses = [], [], [], []
-        for s in range(params.warmup + params.steps):
+        warmup = timing.warmup_for(device_kind, params.warmup)
+        for s in range(warmup + params.steps):
             for p in (q for st in stages for q in st.submod.parameters()):
                 p.grad = None
             record.clear()
@@ -232,7 +235,7 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str) -> di
                 sched.step()
             t1 = clock.now()
             clock.sync()
-            if s < params.warmup:
+            if s < warmup:
                 continue
             steps.append((clock.ms(t0), clock.ms(t1)))
             actions.append([(st, k, mb, clock.ms(a), clock.ms(b), nb, 1e3 * c) for st, k, mb, a, b, nb, c in record])
@@ -265,28 +268,45 @@ def run(params: Params, ctx: LabContext) -> dict:
     device = ctx.device
     per_rank = labdist.run_ranks(ctx, _rank_main, params, world=params.ranks, what="pipeline ranks")
     ctx.progress(0.8, "measuring bubbles and activations")
-    t0 = min(st[0] for rec in per_rank for sch in rec["schedules"].values() for st in sch["steps"])
     schedules = {}
     for name in params.schedules:
-        schedules[name] = _schedule(params, ctx, name, [rec["schedules"][name] for rec in per_rank], t0, device)
+        schedules[name] = _schedule(params, ctx, name, [rec["schedules"][name] for rec in per_rank], device)
     ref_loss = per_rank[0]["reference_loss"]
     ctx.progress(0.95, "writing tables")
     return report.results(params, ctx, schedules, ref_loss, device)
 
 
-def _schedule(params: Params, ctx: LabContext, name: str, recs: list[dict], t0: float, device: str) -> dict:
+def step_frames(steps: list[list[tuple[float, float]]], device: str) -> tuple[list[list[float]], list[tl.Interval]]:
+    """Where each rank's step sits on the drawn timeline: (per rank, per step, the ms to subtract from its times;
+    per step, its window on that timeline), from each rank's (start, end) per step.
+
+    A step lasts until its slowest rank is done: a training step's optimizer waits for every stage, so a rank
+    that finished early idles until then (the formulas count it that way too). On CPU every rank read one clock
+    (perf_counter on one host), so the window runs from the first rank's start to the last rank's end. On CUDA
+    the times are each rank's own CUDA events on a host origin of its own, whose offsets across ranks are as
+    large as the sends being measured: no clock is compared across ranks. Each rank's step starts at its own first
+    event (the ranks left a barrier together), lasts as long as the slowest rank's, and the steps are laid end to
+    end."""
+    n_steps = len(steps[0])
+    if device != "cuda":
+        t0 = min(st[0] for rank in steps for st in rank)
+        windows = [(min(r[s][0] for r in steps) - t0, max(r[s][1] for r in steps) - t0) for s in range(n_steps)]
+        return [[t0] * n_steps for _ in steps], windows
+    lengths = [max(r[s][1] - r[s][0] for r in steps) for s in range(n_steps)]
+    offsets = [sum(lengths[:s]) for s in range(n_steps)]
+    shifts = [[r[s][0] - offsets[s] for s in range(n_steps)] for r in steps]
+    return shifts, [(offsets[s], offsets[s] + lengths[s]) for s in range(n_steps)]
+
+
+def _schedule(params: Params, ctx: LabContext, name: str, recs: list[dict], device: str) -> dict:
     p, m, v = params.ranks, params.microbatches, stages_for(params, name)
-    # A step lasts from the first rank's start to the last rank's end: a training step's optimizer waits for
-    # every stage, so a rank that finished early idles until then (the formulas count it that way too).
-    windows = [
-        (min(rec["steps"][s][0] for rec in recs) - t0, max(rec["steps"][s][1] for rec in recs) - t0)
-        for s in range(params.steps)
-    ]
+    shifts, windows = step_frames([rec["steps"] for rec in recs], device)
     median = sorted(range(params.steps), key=lambda s: windows[s][1] - windows[s][0])[(params.steps - 1) // 2]
     step = windows[median]
     ranks, all_spans, order, measured = [], [], {}, []
     for r, rec in enumerate(recs):
         for s, acts in enumerate(rec["actions"]):
+            t0 = shifts[r][s]
             actions = [analysis.Action(st, k, mb, x - t0, y - t0, nb, c) for st, k, mb, x, y, nb, c in acts]
             all_spans += _spans(r, actions, windows[s], s)
             if s == median:

@@ -38,9 +38,10 @@ TOLERANCES: dict[str, Tolerance] = {
     },
     "FP8_TP_AMAX": {
         "max_rel_diff": 1e-3,
-        "reason": "emulated FP8 with each tensor's amax reduced over the TP group (as Transformer Engine does), so "
-        "every shard is cast with TP=1's scale: fp32 sums in another order, and now and then a value that order "
-        "tips across an E4M3 rounding boundary",
+        "reason": "emulated FP8 with every tensor's amax reduced over the TP group (the emulation's choice: "
+        "Transformer Engine's delayed scaling does it, its current scaling only for sequence-parallel inputs and "
+        "gradients), so every shard is cast with TP=1's scale: fp32 sums in another order, and now and then a value "
+        "that order tips across an E4M3 rounding boundary",
     },
     # The GPU runs the Megatron block in BF16, the precision the prediction prices (labs.tp_sweep.run.megatron_dtype).
     "BF16_VS_FP32": {
@@ -116,7 +117,8 @@ class TpSweepParams(LabParams):
         5,
         ge=1,
         le=50,
-        description="Timed forward+backward steps per degree (the median is reported)",
+        description="Timed forward+backward steps per degree (the median is reported); as many again are traced "
+        "for the GEMM and collective split",
         title="Timed steps",
         json_schema_extra=RUN,
     )
@@ -124,7 +126,7 @@ class TpSweepParams(LabParams):
         2,
         ge=0,
         le=10,
-        description="Untimed steps first, so allocation and first-call costs stay out",
+        description="Untimed steps first, so allocation and first-call costs stay out (at least 1 on a GPU)",
         title="Warm-up steps",
         json_schema_extra=RUN,
     )
@@ -317,7 +319,9 @@ def estimate_seconds(params: Params, backend: str) -> float:
     reduce_bytes = 4 * params.tokens * params.hidden  # fc2's all-reduce, forward and backward
     rate = GPU_GEMM_FLOPS if backend in GPU_BACKENDS else CPU_GEMM_FLOPS
     world = max(params.degrees)
-    steps = params.steps + params.warmup
+    # Warm-up, the timed steps, then as many traced (and on CUDA profiled) steps for the breakdown.
+    warmup = max(1, params.warmup) if backend in GPU_BACKENDS else params.warmup  # labs.parallel.timing.warmup_for
+    steps = 2 * params.steps + warmup
     work = 0.0
     for d in params.degrees:
         # Ranks share the host's cores on the CPU, so a degree's GEMMs take as long in all as the unsplit ones.

@@ -182,10 +182,12 @@ def results(
     """The lab's `results`: summary and tables for the page beside the numbers they are built from."""
     cpu = ctx.backend == "cpu"
     timing_note = (
-        "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs"
+        "CPU timings: ranks are processes sharing this machine's cores over gloo, not GPUs; the step from steps "
+        "timed alone, the GEMM and collective split from as many traced steps after them"
         if cpu
-        else "GPU timings from CUDA events; the Megatron block runs in BF16, the precision the prediction prices; "
-        "waits at TP>1 come from each rank's NCCL kernel durations in its profiler trace"
+        else "GPU timings: the step from CUDA events around steps run alone, no profiler on; the Megatron block "
+        "runs in BF16, the precision the prediction prices; GEMM spans from a traced window after them, and at TP>1 "
+        "collective, wait and exposed times from each rank's own NCCL kernel durations in a profiled window"
     )
     summary: list[SummaryItem] = [
         SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
@@ -358,6 +360,18 @@ def results(
             ],
         ),
     ]
+    if te_rows:
+        tables.append(
+            Table(
+                title="te.Linear block: the collectives one step issues, bytes over all ranks and what they carry",
+                columns=["TP", "collective", "kind", "bytes", "carries"],
+                rows=[
+                    [r["degree"], c["name"], c["kind"], c["bytes"], c["carries"]]
+                    for r in te_rows
+                    for c in r["te"]["collectives"]
+                ],
+            )
+        )
     return {
         "answer": answer(rows, cross, predicted, ctx.backend),
         "summary": summary,

@@ -147,7 +147,8 @@ class Collective(TypedDict):
 class PlannedCollective(TypedDict):
     name: str
     kind: Literal["all-reduce", "all-gather", "reduce-scatter"]
-    bytes: NonNegInt  # the full tensor the collective reduces or gathers (BF16 activations)
+    bytes: NonNegInt  # everything the collective reduces or gathers, over all ranks (data and scales)
+    carries: str  # what those bytes are: BF16, FP8 data and which scales (labs/tp_sweep/te.py gather_bytes)
 
 
 @with_config(STRICT)
@@ -167,7 +168,8 @@ class TeDegree(TypedDict):
 
 @with_config(STRICT)
 class TpRankRow(TypedDict):
-    """One rank at one degree; times are medians over the timed steps."""
+    """One rank at one degree; times are medians: step_ms over the steps timed alone, the rest over the traced
+    (and on CUDA profiled) steps after them."""
 
     rank: NonNegInt
     mapping: list[WeightSlice]
@@ -192,8 +194,9 @@ class DegreeRow(TypedDict):
     local_gemm_ms: Ms
     collective_ms: Ms
     wait_ms: Ms
-    # "trace kernels": from each rank's NCCL kernel durations (CUDA, profiled); "shared host clock": from the
-    # lab's spans, every rank read on one clock (CPU)
+    # Where collective_ms, wait_ms and exposed_comm_ms come from. "trace kernels": each rank's NCCL kernel
+    # durations in its profiled window, no clock compared across ranks (CUDA); "shared host clock": the lab's
+    # traced spans, every rank read on one host clock (CPU).
     wait_source: Literal["trace kernels", "shared host clock"]
     exposed_comm_ms: Ms
     collective_kinds: list[str]

@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labs.parallel import costmodel
+from labs.parallel import costmodel, timing
 from labs.parallel import dist as labdist
 from labs.tp_sweep import report
 from labs.tp_sweep.params import TE_TOLERANCES, TOLERANCES, Params
@@ -100,12 +100,10 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
     import torch
     import torch.distributed as dist
 
-    from labs.parallel.tp import Tracer, tracing
-    from labs.trace.profile import align_ranks, host_group, nvtx_range, profiled
+    from labs.trace.profile import host_group
 
     params = Params.model_validate(params_dict)
     device = torch.device(f"cuda:{rank}" if device_kind == "cuda" else "cpu")
-    cuda = device_kind == "cuda"
     w1, w2, x, dy = build_block(params, str(device))
     out = {}
     for degree in params.degrees:
@@ -114,45 +112,9 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
         group = dist.new_group(list(range(degree)))
         host = host_group(list(range(degree)))  # gloo: the per-step rendezvous launches no GPU kernel
         if rank < degree:
-            dtype = megatron_dtype(device_kind)
-            fc1, fc2 = parallelize(w1.to(dtype), w2.to(dtype), group, params.fp8)
-            x_m, dy_m = x.to(dtype), dy.to(dtype)  # (tokens, hidden) each
-            tracer = Tracer(rank, device)
-            for _ in range(params.warmup):
-                forward_backward(fc1, fc2, x_m, dy_m)
-            spans, steps = [], []
-            # On CUDA the timed steps are also recorded by torch.profiler (kernels for HTA) with NVTX ranges.
-            profile = Path(out_dir) / f"profile_tp{degree}_rank{rank}.json" if cuda else None
-            with profiled(profile, enabled=cuda) as prof:
-                for s in range(params.steps):
-                    for p in (fc1.weight_parallel, fc2.weight_parallel):
-                        p.grad = None
-                    # Start every rank's step together, off the profiled timeline (labs.trace.profile).
-                    align_ranks(host, prof=prof, cuda=cuda)
-                    with tracing(tracer), nvtx_range(f"megatron TP={degree} step {s}", "step", enabled=cuda):
-                        tracer.start()
-                        t0 = tracer.now()
-                        y, dx = forward_backward(fc1, fc2, x_m, dy_m)
-                        t1 = tracer.now()
-                        tracer.add("compute", "__step__", t0, t1)
-                        step_spans = tracer.spans()
-                    marker = next(sp for sp in step_spans if sp.name == "__step__")
-                    steps.append((marker.start_ms, marker.end_ms))
-                    spans += [sp.to_dict() | {"step": s} for sp in step_spans if sp.name != "__step__"]
-                    if prof is not None and s < params.steps - 1:
-                        prof.step()  # one ProfilerStep#N per timed step
-            out[degree] = {
-                "spans": spans,
-                "steps": steps,
-                "mapping": [fc1.mapping(), fc2.mapping()],
-                "y": y.cpu() if rank == 0 else None,
-                "dx": dx.cpu() if rank == 0 else None,
-                "dw1": fc1.weight_parallel.grad.float().cpu(),
-                "dw2": fc2.weight_parallel.grad.float().cpu(),
-                "rows": fc1.row_range,
-                "cols": fc2.col_range,
-                "profile": str(profile) if profile is not None else None,
-            }
+            # On CUDA the traced window is profiled too (kernels for HTA); CPU runs keep the lab's own spans.
+            profile = Path(out_dir) / f"profile_tp{degree}_rank{rank}.json" if device_kind == "cuda" else None
+            out[degree] = measure_megatron(w1, w2, x, dy, group, host, degree, rank, params, device, profile)
             if with_te:
                 from labs.tp_sweep import te
 
@@ -160,6 +122,71 @@ def _rank_main(rank: int, world: int, params_dict: dict, device_kind: str, out_d
                 out[degree]["te"] = te.run_degree(w1, w2, x, dy, group, host, degree, rank, params, te_profile)
         dist.barrier()  # the next degree starts only when this one is done everywhere
     return out
+
+
+def measure_megatron(
+    w1, w2, x, dy, group, host, degree: int, rank: int, params: Params, device, profile: Path | None
+) -> dict:
+    """The Megatron block at one degree on this rank: warm-up; the step timed alone, `steps` times, between two
+    events with nothing else on (labs.parallel.timing.time_steps); then as many steps again with the tracer's spans
+    (an event or a clock read at every GEMM and collective), NVTX ranges on CUDA, and torch.profiler writing
+    `profile` when given: what the step is made of, measured apart from how long it takes."""
+    from labs.parallel.tp import Tracer, tracing
+    from labs.trace.profile import align_ranks, nvtx_range, profile_step, profiled
+
+    kind = device.type
+    cuda = kind == "cuda"
+    dtype = megatron_dtype(kind)
+    fc1, fc2 = parallelize(w1.to(dtype), w2.to(dtype), group, params.fp8)
+    x_m, dy_m = x.to(dtype), dy.to(dtype)  # (tokens, hidden) each
+
+    def align():
+        for p in (fc1.weight_parallel, fc2.weight_parallel):
+            p.grad = None
+        align_ranks(host, cuda=cuda)  # every rank starts the step together
+
+    for _ in range(timing.warmup_for(kind, params.warmup)):
+        align()
+        forward_backward(fc1, fc2, x_m, dy_m)
+    step_ms = timing.time_steps(
+        lambda: forward_backward(fc1, fc2, x_m, dy_m),
+        steps=params.steps,
+        align=align,
+        sync=timing.sync_for(kind),
+        new_event=timing.events_for(kind),
+    )
+    tracer = Tracer(rank, device)
+    spans, steps = [], []
+    with profiled(profile, enabled=profile is not None, cuda=cuda) as prof:
+        for s in range(params.steps):
+            align()
+            with (
+                profile_step(prof, s),
+                tracing(tracer),
+                nvtx_range(f"megatron TP={degree} step {s}", "step", enabled=cuda),
+            ):
+                tracer.start()
+                t0 = tracer.now()
+                y, dx = forward_backward(fc1, fc2, x_m, dy_m)
+                t1 = tracer.now()
+                tracer.add("compute", "__step__", t0, t1)
+                step_spans = tracer.spans()
+            marker = next(sp for sp in step_spans if sp.name == "__step__")
+            steps.append((marker.start_ms, marker.end_ms))
+            spans += [sp.to_dict() | {"step": s} for sp in step_spans if sp.name != "__step__"]
+    return {
+        "step_ms": step_ms,
+        "spans": spans,
+        "steps": steps,
+        "mapping": [fc1.mapping(), fc2.mapping()],
+        "y": y.cpu() if rank == 0 else None,
+        "dx": dx.cpu() if rank == 0 else None,
+        "dw1": fc1.weight_parallel.grad.float().cpu(),
+        "dw2": fc2.weight_parallel.grad.float().cpu(),
+        "rows": fc1.row_range,
+        "cols": fc2.col_range,
+        "profile": str(profile) if profile is not None else None,
+    }
 
 
 def reference(params: Params) -> dict:
@@ -258,7 +285,8 @@ def _analyse_degree(per_rank: list[dict], degree: int, params: Params) -> dict:
                     {"gemm": "fc1 dX", "m": params.tokens, "n": params.hidden, "k": f},
                     {"gemm": "fc1 dW", "m": f, "n": params.hidden, "k": params.tokens},
                 ],
-                "step_ms": med["step_ms"],
+                # The unprofiled, untraced window's steps; the breakdown below is the traced window's.
+                "step_ms": statistics.median(rec["step_ms"]),
                 "local_gemm_ms": med["local_gemm_ms"],
                 "other_compute_ms": med["compute_ms"] - med["local_gemm_ms"],
                 "collective_ms": med["communication_ms"],
@@ -288,20 +316,26 @@ def _profiler_check(
     return check
 
 
-def _waits_from_kernels(per_rank: list[dict], degree: int, row: dict) -> None:
-    """Where profiler traces exist, replace the clock-based wait per rank with the trace kernels' own
-    (labs.trace.kernels.kernel_waits: durations only, no clock compared across ranks)."""
-    import statistics
-
+def _comm_from_kernels(per_rank: list[dict], degree: int, row: dict) -> None:
+    """On CUDA, replace each rank's clock-based collective, wait and exposed-communication times with the profiled
+    window's kernels' (labs.trace.kernels.kernel_comm: durations and each rank's own clock only, never host clocks
+    compared across ranks, whose offsets are as large as these collectives)."""
     from labs.trace import kernels
 
     files = {r: Path(per_rank[r][degree]["profile"]) for r in range(degree)}
-    waits = kernels.kernel_waits(files) if degree > 1 else None
-    if waits is None:
+    comm = kernels.kernel_comm(files) if degree > 1 else None
+    if comm is None:
         return
     for rank_row in row["ranks"]:
-        rank_row["wait_ms"] = statistics.median(waits[rank_row["rank"]])
-    row["wait_ms"] = statistics.mean(r["wait_ms"] for r in row["ranks"])
+        steps = comm[rank_row["rank"]]
+        for key, field in (
+            ("collective_ms", "collective_ms"),
+            ("wait_ms", "wait_ms"),
+            ("exposed_comm_ms", "exposed_ms"),
+        ):
+            rank_row[key] = statistics.median(st[field] for st in steps)
+    for key in ("collective_ms", "wait_ms", "exposed_comm_ms"):
+        row[key] = statistics.mean(r[key] for r in row["ranks"])
     row["wait_source"] = "trace kernels"
 
 
@@ -316,7 +350,9 @@ def _te_row(ctx: LabContext, params: Params, per_rank: list[dict], degree: int, 
 
     tol = "TE_FP8" if params.fp8 else "TE_BF16"
     step = max(per_rank[r][degree]["te"]["step_ms"] for r in range(degree))
-    plan = te.collective_plan(params.tokens, params.hidden, degree, params.sequence_parallel, fp8=params.fp8)
+    plan = te.collective_plan(
+        params.tokens, params.hidden, degree, params.sequence_parallel, fp8=params.fp8, recipe=params.recipe
+    )
     megatron_plan = [{"kind": c["kind"], "bytes": c["bytes"]} for c in megatron["ranks"][0]["collectives"]]
     return {
         "recipe": params.recipe if params.fp8 else None,
@@ -382,7 +418,7 @@ def run(params: Params, ctx: LabContext) -> dict:
             "local_gemm_ms": statistics.mean(r["local_gemm_ms"] for r in ranks),
             "collective_ms": statistics.mean(r["collective_ms"] for r in ranks),
             "wait_ms": statistics.mean(r["wait_ms"] for r in ranks),
-            # Split from spans on one host clock; on CUDA replaced below by the trace kernels' waits.
+            # Split from spans on one host clock; on CUDA replaced below by the trace kernels' durations.
             "wait_source": "shared host clock",
             "exposed_comm_ms": statistics.mean(r["exposed_comm_ms"] for r in ranks),
             "collective_kinds": sorted({c["kind"] for r in ranks for c in r["collectives"]}),
@@ -394,7 +430,7 @@ def run(params: Params, ctx: LabContext) -> dict:
         row["artifacts"] = report.degree_artifacts(ctx, params, degree, spans)
         if device == "cuda":
             row["profiler"] = _profiler_check(ctx, per_rank, degree, ranks, "profile", f"profile_tp{degree}")
-            _waits_from_kernels(per_rank, degree, row)
+            _comm_from_kernels(per_rank, degree, row)
         if with_te:
             row["te"] = _te_row(ctx, params, per_rank, degree, ref_fp32, row)
         degrees_out.append(row)

@@ -16,10 +16,11 @@ record_param_comms events carry their sizes.
 
 Under sequence parallelism fc1's backward gathers X again (it kept only its shard: linear.py @ d0067d0
 2.20.0.dev0, `_Linear.backward`, `gather_along_first_dim(inputmat, tp_group, async_op=True,
-quantizer=quantizer)`), and with FP8 the forward's X gather, that re-gather and fc2's dY gather move
-tensors already quantized (linear.py `_Linear.forward`: `inputmat = input_quantizer(inputmat)` before
-`gather_along_first_dim(..., quantizer=quantizer)`; dY in base.py `grad_output_preprocess`): 1 byte per
-element. The reduce-scatters and all-reduces carry BF16 outputs and gradients (2 bytes).
+quantizer=quantizer)`), and with FP8 the forward's X gather, that re-gather and fc2's dY gather move tensors
+already quantized. What each gather carries depends on the recipe (`collective_plan`, read in
+transformer_engine/pytorch/distributed.py @ v2.9: `_all_gather_fp8`, `_all_gather_fp8_blockwise`,
+`_all_gather_mxfp8`; module/linear.py and module/base.py `grad_output_preprocess` @ v2.9 for the usages; the same
+at main d0067d0): see `gather_bytes`. The reduce-scatters and all-reduces carry BF16 outputs and gradients.
 """
 
 from __future__ import annotations
@@ -101,34 +102,102 @@ def _gather_rows(t: torch.Tensor, degree: int, group: Any, dist: Any) -> torch.T
     return out
 
 
-# Bytes per element a collective moves: BF16 activations and gradients, FP8 where TE quantizes before it gathers.
+# Bytes per element a collective moves: BF16 activations and gradients, FP8 data where TE quantizes before it gathers.
 BF16_BYTES, FP8_BYTES = 2, 1
+# The block each scale covers, for the recipes whose gathers carry scales: 1x128 tiles, 32-element MX blocks.
+SCALE_BLOCK = {"block": 128, "mxfp8": 32}
 
 
-def collective_plan(tokens: int, hidden: int, degree: int, sequence_parallel: bool, fp8: bool) -> list[dict]:
-    """The collectives one step issues, with the bytes of the full tensor each one moves."""
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def gather_bytes(recipe: str | None, rows: int, cols: int, degree: int, usages: tuple[str, ...]) -> tuple[int, str]:
+    """(bytes, what they are) of one all-gather of a (rows, cols) tensor, each of `degree` ranks holding rows/degree,
+    in the `usages` TE asks of it ("rowwise", "columnwise"), as transformer_engine/pytorch/distributed.py @ v2.9
+    gathers it:
+
+    - no FP8 (recipe None): BF16.
+    - delayed, current: the FP8 data only, row-wise; TE takes every rank's per-tensor scale to be equal and does not
+      gather it (`_all_gather_fp8`: `out._scale_inv = inp._scale_inv`), and builds a transpose locally.
+    - block (1x128 tiles, compact format for the gather), mxfp8 (32-element blocks): FP8 data per usage plus its
+      scale-inverses: block's FP32 per 128 elements (row-wise (M, ceil(K/128)), column-wise (ceil(M/128), K) per rank,
+      Float8BlockQuantizer.get_scale_shape with all_gather_usage), MXFP8's E8M0 byte per 32 (row-wise (M,
+      round_up(K/32, 4)), column-wise (M/32, round_up(K, 128)) per rank, MXFP8Quantizer.make_empty, the row padding
+      stripped before the gather). A shard that is not whole blocks (`is_quantizable`: both dims multiples of the
+      block) is gathered in BF16 and quantized after.
+    """
+    n = rows * cols
+    if recipe is None:
+        return n * BF16_BYTES, "BF16"
+    if recipe not in SCALE_BLOCK:
+        return n * FP8_BYTES, "FP8 data, row-wise (one per-tensor scale, not gathered)"
+    block, local = SCALE_BLOCK[recipe], rows // degree
+    if local % block or cols % block:
+        return (
+            n * BF16_BYTES,
+            f"BF16: a {local} x {cols} shard is not whole {block}-element blocks, so TE gathers it in high precision",
+        )
+    total = 0
+    for usage in usages:
+        if recipe == "block":
+            scales = rows * -(-cols // 128) * 4 if usage == "rowwise" else degree * -(-local // 128) * cols * 4
+        else:
+            scales = (
+                rows * _round_up(cols // 32, 4) if usage == "rowwise" else degree * (local // 32) * _round_up(cols, 128)
+            )
+        total += n * FP8_BYTES + scales
+    kind = "FP32 scale-inverses per 128" if recipe == "block" else "E8M0 scales per 32"
+    return total, f"FP8 data {' and '.join(usages)} with {kind}"
+
+
+def collective_plan(
+    tokens: int, hidden: int, degree: int, sequence_parallel: bool, fp8: bool, recipe: str | None = None
+) -> list[dict]:
+    """The collectives one step issues, with the bytes each moves in all (the whole tensor, for a ring's count).
+
+    The usages TE v2.9 asks of each gather: fc1's forward X gather row-wise only (linear.py `_Linear.forward`:
+    `quantizer.set_usage(rowwise=True, columnwise=False)` before `gather_along_first_dim`); fc2's dY gather both,
+    for its dgrad and wgrad GEMMs (`_Linear.backward`: `set_usage(rowwise=True, columnwise=True)`); fc1's backward
+    X re-gather column-wise, for the wgrad GEMM, except for the per-tensor recipes, which gather row-wise only
+    (`supports_only_rowwise_all_gather`).
+    """
     if degree == 1:
         return []
     n = tokens * hidden
-    gathered = FP8_BYTES if fp8 else BF16_BYTES  # TE casts X and dY to FP8 before gathering them
+    rec = recipe if fp8 else None
+    bf16 = n * BF16_BYTES
     if sequence_parallel:
+        per_tensor = rec in (None, "delayed", "current")
+        x_fwd, x_what = gather_bytes(rec, tokens, hidden, degree, ("rowwise",))
+        dy, dy_what = gather_bytes(
+            rec, tokens, hidden, degree, ("rowwise",) if per_tensor else ("rowwise", "columnwise")
+        )
+        x_bwd, x_bwd_what = gather_bytes(rec, tokens, hidden, degree, ("rowwise",) if per_tensor else ("columnwise",))
         return [
-            {"name": "all-gather X (fc1 fwd, sequence parallel)", "kind": "all-gather", "bytes": n * gathered},
-            {"name": "reduce-scatter Y (fc2 fwd)", "kind": "reduce-scatter", "bytes": n * BF16_BYTES},
-            {"name": "all-gather dY (fc2 bwd)", "kind": "all-gather", "bytes": n * gathered},
+            {
+                "name": "all-gather X (fc1 fwd, sequence parallel)",
+                "kind": "all-gather",
+                "bytes": x_fwd,
+                "carries": x_what,
+            },
+            {"name": "reduce-scatter Y (fc2 fwd)", "kind": "reduce-scatter", "bytes": bf16, "carries": "BF16"},
+            {"name": "all-gather dY (fc2 bwd)", "kind": "all-gather", "bytes": dy, "carries": dy_what},
             {
                 "name": "all-gather X again (fc1 bwd, for the weight gradient)",
                 "kind": "all-gather",
-                "bytes": n * gathered,
+                "bytes": x_bwd,
+                "carries": x_bwd_what,
             },
-            {"name": "reduce-scatter dX (fc1 bwd)", "kind": "reduce-scatter", "bytes": n * BF16_BYTES},
+            {"name": "reduce-scatter dX (fc1 bwd)", "kind": "reduce-scatter", "bytes": bf16, "carries": "BF16"},
         ]
     return [
-        {"name": "all-reduce Y (fc2 fwd)", "kind": "all-reduce", "bytes": n * BF16_BYTES},
+        {"name": "all-reduce Y (fc2 fwd)", "kind": "all-reduce", "bytes": bf16, "carries": "BF16"},
         {
             "name": "all-reduce dX (fc1 bwd, async beside the weight-gradient GEMM)",
             "kind": "all-reduce",
-            "bytes": n * BF16_BYTES,
+            "bytes": bf16,
+            "carries": "BF16",
         },
     ]
 
@@ -164,10 +233,14 @@ __all__ = [
 
 
 def run_degree(w1, w2, x, dy, group, host, degree: int, rank: int, params: Any, profile_path: Any) -> dict:
-    """Warm up and time the TE block at one degree on this rank (CUDA events), profile the timed steps, and
-    return what the launcher compares with the Megatron block and TP=1. Only the step is timed: the
-    gathers that assemble the outputs for parity run after the last timed step."""
-    from labs.trace.profile import align_ranks, nvtx_range, profiled
+    """Warm up and time the TE block at one degree on this rank, then profile as many more steps, and return what
+    the launcher compares with the Megatron block and TP=1.
+
+    The step time comes from steps run alone between two CUDA events, with no profiler on
+    (labs.parallel.timing.time_steps); the profiler records a separate window of steps for the kernels. The
+    gathers that assemble the outputs for parity run after both."""
+    from labs.parallel import timing
+    from labs.trace.profile import align_ranks, nvtx_range, profile_step, profiled
 
     reset_fp8_state()
     fc1, fc2 = build(w1, w2, group, degree, rank, params.sequence_parallel)
@@ -180,23 +253,28 @@ def run_degree(w1, w2, x, dy, group, host, degree: int, rank: int, params: Any, 
         "rank": rank,
         "sequence_parallel": params.sequence_parallel,
     }
-    for _ in range(max(1, params.warmup)):  # TE allocates workspaces and FP8 state on the first call
-        forward_backward(fc1, fc2, x, dy, **kw)
-    times = []
+    outputs: list = []
+
+    def align() -> None:
+        fc1.weight.grad = fc2.weight.grad = None
+        align_ranks(host, cuda=True)
+
+    def step() -> None:
+        outputs[:] = forward_backward(fc1, fc2, x, dy, **kw)
+
+    for _ in range(timing.warmup_for("cuda", params.warmup)):  # TE allocates workspaces and FP8 state here
+        align()
+        step()
+    times = timing.time_steps(
+        step, steps=params.steps, align=align, sync=torch.cuda.synchronize, new_event=timing.events_for("cuda")
+    )
     with profiled(profile_path, enabled=profile_path is not None) as prof:
         for s in range(params.steps):
-            fc1.weight.grad = fc2.weight.grad = None
-            align_ranks(host, prof=prof, cuda=True)  # off the profiled timeline (labs.trace.profile)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with nvtx_range(f"te TP={degree} step {s}", "step"):
-                start.record()
-                y, dx = forward_backward(fc1, fc2, x, dy, **kw)
-                end.record()
+            align()
+            with profile_step(prof, s), nvtx_range(f"te TP={degree} step {s}", "step"):
+                step()
             torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-            if prof is not None and s < params.steps - 1:
-                prof.step()  # one ProfilerStep#N per timed step
-    y, dx = full_outputs(y, dx, degree=degree, group=group, sequence_parallel=params.sequence_parallel)
+    y, dx = full_outputs(*outputs, degree=degree, group=group, sequence_parallel=params.sequence_parallel)
     times.sort()
     return {
         "step_ms": times[(len(times) - 1) // 2],

@@ -89,8 +89,9 @@ def kernel_intervals(trace: dict) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
-def _comm_kernels_per_step(trace: dict) -> list[list[float]] | None:
-    """Per ProfilerStep, the durations (ms) of the communication kernels its CPU ops launched, in launch order."""
+def _kernels_per_step(trace: dict) -> list[list[tuple[float, str, float, float]]] | None:
+    """Per ProfilerStep, its GPU kernels as (launch ms, kind, start ms, end ms), in launch order: each kernel in the
+    step whose CPU op launched it (a rank's own clock throughout)."""
     steps = profiler_steps(trace)
     if not steps:
         return None
@@ -99,18 +100,27 @@ def _comm_kernels_per_step(trace: dict) -> list[list[float]] | None:
         corr = (ev.get("args") or {}).get("correlation")
         if ev.get("ph") == "X" and corr is not None and str(ev.get("cat", "")).lower() not in GPU_CATEGORIES:
             launch_at[corr] = float(ev["ts"]) / 1e3
-    per_step: list[list[tuple[float, float]]] = [[] for _ in steps]
+    per_step: list[list[tuple[float, str, float, float]]] = [[] for _ in steps]
     for ev in trace.get("traceEvents", []):
         if ev.get("ph") != "X" or str(ev.get("cat", "")).lower() != "kernel":
             continue
-        if not COMMUNICATION.match(str(ev.get("name", ""))):
-            continue
+        name = str(ev.get("name", ""))
+        kind = "communication" if COMMUNICATION.match(name) else "memory" if MEMORY.match(name) else "compute"
         at = launch_at.get((ev.get("args") or {}).get("correlation"))
+        start = float(ev["ts"]) / 1e3
         for i, (_, a, b) in enumerate(steps):
             if at is not None and a <= at <= b:
-                per_step[i].append((at, float(ev.get("dur", 0)) / 1e3))
+                per_step[i].append((at, kind, start, start + float(ev.get("dur", 0)) / 1e3))
                 break
-    return [[dur for _, dur in sorted(ks)] for ks in per_step]
+    return [sorted(ks) for ks in per_step]
+
+
+def _comm_kernels_per_step(trace: dict) -> list[list[float]] | None:
+    """Per ProfilerStep, the durations (ms) of the communication kernels its CPU ops launched, in launch order."""
+    steps = _kernels_per_step(trace)
+    if steps is None:
+        return None
+    return [[end - start for _, kind, start, end in ks if kind == "communication"] for ks in steps]
 
 
 def kernel_waits(trace_files: dict[int, Path]) -> dict[int, list[float]] | None:
@@ -123,25 +133,38 @@ def kernel_waits(trace_files: dict[int, Path]) -> dict[int, list[float]] | None:
     to every GPU's events, an error about as large as these collectives at small shapes). None when a trace
     lacks step markers or the ranks' collectives do not pair up.
     """
-    per_rank = {r: _comm_kernels_per_step(json.loads(Path(p).read_text())) for r, p in trace_files.items()}
-    if any(v is None for v in per_rank.values()):
+    comm = kernel_comm(trace_files)
+    return None if comm is None else {r: [step["wait_ms"] for step in steps] for r, steps in comm.items()}
+
+
+def kernel_comm(trace_files: dict[int, Path]) -> dict[int, list[dict[str, float]]] | None:
+    """Per rank, per profiled step, from kernel durations and each rank's own clock only:
+
+        collective_ms  the step's collectives' transfers: the k-th collective's shortest duration over the ranks
+        wait_ms        the rank's communication kernels' time beyond those transfers (spinning for a peer)
+        exposed_ms     the rank's communication kernel time no compute kernel of its own overlapped, less its wait
+
+    None when a trace lacks step markers or the ranks' collectives do not pair up (as `kernel_waits`)."""
+    steps = {r: _kernels_per_step(json.loads(Path(p).read_text())) for r, p in trace_files.items()}
+    if any(v is None for v in steps.values()):
         return None
-    lists = {r: v for r, v in per_rank.items() if v is not None}
-    n_steps = {len(v) for v in lists.values()}
+    ranks = {r: v for r, v in steps.items() if v is not None}
+    durations = {r: [[e - s for _, k, s, e in ks if k == "communication"] for ks in v] for r, v in ranks.items()}
+    n_steps = {len(v) for v in durations.values()}
     if len(n_steps) != 1:
         return None
-    out: dict[int, list[float]] = {r: [] for r in lists}
-    for s in range(n_steps.pop()):
-        counts = {len(v[s]) for v in lists.values()}
+    out: dict[int, list[dict[str, float]]] = {r: [] for r in ranks}
+    for i in range(n_steps.pop()):
+        counts = {len(v[i]) for v in durations.values()}
         if len(counts) != 1:
             return None
-        waits = {r: 0.0 for r in lists}
-        for k in range(counts.pop()):
-            transfer = min(v[s][k] for v in lists.values())
-            for r, v in lists.items():
-                waits[r] += v[s][k] - transfer
-        for r in lists:
-            out[r].append(waits[r])
+        transfers = [min(v[i][k] for v in durations.values()) for k in range(counts.pop())]
+        for r, v in ranks.items():
+            wait = sum(durations[r][i]) - sum(transfers)
+            comm = [(s, e) for _, k, s, e in v[i] if k == "communication"]
+            compute = [(s, e) for _, k, s, e in v[i] if k == "compute"]
+            alone = total(comm) - total(intersection(compute, comm))
+            out[r].append({"collective_ms": sum(transfers), "wait_ms": wait, "exposed_ms": max(0.0, alone - wait)})
     return out
 
 
@@ -261,6 +284,7 @@ __all__ = [
     "AGREEMENT_TOLERANCE",
     "cross_check",
     "hta_overlap",
+    "kernel_comm",
     "kernel_intervals",
     "kernel_overlap",
     "kernel_waits",

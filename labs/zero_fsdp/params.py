@@ -94,7 +94,8 @@ class ZeroFsdpParams(LabParams):
         4,
         ge=1,
         le=50,
-        description="Timed training steps per strategy (losses compared step by step)",
+        description="Timed training steps per strategy; as many again are recorded for the timeline and the bytes "
+        "moved (losses compared step by step over all of them)",
         title="Timed steps",
         json_schema_extra=RUN,
     )
@@ -102,7 +103,8 @@ class ZeroFsdpParams(LabParams):
         1,
         ge=0,
         le=10,
-        description="Training steps before the timed ones, so first-call costs stay out (they count in the losses)",
+        description="Training steps before the timed ones, so first-call costs stay out (they count in the losses; at "
+        "least 1 on a GPU)",
         title="Warm-up steps",
         json_schema_extra=RUN,
     )
@@ -202,5 +204,7 @@ def estimate_seconds(params: Params, backend: str) -> float:
     # many small ops, and per strategy for wrapping the model (about 0.15 s and 2 s at the defaults, measured on
     # the 2-core host under load).
     per_step = share * flops / rate + comm + (0.0 if gpu else 0.15)
-    per_strategy = 2.0 + (p.steps + p.warmup + 1) * per_step
+    # Warm-up (at least 1 on a GPU), the timed steps, as many recorded ones, and the census step.
+    warmup = max(1, p.warmup) if backend in GPU_BACKENDS else p.warmup
+    per_strategy = 2.0 + (2 * p.steps + warmup + 1) * per_step
     return START_S + p.ranks * RANK_START_S + len(p.strategies) * per_strategy

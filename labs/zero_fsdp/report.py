@@ -141,10 +141,12 @@ def results(params: Params, ctx: LabContext, strategies: dict, device: str) -> d
     inv = invariants(params, strategies)
     first = next(iter(strategies.values()))
     note = (
-        "CPU wall-clock spans; gloo runs collectives on its own thread and the ranks share cores; timing every op "
-        "adds about 17 µs each (1.4× the default step: bench/zero_fsdp_recorder.py)"
+        "CPU wall clock: the step from steps timed alone; the timeline from as many recorded steps after them, "
+        "where timing every op adds about 17 µs each (1.4× the default step: bench/zero_fsdp_recorder.py); gloo "
+        "runs collectives on its own thread and the ranks share cores"
         if cpu
-        else "GPU kernels from torch.profiler (unverified: no GPU has run this lab yet)"
+        else "the step from CUDA events around steps run alone, no recorder or profiler on; the timeline from "
+        "torch.profiler's kernels over as many steps after them (unverified until a GPU runs scripts/gpu-check.sh)"
     )
     peak_note = (
         "process resident set high-water mark (VmHWM) of the timed steps, over the process before the model was "
@@ -277,7 +279,7 @@ def results(params: Params, ctx: LabContext, strategies: dict, device: str) -> d
         "answer": answer(params, strategies, par, device),
         "summary": summary,
         "tables": tables,
-        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-profiler-kernels", "unit": "ms", "note": note},
+        "timing": {"kind": "cpu-wall-clock" if cpu else "cuda-events", "unit": "ms", "note": note},
         "peak_memory": {"kind": first["peak_kind"], "note": peak_note},
         "ranks": params.ranks,
         "params": first["params"],

@@ -15,7 +15,7 @@ ZeroFsdpOverlapRatio = Annotated[float, Field(ge=0, le=1.000001)]  # a ratio of 
 
 @with_config(STRICT)
 class ZeroFsdpTiming(TypedDict):
-    kind: Literal["cpu-wall-clock", "cuda-profiler-kernels"]
+    kind: Literal["cpu-wall-clock", "cuda-events"]  # what timed the steps; the GPU timeline is profiler kernels
     unit: Literal["ms"]
     note: str
 
@@ -36,13 +36,15 @@ class ZeroFsdpRankRow(TypedDict):
     optim_step_counter_bytes: NonNegInt  # Adam's per-tensor step counters, replicated under every strategy
     peak_bytes: NonNegInt
     peak_growth_bytes: NonNegInt  # peak minus what the rank's process held before the model was built
-    step_ms: Ms  # median over timed steps
+    step_ms: Ms  # median over the timed steps, each alone (no recorder or profiler on)
+    # The rest: the median step of the recorded window after them (CPU: the recorder's op intervals; CUDA: the
+    # profiler's kernels, which have no wait lane, so wait_ms is null there).
     compute_ms: Ms
     communication_ms: Ms
     overlap_ms: Ms
     overlap_ratio: ZeroFsdpOverlapRatio | None  # undefined (null) without communication, as in HTA
     exposed_communication_ms: Ms
-    wait_ms: Ms
+    wait_ms: Ms | None
 
 
 @with_config(STRICT)

@@ -8,13 +8,15 @@
     python -m labs run zero-fsdp --params '{"ranks": 8, "hidden": 1024, "layers": 8}' --out /tmp/zf --backend torch-cuda
 
 Reads as: model (model.py, the same seeded weights and data for every strategy) -> parallel wrapping (wrap.py:
-DDP, ZeroRedundancyOptimizer or fully_shard) -> run: warm-up steps, timed steps, then one census step in which
-the rank counts the bytes it holds (measure.py): parameters after forward and at rest, gradients after
-backward, Adam's moments after the step. The strategies run one after another in the same rank processes
-(one start-up instead of four); between them the rank frees everything and hands freed heap back to the
-system, and each peak is taken over the timed steps only, after warm-up. Every step's loss is averaged over ranks outside the recorded region and
-compared across strategies (they see the same data and the same weights, so they train identically up to
-the order of floating-point sums in the reductions).
+DDP, ZeroRedundancyOptimizer or fully_shard) -> run (`train`): warm-up steps; timed steps, each alone between two
+events with no recorder or profiler on; as many recorded steps, whose collectives and (CPU) op intervals or
+(CUDA) profiler kernels make the timeline; then one census step in which the rank counts the bytes it holds
+(measure.py): parameters after forward and at rest, gradients after backward, Adam's moments after the step. The
+strategies run one after another in the same rank processes (one start-up instead of four); between them the
+rank frees everything and hands freed heap back to the system, and each peak is taken over the timed steps
+only, after warm-up. Every step's loss is averaged over ranks between steps and compared across strategies
+(they see the same data and the same weights, so they train identically up to the order of floating-point sums
+in the reductions).
 
 Does FSDP2 run on gloo/CPU? Yes in torch 2.13: fully_shard's all-gather (all_gather_into_tensor, c10d
 _allgather_base_) and reduce-scatter (reduce_scatter_tensor, _reduce_scatter_base_) both run on gloo, and the
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labs.parallel import comm
+from labs.parallel import comm, timing
 from labs.parallel import dist as labdist
 from labs.trace import timeline as tl
 from labs.zero_fsdp import anatomy, report
@@ -83,14 +85,30 @@ def _release_memory(device) -> None:
 
 
 def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir: str, host) -> dict:
+    cuda = device.type == "cuda"
+    # On CUDA the recorded window is profiled too: its kernels are the GPU timeline (labs.trace.kernels).
+    profile = Path(out_dir) / f"profile_{strategy}_rank{rank}.json" if cuda else None
+    return train(rank, world, params, strategy, device, host, profile)
+
+
+def train(rank: int, world: int, params: Params, strategy: str, device, host, profile: Path | None) -> dict:
+    """One strategy on this rank, in three windows after warm-up, each step after every rank has met:
+
+    timed      `steps` steps, each alone between two events (labs.parallel.timing.time_steps): the step time, with
+               no recorder or profiler on; the memory peak is taken over these steps
+    recorded   as many again under the CollectiveRecorder (what each collective moves; on CPU every op's interval,
+               the timeline's compute lane) and, given `profile`, torch.profiler: what the step is made of
+    census     one step in which the rank counts the bytes it holds, phase by phase
+    """
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
 
-    from labs.trace.profile import align_ranks, profiled
+    from labs.trace.profile import align_ranks, profile_step, profiled
     from labs.zero_fsdp import measure, model, wrap
 
     cuda = device.type == "cuda"
+    kind = device.type
     peak = measure.PeakMemory(device)  # its base: this process before the model exists
     net = model.build(params, params.seed)
     shapes = [tuple(p.shape) for p in net.parameters()]
@@ -98,10 +116,11 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
     tokens = model.batch_for(params, rank).to(device)
     inp, target = tokens[:, :-1], tokens[:, 1:]  # (batch, seq) each
     rec = measure.CollectiveRecorder(time_ops=not cuda)
-    losses, step_s, per_step, held = [], [], [], {}
-    profile = Path(out_dir) / f"profile_{strategy}_rank{rank}.json" if cuda else None
+    losses: list[float] = []
+    pending: list = []  # this window's losses, averaged over ranks between steps (never inside a timed one)
+    windows, per_step, held = [], [], {}
 
-    def one_step(census: bool):
+    def one_step(census: bool = False):
         rec.phase = "forward"
         logits = wrapped(inp)  # (batch, seq, vocab)
         loss = F.cross_entropy(logits.reshape(-1, params.vocab), target.reshape(-1))
@@ -124,46 +143,54 @@ def _train(rank: int, world: int, params: Params, strategy: str, device, out_dir
             held["optim_step_counter_bytes"] = h["optim_step_counter_bytes"]
             rec.paused = False
         opt.zero_grad(set_to_none=True)
-        return loss
+        pending.append(loss.detach())
 
-    def step(census: bool = False, prof=None) -> tuple[float, float]:
-        # every rank starts the step together, outside the recorded region
+    def align() -> None:
+        """Average the last step's loss over ranks, then start the next step on every rank together."""
+        while pending:
+            mean = pending.pop(0).float().cpu()
+            dist.all_reduce(mean, group=host)
+            losses.append(mean.item() / world)
         if cuda:
-            align_ranks(host, prof=prof, cuda=True)
+            align_ranks(host, cuda=True)  # gloo, host only: no barrier kernel on the GPU timeline
         else:
             dist.barrier()
-        rec.reset()
-        t0 = time.perf_counter()
-        with rec:
-            loss = one_step(census)
-        if cuda:
-            torch.cuda.synchronize(device)
-        t1 = time.perf_counter()
-        if not cuda:  # the CPU timeline's collective spans end at these stamps (GPU spans come from the profiler)
-            rec.settle()  # every collective was waited on inside the step; the stamps land within microseconds
-        mean = loss.detach().float().cpu()
-        dist.all_reduce(mean, group=host)
-        losses.append(mean.item() / world)
-        return t0, t1
 
-    for _ in range(params.warmup):
-        step()
+    for _ in range(timing.warmup_for(kind, params.warmup)):
+        align()
+        one_step()
     # The peak is taken over the timed steps only (warm-up's first-call costs and Adam's state allocation are
     # behind), counted from the base: resting state (weights, Adam's moments) plus what a step adds.
+    align()
     _release_memory(device)
     peak.reset()
-    with profiled(profile, enabled=profile is not None) as prof:
-        for i in range(params.steps):
-            step_s.append(step(prof=prof))
-            per_step.append({"collectives": list(rec.collectives), "ops": list(rec.ops)})
-            if prof is not None and i < params.steps - 1:
-                prof.step()
+    step_ms = timing.time_steps(
+        one_step, steps=params.steps, align=align, sync=timing.sync_for(kind), new_event=timing.events_for(kind)
+    )
     peak_bytes, peak_growth = peak.peak()
-    step(census=True)
+    with profiled(profile, enabled=profile is not None, cuda=cuda) as prof:
+        for i in range(params.steps):
+            align()
+            rec.reset()
+            with profile_step(prof, i):
+                t0 = time.perf_counter()
+                with rec:
+                    one_step()
+                if cuda:
+                    torch.cuda.synchronize(device)
+                t1 = time.perf_counter()
+            if not cuda:  # the CPU timeline's collective spans end at these stamps (GPU spans come from the profiler)
+                rec.settle()  # every collective was waited on inside the step; the stamps land within microseconds
+            windows.append((t0, t1))
+            per_step.append({"collectives": list(rec.collectives), "ops": list(rec.ops)})
+    align()
+    one_step(census=True)
+    align()
     return {
         "losses": losses,
-        "steps": step_s,
-        "per_step": [_spans_and_tally(rank, i, st, step_s[i]) for i, st in enumerate(per_step)],
+        "step_ms": step_ms,
+        "steps": windows,
+        "per_step": [_spans_and_tally(rank, i, st, windows[i]) for i, st in enumerate(per_step)],
         "held": held,
         "peak_bytes": peak_bytes,
         "peak_growth_bytes": peak_growth,
@@ -287,7 +314,7 @@ def _strategy_result(ctx: LabContext, params: Params, strategy: str, per_rank: l
         )
     ranks = []
     for r, rec in enumerate(per_rank):
-        step_ms = [(b - a) * 1e3 for a, b in rec["steps"]]
+        step_ms = rec["step_ms"]  # the timed window's, no recorder or profiler on
         ranks.append(
             {
                 "rank": r,
@@ -371,7 +398,9 @@ def _timeline_cuda(per_rank: list[dict]):
             if any(x.args["step"] == n for x in mine)
         ]
         rep = sorted(per_step, key=lambda m: m["step_ms"])[(len(per_step) - 1) // 2] if per_step else None
-        rows.append(_overlap_row(rep))
+        # Kernels have no wait lane: a collective kernel spinning for a late peer is communication time here,
+        # so the wait is unknown (None), not zero.
+        rows.append(_overlap_row(rep) | {"wait_ms": None})
     return spans, rows
 
 

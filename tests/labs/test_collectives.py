@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from labs.collectives import model, topo
-from labs.collectives.params import Params, limits, sizes
+from labs.collectives.params import Params, estimate_seconds, limits, resources, sizes
 from labs.parallel import comm
 from labs.runtime import validate_result
 from tests.labs import runs
@@ -144,12 +144,36 @@ def test_bad_fit_input_is_named():
         model.fit("gather", 4, [1, 2], [1.0, 2.0])
 
 
+def test_a_tree_fit_divides_the_intercept_by_the_trees_hops_and_nccls_choice_by_none():
+    n, alpha, bw = 8, 5e-6, 100e9
+    szs = [2**k for k in range(12, 28, 2)]
+    ts = [comm.alpha_beta("all-reduce", n, s, alpha_s=alpha, bandwidth=bw, algorithm="tree").seconds for s in szs]
+    tree = model.fit("all-reduce", n, szs, ts, "tree")
+    assert tree["steps"] == comm.hops("all-reduce", n, "tree") == 6  # 2 ceil(log2 8), not the ring's 14
+    assert tree["alpha_us"] == pytest.approx(5, rel=1e-6)
+    ring = model.fit("all-reduce", n, szs, ts, "ring")
+    assert ring["steps"] == 14 and ring["alpha_us"] == pytest.approx(5 * 6 / 14, rel=1e-6)
+    chosen = model.fit("all-reduce", n, szs, ts, None)
+    assert chosen["steps"] is None and chosen["alpha_us"] == pytest.approx(30, rel=1e-6)  # the whole intercept
+
+
 def test_sizes_and_limits():
     p = Params(min_bytes=1024, max_bytes=10000, factor=4)
-    assert sizes(p) == [1024, 4096, 10000]
+    assert sizes(p, "cpu") == sizes(p, "torch-cuda") == [1024, 4096, 10000]
     assert [x.field for x in limits(Params(ranks=4, nodes=3), "cpu")] == ["nodes"]
     assert [x.field for x in limits(Params(min_bytes=8192, max_bytes=4096), "cpu")] == ["max_bytes"]
-    assert limits(Params(), "cpu") == []
+    assert limits(Params(), "cpu") == [] and limits(Params(), "torch-cuda") == []
+
+
+def test_default_sizes_are_small_on_cpu_and_reach_256_mib_on_a_gpu_and_the_estimates_follow():
+    p = Params()
+    assert sizes(p, "cpu")[-1] == 4 * 2**20 and sizes(p, "torch-cuda")[-1] == 256 * 2**20
+    assert len(sizes(p, "torch-cuda")) <= 12
+    cpu, gpu = resources(p, "cpu"), resources(p, "torch-cuda")
+    assert "4.0 MiB" in cpu.memory_note and gpu.gpus == p.ranks
+    # The GPU sweep moves 64x the bytes; its estimate prices them at a GPU link's rate, not gloo's loopback.
+    assert estimate_seconds(p, "torch-cuda") < 10 * estimate_seconds(p, "cpu")
+    assert estimate_seconds(p.model_copy(update={"max_bytes": 2**30}), "torch-cuda") > estimate_seconds(p, "torch-cuda")
 
 
 # ---- cleanup of the namespaces ----------------------------------------------------------------------------

@@ -172,3 +172,18 @@ def test_a_run_over_the_cpu_flop_budget_says_both_as_powers_of_ten():
     )
     assert problem.field == "steps" and "about 3.2 × 10¹² FLOPs per run" in problem.message
     assert "budget of 2 × 10¹²" in problem.message and "e+" not in problem.message
+
+
+def test_the_step_time_comes_from_steps_timed_after_training_with_no_evidence_recorded():
+    from labs.fp8_step.params import TIMED_STEPS
+    from labs.fp8_step.run import build, train
+    from labs.numerics.fp8_linear import fp8_quantizers
+
+    p = Params(**SMALL)
+    built = build(p, "cpu")
+    record = train(built.fp8, built.fp8_precision, p, built.device)
+    assert len(record.step_ms) == TIMED_STEPS and all(ms > 0 for ms in record.step_ms)
+    assert len(record.losses) == p.steps  # the timed steps are not training's: their losses are not kept
+    for q in fp8_quantizers(built.fp8).values():
+        assert [r.step for r in q.history()] == list(range(p.steps))  # nothing recorded while timing
+        assert q.collect is False

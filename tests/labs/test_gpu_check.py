@@ -135,3 +135,44 @@ def test_gpu_check_runs_to_the_end_from_a_fresh_torch_only_venv(tmp_path):
     assert all("GPU" in line or "Transformer Engine" in line for line in skipped)  # each skip says why
     assert "skipped: no CUDA GPU" in (out / "bench-fp8.log").read_text()
     assert "skipped: no CUDA GPU" in (out / "bench-tp.log").read_text()
+
+
+def _fake_dist(site: Path, name: str, version: str, files: list[str]) -> None:
+    """A wheel's install as pip --target leaves it: its files and a dist-info whose RECORD lists them."""
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    record = [*files, f"{info.name}/METADATA", f"{info.name}/RECORD"]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in record))
+    for f in files:
+        (site / f).parent.mkdir(parents=True, exist_ok=True)
+        (site / f).write_text("# carried\n")
+
+
+def test_carried_numpy_steps_aside_for_the_box_s_own_and_what_the_box_lacks_stays(tmp_path):
+    # This venv plays the box: it has numpy (the project's dependency) and no package called labcarried.
+    site = tmp_path / "site"
+    _fake_dist(site, "numpy", "0.0.1", ["numpy/__init__.py", "numpy/core/x.py", "bin/f2py"])
+    _fake_dist(site, "labcarried", "1.0", ["labcarried/__init__.py", "bin/labtool"])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    cmd = [sys.executable, "scripts/gpu_check_prefer_image.py", str(site), "numpy", "labcarried", "pandas"]
+    done = _run(cmd, env, 60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("numpy: this Python's own ") and "the carried 0.0.1 set aside" in lines[0]
+    assert lines[1] == "labcarried: the carried 1.0 (this Python has none)" and lines[2] == "pandas: not carried"
+    assert not (site / "numpy").exists() and not (site / "numpy-0.0.1.dist-info").exists()
+    assert (site / "labcarried" / "__init__.py").exists() and (site / "bin" / "labtool").exists()
+    assert not (site / "bin" / "f2py").exists()
+
+
+def test_the_whole_quick_check_is_budgeted(tmp_path):
+    # With no budget left, every bounded command (the plan among them) is skipped, not run past the limit.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPU_CHECK_PROBE")}
+    env |= {"PYTHON": sys.executable, "WHL_DIR": str(tmp_path / "no-wheels"), "GPU_CHECK_BUDGET_S": "0"}
+    done = _run(["bash", "scripts/gpu-check.sh", "--quick", str(tmp_path / "out")], env, 120)
+    log = (tmp_path / "out" / "steps.log").read_text()
+    assert "the 0 s budget of --quick is spent" in log
+    assert "skipped gpu/hta tests" in log and "skipped timing loop and precision on this GPU" in log
+    assert not (tmp_path / "out" / "pytest-gpu.log").exists() and (tmp_path / "out" / "probe.json").read_text() == ""
+    assert "finished with status" in done.stdout

@@ -191,3 +191,17 @@ def test_limits_show_the_arithmetic():
     assert (
         limits(Params.model_validate({"ranks": 4, "microbatches": 9, "layers": 8, "schedules": ["gpipe"]}), "cpu") == []
     )
+
+
+def test_on_cpu_a_step_spans_every_ranks_clock_and_on_cuda_no_clock_is_compared_across_ranks():
+    from labs.pipeline.run import step_frames
+
+    # Rank 1's times are its own host origin plus its events: on CUDA they could be anywhere against rank 0's.
+    steps = [[(100.0, 110.0), (120.0, 128.0)], [(5000.0, 5012.0), (5020.0, 5029.0)]]
+    shifts, windows = step_frames(steps, "cuda")
+    assert windows == [(0.0, 12.0), (12.0, 21.0)]  # each step as long as its slowest rank, laid end to end
+    assert shifts == [[100.0, 108.0], [5000.0, 5008.0]]  # every rank starts each step at the window's start
+    # One host clock (CPU): first start to last end, the ranks where they were.
+    shared = [[(100.0, 110.0), (120.0, 128.0)], [(101.0, 112.0), (121.0, 127.0)]]
+    shifts, windows = step_frames(shared, "cpu")
+    assert shifts == [[100.0, 100.0], [100.0, 100.0]] and windows == [(0.0, 12.0), (20.0, 28.0)]

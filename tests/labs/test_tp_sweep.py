@@ -252,21 +252,49 @@ def test_sweep_on_gpu_uses_cuda_events(tmp_path):
     assert res["timing"]["kind"] == "cuda-events"
 
 
-@pytest.mark.parametrize("fp8, gathered", [(False, 2), (True, 1)])
-def test_te_sequence_parallel_plan_regathers_x_and_moves_fp8_gathers_at_one_byte(fp8, gathered):
+@pytest.mark.parametrize("fp8, recipe, gathered", [(False, None, 2), (True, "delayed", 1), (True, "current", 1)])
+def test_te_sequence_parallel_plan_regathers_x_and_moves_per_tensor_fp8_gathers_at_one_byte(fp8, recipe, gathered):
     from labs.tp_sweep import te
 
     tokens, hidden, p = 8, 4, 2
     n = tokens * hidden
-    plan = te.collective_plan(tokens, hidden, p, sequence_parallel=True, fp8=fp8)
+    plan = te.collective_plan(tokens, hidden, p, sequence_parallel=True, fp8=fp8, recipe=recipe)
     assert [c["kind"] for c in plan] == ["all-gather", "reduce-scatter", "all-gather", "all-gather", "reduce-scatter"]
     assert "fc1 bwd" in plan[3]["name"] and "X" in plan[3]["name"]  # fc1's backward gathers X again for dW
     assert [c["bytes"] for c in plan] == [n * gathered, n * 2, n * gathered, n * gathered, n * 2]
     # ring: every all-gather and reduce-scatter sends (p-1)/p of its tensor
     assert te.ring_bytes_per_rank(plan, p) == pytest.approx(0.5 * (3 * n * gathered + 2 * n * 2))
-    no_sp = te.collective_plan(tokens, hidden, p, sequence_parallel=False, fp8=fp8)
+    no_sp = te.collective_plan(tokens, hidden, p, sequence_parallel=False, fp8=fp8, recipe=recipe)
     assert [c["bytes"] for c in no_sp] == [n * 2, n * 2]  # all-reduces carry BF16 sums, FP8 or not
-    assert te.ring_bytes_per_rank(no_sp, p) == pytest.approx(2 * 0.5 * 2 * n * 2)
+
+
+def test_te_block_and_mxfp8_gathers_carry_scales_and_the_column_wise_copy():
+    from labs.tp_sweep import te
+
+    tokens, hidden, p = 1024, 512, 4  # every shard 256 x 512: whole 128-tiles and 32-blocks
+    n = tokens * hidden
+    block = te.collective_plan(tokens, hidden, p, sequence_parallel=True, fp8=True, recipe="block")
+    x_fwd, _, dy, x_bwd, _ = (c["bytes"] for c in block)
+    # TE v2.9: X forward row-wise; dY row-wise and column-wise; X again column-wise. Block's FP32 scale per
+    # 128 elements is 1/32 byte per element, in either direction.
+    assert x_fwd == n + tokens * (hidden // 128) * 4 == n + n // 32
+    assert dy == 2 * (n + n // 32)
+    assert x_bwd == n + p * (tokens // p // 128) * hidden * 4 == n + n // 32
+    mx = te.collective_plan(tokens, hidden, p, sequence_parallel=True, fp8=True, recipe="mxfp8")
+    x_fwd, _, dy, x_bwd, _ = (c["bytes"] for c in mx)
+    assert x_fwd == n + tokens * (hidden // 32)  # one E8M0 byte per 32 elements
+    assert dy == 2 * n + tokens * (hidden // 32) + p * (tokens // p // 32) * hidden
+    assert "column-wise" not in block[0]["carries"] and "rowwise and columnwise" in block[2]["carries"]
+
+
+def test_te_gathers_a_shard_it_cannot_quantize_in_bf16():
+    from labs.tp_sweep import te
+
+    tokens, hidden, p = 192, 128, 2  # 96-row shards: not whole 128-tiles, but whole 32-blocks
+    got, what = te.gather_bytes("block", tokens, hidden, p, ("rowwise", "columnwise"))
+    assert got == tokens * hidden * 2 and what.startswith("BF16")
+    got, what = te.gather_bytes("mxfp8", tokens, hidden, p, ("rowwise",))
+    assert got == tokens * hidden + tokens * (hidden // 32) and what.startswith("FP8")
 
 
 @pytest.mark.gpu
@@ -274,6 +302,13 @@ def test_te_fp8_state_is_reset_between_degrees():
     te = pytest.importorskip("transformer_engine.pytorch", reason="needs Transformer Engine on a CUDA GPU")
     import torch
 
+    from labs import env
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU: Transformer Engine imports, but there is no device")
+    delayed = env.probe()["fp8_recipes"]["delayed"]
+    if not delayed["supported"]:
+        pytest.skip(f"this GPU cannot run Transformer Engine's FP8: {delayed['reason']}")
     from labs.fp8_step.te import state_manager, te_fp8_autocast
     from labs.tp_sweep.te import recipe_for, reset_fp8_state
 
@@ -292,3 +327,38 @@ def test_te_fp8_state_is_reset_between_degrees():
     assert registered() > 0  # delayed scaling registered the layer's amaxes process-wide
     reset_fp8_state()
     assert registered() == 0  # the next degree starts with none of this degree's modules
+
+
+STEPS, WARMUP = 3, 2
+
+
+def _megatron_on_one_rank(rank: int, world: int, out_dir: str) -> dict:
+    import torch
+    import torch.distributed as dist
+
+    from labs.tp_sweep.params import Params
+    from labs.tp_sweep.run import build_block, measure_megatron
+    from labs.trace.profile import host_group
+
+    params = Params(degrees=[1], tokens=16, hidden=32, ffn=64, steps=STEPS, warmup=WARMUP)
+    w1, w2, x, dy = build_block(params)
+    group, host = dist.new_group([0]), host_group([0])
+    profile = Path(out_dir) / "profile.json"
+    rec = measure_megatron(w1, w2, x, dy, group, host, 1, 0, params, torch.device("cpu"), profile)
+    return {"step_ms": rec["step_ms"], "steps": rec["steps"]}
+
+
+def test_the_profiled_window_holds_only_its_own_steps_not_the_timed_or_warm_up_ones(tmp_path):
+    """The GPU path's structure on CPU: torch.profiler (CPU activity) records the traced window only. Each step
+    runs six GEMMs (fc1 and fc2: forward, dX, dW); warm-up and the timed steps ran as many, outside the trace."""
+    from labs.parallel import dist as labdist
+    from labs.trace.kernels import profiler_steps
+
+    (rec,) = labdist.launch(_megatron_on_one_rank, 1, args=(str(tmp_path),), timeout_s=120)
+    assert len(rec["step_ms"]) == STEPS and len(rec["steps"]) == STEPS
+    trace = json.loads((tmp_path / "profile.json").read_text())
+    windows = profiler_steps(trace)
+    assert [n for n, _, _ in windows] == list(range(STEPS))
+    gemms = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "aten::mm"]
+    assert len(gemms) == 6 * STEPS
+    assert all(any(a <= e["ts"] / 1e3 <= b for _, a, b in windows) for e in gemms)

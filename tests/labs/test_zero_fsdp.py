@@ -43,7 +43,7 @@ def test_result_validates_and_says_it_is_emulated(result):
 def test_every_strategy_trains_identically(result):
     s = result["results"]["strategies"]
     ref = s["ddp"]["losses"]
-    assert len(ref) == SMALL["warmup"] + SMALL["steps"] + 1
+    assert len(ref) == SMALL["warmup"] + 2 * SMALL["steps"] + 1  # warm-up, timed, recorded, census
     assert ref[-1] < ref[0] - 0.05  # it trains (the model memorises its fixed batch)
     for name, st in s.items():
         assert st["losses"] == pytest.approx(ref, abs=LOSS_TOLERANCE), name
@@ -194,10 +194,11 @@ def test_the_gpu_path_on_two_gpus(tmp_path):
     result = json.loads((tmp_path / "result.json").read_text())
     assert validate_result(result) == []
     res = result["results"]
-    assert res["timing"]["kind"] == "cuda-profiler-kernels" and res["peak_memory"]["kind"] == "cuda-max-allocated"
+    assert res["timing"]["kind"] == "cuda-events" and res["peak_memory"]["kind"] == "cuda-max-allocated"
     assert res["parity"]["within_tolerance"] and all(inv["holds"] for inv in res["invariants"].values())
     for name, st in res["strategies"].items():
         assert all(rk["peak_bytes"] > 0 and rk["communication_ms"] > 0 for rk in st["ranks"]), name
+        assert all(rk["wait_ms"] is None for rk in st["ranks"]), name  # kernels have no wait lane
         assert (tmp_path / f"profile_{name}_rank1.json").is_file()
 
 
@@ -324,3 +325,36 @@ def test_the_cuda_timeline_splits_profiler_kernels_by_step(tmp_path):
     for row in rows:
         assert row["communication_ms"] == pytest.approx(3.0) and row["overlap_ms"] == pytest.approx(1.5)
         assert row["overlap_ratio"] == pytest.approx(0.5)
+        assert row["wait_ms"] is None  # a spinning NCCL kernel is not a wait lane: unknown, not zero
+
+
+STEPS = 2
+
+
+def _train_one_strategy(rank: int, world: int, out_dir: str) -> dict:
+    import torch
+
+    from labs.zero_fsdp.run import train
+
+    params = Params(**{**SMALL, "steps": STEPS, "warmup": 1})
+    rec = train(rank, world, params, "fsdp2", torch.device("cpu"), None, Path(out_dir) / f"profile_rank{rank}.json")
+    return {"step_ms": rec["step_ms"], "per_step": len(rec["per_step"]), "losses": len(rec["losses"])}
+
+
+def test_the_recorder_and_the_profiler_stay_out_of_the_timed_steps(tmp_path):
+    """The GPU path's structure on CPU (the profiler records CPU ops here): every GEMM in the trace is inside one
+    of the recorded window's steps, so the warm-up, timed and census steps ran unprofiled, and the recorder's
+    tally covers that window's steps only."""
+    from labs.parallel import dist as labdist
+    from labs.trace.kernels import profiler_steps
+
+    recs = labdist.launch(_train_one_strategy, N, args=(str(tmp_path),), timeout_s=180)
+    for rank, rec in enumerate(recs):
+        assert len(rec["step_ms"]) == STEPS and rec["per_step"] == STEPS
+        assert rec["losses"] == 1 + 2 * STEPS + 1  # warm-up, timed, recorded, census: every loss kept
+        trace = json.loads((tmp_path / f"profile_rank{rank}.json").read_text())
+        windows = profiler_steps(trace)
+        assert [n for n, _, _ in windows] == list(range(STEPS))
+        gemms = [e["ts"] / 1e3 for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "aten::mm"]
+        per_window = [sum(a <= t <= b for t in gemms) for _, a, b in windows]
+        assert gemms and sum(per_window) == len(gemms) and len(set(per_window)) == 1, per_window

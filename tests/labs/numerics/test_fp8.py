@@ -399,3 +399,34 @@ def test_quantizer_merges_calls_within_a_step_and_collect_off_still_scales():
     quiet.quantize(torch.tensor([4.0]))
     quiet.end_step()
     assert quiet.history() == [] and quiet.scale == pytest.approx(112.0)
+
+
+def _te_float_to_e8m0(val: float) -> int:
+    """Transformer Engine's float_to_e8m0 for Hopper (transformer_engine/common/util/ptx.cuh @ v2.9), on FP32 bits:
+    the exponent field, incremented when the mantissa is not zero (not at 0xFE, not for a tiny subnormal)."""
+    import struct
+
+    bits = struct.unpack("<I", struct.pack("<f", val))[0]
+    exponent, mantissa = bits >> 23, bits & 0x7FFFFF
+    if (mantissa > 0 and exponent != 0xFE) and not (exponent == 0 and mantissa <= 0x400000):
+        exponent += 1
+    return exponent
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_mx_shared_exponent_is_te_float_to_e8m0_of_the_fp32_product(fmt):
+    import numpy as np
+
+    fp8_max = FORMATS[fmt].max
+    rcp = np.float32(1.0 / fp8_max)
+    gen = np.random.default_rng(5)
+    amaxes = list(np.float32(10.0) ** gen.uniform(-30, 30, 2000).astype(np.float32))
+    for k in range(-20, 21):  # every power of two times fp8_max, and the FP32 neighbours either side
+        edge = np.float32(fp8_max * 2.0**k)
+        amaxes += [np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(np.inf))]
+    x = torch.zeros(len(amaxes), 32)
+    x[:, 0] = torch.tensor(np.array(amaxes, dtype=np.float32))
+    got = quantize_mx(x, block=32, fmt=fmt).scale.flatten()  # the multiplier 2**-e
+    for amax, scale in zip(amaxes, got.tolist()):
+        e = _te_float_to_e8m0(float(np.float32(amax * rcp))) - 127
+        assert scale == 2.0**-e, (amax, scale, e)

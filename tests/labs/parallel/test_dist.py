@@ -180,3 +180,10 @@ def test_world_size_beyond_slots_is_refused_with_the_arithmetic():
     assert labdist.check_world_size(n, "cpu") is None
     with pytest.raises(ValueError, match="world_size"):
         labdist.launch(_sum_of_ranks, n + 1, args=(0,))
+
+
+def test_cuda_ranks_bind_their_device_at_init_so_nccl_connects_before_any_timed_step():
+    import torch
+
+    assert labdist.init_options(3, "cuda") == {"backend": "nccl", "device_id": torch.device("cuda", 3)}
+    assert labdist.init_options(3, "cpu") == {"backend": "gloo"}

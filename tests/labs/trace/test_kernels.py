@@ -219,3 +219,38 @@ def test_a_rank_with_no_kernels_is_named_with_the_likely_reason(tmp_path, device
     check = cross_check({0: empty}, device_name=device)
     assert check["ranks"][0]["kernels"] == 0
     assert "rank(s) [0]: the profile recorded no GPU kernels" in check["note"] and says in check["note"]
+
+
+def test_collective_wait_and_exposed_times_come_from_kernels_and_each_ranks_own_clock(tmp_path):
+    from labs.trace.kernels import kernel_comm
+
+    ar, gemm = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "sm90_xmma_gemm_bf16bf16_bf16f32"
+    # One step; rank 0 arrived 300 µs early at the first all-reduce. The stepped trace runs kernels one after
+    # another, 2 ms apart, so no compute overlaps a collective: all of it is exposed, less the wait.
+    steps = {0: [[(gemm, 50.0), (ar, 500.0), (ar, 200.0)]], 1: [[(gemm, 80.0), (ar, 200.0), (ar, 200.0)]]}
+    files = {}
+    for r, st in steps.items():
+        files[r] = tmp_path / f"r{r}.json"
+        # Rank 1's clock is 7 s off rank 0's: nothing may depend on it.
+        trace = stepped_trace(r, st)
+        for ev in trace["traceEvents"]:
+            ev["ts"] += 7e6 * r
+        files[r].write_text(json.dumps(trace))
+    comm = kernel_comm(files)
+    assert comm is not None
+    assert comm[0] == [pytest.approx({"collective_ms": 0.4, "wait_ms": 0.3, "exposed_ms": 0.4})]
+    assert comm[1] == [pytest.approx({"collective_ms": 0.4, "wait_ms": 0.0, "exposed_ms": 0.4})]
+
+
+def test_compute_overlapping_a_collective_on_the_same_rank_is_not_exposed(tmp_path):
+    from labs.trace.kernels import kernel_comm
+
+    # kineto_trace places kernels at given times: rank 0's GEMM covers half its all-gather, rank 1's nothing.
+    files = {}
+    for rank, ks in RANKS.items():
+        files[rank] = tmp_path / f"k{rank}.json"
+        files[rank].write_text(json.dumps(kineto_trace(rank, [k for k in ks if k[0] != "elementwise_kernel"])))
+    comm = kernel_comm(files)
+    assert comm is not None
+    assert comm[0][0]["exposed_ms"] == pytest.approx(0.2)  # 400 µs of all-gather, 200 under the GEMM
+    assert comm[1][0]["exposed_ms"] == pytest.approx(0.4)  # the Memcpy is not compute

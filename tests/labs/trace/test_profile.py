@@ -1,7 +1,8 @@
 """The real torch profiler on CPU (2 gloo ranks) through labs.trace.profile: the trace carries one
-ProfilerStep#N per timed step, the steps hold the step's own collective, and the rendezvous that starts each
-step together (`align_ranks`) leaves no barrier inside any step. A loop with a plain barrier per step is run
-beside it, so the test sees that a barrier inside the window would be caught."""
+ProfilerStep#N per profiled step, the steps hold the step's own collective, and the rendezvous that starts each
+step together (`align_ranks`, between `profile_step` blocks) leaves no barrier inside any step. A loop with a
+plain barrier inside each step is run beside it, so the test sees that a barrier inside the window would be
+caught."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _profile_both_ways(rank: int, world: int, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from labs.trace.profile import align_ranks, host_group, profiled
+    from labs.trace.profile import align_ranks, host_group, profile_step, profiled
 
     host = host_group(list(range(world)))
     x = torch.ones(64)
@@ -28,12 +29,11 @@ def _profile_both_ways(rank: int, world: int, out_dir: str) -> None:
         with profiled(Path(out_dir) / f"{name}_rank{rank}.json", enabled=True, cuda=False) as prof:
             for s in range(STEPS):
                 if aligned:
-                    align_ranks(host, prof=prof)
-                else:
-                    dist.barrier()
-                dist.all_reduce(x)  # the step's own work: a 64-element collective
-                if s < STEPS - 1:
-                    prof.step()
+                    align_ranks(host)
+                with profile_step(prof, s):
+                    if not aligned:
+                        dist.barrier()
+                    dist.all_reduce(x)  # the step's own work: a 64-element collective
 
 
 @pytest.fixture(scope="module")
