@@ -1,4 +1,4 @@
-"""Lesson 09's three readings (issue 33): network topology, overlap in real systems, low precision at scale.
+"""Lesson 09's three readings: network topology, overlap in real systems, low precision at scale.
 
 Each is a part of its own with a pause per section, a source for every section, and two to four practice
 questions whose numeric keys come from a generator (app/content/practice/atscale.py), never a typed answer.
