@@ -13,6 +13,12 @@ from labs.trace.timeline import Span
 from labs.words import byte_size, number
 
 CHART = "busbw.svg"
+# The result's topology modes, as the summary card says them.
+TOPOLOGY_WORDS = {
+    "netns": "emulated nodes (Linux network namespaces)",
+    "flat": "one node",
+    "gpu-groups": "GPUs grouped into nodes",
+}
 
 
 def timeline_artifacts(ctx: Any, params: Params, drawn: list[Span], topology: dict) -> dict:
@@ -101,7 +107,7 @@ def results(
     chart = _chart(ctx, sweeps)
     summary: list[dict] = [
         {"label": "Backend", "value": ctx.backend, "note": ctx.environment["label"]},
-        {"label": "Topology", "value": topology["mode"], "note": topology["note"]},
+        {"label": "Topology", "value": TOPOLOGY_WORDS[topology["mode"]], "note": topology["note"]},
     ]
     for sw in sweeps:
         for c in sw["collectives"]:

@@ -53,9 +53,9 @@ def _words(error: str | None) -> str | None:
         return None
     if "flash_attention_for_cpu" in error and "sharding strategy" in error:
         return (
-            "NotImplementedError: the CPU attention op (…flash_attention_for_cpu) has no DTensor sharding "
-            "strategy; context_parallel() dispatches only the CUDA attention kernels (the whole message is in "
-            "result.json)"
+            "PyTorch's context_parallel() runs only on CUDA attention kernels: on a CPU its attention has no way to "
+            "be split across ranks, so PyTorch refuses (the lab's own ring above is what ran; PyTorch's "
+            "message is in result.json)"
         )
     return " ".join(w if len(w) <= 32 else w[:30] + "…" for w in error.split())
 
@@ -180,8 +180,8 @@ def results(
     )
     summary.append(
         {
-            "label": "context_parallel() here",
-            "value": "runs" if torch_cp["context_parallel_error"] is None else "does not run",
+            "label": "PyTorch's own context_parallel() on this device",
+            "value": "runs" if torch_cp["context_parallel_error"] is None else "needs a GPU",
             "note": _words(torch_cp["context_parallel_error"]) or "patched SDPA ran on this device",
         }
     )
