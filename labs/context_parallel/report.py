@@ -131,7 +131,8 @@ def results(
         summary.append(
             {
                 "label": "Ring (zig-zag): share of the K/V transfers hidden under attention",
-                "value": None if z["overlap_ratio"] is None else round(z["overlap_ratio"], 4),
+                "value": None if z["overlap_ratio"] is None else round(100 * z["overlap_ratio"], 1),
+                "unit": "%",
                 "note": f"exposed {number(z['exposed_communication_ms'], 3)} ms per rank, mean"
                 + (
                     f"; without overlap the pass took {number(variants['ring-serial']['pass_ms'], 3)} ms against "

@@ -86,3 +86,30 @@ def test_the_outline_jumps_to_a_section(pages, live_server, size):
     screenshot(page, f"outline-jumped-{size}", full_page=False)
     goto_settled(page, f"{live_server.url}/lessons/parallelism-measured/network-topology")
     screenshot(page, f"outline-network-topology-{size}", full_page=False)
+
+
+@pytest.mark.parametrize("size", ["laptop", "phone"])
+def test_the_own_run_box_tells_a_current_scaling_run_as_current(seeded, open_page, live_server, size):
+    """The seeded learner's newest fp8-step run used current scaling: the box beside the worked example tells its
+    spike in current scaling's terms, names its sweep's shape, and reads at both widths."""
+    from tests.browser.pages import LEARNER
+
+    page = open_page(size, LEARNER)
+    goto_settled(page, f"{live_server.url}/lessons/transformer-scaling/deep-dives")
+    box = page.locator("#your-run-fp8-step")
+    box.scroll_into_view_if_needed()
+    text = " ".join(box.inner_text().split())
+    assert "Your latest run: current scaling" in text and "amax history" not in text, text
+    box.screenshot(path=str(screenshot_path(f"own-run-fp8-current-{size}")))
+    sweep = page.locator("#your-run-tp-sweep")
+    sweep.scroll_into_view_if_needed()
+    assert "for your run's own shape" in " ".join(sweep.inner_text().split())
+    sweep.screenshot(path=str(screenshot_path(f"own-run-tp-sweep-{size}")))
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 1
+
+
+def screenshot_path(name: str):
+    from tests.browser.conftest import SHOTS
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS / f"{name}.png"
