@@ -187,21 +187,25 @@ def charts(
     xs = list(range(p.steps))
     # Delayed scaling clips a few values on many steps while amaxes grow; ring only the worst
     # steps so a spike stands out (every step's count is in results.clipping).
-    worst = sorted((c, i) for i, c in enumerate(clipped_per_step or []) if c)[-MAX_LOSS_RINGS:]
+    clipping = [(c, i) for i, c in enumerate(clipped_per_step or []) if c]
+    worst = sorted(clipping)[-MAX_LOSS_RINGS:]
     clipped_idx = sorted(i for _, i in worst)
+    rings = (
+        f"red rings mark the {len(worst)} FP8 steps with the most clipped values (of {len(clipping)} steps that "
+        f"clipped, {sum(c for c, _ in clipping)} values in all, counted over all FP8 tensors)"
+        if clipping
+        else "no FP8 step clipped, so no step is ringed"
+    )
     loss_svg = svgplot.line_chart(
         [
             Series("BF16 reference", xs, finite(ref_losses)),
             Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, rings=clipped_idx),
         ],
-        title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
+        title="Training loss: BF16 reference vs FP8",
         xlabel="step",
         ylabel="cross-entropy loss",
         subject="training loss",
-        description=(
-            f"Loss per step for both runs; red rings mark the (at most {MAX_LOSS_RINGS}) FP8 steps with the most "
-            "clipped values across all FP8 tensors."
-        ),
+        description=f"Loss per step for both runs, FP8 {p.recipe} ({p.fp8_format}); {rings}.",
     )
     ctx.write_text("loss.svg", loss_svg)
     ctx.add_artifact("loss_curves", "loss.svg", "image/svg+xml", "Loss curves, BF16 vs FP8")
