@@ -46,8 +46,10 @@ class RunWords:
 
     # What to set when running the lab so the run shows what its lesson section teaches.
     nudge: str = ""
-    # A finished run's `results` in the lesson's sentences ("Your run clipped 12 values at step 20, ...").
-    sentences: Callable[[dict], list[str]] | None = None
+    # A finished run in the lesson's sentences, read from that run alone: (its `results`, the `params` it ran with)
+    # -> ["Your latest run: delayed scaling, ...", "The 50× spike at step 3 ..."]. Where the run lacks what the
+    # section shows (no spike, one node), a sentence says so and names the preset that has it.
+    sentences: Callable[[dict, dict], list[str]] | None = None
     # The parameters that tell one run from another, always said, and how they are said (params with defaults).
     key_params: tuple[str, ...] = ()
     params_words: Callable[[dict], list[str]] = no_words

@@ -80,6 +80,17 @@ def percent(fraction: float, decimals: int | None = None) -> str:
     return f"{_strip_zeros(f'{pct:.{decimals}f}')}%"
 
 
+def whole_percent(fraction: float | None) -> str:
+    """A fraction as a sentence says it, to the whole percent: 0.3083 -> "31%"; None (not measured) -> "—"."""
+    return "—" if fraction is None else percent(fraction, 0)
+
+
+def ms(value: float | None) -> str:
+    """A time in milliseconds as a sentence says it, three significant digits: 12.3456 -> "12.3 ms"; None (not
+    measured) -> "—"."""
+    return "—" if value is None else f"{number(value, 3)} ms"
+
+
 def byte_size(n: float, decimals: int = 1) -> str:
     """A byte count in binary (IEC) units: 4194304 -> "4.0 MiB", 1536 -> "1.5 KiB", 512 -> "512 B"."""
     for unit, size in _BINARY_UNITS:

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from labs.runtime import LabContext
 
 CHART = "busbw.svg"
+# The result's topology modes, as the summary card says them.
+TOPOLOGY_WORDS = {
+    "netns": "emulated nodes (Linux network namespaces)",
+    "flat": "one node",
+    "gpu-groups": "GPUs grouped into nodes",
+}
 
 
 def timeline_artifacts(ctx: LabContext, params: Params, drawn: list[Span], topology: dict) -> dict:
@@ -113,7 +119,7 @@ def results(
     chart = _chart(ctx, sweeps)
     summary: list[SummaryItem] = [
         SummaryItem(label="Backend", value=ctx.backend, note=ctx.environment["label"]),
-        SummaryItem(label="Topology", value=topology["mode"], note=topology["note"]),
+        SummaryItem(label="Topology", value=TOPOLOGY_WORDS[topology["mode"]], note=topology["note"]),
     ]
     for sw in sweeps:
         for c in sw["collectives"]:

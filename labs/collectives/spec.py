@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labs.collectives import params
+from labs.collectives import describe, params
 from labs.collectives.result import CollectivesResults
 from labs.spec import LabSpec
 
@@ -36,4 +36,5 @@ SPEC = LabSpec(
         "link_mbit": 20.0,
     },
     nccl_run={"ranks": 2, "nodes": 1},
+    words=describe.WORDS,
 )

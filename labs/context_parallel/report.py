@@ -55,9 +55,9 @@ def _words(error: str) -> str:
     not wrap on a phone), anything else as raised with each long identifier cut to fit."""
     if "flash_attention_for_cpu" in error and "sharding strategy" in error:
         return (
-            "NotImplementedError: the CPU attention op (…flash_attention_for_cpu) has no DTensor sharding "
-            "strategy; context_parallel() dispatches only the CUDA attention kernels (the whole message is in "
-            "result.json)"
+            "PyTorch's context_parallel() runs only on CUDA attention kernels: on a CPU its attention has no way to "
+            "be split across ranks, so PyTorch refuses (the lab's own ring above is what ran; PyTorch's "
+            "message is in result.json)"
         )
     return " ".join(w if len(w) <= 32 else w[:30] + "…" for w in error.split())
 
@@ -135,7 +135,8 @@ def results(
         summary.append(
             SummaryItem(
                 label="Ring (zig-zag): share of the K/V transfers hidden under attention",
-                value=None if z["overlap_ratio"] is None else round(z["overlap_ratio"], 4),
+                value=None if z["overlap_ratio"] is None else round(100 * z["overlap_ratio"], 1),
+                unit="%",
                 note=f"exposed {number(z['exposed_communication_ms'], 3)} ms per rank, mean"
                 + (
                     f"; without overlap the pass took {number(variants['ring-serial']['pass_ms'], 3)} ms against "
@@ -184,8 +185,8 @@ def results(
     )
     summary.append(
         SummaryItem(
-            label="context_parallel() here",
-            value="runs" if torch_cp["context_parallel_error"] is None else "does not run",
+            label="PyTorch's own context_parallel() on this device",
+            value="runs" if torch_cp["context_parallel_error"] is None else "needs a GPU",
             note=_words(torch_cp["context_parallel_error"])
             if torch_cp["context_parallel_error"]
             else "patched SDPA ran on this device",

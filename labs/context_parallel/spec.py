@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labs.context_parallel import params
+from labs.context_parallel import describe, params
 from labs.context_parallel.result import ContextParallelResults
 from labs.spec import LabSpec
 
@@ -24,4 +24,5 @@ SPEC = LabSpec(
     tiny={"ranks": 2, "seq_len": 32, "heads": 2, "head_dim": 8, "steps": 1, "warmup": 0},
     small={"ranks": 4, "seq_len": 256, "heads": 4, "head_dim": 16, "steps": 2, "warmup": 1},
     nccl_run={"ranks": 2},
+    words=describe.WORDS,
 )

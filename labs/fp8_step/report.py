@@ -175,6 +175,29 @@ def memory_note(cpu: bool) -> str:
     )
 
 
+def loss_rings(clipped_per_step: list[int] | None) -> tuple[list[int], str, str]:
+    """The loss chart's ringed steps, its legend's word for them and its caption's: (steps, label, caption).
+
+    Delayed scaling clips a few values on many steps while amaxes grow; only the MAX_LOSS_RINGS worst steps are
+    ringed so a spike stands out (every step's count is in results.clipping), and then the legend says so, on the
+    drawn chart and on the page's redrawing alike, so a ring count never reads as the count of steps that clipped.
+    """
+    clipping = [(c, i) for i, c in enumerate(clipped_per_step or []) if c]
+    worst = sorted(clipping)[-MAX_LOSS_RINGS:]
+    label = (
+        "clipped step"
+        if len(worst) == len(clipping)
+        else f"clipped step: the {len(worst)} most-clipped of {len(clipping)}"
+    )
+    caption = (
+        f"red rings mark the {len(worst)} FP8 steps with the most clipped values (of {len(clipping)} steps that "
+        f"clipped, {sum(c for c, _ in clipping)} values in all, counted over all FP8 tensors)"
+        if clipping
+        else "no FP8 step clipped, so no step is ringed"
+    )
+    return sorted(i for _, i in worst), label, caption
+
+
 def charts(
     ctx: LabContext,
     p: Params,
@@ -185,23 +208,18 @@ def charts(
 ) -> None:
     """The loss curves of both runs and, for the tensor worth watching, its amax/scale history."""
     xs = list(range(p.steps))
-    # Delayed scaling clips a few values on many steps while amaxes grow; ring only the worst
-    # steps so a spike stands out (every step's count is in results.clipping).
-    worst = sorted((c, i) for i, c in enumerate(clipped_per_step or []) if c)[-MAX_LOSS_RINGS:]
-    clipped_idx = sorted(i for _, i in worst)
+    clipped_idx, ring_label, rings = loss_rings(clipped_per_step)
     loss_svg = svgplot.line_chart(
         [
             Series("BF16 reference", xs, finite(ref_losses)),
             Series(f"FP8 {p.recipe}", xs, finite(f8_losses), dashed=True, rings=clipped_idx),
         ],
-        title=f"Training loss: BF16 vs FP8 ({p.recipe}, {p.fp8_format})",
+        title="Training loss: BF16 reference vs FP8",
         xlabel="step",
         ylabel="cross-entropy loss",
         subject="training loss",
-        description=(
-            f"Loss per step for both runs; red rings mark the (at most {MAX_LOSS_RINGS}) FP8 steps with the most "
-            "clipped values across all FP8 tensors."
-        ),
+        description=f"Loss per step for both runs, FP8 {p.recipe} ({p.fp8_format}); {rings}.",
+        ring_label=ring_label,
     )
     ctx.write_text("loss.svg", loss_svg)
     ctx.add_artifact("loss_curves", "loss.svg", "image/svg+xml", "Loss curves, BF16 vs FP8")

@@ -1,31 +1,31 @@
-"""overlap-trace's runs in the lesson's words (torch-free): what a learner's run did, what tells one run from
-another, and what the report's evidence slot asks of a run. The app shows these through the catalog
-(LabSpec.words)."""
+"""overlap-trace's runs in the lesson's words (torch-free): what a learner's run did, read from that run alone,
+what tells one run from another, and what the report's evidence slot asks of a run. The app shows these through
+the catalog (LabSpec.words)."""
 
 from __future__ import annotations
 
 from labs.spec import Ask, RunWords
-from labs.words import count, number, percent
+from labs.words import count, ms, whole_percent
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else percent(x, 0)
-
-
-def _ms(x: float | None) -> str:
-    return "—" if x is None else f"{number(x, 3)} ms"
-
-
-def sentences(r: dict) -> list[str]:
+def sentences(results: dict, params: dict) -> list[str]:
     """A finished run's `results` told beside the lesson's worked example."""
-    s = r["schedules"]
+    s = results["schedules"]
     out: list[str] = []
     if "windowed" in s:
-        w = s["windowed"]
-        said = f"Your windowed schedule hid {_pct(w['overlap_ratio'])} of the all-gather under independent compute, leaving {_ms(w['exposed_comm_ms'])} exposed per step"  # fmt: skip
-        if "immediate" in s:
-            said += f"; waiting at once hid {_pct(s['immediate']['overlap_ratio'])} ({_ms(s['immediate']['exposed_comm_ms'])} exposed)"  # fmt: skip
+        w, im = s["windowed"], s.get("immediate")
+        said = (
+            f"Your windowed schedule hid {whole_percent(w['overlap_ratio'])} of the all-gather under independent "
+            f"compute, leaving {ms(w['exposed_comm_ms'])} exposed per step"
+        )
+        if im is not None:
+            said += f"; waiting at once hid {whole_percent(im['overlap_ratio'])} ({ms(im['exposed_comm_ms'])} exposed)"
         out.append(said + ".")
+    elif "immediate" in s:
+        out.append(
+            f"Your run waited at once: it hid {whole_percent(s['immediate']['overlap_ratio'])} of the all-gather. It "
+            "ran no windowed schedule, so it has no overlap to compare yet."
+        )
     if "dependent" in s:
         out.append("The dependent schedule reads the gathered tensor, so it had to wait: nothing of it can overlap.")
     return out

@@ -127,8 +127,9 @@ def results(
         summary.append(
             SummaryItem(
                 label=f"{name}: overlap ratio (mean over ranks)",
-                value=None if s["overlap_ratio"] is None else round(s["overlap_ratio"], 3),
-                note="|compute ∩ communication| / |communication|",
+                value=None if s["overlap_ratio"] is None else round(100 * s["overlap_ratio"], 1),
+                unit="%",
+                note="|compute ∩ communication| / |communication|: the share of the all-gather hidden",
             )
         )
         summary.append(

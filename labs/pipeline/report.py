@@ -110,8 +110,8 @@ def results(params: Params, ctx: LabContext, schedules: dict, reference_loss: fl
         form = s["formula_step_fraction"]
         summary.append(
             SummaryItem(
-                label=f"{t}: idle share of the step (mean over ranks)",
-                value=round(s["bubble_fraction"], 4),
+                label=f"{t}: idle share of the step, % (mean over ranks)",
+                value=round(100 * s["bubble_fraction"], 1),
                 note=(f"formula (p−1)/(vm+p−1) = {percent(form, 1)}; " if form is not None else "")
                 + f"its own order at uniform stage cost {percent(s['schedule_bubble_fraction'], 1)}",
             )
@@ -127,8 +127,8 @@ def results(params: Params, ctx: LabContext, schedules: dict, reference_loss: fl
         p = params.ranks
         summary.append(
             SummaryItem(
-                label="GPipe held to 1F1B's memory (m = p micro-batches in flight)",
-                value=round(analysis.gpipe_bubble_at_1f1b_memory(p), 4),
+                label="GPipe held to 1F1B's memory (m = p micro-batches in flight): idle share, %",
+                value=round(100 * analysis.gpipe_bubble_at_1f1b_memory(p), 1),
                 note=f"idle share (p−1)/(2p−1) against 1F1B's {percent(analysis.bubble_step_fraction(p, params.microbatches), 1)} "
                 f"at m = {params.microbatches}: at equal memory GPipe idles more",
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from labs.pipeline import params
+from labs.pipeline import describe, params
 from labs.pipeline.result import PipelineResults
 from labs.spec import LabSpec
 
@@ -40,4 +40,5 @@ SPEC = LabSpec(
         "warmup": 1,
     },
     nccl_run={"ranks": 2, "width": 1024},
+    words=describe.WORDS,
 )

@@ -294,14 +294,20 @@ def resources(params: Params, backend: str) -> Resources:
 PRESETS: tuple[Preset, ...] = (
     Preset(
         "Over-sharding at a GPU shape",
-        "Measure the small block here and ask the cost model for a Llama-3-8B MLP (4,096 wide, ffn 14,336) on an "
-        "H200 node: the degree where collectives outgrow the GEMMs.",
-        {"predict_tokens": 4096, "predict_hidden": 4096, "predict_ffn": 14336},
+        "A Llama-3-8B MLP (4,096 tokens, 4,096 wide, ffn 14,336) in FP8 on an H100 node, too big for a CPU: the "
+        "cost model predicts its collectives outgrow its GEMMs at TP=8. Measured: the small block.",
+        {
+            "predict_tokens": 4096,
+            "predict_hidden": 4096,
+            "predict_ffn": 14336,
+            "predict_node": "H100-SXM",
+            "predict_precision": "fp8",
+        },
     ),
     Preset(
         "A narrow MLP",
-        "ffn 256 leaves each rank little GEMM work for every byte it all-reduces: see whether communication "
-        "outgrows the GEMMs sooner than in the default block.",
+        "ffn 256 gives each rank little GEMM work per byte it all-reduces: on a CPU the all-reduces usually outgrow "
+        "the GEMMs by TP 2 or 4, a crossover measured at your run's own shape.",
         {"tokens": 1024, "hidden": 256, "ffn": 256},
     ),
     Preset(

@@ -68,7 +68,8 @@ def sweep_svg(rows: list[dict], predicted: dict, ctx: LabContext) -> str:
 
     panels = [(lines(rows, False), f"Measured on this machine ({ctx.backend})")]
     over = predicted["oversharding_from"]
-    title = f"Predicted for {predicted['node']} ({predicted['precision']}), same shape"
+    shape = predicted["shape"]
+    title = f"Predicted for {predicted['node']} ({predicted['precision']}) at {shape['tokens']}x{shape['hidden']}x{shape['ffn']}"
     panels.append((lines(predicted["per_degree"], True), title + (f": over-sharding from TP={over}" if over else "")))
     left = max(log_axis_margin(series) for series, _ in panels)  # both plots start at one x, so degrees line up
     charts = [
@@ -160,7 +161,15 @@ def disagreement(rows: list[dict], pred_rows: dict, backend: str, node: str) -> 
     return core
 
 
-def answer(rows: list[dict], cross: dict, predicted: dict, backend: str) -> str:
+def predicted_at(params: Params, predicted: dict) -> str:
+    """Which block the prediction priced, in words: this run's own shape, or the other one it was asked for."""
+    shape = predicted["shape"]
+    if (shape["tokens"], shape["hidden"], shape["ffn"]) == (params.tokens, params.hidden, params.ffn):
+        return "at this run's shape"
+    return f"at {shape['tokens']}x{shape['hidden']}x{shape['ffn']} (not this run's shape)"
+
+
+def answer(rows: list[dict], cross: dict, predicted: dict, backend: str, at: str = "") -> str:
     """The lab's question ("As the TP degree grows, when does collective time overtake the GEMM time it
     saves?") answered in a headline of at most ~25 words from this run's numbers; the prediction's agreement and
     the reasons sit in the summary below it."""
@@ -171,9 +180,10 @@ def answer(rows: list[dict], cross: dict, predicted: dict, backend: str) -> str:
         first = f"{where}, collectives outgrew the GEMMs at TP={cross['measured_from']}"
     else:
         first = f"{where}, collectives stayed below the GEMMs up to TP={max(by)}"
-    pf = cross["predicted_from"]
-    pred = f"TP={pf}" if pf is not None else "no crossover in this range"
-    return f"{first}; TP={best} was fastest. {predicted['node']} prediction: {pred}."
+    pf = cross["predicted_from"] or predicted.get("comm_exceeds_gemm_from")
+    top = max(p["degree"] for p in predicted["per_degree"])
+    pred = f"TP={pf}" if pf is not None else f"no crossover up to TP={top}"
+    return f"{first}; TP={best} was fastest. {predicted['node']} prediction{' ' + at if at else ''}: {pred}."
 
 
 def results(
@@ -209,7 +219,7 @@ def results(
         SummaryItem(
             label="Worst relative difference vs TP=1",
             value=worst,
-            note=f"tolerance {tol_name} = {number(float(limit))}: {TOLERANCES[tol_name]['reason']}",
+            note=f"relative tolerance {number(float(limit))} ({tol_name} in the result): {TOLERANCES[tol_name]['reason']}",
         )
     )
     cross = crossover(rows, predicted, ctx.backend)
@@ -222,16 +232,17 @@ def results(
             note=timing_note,
         )
     )
+    at = predicted_at(params, predicted)
     summary.append(
         SummaryItem(
-            label=f"... and predicted for {predicted['node']} at the same shape",
+            label=f"... and predicted for {predicted['node']} {at}",
             value=f"TP={cross['predicted_from']}" if cross["predicted_from"] else "not within the measured degrees",
             note="they agree" if cross["agree"] else (cross["explanation"] or ""),
         )
     )
     summary.append(
         SummaryItem(
-            label=f"Over-sharding begins (predicted, {predicted['node']})",
+            label=f"Over-sharding begins (predicted for {predicted['node']} {at})",
             value=f"TP={predicted['oversharding_from']}" if predicted["oversharding_from"] else "not within TP<=8",
             note="predicted: first degree whose step stops improving or whose collectives outweigh its GEMMs",
         )
@@ -373,7 +384,7 @@ def results(
             )
         )
     return {
-        "answer": answer(rows, cross, predicted, ctx.backend),
+        "answer": answer(rows, cross, predicted, ctx.backend, at),
         "summary": summary,
         "tables": tables,
         "crossover": cross,

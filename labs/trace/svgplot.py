@@ -71,6 +71,7 @@ def line_chart(
     min_left: int = 64,
     subject: str = "",
     description: str = "",
+    ring_label: str = "clipped step",
 ) -> str:
     """Return an SVG document with one line per series, drawn from labs.trace.chart's plan of it.
 
@@ -93,10 +94,12 @@ def line_chart(
         log_y=log_y,
         xticks=list(xticks) if xticks else None,
         min_left=min_left,
+        ring_label=ring_label,
     )
     plan = plan_line_chart(spec)
     # The legend sits right of the plot; widen the picture so the longest name fits (~7 px a character).
-    longest = max((len(s.name) for s in series), default=0)
+    keys = [s.name for s in series] + ([ring_label] if plan.ring is not None else [])
+    longest = max((len(k) for k in keys), default=0)
     right = max(170, 40 + 7 * longest)
     left = plan.left
     width += right - 170 + left - 64

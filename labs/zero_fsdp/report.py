@@ -270,7 +270,8 @@ def results(params: Params, ctx: LabContext, strategies: dict, device: str) -> d
             rows=overlap_rows,
         ),
         Table(
-            title="Loss per step (mean over ranks; warm-up, timed and census steps)",
+            title="Loss per step (mean over ranks): the warm-up steps, the timed steps, then one last step in "
+            "which the lab counts every tensor and collective",
             columns=["strategy", *[f"step {i}" for i in range(len(first["losses"]))]],
             rows=loss_rows,
         ),

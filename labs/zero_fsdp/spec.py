@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from labs.spec import LabSpec
-from labs.zero_fsdp import params
+from labs.zero_fsdp import describe, params
 from labs.zero_fsdp.result import ZeroFsdpResults
 
 SPEC = LabSpec(
@@ -34,4 +34,5 @@ SPEC = LabSpec(
     },
     small={"layers": 2, "hidden": 32, "heads": 2, "vocab": 64, "seq": 16, "batch": 2, "steps": 2, "warmup": 1},
     nccl_run={"ranks": 2},
+    words=describe.WORDS,
 )

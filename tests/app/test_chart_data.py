@@ -1,7 +1,7 @@
 """What the page's plots and timeline viewer draw comes from the server, computed by the code that drew the lab's
 SVGs: `?as=chart` plans a chart artifact (one run, or two runs on one axis with `with=`), `?as=timeline` carries
 lane colours, overlap windows and each view's ticks, and /api/v1/charts/time-ticks answers a zoomed window. Jobs hold
-the committed golden runs (tests/golden)."""
+the committed golden runs (labs/<lab>/golden)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def test_a_chart_is_served_as_planned_from_its_svg(client, db, settings, ann):
     assert [line["name"] for line in panel["lines"]] == ["BF16 reference", "FP8 delayed"]
     assert all(line["colour"].startswith("#") and len(line["values"]) == len(line["points"]) for line in panel["lines"])
     assert [s["label"] for s in panel["steps"]] == ["0", "1", "2", "3"]
+    # the page rings the clipped steps as the drawing does, as many as the result counts (all of them, at 4 steps)
+    clipped = labruns.result("fp8-step")["results"]["clipping"]["steps_with_clipping"]
+    assert clipped and panel["lines"][1]["rings"] == clipped and panel["ring"]["label"] == "clipped step"
 
 
 def test_a_sweep_chart_is_two_panels(client, db, settings, ann):

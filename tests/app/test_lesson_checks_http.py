@@ -138,8 +138,8 @@ def test_own_runs_appear_beside_the_worked_examples(client, db, settings):
 
     spike = fp8.result["results"]["outlier"]
     aside = _aside(page, "fp8-step")
-    assert f"Your run clipped {number(spike['clipped_at_spike'])} values at step 3" in aside
-    assert f"the scale adapted at step 4: {number(spike['scale_at_spike'])} → {number(spike['scale_after'])}" in aside
+    assert f"The 50× spike at step 3 met a scale set from earlier steps' amaxes and clipped {number(spike['clipped_at_spike'])} values" in aside  # fmt: skip
+    assert f"at step 4 the scale fell {number(spike['scale_at_spike'])} → {number(spike['scale_after'])}" in aside
     assert f'href="/jobs/{fp8.id}"' in aside and "CPU emulation" in aside  # linked, and labelled honestly
 
     w = trace.result["results"]["schedules"]["windowed"]
@@ -149,7 +149,8 @@ def test_own_runs_appear_beside_the_worked_examples(client, db, settings):
 
     aside = _aside(page, "tp-sweep")
     rows = sweep.result["results"]["degrees"]
-    assert "Your sweep's step per degree: TP 1" in aside and f"TP 2 {number(rows[1]['step_ms'], 3)} ms" in aside
+    assert "Your sweep of a 16 tokens × 32 wide × ffn 64 block, step per degree: TP 1" in aside
+    assert f"TP 2 {number(rows[1]['step_ms'], 3)} ms" in aside
     assert "cost model predicts" in aside and f'href="/jobs/{sweep.id}"' in aside
     # the sections sit in the part in order: the fp8 run beside the range section's worked example
     assert page.index('id="your-run-fp8-step"') < page.index('id="pause-fixed-scale"')
@@ -177,7 +178,7 @@ def test_a_lab_answer_is_shown_first_when_the_result_has_one(client, db, setting
     job.result = {**job.result, "results": {**job.result["results"], "answer": "TP 2 did not pay for this shape."}}
     db.commit()
     aside = _aside(client.get(PART).text, "tp-sweep")
-    assert aside.index("TP 2 did not pay for this shape.") < aside.index("Your sweep's step per degree")
+    assert aside.index("TP 2 did not pay for this shape.") < aside.index("Your sweep of a")
 
 
 def test_runs_cost_one_query_and_only_on_parts_that_show_them(client, app):

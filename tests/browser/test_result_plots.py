@@ -126,12 +126,15 @@ def test_comparing_two_runs_overlays_both_on_one_axis(open_page, live_server, pe
     chart = figure.locator(".plotv-chart")
     expect(chart.locator("svg path")).to_have_count(4)  # two series of each run, on one axis
     names = figure.locator(".plotv-legend li").all_inner_texts()
+    # run A's delayed scaling clipped at steps 1-3, which its line rings: the legend keys the ring too
     assert [n.strip() for n in names] == [
         f"A · #{a} · BF16 reference",
         f"A · #{a} · FP8 delayed",
         f"B · #{b} · BF16 reference",
         f"B · #{b} · FP8 current",
+        "clipped step",
     ]
+    expect(chart.locator("svg circle.ring")).to_have_count(3)
     # run B's lines are dashed, run A's solid: the legend's keys say which is which, not colour alone
     dashes = chart.locator("svg path").evaluate_all("ps => ps.map(p => p.getAttribute('stroke-dasharray') || '')")
     assert dashes[:2] == ["", ""] and all(dashes[2:]), dashes

@@ -27,8 +27,11 @@ def test_node_fabric_is_the_hgx_h100_datasheet():
 def test_a_ring_is_priced_by_egress_and_an_all_to_all_by_the_nic(nodes):
     size, per_node, nic = 8e9, 8, 50e9
     ring = calc.network_collective(size, nodes, per_node, nic, kind="all-gather")
-    # a ring per rail: what a node lacks, (k-1)/k of the array, through all its NICs
-    assert ring["network_ms"] == pytest.approx(1e3 * size * (nodes - 1) / nodes / (per_node * nic))
+    # NCCL's flat ring over N = 8k GPUs: (N-1)/N of the array leaves each node, through all its NICs at once
+    gpus = nodes * per_node
+    assert ring["network_ms"] == pytest.approx(1e3 * size * (gpus - 1) / gpus / (per_node * nic))
+    # the hierarchical floor beside it: what a node lacks, (k-1)/k
+    assert ring["hier_network_ms"] == pytest.approx(1e3 * size * (nodes - 1) / nodes / (per_node * nic))
     a2a = calc.cross_node_all_to_all(size, nodes, per_node, nic)
     # an all-to-all: each GPU's own off-node bytes through its own NIC; egress would be the NIC count too fast
     assert a2a["network_ms"] == pytest.approx(per_node * a2a["egress_ms"])

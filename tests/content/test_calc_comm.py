@@ -60,7 +60,12 @@ def test_node_egress_lesson_against_collectives_prediction(nodes, gpus_per_node)
     for size in SIZES:
         lab = model.predicted_egress(size, nodes * gpus_per_node, nodes, None)
         hier = lab["predicted_hierarchical_bytes"] / 1e9
-        assert calc.network_collective(size, nodes, gpus_per_node, kind="all-reduce")["node_out_gb"] == hier
+        ring = calc.network_collective(size, nodes, gpus_per_node, kind="all-reduce")
+        # the lesson's NCCL ring is the lab's flat all-reduce; its hierarchical floor is the lab's hierarchical one
+        assert ring["node_out_gb"] == ring["flat_node_out_gb"] == lab["predicted_flat_bytes"] / 1e9
+        assert ring["hier_node_out_gb"] == hier
+        named = calc.network_collective(size, nodes, gpus_per_node, kind="all-reduce", algorithm="hierarchical")
+        assert named["node_out_gb"] == hier
         # HSDP's gradient all-reduce across replicas sends what the lab's hierarchical all-reduce predicts.
         assert calc.hsdp_step(size / 2, gpus_per_node, nodes, 50e9)["node_out_gb"] == hier
         assert lab["predicted_flat_bytes"] == comm.flat_ring_node_egress(

@@ -62,12 +62,16 @@ def test_seed_numbers(l08):
     assert [v[k]["state_gb"] for k in ("ddp-7b", "zero3-7b")] == pytest.approx([112, 14])
     assert v["state-70b"]["state_gb"] == pytest.approx(1120) and v["tp8z1-70b"]["state_gb"] == pytest.approx(48.125)
     assert round(v["fsdp-node"]["comm_ms"]) == 82
-    # across 64 nodes a collective costs bytes ÷ the node's 8 × 50 GB/s, not ÷ one NIC
-    assert v["gather-wide"]["ms"] == pytest.approx(34.45, rel=1e-3) and round(v["fsdp-wide"]["comm_ms"]) == 103
+    # across 64 nodes a collective costs bytes ÷ the node's 8 × 50 GB/s, not ÷ one NIC; NCCL's flat ring sends
+    # 511/512 of the weights out of each node, the hierarchical floor 63/64
+    assert v["gather-wide"]["ms"] == pytest.approx(34.93, rel=1e-3) and round(v["fsdp-wide"]["comm_ms"]) == 105
+    assert v["gather-wide"]["hier_ms"] == pytest.approx(34.45, rel=1e-3)
     assert round(v["gather-wide"]["per_gpu_nic_ms"]) == 279  # the mistaken price the text names
     assert round(v["fsdp-wide"]["share"]) == 6 and round(v["fsdp-wide-mb"]["share"]) == 24
-    assert round(v["hsdp"]["ms"]) == 69 and v["hsdp"]["fsdp_over_hsdp"] == 1.5
-    assert v["hsdp-4mb"]["fsdp_over_hsdp"] == 6
+    # across 2 nodes the hierarchical floor (1/2 of the weights) is about half the flat ring's 15/16
+    assert v["gather-2"]["network_ms"] == pytest.approx(32.81, rel=1e-3) and v["gather-2"]["hier_network_ms"] == 17.5
+    assert round(v["hsdp"]["ms"]) == 69 and round(v["hsdp"]["fsdp_over_hsdp"], 2) == 1.52
+    assert v["hsdp"]["fsdp_hier_over_hsdp"] == 1.5 and round(v["hsdp-4mb"]["fsdp_over_hsdp"], 2) == 6.08
     assert v["moe"]["total"] == pytest.approx(10.37e9, rel=1e-3) and v["moe"]["per_gpu_gb"] == pytest.approx(
         3.83, rel=1e-2
     )
@@ -87,7 +91,7 @@ def test_three_multi_step_plans(l08):
     # Each step's key is calc's number for the seed's scenario.
     assert grade_step(plans["plan-7b"], "ddp-state", "112 GB").correct
     assert grade_step(plans["plan-7b"], "hours-8", f"{calc.train_budget(7e9, gpus=8)['days']:.2f} days").correct
-    assert grade_step(plans["fsdp-64-nodes"], "comm-wide", "103 ms").correct
+    assert grade_step(plans["fsdp-64-nodes"], "comm-wide", "104.8 ms").correct
     wrong = grade_step(plans["fsdp-64-nodes"], "comm-wide", "838 ms")  # each GPU through its own NIC alone
     assert wrong.status == "incorrect" and "one ring per rail" in wrong.message
     assert grade_step(plans["fsdp-64-nodes"], "share-wide", "5.9%").correct

@@ -15,6 +15,8 @@ from labs.fp8_step import report
 from labs.fp8_step.params import Params
 from labs.fp8_step.run import OUTLIER_TARGET
 from labs.runtime import validate_result
+from labs.trace import svgplot
+from labs.trace.chart import Series, plan_panels, read_specs
 from tests.labs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,3 +189,28 @@ def test_the_step_time_comes_from_steps_timed_after_training_with_no_evidence_re
     for q in fp8_quantizers(built.fp8).values():
         assert [r.step for r in q.history()] == list(range(p.steps))  # nothing recorded while timing
         assert q.collect is False
+
+
+def test_the_loss_chart_rings_what_its_legend_and_caption_count():
+    """Steps that clipped, ringed on the drawn chart and on the page's redrawing from one plan; when more steps
+    clipped than are ringed, the legend says how many of how many, so a ring count never reads as all of them."""
+    few = [0, 4, 0, 2, 9]
+    steps, label, caption = report.loss_rings(few)
+    assert steps == [1, 3, 4] and label == "clipped step"
+    assert "the 3 FP8 steps" in caption and "of 3 steps that clipped, 15 values in all" in caption
+    many = [0] + list(range(1, 15))  # 14 steps clip, 1 to 14 values each
+    steps, label, caption = report.loss_rings(many)
+    assert steps == list(range(5, 15))  # the 10 most-clipped
+    assert label == "clipped step: the 10 most-clipped of 14" and "of 14 steps that clipped" in caption
+    assert report.loss_rings([0, 0]) == ([], "clipped step", "no FP8 step clipped, so no step is ringed")
+    xs = list(range(len(many)))
+    svg = svgplot.line_chart(
+        [Series("FP8", xs, [1.0] * len(xs), rings=steps)],
+        title="t",
+        xlabel="step",
+        ylabel="loss",
+        ring_label=label,
+    )
+    assert f">{label}</text>" in svg and svg.count('class="ring"') == 10
+    (plan,) = plan_panels(read_specs(svg))
+    assert plan.ring is not None and plan.ring["label"] == label and plan.lines[0].rings == steps

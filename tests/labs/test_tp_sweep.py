@@ -165,7 +165,10 @@ def test_default_run_names_its_crossover_by_the_graders_rule_and_explains_the_pr
     answer = res["answer"]
     assert answer.startswith("On this CPU, ") and len(answer.split()) <= 25, answer
     assert (f"outgrew the GEMMs at TP={first}" if first else "stayed below the GEMMs") in answer, answer
-    assert f"TP={cross['measured_best_degree']} was fastest" in answer and "H200 prediction: TP=2." in answer, answer
+    assert (
+        f"TP={cross['measured_best_degree']} was fastest" in answer
+        and "H200 prediction at this run's shape: TP=2." in answer
+    ), answer
 
 
 def test_crossover_disagreement_is_said_with_the_runs_own_ratios():
@@ -210,6 +213,7 @@ def test_sweep_chart_draws_a_prediction_thousands_of_times_its_gemms_readably():
     predicted = {
         "node": "H200",
         "precision": "bf16",
+        "shape": {"tokens": 16, "hidden": 32, "ffn": 64},
         "oversharding_from": 2,
         "per_degree": [
             {"degree": d, "local_gemm_ms": g, "collective_ms": c, "exposed_comm_ms": c, "step_ms": s}
@@ -220,7 +224,7 @@ def test_sweep_chart_draws_a_prediction_thousands_of_times_its_gemms_readably():
     panels = root.findall(f"{svg_ns}svg")
     assert [p.find(f"{svg_ns}title").text for p in panels] == [
         "Measured on this machine (cpu)",
-        "Predicted for H200 (bf16), same shape: over-sharding from TP=2",
+        "Predicted for H200 (bf16) at 16x32x64: over-sharding from TP=2",
     ]
     for panel, drawn in zip(panels, (rows, predicted["per_degree"])):
         ticks = [t.text for t in panel.iter(f"{svg_ns}text") if t.get("text-anchor") == "end"]

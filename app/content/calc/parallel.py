@@ -115,6 +115,14 @@ def collective_time(size: float, gpus: int, bandwidth: float, kind: str = "all-g
     return {"moved": moved, "seconds": moved / bandwidth, "ms": 1e3 * moved / bandwidth}
 
 
+def _node_out(size: float, kind: str, ranks: int, nodes: int) -> dict[str, float]:
+    """Bytes one node sends for one collective, under each cross-node algorithm of labs/parallel/comm.py."""
+    return {
+        "flat-ring": comm.flat_ring_node_egress(size, kind, ranks, nodes),
+        "hierarchical": comm.hierarchical_node_egress(size, kind, nodes),
+    }
+
+
 def network_collective(
     size: float,
     nodes: int,
@@ -122,35 +130,54 @@ def network_collective(
     nic_bandwidth: float = 50e9,
     nvlink_bandwidth: float = 450e9,
     kind: str = "all-gather",
+    algorithm: str = "flat-ring",
 ) -> dict:
     """Seconds for one collective over `nodes` nodes of `gpus_per_node` GPUs, the array sharded over all of them.
 
-    A rail-optimised cluster gives every GPU its own NIC, and NCCL runs one ring per rail (one per NIC
-    index), so all of a node's NICs carry the collective at once. What crosses the network is what each
-    node lacks, in the hierarchical case (labs/parallel/comm.py): (nodes−1)/nodes of the array enters (and
-    leaves) every node, through its gpus_per_node × nic_bandwidth of egress. The NVLink hops inside the node
-    carry (N−1)/N of the array per GPU at the same time; the slower of the two paths sets the time (How to
-    Scale Your Model, GPU chapter, on collectives beyond a node; NVIDIA/nccl#1250 measures the per-node NICs
-    adding up). `per_gpu_nic_ms` is the mistaken price: each GPU's (N−1)/N through its own NIC alone.
+    A rail-optimised cluster gives every GPU its own NIC, and NCCL runs one ring per rail (one per NIC index),
+    so all of a node's NICs carry the collective at once and the network time is the bytes that leave a node
+    over its egress, gpus_per_node × nic_bandwidth (How to Scale Your Model, GPU chapter, cross-node
+    collectives: bytes ÷ node egress; NVIDIA/nccl#1250 measures the per-node NICs adding up). How many bytes
+    leave a node depends on the algorithm (labs/parallel/comm.py), and both are returned side by side:
+
+        flat-ring      NCCL's ring over all N GPUs, a node's GPUs adjacent: bus_factor(N) of the array
+                       leaves every node, (N−1)/N for an all-gather (`flat_*`)
+        hierarchical   in-node phase, then one ring per rail across the k nodes: bus_factor(k) of the
+                       array, (k−1)/k for an all-gather; the floor an optimal algorithm reaches (`hier_*`)
+
+    `algorithm` names the one `node_out_gb`, `network_ms`, `nvlink_ms` and `ms` price. The NVLink hops inside the
+    node run at the same time, carrying bus_factor(N) of the array per GPU in the flat ring and bus_factor(g) in
+    the hierarchical in-node phase; the slower of the two paths sets the time. `per_gpu_nic_ms` is the mistaken
+    price: each GPU's bus_factor(N) share through its own NIC alone.
     """
     size = positive("size", size)
     nodes = whole("nodes", nodes, least=2)
     per_node = whole("gpus_per_node", gpus_per_node)
     nic, nvlink = positive("nic_bandwidth", nic_bandwidth), positive("nvlink_bandwidth", nvlink_bandwidth)
+    if algorithm not in comm.CROSS_NODE:
+        raise CalcError(f"algorithm must be one of {', '.join(comm.CROSS_NODE)}, got {algorithm!r}")
     kind, gpus = _ring_kind(kind), nodes * per_node
-    node_out = comm.node_egress_bytes(size, kind, ranks=gpus, nodes=nodes, algorithm="hierarchical")
     egress = comm.node_egress_bandwidth(per_node, nic)
-    network_s = node_out / egress
+    out = _node_out(size, kind, gpus, nodes)
     per_gpu = comm.bus_bytes(kind, gpus, size)
-    nvlink_s = per_gpu / nvlink
+    # Inside the node: the flat ring's hops carry each GPU's (N−1)/N; the hierarchical in-node phase (g−1)/g.
+    in_node = {"flat-ring": per_gpu / nvlink, "hierarchical": comm.bus_bytes(kind, per_node, size) / nvlink}
+    network_s, nvlink_s = out[algorithm] / egress, in_node[algorithm]
     seconds = max(network_s, nvlink_s)
     return {
-        "node_out_gb": node_out / 1e9,
+        "node_out_gb": out[algorithm] / 1e9,
         "egress_gbs": egress / 1e9,
         "network_ms": 1e3 * network_s,
         "nvlink_ms": 1e3 * nvlink_s,
         "seconds": seconds,
         "ms": 1e3 * seconds,
+        "network_bound": network_s >= nvlink_s,
+        "flat_node_out_gb": out["flat-ring"] / 1e9,
+        "flat_network_ms": 1e3 * out["flat-ring"] / egress,
+        "flat_ms": 1e3 * max(out["flat-ring"] / egress, in_node["flat-ring"]),
+        "hier_node_out_gb": out["hierarchical"] / 1e9,
+        "hier_network_ms": 1e3 * out["hierarchical"] / egress,
+        "hier_ms": 1e3 * max(out["hierarchical"] / egress, in_node["hierarchical"]),
         "per_gpu_nic_ms": 1e3 * per_gpu / nic,
     }
 
@@ -172,8 +199,8 @@ def fsdp_step(
     Each pass all-gathers the 16-bit weights for forward and again for backward and reduce-scatters the
     gradients: `collectives` transfers of (N−1)/N of the weights each. `bandwidth` is NVLink's, per GPU.
     Up to `gpus_per_node` GPUs the collectives stay in one node; beyond it they cross the network, priced
-    by network_collective (bytes ÷ the node's egress, gpus_per_node × nic_bandwidth). Compute is
-    6·N·tokens per GPU.
+    by network_collective as NCCL's flat ring (bytes ÷ the node's egress, gpus_per_node × nic_bandwidth),
+    with the hierarchical floor beside it (`hier_one_ms`, `hier_comm_ms`). Compute is 6·N·tokens per GPU.
     """
     size = positive("params", params) * positive("bytes_per_param", bytes_per_param)
     gpus, per_node = whole("gpus", gpus), whole("gpus_per_node", gpus_per_node)
@@ -181,11 +208,13 @@ def fsdp_step(
     if gpus <= per_node:
         one = collective_time(size, gpus, bandwidth)
         ms, node_out, per_gpu_nic = one["ms"], 0.0, one["ms"]
+        hier_ms, hier_out = ms, 0.0
     else:
         if gpus % per_node:
             raise CalcError(f"gpus ({gpus}) must be a whole number of nodes of gpus_per_node ({per_node})")
-        net = network_collective(size, gpus // per_node, per_node, nic_bandwidth, bandwidth)
+        net = network_collective(size, gpus // per_node, per_node, nic_bandwidth, bandwidth, algorithm="flat-ring")
         ms, node_out, per_gpu_nic = net["ms"], net["node_out_gb"], net["per_gpu_nic_ms"]
+        hier_ms, hier_out = net["hier_ms"], net["hier_node_out_gb"]
     comm_s = count * ms / 1e3
     compute = 6 * params * positive("tokens", tokens) / (positive("flops", flops) * fraction("mfu", mfu))
     return {
@@ -197,6 +226,9 @@ def fsdp_step(
         "share": 100 * comm_s / compute,
         "cross_node": gpus > per_node,
         "node_out_gb": count * node_out,  # bytes leaving each node per pass, all collectives
+        "hier_one_ms": hier_ms,  # the hierarchical floor beside NCCL's flat ring, for comparison
+        "hier_comm_ms": count * hier_ms,
+        "hier_node_out_gb": count * hier_out,
         "egress_gbs": comm.node_egress_bandwidth(per_node, nic_bandwidth) / 1e9,
         "per_gpu_nic_ms": count * per_gpu_nic,  # the mistaken price, for feedback
     }
@@ -213,12 +245,13 @@ def hsdp_step(
     """Hybrid sharding: state sharded over a node's GPUs, replicated over nodes. Only the gradient
     all-reduce crosses nodes, and each GPU takes part with its own 1/gpus_per_node shard through its own
     NIC (`bandwidth`), in the ring of its rail: 2·(nodes−1)/nodes of the whole gradient leaves each node,
-    over all its NICs at once.
+    over all its NICs at once. That replica all-reduce is the hierarchical case by construction.
 
-    Against FSDP over all nodes × gpus_per_node GPUs, which sends 3·(nodes−1)/nodes of the weights out of
-    every node in every pass (two gathers and a reduce-scatter): `fsdp_node_out_gb` per step of
-    `microbatches` passes, since FSDP frees the gathered weights after each pass and gathers them again,
-    while HSDP can hold its cross-node all-reduce for the last pass (FSDP2's set_requires_all_reduce:
+    Against FSDP over all N = nodes × gpus_per_node GPUs, whose collectives NCCL runs as flat rings: two
+    gathers and a reduce-scatter send 3·(N−1)/N of the weights out of every node in every pass
+    (`fsdp_node_out_gb` per step of `microbatches` passes; a hierarchical FSDP would send 3·(nodes−1)/nodes,
+    `fsdp_hier_node_out_gb`). FSDP frees the gathered weights after each pass and gathers them again, while
+    HSDP can hold its cross-node all-reduce for the last pass (FSDP2's set_requires_all_reduce:
     torch/distributed/fsdp/_fully_shard/_fully_shard.py, torch 2.13, reduce-scatter without the all-reduce).
     """
     per_node, nodes = whole("gpus_per_node", gpus_per_node), whole("nodes", nodes, least=2)
@@ -228,13 +261,11 @@ def hsdp_step(
     passes = whole("microbatches", microbatches)
     # HSDP's replica all-reduce is one ring per rail across the nodes: the hierarchical case by construction.
     hsdp_out = comm.hierarchical_node_egress(whole_size, "all-reduce", nodes)
-    gather = comm.node_egress_bytes(
-        whole_size, "all-gather", ranks=per_node * nodes, nodes=nodes, algorithm="hierarchical"
+    gather, scatter = (
+        _node_out(whole_size, kind, per_node * nodes, nodes) for kind in ("all-gather", "reduce-scatter")
     )
-    scatter = comm.node_egress_bytes(
-        whole_size, "reduce-scatter", ranks=per_node * nodes, nodes=nodes, algorithm="hierarchical"
-    )
-    fsdp_out = passes * (2 * gather + scatter)
+    fsdp = {alg: passes * (2 * gather[alg] + scatter[alg]) for alg in comm.CROSS_NODE}
+    fsdp_out = fsdp["flat-ring"]
     return {
         "shard_gb": shard / 1e9,
         "moved_gb": r["moved"] / 1e9,
@@ -243,6 +274,8 @@ def hsdp_step(
         "node_out_gb": hsdp_out / 1e9,
         "fsdp_node_out_gb": fsdp_out / 1e9,
         "fsdp_over_hsdp": fsdp_out / hsdp_out,
+        "fsdp_hier_node_out_gb": fsdp["hierarchical"] / 1e9,
+        "fsdp_hier_over_hsdp": fsdp["hierarchical"] / hsdp_out,
     }
 
 

@@ -12,6 +12,7 @@ import ast
 import math
 import operator
 import re
+from collections.abc import Callable
 
 from labs.api import number
 
@@ -186,9 +187,27 @@ def convert(value: float, unit: str, target: str) -> float:
     return value * src[1] / dst[1]
 
 
-def with_unit(x: float, unit: str) -> str:
-    """An answer as the prompt would show it ("6.07 × 10⁻⁷ s", "40%"), which parse_number reads back."""
-    if not unit:
+def gradable(x: float, accepts: Callable[[float, float], bool] | None = None) -> str:
+    """`x` as number() writes it, with as many significant digits as it takes for the written value to read back
+    as `x` under `accepts(written, x)` (a question's tolerance): 1500.625 stays "1,500.625" where an exact
+    answer is asked, not the "1,501" four digits would give, which the grader would refuse."""
+    if accepts is None:
         return number(x)
+    for digits in range(4, 18):
+        text = number(x, digits)
+        try:
+            if accepts(parse_number(text)[0], x):
+                return text
+        except ValueError:  # a power of ten written for a very small or large x: keep number()'s form
+            break
+    return number(x)
+
+
+def with_unit(x: float, unit: str, accepts: Callable[[float, float], bool] | None = None) -> str:
+    """An answer as the prompt would show it ("6.07 × 10⁻⁷ s", "40%"), which parse_number reads back; with
+    `accepts` (a tolerance's test) in as many digits as the tolerance needs to accept it back."""
+    text = gradable(x, accepts)
+    if not unit:
+        return text
     sep = "" if unit in ("%", "x", "×") else " "
-    return f"{number(x)}{sep}{unit}"
+    return f"{text}{sep}{unit}"

@@ -3,14 +3,24 @@ and what block-scaled low-precision formats cost in bits. Every solver calls app
 
 from __future__ import annotations
 
+import math
+
+from labs.api import comm
+
 from .. import calc
 from .family import Generator
 
 ONE_NIC = (
     "That pushes the GPU's whole (N−1)/N share through its own NIC. NCCL runs a ring per rail, so all of a node's "
-    "NICs carry the collective at once: what leaves the node is (nodes−1)/nodes of the array, through the node's "
-    "egress."
+    "NICs carry the collective at once: the (N−1)/N of the array the ring sends out of each node crosses the "
+    "node's egress."
 )
+HIERARCHICAL_FLOOR = (
+    "That sends only what a node lacks, (k−1)/k of the array: the floor of a hierarchical algorithm that gathers "
+    "inside the node first. NCCL's flat ring over all N GPUs sends (N−1)/N of it out of each node, on its one hop "
+    "that leaves the node."
+)
+NVLINK_PART = "That is NVLink's time for the hops inside the node. The question asks for the network's part."
 SHARED_EGRESS = (
     "That sends one GPU's off-node bytes through the whole node's egress. In an all-to-all every GPU of the node "
     "has its own bytes to send at the same time, so no NIC is free to help another: each GPU's NIC carries its own."
@@ -18,28 +28,50 @@ SHARED_EGRESS = (
 
 
 def _rail_all_gather(p):
+    nodes, per_node = int(p["nodes"]), int(p["gpus_per_node"])
     r = calc.network_collective(
-        p["size"] * 1e9, int(p["nodes"]), int(p["gpus_per_node"]), p["nic"] * 1e9, p["nvlink"] * 1e9, "all-gather"
+        p["size"] * 1e9, nodes, per_node, p["nic"] * 1e9, p["nvlink"] * 1e9, "all-gather", algorithm="flat-ring"
     )
     return {
         "answer": r["network_ms"],
+        "gpus": nodes * per_node,
         "node_out_gb": r["node_out_gb"],
         "egress_gbs": r["egress_gbs"],
         "nvlink_ms": r["nvlink_ms"],
-        "mistakes": [(r["per_gpu_nic_ms"], ONE_NIC)],
+        "hier_gb": r["hier_node_out_gb"],
+        "hier_ms": r["hier_network_ms"],
+        "bound": "the network" if r["network_bound"] else "NVLink",
+        "mistakes": [
+            (r["per_gpu_nic_ms"], ONE_NIC),
+            (r["hier_network_ms"], HIERARCHICAL_FLOOR),
+            (r["nvlink_ms"], NVLINK_PART),
+        ],
     }
 
 
 def _all_to_all(p):
-    r = calc.cross_node_all_to_all(
-        p["size"] * 1e9, int(p["nodes"]), int(p["gpus_per_node"]), p["nic"] * 1e9, p["nvlink"] * 1e9
-    )
+    nodes, per_node = int(p["nodes"]), int(p["gpus_per_node"])
+    r = calc.cross_node_all_to_all(p["size"] * 1e9, nodes, per_node, p["nic"] * 1e9, p["nvlink"] * 1e9)
+    gpus = nodes * per_node
+    mistakes = [
+        (r["egress_ms"], SHARED_EGRESS),
+        (
+            p["size"] / p["nic"] * 1e3,
+            "That sends all of each GPU's bytes over the network. The share bound for GPUs of its own node goes over "
+            "NVLink, and its own share stays put: only (N − g)/N leaves the node.",
+        ),
+        (
+            comm.bus_bytes("all-to-all", gpus, p["size"]) / p["nic"] * 1e3,
+            "That sends everything but the GPU's own share over the network. The share for the other GPUs of its "
+            "node travels on NVLink: only (N − g)/N leaves the node.",
+        ),
+    ]
     return {
         "answer": r["network_ms"],
-        "gpus": int(p["nodes"]) * int(p["gpus_per_node"]),
+        "gpus": gpus,
         "off_node_gb": r["off_node_gb"],
         "off_node_share": r["off_node_share"],
-        "mistakes": [(r["egress_ms"], SHARED_EGRESS)],
+        "mistakes": mistakes,
     }
 
 
@@ -48,15 +80,24 @@ def _ddp_buckets(p):
     r = calc.ddp_buckets(grads, p["bucket_mb"], p["first_mb"])
     without_first = calc.ddp_buckets(grads, p["bucket_mb"], p["bucket_mb"])["buckets"]
     in_mb = calc.ddp_buckets(grads * 2**20 / 1e6, p["bucket_mb"], p["first_mb"])["buckets"]  # MB read as MiB
-    mistakes = []
-    if without_first != r["buckets"]:
-        mistakes.append(
-            (
-                without_first,
-                "That cuts every bucket at the cap. DDP's first bucket, the one whose gradients are ready first, is "
-                f"only {p['first_mb']:g} MiB when the cap is left at its default, so its all-reduce starts early.",
-            )
-        )
+    rest_mib = r["grads_mib"] - p["first_mb"]
+    mistakes = [
+        (
+            without_first,
+            "That cuts every bucket at the cap. DDP's first bucket, the one whose gradients are ready first, is "
+            f"only {p['first_mb']:g} MiB when the cap is left at its default, so its all-reduce starts early.",
+        ),
+        (
+            1 + math.floor(rest_mib / p["bucket_mb"]),
+            "That leaves out the last, partly filled bucket. Its gradients are all-reduced too, once backward "
+            "reaches the first layers.",
+        ),
+        (
+            calc.ddp_buckets(p["params"] * 1e6, p["bucket_mb"], p["first_mb"])["buckets"],
+            f"That counts one byte per parameter. Each gradient takes {p['bytes']:g} bytes: "
+            f"{r['grads_mib']:.1f} MiB in all.",
+        ),
+    ]
     slips = []
     if in_mb != r["buckets"]:
         slips.append((in_mb, "bucket_cap_mb is in MiB (2²⁰ bytes), not MB: 25 MiB is 26.2 MB."))
@@ -78,18 +119,29 @@ def _prefetch(p):
             "That hides every gather. The first unit's gather has nothing to hide under, and a gather longer than "
             "the compute it runs under shows for the difference.",
         ),
+        (
+            r["prefetched"] - p["compute"],
+            "That stops at the last gather. The last unit still computes after its weights arrive, with no gather "
+            "left to hide under it.",
+        ),
     ]
     return {"answer": r["prefetched"], "exposed": r["exposed"], "serial": r["serial"], "mistakes": mistakes}
 
 
 def _async_tp(p):
     r = calc.async_tp(p["gemm"], p["comm"], int(p["degree"]))
+    degree = int(p["degree"])
     mistakes = [
         (r["serial"], "That runs the whole all-gather before the matmul: the synchronous TP layer async TP replaces."),
         (
             max(p["gemm"], p["comm"]),
             "That overlaps everything. The local shard's piece has no copy to hide, and each remote piece can start "
             "only when its shard has landed.",
+        ),
+        (
+            r["overlapped"] - r["piece"],
+            f"That leaves out the local piece. The rank computes on its own shard first ({r['piece']:.3g} ms), then "
+            f"the {degree - 1} remote pieces one by one as their copies land.",
         ),
     ]
     return {
@@ -117,6 +169,11 @@ def _bits(p):
             copies * r["element_bits"],
             "That leaves out the scales. Each block stores one, so every element carries scale bits ÷ block size.",
         ),
+        (
+            copies * (r["element_bits"] + r["scale_bits"]),
+            f"That gives every element a whole {r['scale_bits']}-bit scale. One scale serves a block of "
+            f"{r['block']}: each element carries {r['scale_bits']} ÷ {r['block']} bits of it.",
+        ),
     ]
     if copies > 1:
         mistakes.append((r["bits"], "That counts one copy. The question keeps a rowwise and a columnwise copy."))
@@ -142,8 +199,10 @@ FAMILIES: list[Generator] = [
         "ms",
         "An all-gather of {{size}} GB over {{nodes}} nodes of {{gpus_per_node}} GPUs, one {{nic}} GB/s NIC per GPU: "
         "milliseconds on the network, from the node's egress?",
-        "Each node lacks (k−1)/k of the array: {{node_out_gb|.3g}} GB crosses its {{egress_gbs|.0f}} GB/s of egress "
-        "in {{answer|.3g}} ms. NVLink inside the node needs {{nvlink_ms|.3g}} ms for its part, at the same time.",
+        "NCCL's flat ring over all {{gpus}} GPUs sends (N−1)/N of the array out of each node: {{node_out_gb|.4g}} GB "
+        "crosses its {{egress_gbs|.0f}} GB/s of egress in {{answer|.3g}} ms. NVLink inside the node needs "
+        "{{nvlink_ms|.3g}} ms for its hops at the same time, so {{bound}} sets the pace. A hierarchical algorithm "
+        "would send only the (k−1)/k a node lacks, {{hier_gb|.3g}} GB in {{hier_ms|.3g}} ms.",
         _rail_all_gather,
     ),
     Generator(

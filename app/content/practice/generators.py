@@ -22,6 +22,7 @@ from .. import calc
 from ..formats import spec_problem
 from ..schema import Choices, Numeric, Question, Range
 from . import atscale, numerics, planning
+from .answers import gradable
 from .family import Generator
 
 
@@ -60,14 +61,17 @@ def shown(v: Any) -> str:
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*(?:\|([^}]*))?\}\}")
 
 
-def fill(template: str, values: dict[str, Any]) -> str:
+def fill(template: str, values: dict[str, Any], written: dict[str, str] | None = None) -> str:
     """Replace {{name}} / {{name|.2f}} with values; {{name|%}} shows a fraction as a percentage (0.4 → "40%").
-    PracticeError names an unknown placeholder."""
+    `written`: how a placeholder without a format is written instead of shown() (the answer, in as many digits as
+    its tolerance needs). PracticeError names an unknown placeholder."""
 
     def sub(m: re.Match) -> str:
         name, spec = m.group(1), m.group(2)
         if name not in values:
             raise PracticeError(f"unknown placeholder {{{{{name}}}}}; available: {', '.join(sorted(values))}")
+        if not spec and written and name in written:
+            return written[name]
         v = values[name]
         if spec and spec.strip() == "%" and isinstance(v, (int, float)) and not isinstance(v, bool):
             return percent(v)
@@ -150,9 +154,12 @@ def make_variant(question: Question, seed: int) -> Variant:
             raise PracticeError(f"{gen.name}: no valid draw in 20 tries: {last}")
         params = {k: values.get(k, v) for k, v in params.items()}  # what the solver actually used
         prompt = fill(q.prompt, values)
-        explanation = fill(q.explanation or gen.explanation, values)
+        # The explanation shows the answer as the grader would accept it back.
+        written = {"answer": gradable(float(values["answer"]), q.tolerance.accepts)}
+        explanation = fill(q.explanation or gen.explanation, values, written)
         hint = fill(q.hint, values) if q.hint else ""
         return Variant(question.id, seed, params, prompt, float(values["answer"]), q.unit, explanation, values, hint)
     if isinstance(q, Numeric):
-        return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", {}, q.hint or "")
+        values = {"mistakes": [(m.value, m.feedback) for m in q.mistakes]} if q.mistakes else {}
+        return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", values, q.hint or "")
     return Variant(question.id, seed, {}, q.prompt, None, "", getattr(q, "explanation", None) or "", {}, q.hint or "")

@@ -74,10 +74,7 @@ def _band(q: Numeric) -> str:
 
 
 def _within(value: float, expected: float, q: Numeric) -> bool:
-    tol = q.tolerance
-    if tol.abs is not None:
-        return abs(value - expected) <= tol.abs + 1e-12
-    return abs(value - expected) <= (tol.rel or 0.0) * abs(expected) + 1e-12
+    return q.tolerance.accepts(value, expected)
 
 
 def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedback:
@@ -121,7 +118,7 @@ def grade(question: Question, variant: Variant | None, raw_answer: str) -> Feedb
     if variant.answer is None:  # make_variant gives every numeric question an answer
         raise ValueError(f"question {question.id!r}: its variant has no answer")
     expected = float(variant.answer)
-    text = with_unit(expected, q.unit_for(expected))
+    text = with_unit(expected, q.unit_for(expected), q.tolerance.accepts)
     slip = _slip(value, expected, q, variant)
     if slip:
         return Feedback("hint", slip, unit=q.unit)

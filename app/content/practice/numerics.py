@@ -153,9 +153,46 @@ def _collective_time(p):
     return {"answer": r["ms"], "moved_gb": r["moved"] / 1e9, "mistakes": mistakes}
 
 
+# What ZeRO stage k shards over the data-parallel ranks, in the order the stages add them.
+SHARDED = {0: "nothing", 1: "the optimizer state", 2: "the optimizer state and the gradients", 3: "everything"}
+
+
+def stage_mistakes(state_gb, stage: int, words: str = "ZeRO stage") -> list[tuple[float, str]]:
+    """The neighbouring stages' memory, each a known wrong idea about what stage `stage` shards. `state_gb(k)` is
+    the answer's memory under stage k."""
+    out = []
+    for k in (stage + 1, stage - 1):
+        if 0 <= k <= 3:
+            out.append(
+                (
+                    state_gb(k),
+                    f"That is stage {k}'s memory: it shards {SHARDED[k]}. {words} {stage} shards {SHARDED[stage]}.",
+                )
+            )
+    return out
+
+
+WEIGHTS_ONLY = (
+    "That counts the weights alone. Training also keeps the gradients (2 bytes per parameter) and Adam's FP32 "
+    "state (12 bytes: a master copy and two moments)."
+)
+NO_ADAM = (
+    "That leaves out the optimizer. Adam keeps 12 bytes per parameter in FP32 (a master copy and two moments), "
+    "the largest part of the 16."
+)
+
+
 def _zero(p):
-    r = calc.zero_memory(p["params"] * 1e9, int(p["gpus"]), int(p["stage"]))
-    return {"answer": r["gb"], "bytes_per_param": r["bytes_per_param"]}
+    gpus, stage = int(p["gpus"]), int(p["stage"])
+    r = calc.zero_memory(p["params"] * 1e9, gpus, stage)
+    state = lambda k: calc.zero_memory(p["params"] * 1e9, gpus, k)["gb"]  # noqa: E731
+    parts = calc.zero_memory(p["params"] * 1e9, gpus, stage, grads=0, optim=0)["gb"]
+    mistakes = [(parts, WEIGHTS_ONLY), (calc.zero_memory(p["params"] * 1e9, gpus, stage, optim=0)["gb"], NO_ADAM)]
+    return {
+        "answer": r["gb"],
+        "bytes_per_param": r["bytes_per_param"],
+        "mistakes": mistakes + stage_mistakes(state, stage),
+    }
 
 
 OTHER_BUBBLE = (
@@ -166,10 +203,28 @@ OTHER_BUBBLE = (
 
 
 def _bubble(p):
-    r = calc.pipeline_bubble(int(p["stages"]), int(p["microbatches"]))
+    stages, micro = int(p["stages"]), int(p["microbatches"])
+    r = calc.pipeline_bubble(stages, micro)
     # The other definition is a right idea with another denominator: a hint (not a try), never "wrong".
     slips = [(r["overhead_percent"], OTHER_BUBBLE.format(value=r["overhead_percent"]))]
-    return {"answer": r["percent"], "fraction": r["fraction"], "overhead": r["overhead"], "slips": slips}
+    mistakes = [
+        (
+            100 - r["percent"],
+            "That is the busy share of the step, m/(m + p − 1). The bubble is the rest: (p − 1)/(m + p − 1).",
+        ),
+        (
+            100 * stages / (micro + stages),
+            "That counts p slots of filling. The first stage starts at once; the last waits p − 1 slots, and "
+            "drains p − 1 slots before the step ends: (p − 1)/(m + p − 1).",
+        ),
+    ]
+    return {
+        "answer": r["percent"],
+        "fraction": r["fraction"],
+        "overhead": r["overhead"],
+        "slips": slips,
+        "mistakes": mistakes,
+    }
 
 
 def _tp(p):
@@ -191,6 +246,26 @@ def _vector(p):
     return values, idx
 
 
+def code_mistakes(x: float, step: float, qmax: int, bits: int) -> list[tuple[float, str]]:
+    """Known wrong ideas about one absmax code: the value read back instead of the code, the unsigned grid's
+    2^b − 1 levels instead of 2^(b−1) − 1, truncating instead of rounding."""
+    q = round(x / step)
+    unsigned = 2**bits - 1
+    return [
+        (
+            q * step,
+            f"That is the value read back, code × step. The question asks for the code itself, round(x ÷ step) = "
+            f"an integer in ±{qmax}.",
+        ),
+        (
+            round(x / (step * qmax / unsigned)),
+            f"That spreads max|x| over {unsigned} steps, the unsigned grid. A symmetric int{bits} grid has "
+            f"{qmax} steps on each side of zero: step = max|x| ÷ {qmax}.",
+        ),
+        (math.trunc(x / step), "That cuts the fraction off. Absmax quantization rounds x ÷ step to the nearest code."),
+    ]
+
+
 def _absmax(p):
     values, idx = _vector(p)
     r = calc.absmax_quant(values, int(p["bits"]))
@@ -201,6 +276,7 @@ def _absmax(p):
         "step": r["step"],
         "qmax": r["qmax"],
         "dequantized": r[f"x{idx}"],
+        "mistakes": code_mistakes(values[idx], r["step"], r["qmax"], int(p["bits"])),
     }
 
 
@@ -210,6 +286,31 @@ def _block(p):
     whole = calc.absmax_quant(values, int(p["bits"]))
     block = idx // int(p["block"])
     outlier_block = (len(values) - 1) // int(p["block"])
+    step = r[f"step_b{block}"]
+    mistakes = []
+    if block != outlier_block:
+        mistakes.append(
+            (
+                whole[f"q{idx}"],
+                "That uses one step for the whole vector, set by the outlier. With blocks, only the values of "
+                f"{values[idx]:g}'s own block set its step.",
+            )
+        )
+    else:
+        first = r["step_b0"]
+        mistakes += [
+            (
+                round(values[idx] / first),
+                "That uses the first block's step. This value shares its block with the outlier, so the outlier's "
+                "absmax sets its step.",
+            ),
+            (
+                math.copysign(whole["qmax"], values[idx]),
+                f"That takes the step from {values[idx]:g} alone. The block's absmax is its largest magnitude, the "
+                "outlier's.",
+            ),
+        ]
+    mistakes += code_mistakes(values[idx], step, whole["qmax"], int(p["bits"]))
     return {
         "answer": r[f"q{idx}"],
         "vector": values,
@@ -221,6 +322,7 @@ def _block(p):
         "outlier_step": r[f"step_b{outlier_block}"],
         "in_outlier_block": block == outlier_block,
         "qmax": whole["qmax"],
+        "mistakes": mistakes,
     }
 
 
@@ -253,8 +355,16 @@ def _narrow_add(p):
     return {
         "answer": r["stored"],
         **{k: r[k] for k in ("exact", "lost", "spacing", "significant_bits")},
+        # every digit: the accumulator's values are exact binary fractions, and the answer is graded exactly
+        "exact_text": exact_digits(r["exact"]),
+        "spacing_text": exact_digits(r["spacing"]),
         "mistakes": mistakes,
     }
+
+
+def exact_digits(x: float) -> str:
+    """x with all the digits it has (up to 12), thousands grouped: 1500.625 -> "1,500.625", 0.0625 -> "0.0625"."""
+    return format(x, ",.12g")
 
 
 FAMILIES: list[Generator] = [
@@ -349,7 +459,8 @@ FAMILIES: list[Generator] = [
         "",
         "The accumulator keeps {{significant_bits}} significant bits, cutting toward zero. It holds {{partial}}; "
         "the next group of products adds {{addend}}. What does it hold after the add?",
-        "Near {{partial}} its values are {{spacing}} apart; {{exact}} is cut down to {{answer}}, losing {{lost|.3g}}.",
+        "Near {{partial}} its values are {{spacing_text}} apart; {{exact_text}} is cut down to {{answer}}, losing "
+        "{{lost|.3g}}.",
         _narrow_add,
     ),
     Generator(

@@ -8,31 +8,77 @@ from labs.api import count
 
 from .. import calc
 from .family import Generator
-from .numerics import ONE_PHASE, no_own_share
+from .numerics import NO_ADAM, ONE_PHASE, WEIGHTS_ONLY, no_own_share, stage_mistakes
 
 
 def _state(p):
-    r = calc.model_state(p["params"] * 1e9, int(p["dp"]), int(p["tp"]), int(p["pp"]), int(p["zero"]))
-    return {"answer": r["state_gb"], "bytes_per_param": r["bytes_per_param"], "shard_b": r["shard_params"] / 1e9}
+    dp, tp, pp, zero = int(p["dp"]), int(p["tp"]), int(p["pp"]), int(p["zero"])
+    r = calc.model_state(p["params"] * 1e9, dp, tp, pp, zero)
+    mistakes = [(r["weights_gb"], WEIGHTS_ONLY), (r["weights_gb"] + r["grads_gb"], NO_ADAM)]
+    if tp * pp > 1:
+        mistakes.append(
+            (
+                calc.model_state(p["params"] * 1e9, dp, 1, 1, zero)["state_gb"],
+                f"That leaves the model whole. TP = {tp} and PP = {pp} cut it into {tp * pp} shards first; ZeRO then "
+                "shards each shard's state over its data-parallel copies.",
+            )
+        )
+    if dp > 1:
+        mistakes += stage_mistakes(lambda k: calc.model_state(p["params"] * 1e9, dp, tp, pp, k)["state_gb"], zero)
+    return {
+        "answer": r["state_gb"],
+        "bytes_per_param": r["bytes_per_param"],
+        "shard_b": r["shard_params"] / 1e9,
+        "mistakes": mistakes,
+    }
 
 
 def _activations(p):
-    r = calc.activations(
-        int(p["layers"]),
-        int(p["hidden"]),
-        int(p["heads"]),
-        int(p["seq"]),
-        int(p["micro_batch"]),
-        int(p["tp"]),
-        bool(p["sequence_parallel"]),
-        str(p["recompute"]),
-    )
-    return {"answer": r["gb"], "per_layer_gb": r["per_layer_gb"]}
+    args = {
+        "layers": int(p["layers"]),
+        "hidden": int(p["hidden"]),
+        "heads": int(p["heads"]),
+        "seq": int(p["seq"]),
+        "micro_batch": int(p["micro_batch"]),
+        "tp": int(p["tp"]),
+        "sequence_parallel": bool(p["sequence_parallel"]),
+        "recompute": str(p["recompute"]),
+    }
+    r = calc.activations(**args)
+    mistakes = [
+        (r["per_layer_gb"], f"That is one layer. Every one of the {args['layers']} layers keeps its own activations."),
+    ]
+    other = {"none": "selective", "selective": "none", "full": "selective"}[args["recompute"]]
+    why = {
+        "none": "Without recomputation the attention scores (the 5·a·s/h term) are kept too.",
+        "selective": "Selective recomputation drops the attention scores (the 5·a·s/h term) and recomputes them.",
+        "full": "Full recomputation keeps only each layer's input, 2·s·b·h bytes, and recomputes the rest.",
+    }[args["recompute"]]
+    mistakes.append((calc.activations(**{**args, "recompute": other})["gb"], f"That is recompute “{other}”. {why}"))
+    if args["tp"] > 1:
+        mistakes.append(
+            (
+                calc.activations(**{**args, "tp": 1, "sequence_parallel": False})["gb"],
+                f"That leaves out tensor parallelism: TP = {args['tp']} splits the activations inside each layer"
+                + (" and sequence parallelism the rest." if args["sequence_parallel"] else "."),
+            )
+        )
+    return {"answer": r["gb"], "per_layer_gb": r["per_layer_gb"], "mistakes": mistakes}
 
 
 def _tokens(p):
     r = calc.train_budget(p["params"] * 1e9, tokens_per_param=p["tokens_per_param"])
-    return {"answer": r["tokens"] / 1e9}
+    billions = r["tokens"] / 1e9
+    ratio = p["tokens_per_param"]
+    mistakes = [
+        (p["params"] / ratio, f"That divides. Compute-optimal is about {ratio:g} tokens *per parameter*: multiply."),
+        (
+            6 * billions,
+            f"That multiplies by 6 as well. The 6 belongs to the compute, 6·N·D FLOPs; the tokens are {ratio:g} × N.",
+        ),
+    ]
+    slips = [(r["tokens"], "That is the count of tokens itself. The question asks in billions: divide by 10⁹.")]
+    return {"answer": billions, "mistakes": mistakes, "slips": slips}
 
 
 def _budget(p):
@@ -106,8 +152,13 @@ def _fsdp_step(p):
 
 PER_GPU_NIC = (
     "That pushes each GPU's (N−1)/N of the weights through its own {nic:g} GB/s NIC. NCCL runs one ring per "
-    "rail, so all {per_node} NICs of a node carry the collective at once: what crosses the network is the "
-    "(nodes−1)/nodes of the weights each node lacks, at the node's {egress:g} GB/s of egress."
+    "rail, so all {per_node} NICs of a node carry the collective at once: the (N−1)/N of the weights the ring "
+    "sends out of each node crosses the node's {egress:g} GB/s of egress."
+)
+HIERARCHICAL_FLOOR = (
+    "That prices only what a node lacks, (nodes−1)/nodes of the weights: the floor of a hierarchical algorithm "
+    "that first works inside the node. NCCL's ring runs flat over all N GPUs, and its hop out of each node "
+    "carries (N−1)/N of the weights."
 )
 
 
@@ -126,6 +177,7 @@ def _fsdp(p):
     if r["cross_node"]:
         words = PER_GPU_NIC.format(nic=p["nic"], per_node=int(p["gpus_per_node"]), egress=r["egress_gbs"])
         mistakes.append((r["per_gpu_nic_ms"], words))
+        mistakes.append((r["hier_comm_ms"], HIERARCHICAL_FLOOR))
     nodes = gpus // int(p["gpus_per_node"])
     return {
         "answer": r["comm_ms"],
@@ -134,9 +186,11 @@ def _fsdp(p):
         "node_out_gb": r["node_out_gb"] / collectives,
         "egress": r["egress_gbs"],
         "nodes": nodes,
+        "hier_ms": r["hier_comm_ms"],
         "where": (
-            f"{nodes} nodes, (nodes−1)/nodes × {r['size_gb']:g} GB = {r['node_out_gb'] / collectives:.3g} GB leaves "
-            f"each node per collective, through its {int(p['gpus_per_node'])} NICs at once ({r['egress_gbs']:g} GB/s)"
+            f"{nodes} nodes, NCCL's flat ring over {gpus} GPUs sends (N−1)/N × {r['size_gb']:g} GB = "
+            f"{r['node_out_gb'] / collectives:.4g} GB out of each node per collective, through its "
+            f"{int(p['gpus_per_node'])} NICs at once ({r['egress_gbs']:g} GB/s)"
             if r["cross_node"]
             else f"one node, (N−1)/N × {r['size_gb']:g} GB = {r['moved_gb']:.3g} GB crosses each GPU's NVLink "
             f"({p['bandwidth']:g} GB/s)"
@@ -147,7 +201,25 @@ def _fsdp(p):
 
 def _share(p):
     r = _fsdp_step(p)
-    return {"answer": r["share"], "comm_s": r["comm_ms"] / 1e3, "compute_s": r["compute_s"]}
+    collectives = int(p["collectives"])
+    mistakes = [
+        (
+            100 * r["compute_s"] / (r["comm_ms"] / 1e3),
+            "That divides compute by communication. The share is communication ÷ compute.",
+        ),
+        (
+            r["share"] * p["mfu"],
+            f"That divides by the compute at the GPU's peak. At {p['mfu'] * 100:.4g}% MFU the compute takes "
+            f"1/{p['mfu']:g} times as long, so the share is smaller than that.",
+        ),
+    ]
+    if collectives == 3:
+        mistakes.append(
+            (r["share"] * 2 / 3, "That counts two collectives. FSDP gathers twice and reduce-scatters: three.")
+        )
+    if r["cross_node"]:
+        mistakes.append((100 * r["hier_comm_ms"] / 1e3 / r["compute_s"], HIERARCHICAL_FLOOR))
+    return {"answer": r["share"], "comm_s": r["comm_ms"] / 1e3, "compute_s": r["compute_s"], "mistakes": mistakes}
 
 
 def _hsdp(p):
@@ -183,7 +255,43 @@ def _moe(p):
     if which not in ("total", "active", "per_gpu"):
         raise calc.CalcError(f"which must be total, active or per_gpu, got {which!r}")
     words = {"total": "in the whole model", "active": "active per token", "per_gpu": "held by each GPU"}[which]
+    layers, expert, attention = int(p["layers"]), r["expert"], r["attention"]
+    two_matrix = (
+        calc.moe_params(
+            layers, int(p["hidden"]), int(p["ffn"]), int(p["routed"]), int(p["shared"]), int(p["top_k"]), int(p["ep"])
+        )[which]
+        - layers * _experts(p, which) * expert / 3
+    )
+    mistakes = [
+        (
+            two_matrix / 1e9,
+            "That counts an expert as 2·D·F, an MLP of two matrices. A SwiGLU expert has three (gate, up, down): "
+            "3·D·F.",
+        ),
+        (
+            (r[which] - layers * attention) / 1e9,
+            "That leaves out attention, 4·D² per layer, which every token and every GPU of the expert-parallel "
+            "group has too.",
+        ),
+    ]
+    shared = int(p["shared"])
+    if which == "active" and shared:
+        mistakes.append(
+            (
+                (r["active"] - layers * shared * expert) / 1e9,
+                f"That leaves out the {shared} shared experts: every token runs them as well.",
+            )  # fmt: skip
+        )
+    if which == "per_gpu":
+        mistakes.append(
+            (
+                r["total"] / int(p["ep"]) / 1e9,
+                "That divides everything by EP. Only the routed experts are split across the group; the shared "
+                "experts and attention are copied on every GPU.",
+            )
+        )
     return {
+        "mistakes": mistakes,
         "answer": r[which] / 1e9,
         "expert_m": r["expert"] / 1e6,
         "attention_m": r["attention"] / 1e6,
@@ -191,9 +299,36 @@ def _moe(p):
     }
 
 
+def _experts(p, which: str) -> int:
+    """Experts a layer counts for `which`: every one in the model, those a token runs, those a GPU holds."""
+    shared = int(p["shared"])
+    return {
+        "total": int(p["routed"]) + shared,
+        "active": int(p["top_k"]) + shared,
+        "per_gpu": int(p["routed"]) // int(p["ep"]) + shared,
+    }[which]
+
+
 def _all_to_all(p):
-    r = calc.moe_all_to_all(p["tokens"], int(p["top_k"]), int(p["hidden"]), int(p["gpus"]), p["bandwidth"] * 1e9)
-    return {"answer": r["ms"], "dispatch_mb": r["dispatch_bytes"] / 1e6, "remote_mb": r["remote_bytes"] / 1e6}
+    gpus, top_k = int(p["gpus"]), int(p["top_k"])
+    r = calc.moe_all_to_all(p["tokens"], top_k, int(p["hidden"]), gpus, p["bandwidth"] * 1e9)
+    mistakes = [
+        (
+            r["ms"] / 2,
+            "That is the dispatch alone. The experts' outputs come back in a second all-to-all, the combine.",
+        ),
+        *no_own_share(r["ms"], gpus),
+    ]
+    if top_k > 1:
+        mistakes.append(
+            (r["ms"] / top_k, f"That sends each token once. Routed top-{top_k}, it goes to {top_k} experts.")
+        )
+    return {
+        "answer": r["ms"],
+        "dispatch_mb": r["dispatch_bytes"] / 1e6,
+        "remote_mb": r["remote_bytes"] / 1e6,
+        "mistakes": mistakes,
+    }
 
 
 def _kv(p):
@@ -216,12 +351,26 @@ def _decode(p):
     r = calc.decode_step(
         p["params"] * 1e9, kv["bytes"], p["hbm"] * 1e12, int(p["gpus"]), int(p["layers"]), 1e-6 * p["alpha_us"]
     )
-    gpus = int(p["gpus"])
+    gpus, batch = int(p["gpus"]), int(p["batch"])
+    kv_ms = r["read_ms"] - r["weights_ms"] / gpus
     mistakes = [
+        (
+            r["ms"] + (batch - 1) * r["weights_ms"] / gpus,
+            f"That reads the weights once per sequence. The {batch} sequences of a batch share one read of them: "
+            "that is why batching pays.",
+        ),
+        (
+            r["ms"] - kv_ms + kv_ms / batch,
+            f"That reads one sequence's cache. Each of the {batch} sequences has its own keys and values to read.",
+        ),
         (
             r["weights_ms"] / gpus + r["comm_ms"],
             f"That reads only the weights. Every step also reads the whole KV cache once: {kv['bytes'] / 1e9:.3g} GB.",
-        )
+        ),
+        (
+            r["ms"] - kv_ms / 2,
+            "That reads half the cache: the keys alone. Attention reads each cached token's key and its value.",
+        ),
     ]
     if gpus > 1:
         mistakes += [
@@ -252,8 +401,19 @@ def _ffn_min(p):
 
 
 def _tokens_per_step(p):
-    tokens = int(p["dp"]) * int(p["micro_batch"]) * int(p["seq"]) * int(p["accumulation"])
-    return {"answer": tokens / 1e6, "sequences": int(p["dp"]) * int(p["micro_batch"]) * int(p["accumulation"])}
+    dp, micro, seq, acc = int(p["dp"]), int(p["micro_batch"]), int(p["seq"]), int(p["accumulation"])
+    tokens = dp * micro * seq * acc
+    mistakes = [
+        (micro * seq * acc / 1e6, f"That is one GPU's share. All {dp} data-parallel ranks feed the same step."),
+        (
+            dp * micro * acc / 1e6,
+            f"That counts sequences. Each holds {seq:,} tokens: multiply by the sequence length.",
+        ),
+    ]
+    if acc > 1:
+        mistakes.append((tokens / acc / 1e6, f"That leaves out the {acc} accumulated micro-batches per step."))
+    slips = [(tokens, "That is the count of tokens itself. The question asks in millions: divide by 10⁶.")]
+    return {"answer": tokens / 1e6, "sequences": dp * micro * acc, "mistakes": mistakes, "slips": slips}
 
 
 MODEL_7B = {"layers": 32, "hidden": 4096, "heads": 32}

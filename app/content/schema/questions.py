@@ -58,6 +58,12 @@ class Tolerance(Strict):
             raise ValueError("exactly one of abs or rel; found " + ("both" if self.abs is not None else "neither"))
         return self
 
+    def accepts(self, value: float, expected: float) -> bool:
+        """Whether `value` counts as `expected` under this tolerance."""
+        if self.abs is not None:
+            return abs(value - expected) <= self.abs + 1e-12
+        return abs(value - expected) <= (self.rel or 0.0) * abs(expected) + 1e-12
+
 
 class Range(Strict):
     min: float = Field(description="Smallest value drawn.")
@@ -76,6 +82,11 @@ class Choices(Strict):
 
 
 ParamSpec = float | int | str | list[float] | Range | Choices
+
+
+class NamedMistake(Strict):
+    value: float = Field(description="A wrong answer that follows from one known wrong idea, in the question's unit.")
+    feedback: Markdown = Field(description="What went wrong, shown when the learner's answer matches `value`.")
 
 
 class Numeric(QuestionBase):
@@ -101,6 +112,12 @@ class Numeric(QuestionBase):
     explanation: Markdown | None = Field(
         None, description="Shown after grading; may use {{param}} and the generator's derived values."
     )
+    mistakes: list[NamedMistake] = Field(
+        default_factory=list,
+        max_length=8,
+        description="A fixed question's wrong answers worth naming: a matching answer counts as a try and is told "
+        "which idea went wrong. A generator names its own.",
+    )
 
     @model_validator(mode="after")
     def _answer_or_generator(self) -> Numeric:
@@ -113,6 +130,14 @@ class Numeric(QuestionBase):
             raise ValueError(
                 f"`answer_in` only for a unitless answer (it converts nothing); this one's unit is {self.unit!r}"
             )
+        if self.mistakes and self.answer is None:
+            raise ValueError("`mistakes` only with a fixed `answer`; a generator names its own")
+        for m in self.mistakes:
+            if self.answer is not None and self.tolerance.accepts(m.value, self.answer):
+                raise ValueError(
+                    f"mistake {m.value:g} is within the tolerance of the answer {self.answer:g}, so it would be "
+                    "graded correct; a mistake needs a value the tolerance tells apart"
+                )
         return self
 
     @property

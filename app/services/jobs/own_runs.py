@@ -6,11 +6,11 @@ worked example.
 The lab page (/labs/<lab>) and the lesson's lab page (its env-check card) show the same pair.
 
 A section names a lab in `your_run:`; once the learner has a succeeded job of it, the section says what their
-run did, in the worked example's terms ("your run clipped 15 values at step 3, and the scale adapted at step
-4"), with the backend's honesty label and a link to the job. Until then it nudges them to run the lab.
-The numbers come from the job's result.json (labs/<lab>/result.py describes them), told and nudged in the lab's own
-words (its spec's `words`, labs/<lab>/describe.py); a lab result that carries a one-sentence `answer` has it
-shown first.
+run did, in the worked example's terms and read from that run alone (its recipe, shape, fit and counts), with
+the backend's honesty label and a link to the job. Until then it says plainly that there is no run yet and nudges
+them to run the lab. The numbers come from the job's result.json (labs/<lab>/result.py describes them), told and
+nudged in the lab's own words (its spec's `words`, labs/<lab>/describe.py); a lab result that carries a
+one-sentence `answer` has it shown first.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def note_for(job: Job) -> RunNote:
     results = result.get("results") or {}
     try:
         tell = catalog.get(job.lab).words.sentences if job.lab in catalog.LABS else None
-        sentences = tell(results) if tell is not None else []
+        sentences = tell(results, result.get("params") or {}) if tell is not None else []
     except (KeyError, TypeError, IndexError, ValueError):  # an older result shape: never break the lesson
         log.warning("job %s: result of %s not summarised for the lesson", job.id, job.lab, exc_info=True)
         sentences = []
