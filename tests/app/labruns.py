@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from labs import catalog
-from tests.conftest import ROOT
+ROOT = Path(__file__).resolve().parents[2]
 
 # The labs' smallest runs that still exercise every field the checks read (LabSpec.tiny: two TP degrees and two
 # ranks, a few FP8 steps), by lab in catalog order.

@@ -12,7 +12,7 @@ from labs import catalog
 from labs.timebudget import GPU_GUESS_SLACK, over_time_limit
 
 LIMIT = 600
-OVER = {"max_bytes": 94_284_223, "warmup": 2}  # collectives: ~740 s on the cpu cost model, in every field's bounds
+OVER = {"max_bytes": 94_284_223, "warmup": 2}  # collectives: ~950 s on the cpu cost model, in every field's bounds
 
 
 def _capacity(**kw) -> catalog.Capacity:
@@ -25,7 +25,7 @@ def test_a_collectives_run_past_the_limit_names_the_arithmetic_and_fits_each_sug
     seconds = spec.estimate_seconds(params, "cpu")
     assert seconds > LIMIT
     (problem,) = spec.problems(params, "cpu", _capacity())
-    assert problem.message.startswith(f"{problem.field}: this run is estimated at about 12 min on the cpu backend")
+    assert problem.message.startswith(f"{problem.field}: this run is estimated at about 16 min on the cpu backend")
     assert f"({seconds:,.0f} s > {LIMIT} s)" in problem.message
     assert "past the course's time limit of 10 min 00 s for one job" in problem.message
     fixes = re.findall(r"(lower|raise) (\w+) to ([\d.]+) or (?:less|more)", problem.message)

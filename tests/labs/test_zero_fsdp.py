@@ -140,7 +140,8 @@ def test_the_app_grades_the_run_and_the_golden_bundle_has_its_shape(result, bund
     )
     assert {c["check"]: c["status"] for c in item["checks"]} == {
         "schema": "pass",
-        "environment": "pass",
+        "environment": "info",  # an upload's environment is the learner's claim
+        "self-consistent": "info",
         "losses-equal": "pass",
         "zero1-optimizer-shard": "pass",
         "fsdp2-weights-shard": "pass",
