@@ -66,10 +66,27 @@ def kill(pids: list[int]) -> None:
             pass
 
 
+def parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def ends_with_this_process(pid: int) -> bool:
+    """multiprocessing's resource tracker that this process started (torch and multiprocessing start one on first
+    use): it reads a pipe only this process holds open, so it exits when this process does."""
+    return parent(pid) == os.getpid() and "multiprocessing.resource_tracker" in command_line(pid)
+
+
 def still_running(run_id: str, grace_s: float = GRACE_S) -> dict[int, str]:
     """pid -> command line of the run's processes still alive after up to `grace_s` seconds."""
     deadline = time.monotonic() + grace_s
-    while (pids := pids_with_env(MARK, run_id)) and time.monotonic() < deadline:
+
+    def left() -> list[int]:
+        return [pid for pid in pids_with_env(MARK, run_id) if not ends_with_this_process(pid)]
+
+    while (pids := left()) and time.monotonic() < deadline:
         time.sleep(0.2)
     return {pid: command_line(pid) for pid in pids}
 
