@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.services.jobs import lifecycle as jobs
 from app.services.jobs.labhost import HostCapacity
 from tests.app import labruns
+from tests.conftest import default_class
 
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
@@ -94,8 +95,8 @@ def claimed_by_grader(make_user, make_client, db, report, email: str = "gina@exa
     from app.services.grading import grades as grading
 
     grader = make_user(email, roles=("grader",))
-    grading.assign(db, grader=grader, lesson_id=report.lesson_id)
+    grading.assign(db, klass=default_class(db), grader=grader, lesson_id=report.lesson_id)
     client = make_client()
     client.login(email)
-    client.post(f"/grader/reports/{report.id}/claim")
+    client.post(f"/classes/default/grader/reports/{report.id}/claim")
     return client

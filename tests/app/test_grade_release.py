@@ -11,6 +11,7 @@ from app.core.models import Grade, LabReport, User
 from app.services.grading import release as grade_release
 from app.services.learning import notices
 from tests.app.reporting import LESSON, claimed_by_grader, grade_form, submit_report
+from tests.conftest import default_class
 
 
 @pytest.fixture
@@ -31,37 +32,43 @@ def _learner_sees(client) -> list[str]:
 
 def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db):
     report, staff, gina, learner = setup
-    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "hold"}, follow_redirects=False)
-    assert r.status_code == 303 and grade_release.holds(db, lesson_id=LESSON)
-    saved = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    r = staff.post("/classes/default/grader/releases", {"lesson_id": LESSON, "action": "hold"}, follow_redirects=False)
+    assert r.status_code == 303 and grade_release.holds(db, klass=default_class(db), lesson_id=LESSON)
+    saved = gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
     assert saved.status_code == 200 and "Grade saved and held" in saved.text and "can see it now" not in saved.text
-    review = gina.get(f"/grader/reports/{report.id}").text
+    review = gina.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'data-testid="grade-held"' in review and "· held" in review
     # the learner sees no grade and is told nothing
     page = client.get(f"/lessons/{LESSON}/report").text
     assert _learner_sees(client) == [] and "Not graded yet" in page
     assert '<span class="status">being graded</span>' in page  # not "graded" above "Not graded yet"
-    assert notices.new_grades(db, owner=learner, after_id=None) == []
-    queue = gina.get("/grader").text
+    assert notices.new_grades(db, owner=learner, after=None) == []
+    queue = gina.get("/classes/default/grader").text
     assert 'data-release="transformer-scaling"' in queue and "1 grade</span> waiting" in queue
     # a grader releases (deciding whether a lesson holds is an instructor's)
-    assert gina.post("/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}).status_code == 403
-    r = gina.post("/grader/releases", {"lesson_id": LESSON, "action": "release"}, follow_redirects=False)
+    assert gina.post("/classes/default/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}).status_code == 403
+    r = gina.post(
+        "/classes/default/grader/releases", {"lesson_id": LESSON, "action": "release"}, follow_redirects=False
+    )
     assert r.status_code == 303 and "n=1" in r.headers["location"]
     assert "16" in _learner_sees(client)
-    told = notices.new_grades(db, owner=learner, after_id=None)
+    told = notices.new_grades(db, owner=learner, after=None)
     assert len(told) == 1 and told[0][0].total == 16
     # a regrade while held stays unseen: the learner keeps the released revision until the next release
     db.expire_all()
-    gina.post(f"/grader/reports/{report.id}/claim")
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
     levels = {"environment": "complete", "numerics": "explained", "tp-mapping": "shown", "timeline": "explained"}
     levels |= {"reasoning": "sound", "stretch": "found"}  # 17.5 of 20
-    saved = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, levels=levels))
+    saved = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, levels=levels)
+    )
     assert saved.status_code == 200, saved.text[-400:]
-    assert "16" in _learner_sees(client) and grade_release.waiting(db, lesson_id=LESSON) == 1
+    assert "16" in _learner_sees(client) and grade_release.waiting(db, klass=default_class(db), lesson_id=LESSON) == 1
     # going back to "as saved" releases what was held: nothing stays hidden without a hold
-    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}, follow_redirects=False)
-    assert "n=1" in r.headers["location"] and not grade_release.holds(db, lesson_id=LESSON)
+    r = staff.post(
+        "/classes/default/grader/releases", {"lesson_id": LESSON, "action": "as-saved"}, follow_redirects=False
+    )
+    assert "n=1" in r.headers["location"] and not grade_release.holds(db, klass=default_class(db), lesson_id=LESSON)
     db.expire_all()
     newest = db.query(Grade).order_by(Grade.revision.desc()).first()
     assert newest.released_at is not None and newest.total == 17.5
@@ -70,10 +77,12 @@ def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db
 
 def test_without_a_hold_a_grade_is_seen_as_saved_and_bad_requests_name_the_field(setup, client, db):
     report, staff, gina, learner = setup
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
-    assert "16" in _learner_sees(client) and len(notices.new_grades(db, owner=learner, after_id=None)) == 1
-    r = staff.post("/grader/releases", {"lesson_id": "nope", "action": "release"})
+    gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
+    assert "16" in _learner_sees(client) and len(notices.new_grades(db, owner=learner, after=None)) == 1
+    r = staff.post("/classes/default/grader/releases", {"lesson_id": "nope", "action": "release"})
     assert r.status_code == 404 and "lesson_id" in r.text
-    r = staff.post("/grader/releases", {"lesson_id": LESSON, "action": "publish"})
+    r = staff.post("/classes/default/grader/releases", {"lesson_id": LESSON, "action": "publish"})
     assert r.status_code == 422 and "action" in r.text
-    assert client.post("/grader/releases", {"lesson_id": LESSON, "action": "release"}).status_code == 403
+    assert (
+        client.post("/classes/default/grader/releases", {"lesson_id": LESSON, "action": "release"}).status_code == 403
+    )

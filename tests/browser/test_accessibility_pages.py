@@ -39,7 +39,7 @@ def test_staff_and_learner_pages_have_no_serious_violations(page, live_server):
         "/lessons/transformer-scaling/report",
         "/instructor",
         "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml",
-        "/grader",
+        "/classes/default/grader",
         "/lessons/precision-by-numbers",
     ]:
         page.goto(live_server.url + path)

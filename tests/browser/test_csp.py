@@ -40,7 +40,7 @@ PAGES = [
     "/account/reset-links",
     "/instructor",
     "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml",
-    "/grader",
+    "/classes/default/grader",
     "/api/v1/docs",
     "/jobs/999999",  # an HTML error page
 ]

@@ -131,8 +131,8 @@ def test_dark_pages_have_legible_text_and_no_glaring_boxes(browser, live_server,
             "/no/such/page",
         ],
         STAFF: [
-            "/grader",
-            f"/grader/reports/{dark_seeded['report']}",
+            "/classes/default/grader",
+            f"/classes/default/grader/reports/{dark_seeded['report']}",
             "/instructor",
             f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
             "/instructor/cluster?saved=default",  # a .banner.ok

@@ -43,7 +43,12 @@ def axe_pages(jobs: dict, report: int, learner: str = LEARNER, staff: str = STAF
             f"/lessons/{LESSON}/report",
             "/no/such/page",
         ],
-        staff: ["/grader", f"/grader/reports/{report}", "/instructor", "/instructor/cluster?saved=default"],
+        staff: [
+            "/classes/default/grader",
+            f"/classes/default/grader/reports/{report}",
+            "/instructor",
+            "/instructor/cluster?saved=default",
+        ],
     }
 
 
@@ -65,8 +70,8 @@ def test_every_page_fits_the_screen(browser, live_server, seeded, width, height,
             "/no/such/page",
         ],
         STAFF: [
-            "/grader",
-            f"/grader/reports/{seeded['report']}",
+            "/classes/default/grader",
+            f"/classes/default/grader/reports/{seeded['report']}",
             "/instructor",
             "/instructor/cluster",
             f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import SIZES, login, screenshot
 from tests.browser.seed import Seeder
+from tests.conftest import default_class
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -53,7 +54,7 @@ def _grader(seeder: Seeder, email: str) -> None:
     with seeder.sessions() as db:
         grader = db.get(User, uid)
         assert grader is not None
-        grading.assign(db, grader=grader, lesson_id=LESSON)
+        grading.assign(db, klass=default_class(db), grader=grader, lesson_id=LESSON)
 
 
 def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, seeder):
@@ -87,7 +88,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     with g.expect_event("dialog"):  # the question comes asynchronously
         g.get_by_role("link", name="Grading queue").click()
     assert asked == ["beforeunload"]
-    assert f"/grader/reports/{report_id}" in g.url  # still on the review page
+    assert f"/classes/default/grader/reports/{report_id}" in g.url  # still on the review page
     expect(g.locator("#feedback")).to_have_value("Good numbers.")
     screenshot(g, "loop-grader-unsaved-kept", full_page=False)
     # the keyboard for the rest, then save: no question on the way out

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.models import Bundle, LabReport, ReportVersion, User
+from app.services.classes import scopes
 from app.services.errors import Conflict
 from app.services.jobs import limits as limit_service
 from labs.api import byte_size, checks, count
@@ -394,8 +395,11 @@ def list_for(db: Session, *, owner: User) -> list[Bundle]:
 
 
 def get_for(db: Session, *, bundle_id: int, user: User) -> Bundle | None:
-    """The bundle if `user` owns it or is an instructor; None otherwise (graders reach bundles through reports)."""
+    """The bundle if `user` owns it or instructs a class its owner learns in; None otherwise (graders reach bundles
+    through reports)."""
     bundle = db.get(Bundle, bundle_id)
-    if bundle is None or not (bundle.owner_id == user.id or user.has_role("instructor")):
+    if bundle is None or not (
+        bundle.owner_id == user.id or scopes.instructs(db, user_id=user.id, owner_id=bundle.owner_id)
+    ):
         return None
     return bundle

@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.core.models import Job
+from app.services.classes import registry as class_registry
 from app.services.errors import Conflict
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import limits as limit_service
@@ -142,12 +143,18 @@ def job_out(job: Job, est: queue_service.Estimate | None = None) -> JobOut:
 
 
 @api.get("/me", operation_id="get_me", summary="Who you are, and your CSRF token", tags=["account"])
-def me(request: Request, user: CurrentUser) -> dict:
+def me(request: Request, user: CurrentUser, db: SessionDep) -> dict:
+    """`roles`: site roles (admin, author); `classes`: each class you are in, with your role there."""
     return {
         "id": user.id,
         "email": user.email,
         "display_name": user.display_name,
         "roles": sorted(user.roles),
+        "classes": [
+            {"slug": m.klass.slug, "title": m.klass.title, "role": m.role}
+            for m in class_registry.memberships(db, user_id=user.id)
+            if not m.left
+        ],
         "csrf_token": csrf_token_for(request.session),
     }
 
@@ -246,7 +253,7 @@ def cancel_job(
     instructor's API token on someone else's job (a staff action: it needs the browser login)."""
     if getattr(request.state, "via_token", False) and job.owner_id != user.id:
         return JSONResponse({"detail": STAFF_TOKEN_REFUSED}, status_code=403)
-    if not job_service.may_cancel(job, user):
+    if not job_service.may_cancel(db, job, user):
         return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
     job = job_service.cancel(db, job=job, by=user)
     return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))
