@@ -302,10 +302,9 @@ class Launch(MessageLaunch[LtiRequest, ToolConf, SessionService, ServerCookies])
         if not isinstance(aud, list) or not aud or not all(isinstance(a, str) for a in aud):
             raise LtiException("the id_token's aud is neither a client id nor a list of them")
         azp = body.get("azp")
-        if isinstance(azp, str) and azp in aud:
-            return azp
         iss = body.get("iss")
-        for candidate in aud:
+        candidates = [azp, *aud] if isinstance(azp, str) and azp in aud else aud
+        for candidate in candidates:
             if isinstance(iss, str) and lti.find_platform(self.db, issuer=iss, client_id=candidate) is not None:
                 return candidate
         return aud[0]

@@ -65,6 +65,7 @@ def _page(request: Request, db: SessionDep, user: User, *, status_code: int = 20
         "values": {},
         "done": {},
         "token_once": secrets.token_urlsafe(12),
+        "may_reset": user.has_role("admin") or bool(scopes.staff_scopes(db, user=user, roles=("instructor",))),
         **extra,
     }
     if ctx["error"] and status_code == 200:

@@ -154,7 +154,7 @@ ASSIGN_NOTES = {
     "not-assigned": (None, "{email} does not grade {lesson}: nothing changed."),
     "no-grader": (
         "email",
-        "Grader's email: no grader of this class has the email {email} (add them as a grader on the People page "
+        "Grader's email: no grader with the email {email} in this class (add them as a grader on the People page "
         "first). Nothing changed.",
     ),
     "no-lesson": ("lesson", "Lesson: there is no lesson {lesson!r}. Nothing changed."),
