@@ -50,11 +50,11 @@ LEVELS = {
 }  # 2 + 4 + 1.5 + 4 + 3 + 1.5 = 16 of 20
 
 
-def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None):
+def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None, name: str = "Ann"):
     """Register a learner, give them finished runs of every lab, attach them and submit; returns the user."""
     from app.core.models import User
 
-    client.register(email)
+    client.register(email, name=name)
     learner = db.query(User).filter_by(email=email).one()
     for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
         finished_job(db, settings, learner, lab)
