@@ -197,7 +197,8 @@ def _move_data() -> None:
             slug=DEFAULT_SLUG,
             title="Default class",
             term="",  # lesson_ids left NULL: the class offers every lesson, as the site did
-            invite_code=secrets.token_urlsafe(12),
+            # as app/services/classes/registry.py makes them: lowercase, no look-alike characters
+            invite_code="".join(secrets.choice("abcdefghjkmnpqrstuvwxyz23456789") for _ in range(10)),
             open_registration=True,  # registering went on joining "the class": it still does
             created_at=now,
         )

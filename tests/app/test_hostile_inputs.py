@@ -111,10 +111,10 @@ def test_the_export_names_its_file_per_rfc_6266(instructor):
     r = instructor.get("/classes/default/grader/export.csv", params={"lesson": LESSON})
     assert r.status_code == 200
     assert r.headers["content-disposition"] == (
-        f"attachment; filename=\"grades-{LESSON}.csv\"; filename*=UTF-8''grades-{LESSON}.csv"
+        f"attachment; filename=\"grades-default-{LESSON}.csv\"; filename*=UTF-8''grades-default-{LESSON}.csv"
     )
     whole = instructor.get("/classes/default/grader/export.csv")
-    assert whole.headers["content-disposition"].startswith('attachment; filename="grades-all.csv";')
+    assert whole.headers["content-disposition"].startswith('attachment; filename="grades-default-all.csv";')
 
 
 # ---------------------------------------------------------------- authored YAML and format specs

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.core.models import Bundle, Grade, LabReport
 from app.services.accounts import resets, users
+from app.services.classes import registry as class_registry
 from app.services.grading import reports as report_service
 from app.services.learning import lessons as lesson_service
 from app.services.learning.tools import TOOLS
@@ -81,6 +82,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             other = user_with_roles(db, "bob@example.org", ["learner"])
             other_id = other.id
             staff_user = users.get_by_email(db, email="prof@example.org")
+            invite_code = class_registry.by_slug(db, slug="default").invite_code
             _, reset_token = resets.issue(db, user=other, issued_by=staff_user, lifetime_s=3600)
         # graded, so the grade's notice link has a grade to open
         assert staff.post(f"/classes/default/grader/reports/{report.id}/claim").status_code == 200
@@ -104,6 +106,8 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "token_id": [1],  # GET of the revoke form's address only leads back to /account
             "version": [1],
             "user_id": [other_id],  # an instructor's page of one learner
+            "slug": ["default"],  # the class every account of this walk is in
+            "code": [invite_code],
         }
 
         rendered: list[str] = []
