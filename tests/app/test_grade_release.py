@@ -86,3 +86,37 @@ def test_without_a_hold_a_grade_is_seen_as_saved_and_bad_requests_name_the_field
     assert (
         client.post("/classes/default/grader/releases", {"lesson_id": LESSON, "action": "release"}).status_code == 403
     )
+
+
+def test_a_held_grade_released_after_a_later_grade_was_announced_is_announced(db, make_user):
+    """The notices' cursor is the release, not the grade's id: a grade saved (held) before another that was released
+    and announced is news when it is released."""
+    from datetime import timedelta
+
+    from app.core.models import ReportVersion, utcnow
+
+    ann = make_user("ann@example.org")
+
+    def graded(lesson_id: str, released) -> Grade:
+        report = LabReport(owner_id=ann.id, lesson_id=lesson_id, status="graded")
+        db.add(report)
+        db.flush()
+        version = ReportVersion(report_id=report.id, number=1, lesson_version=1, evidence={}, answers={})
+        db.add(version)
+        db.flush()
+        grade = Grade(version_id=version.id, revision=1, grader_id=ann.id, rubric_version=1, rubric_hash="x" * 64,
+                      scores={}, total=12.0, max_total=20.0, released_at=released)  # fmt: skip
+        db.add(grade)
+        db.commit()
+        return grade
+
+    held = graded("held-lesson", None)  # saved first, held
+    later = graded(LESSON, utcnow() - timedelta(seconds=5))  # saved after it, released at once
+    assert held.id < later.id
+    told = notices.new_grades(db, owner=ann, after=None)
+    assert [g.id for g, _, _ in told] == [later.id]
+    seen = notices.cursor(later)
+    held.released_at = utcnow()  # the hold is released
+    db.commit()
+    assert [g.id for g, _, _ in notices.new_grades(db, owner=ann, after=seen)] == [held.id]
+    assert notices.new_grades(db, owner=ann, after=notices.cursor(held)) == []
