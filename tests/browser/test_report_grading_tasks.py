@@ -66,7 +66,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     g = ctx.new_page()
     login(g, base, "gwen@example.org")
-    g.goto(f"{base}/grader/reports/{report_id}")
+    g.goto(f"{base}/classes/default/grader/reports/{report_id}")
     g.get_by_role("button", name="Claim this report").click()
     expect(g.locator(".banner[role=status]")).to_contain_text("Claimed")
     asked: list[str] = []
@@ -78,7 +78,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     g.on("dialog", stay)
     # nothing changed yet: leaving and coming back is free
     g.get_by_role("link", name="Grading queue").click()
-    g.wait_for_url(f"{base}/grader")
+    g.wait_for_url(f"{base}/classes/default/grader")
     assert asked == []
     g.go_back()
     expect(g.locator("#grade-form")).to_be_visible()
@@ -99,13 +99,13 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     expect(g.locator(".banner[role=status]")).to_contain_text("Grade saved")
     assert asked == ["beforeunload"]
     # the address is the review page's again, not the post's: a reload reads the saved grade, sends nothing
-    assert g.url == f"{base}/grader/reports/{report_id}?v=1", g.url
+    assert g.url == f"{base}/classes/default/grader/reports/{report_id}?v=1", g.url
     g.reload()
     expect(g.locator("#grade-total")).to_have_text("16")
     expect(g.get_by_test_id("grading-error")).to_have_count(0)
     expect(g.locator("#feedback")).to_have_value("Good numbers.")
     g.get_by_role("link", name="Grading queue").click()
-    g.wait_for_url(f"{base}/grader")
+    g.wait_for_url(f"{base}/classes/default/grader")
     assert asked == ["beforeunload"]
     ctx.close()
 
