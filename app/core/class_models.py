@@ -38,8 +38,9 @@ class CourseClass(Base):
     lesson_ids: Mapped[list | None] = mapped_column(JSON)
     # who knows this joins as a learner (/join/<code>); a new code makes the old one worthless
     invite_code: Mapped[str] = mapped_column(String(40), unique=True)
-    # whoever registers on the site joins as a learner: the class a server had before classes existed keeps
-    # today's open registration; a class made later is joined by invitation, an LMS, or its staff
+    # whoever registers on the site joins as a learner: the class migration 0013 makes of an existing server's
+    # people has it, so registering keeps its meaning there; a class made later is joined by invitation, an LMS, or
+    # its staff
     open_registration: Mapped[bool] = mapped_column(Boolean, default=False)
     created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

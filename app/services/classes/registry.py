@@ -1,8 +1,8 @@
 """Classes and their people: who is in which class, with which role, and how they got there.
 
     create(db, slug=…, title=…, term=…, lesson_ids=…, by=…)   -> CourseClass (a site admin's; FieldError per field)
-    by_slug(db, slug=…), all_classes(db), default_class(db)   the classes; default_class: the one a server had
-                                                               before classes, while it is the only one
+    by_slug(db, slug=…), all_classes(db), default_class(db)   the classes; default_class: the only class, while
+                                                               there is one (what a command without --class means)
     memberships(db, user_id=…)                                -> [Membership]: the class switcher's list
     role_in(db, class_id=…, user_id=…)                         -> "learner" | "grader" | "instructor" | None
     enrol(db, klass=…, user_id=…, role=…, via=…)               add a person, or change their role (FieldError)
