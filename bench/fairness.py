@@ -107,7 +107,7 @@ def simulate(database_url: str, arrivals: list[Arrival], pick: Picker) -> Outcom
 
 
 def _run(db: Session, arrivals: list[Arrival], pick: Picker) -> Outcome:
-    prof = users.create_user(db, email="prof@example.org", password="correct horse", roles=["instructor"])
+    prof = users.create_user(db, email="prof@example.org", password="correct horse", roles=["admin"])
     # No limits: the order, not a refusal at submit, is what is measured.
     limit_service.set_limits(db, by=prof, user_id=None, values=dict.fromkeys(limit_service.FIELDS))
     people = [users.create_user(db, email=f"l{a.learner}@example.org", password="correct horse") for a in arrivals]

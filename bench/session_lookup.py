@@ -41,14 +41,11 @@ def main() -> None:
     migrate.upgrade(url)
     engine = make_engine(url)
     with make_sessionmaker(engine)() as db:
-        others = [
-            users.create_user(db, email=f"l{i}@example.org", password="bench password", roles=["learner"])
-            for i in range(20)
-        ]
+        others = [users.create_user(db, email=f"l{i}@example.org", password="bench password") for i in range(20)]
         for u in others:
             for _ in range(15):
                 sessions.start(db, user=u, idle_s=DAY, max_s=14 * DAY)
-        me = users.create_user(db, email="me@example.org", password="bench password", roles=["learner", "grader"])
+        me = users.create_user(db, email="me@example.org", password="bench password", roles=["admin", "author"])
         token = sessions.start(db, user=me, idle_s=DAY, max_s=14 * DAY)
 
         def by_user_id() -> None:  # what every request did before: the user id from the signed cookie

@@ -300,14 +300,50 @@ def make_client(app):
         c.__exit__(None, None, None)
 
 
+CLASS_ROLES = ("learner", "grader", "instructor")  # in the order of their powers
+
+
+def user_with_roles(db, email: str, roles=("learner",), password: str = "correct horse", name: str = ""):
+    """An account with roles named as they were before classes, given as the move to classes gives them (migration
+    0013): "learner", "grader" and "instructor" are that role in the class "default" (the strongest named, one
+    role per class), and an instructor also holds the site roles "admin" and "author", as one an operator made does.
+    "admin" and "author" alone are those site roles. Tests of classes make their classes and roles explicitly."""
+    from app.services.accounts import users
+    from app.services.classes import registry as class_registry
+
+    in_class = [r for r in roles if r in CLASS_ROLES]
+    site = {r for r in roles if r not in CLASS_ROLES} | ({"admin", "author"} if "instructor" in in_class else set())
+    user = users.create_user(
+        db, email=email, password=password, display_name=name or email.split("@")[0], roles=sorted(site)
+    )
+    if in_class:
+        default = class_registry.by_slug(db, slug="default")
+        assert default is not None, "migration 0013 makes the class 'default'"
+        role = max(in_class, key=CLASS_ROLES.index)
+        class_registry.enrol(db, klass=default, user_id=user.id, role=role, via="migration")
+    return user
+
+
+def default_class(db):
+    """The class the move to classes made ("default"), where user_with_roles puts its class roles."""
+    from app.services.classes import registry as class_registry
+
+    return class_registry.by_slug(db, slug="default")
+
+
+def default_scope(db, user, role: str = "instructor"):
+    """`user` looking at the class "default" as its `role` (app/services/classes/scopes.py), for service tests."""
+    from app.services.classes.scopes import Scope
+
+    return Scope(default_class(db), role, user)
+
+
 @pytest.fixture
 def make_user(settings, db):
-    from app.services.accounts import users
+    """make(email, roles=("learner",)): an account, its roles as user_with_roles reads them."""
 
     def make(email: str, roles=("learner",), password: str = "correct horse"):
-        return users.create_user(
-            db, email=email, password=password, display_name=email.split("@")[0], roles=list(roles)
-        )
+        return user_with_roles(db, email, roles, password)
 
     return make
 

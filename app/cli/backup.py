@@ -199,7 +199,7 @@ def restore(settings: Settings, src: Path) -> str:
     migrate.upgrade(settings.db_url)
     return (
         f"restored {settings.db_where} from {src} (made {manifest['made_at']}, migration {manifest['revision']}, "
-        f"now at the latest): {rows.get('users', 0)} users, {rows.get('responses', 0)} answers, {rows.get('jobs', 0)} "
+        f"now at the latest): {rows.get('classes', 0)} classes, {rows.get('users', 0)} users, {rows.get('responses', 0)} answers, {rows.get('jobs', 0)} "
         f"jobs, {rows.get('bundles', 0)} uploads, and {len(manifest['folders'])} result and upload folders in "
         f"{settings.data_dir}"
     )

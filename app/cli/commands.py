@@ -6,11 +6,15 @@ python -m app dispatcher                              ray mode: claim jobs in fa
 python -m app ray-node-flags                          print the `ray start` flags that advertise this host's labs
 python -m app migrate                                 apply database migrations
 python -m app backup DIR | restore DIR                the database and the data folder's results (app/cli/backup.py)
-python -m app users create --email E --password P --role instructor [--role grader]
-                                                      (an existing user: adds the roles; --password replaces theirs)
+python -m app users create --email E --password P --role admin [--role author]
+                      [--role instructor|grader|learner --class SLUG]
+                                                      (an existing user: adds the roles; --password replaces theirs;
+                                                      admin and author are site roles, the others a role in --class,
+                                                      which may be left out while there is only one class)
 python -m app users reset-link --email E                 a one-time password-reset link (mailed if SMTP is set)
+python -m app classes create --slug S --title T [--term] [--lesson ID ...] [--instructor E] | classes list
 python -m app lessons validate [ROOT]                 check every lesson under lessons/ (or ROOT)
-python -m app graders assign --email E --lesson L     let grader E grade lab reports of lesson L
+python -m app graders assign --email E --lesson L [--class SLUG]   let grader E grade lesson L's reports there
 python -m app settings-doc [--check]                  regenerate (or verify) docs/settings.md from the settings model
 """
 
@@ -62,30 +66,85 @@ def _users_reset_link(settings: Settings, args) -> int:
     return 0
 
 
+SITE_ROLES = ("admin", "author")
+CLASS_ROLE_CHOICES = ("learner", "grader", "instructor")
+
+
+def _class_for(db, args):
+    """The class --class names, or the only class when it is left out; None after printing why not."""
+    from app.services.classes import registry as class_registry
+
+    if getattr(args, "klass", None):
+        klass = class_registry.by_slug(db, slug=args.klass)
+        if klass is None:
+            known = ", ".join(k.slug for k in class_registry.all_classes(db)) or "none"
+            print(f"--class: no class {args.klass!r}; classes: {known}", file=sys.stderr)
+        return klass
+    klass = class_registry.default_class(db)
+    if klass is None:
+        known = ", ".join(k.slug for k in class_registry.all_classes(db)) or "none"
+        print(f"--class: name the class (there are several: {known})", file=sys.stderr)
+    return klass
+
+
+def _class_role(db, args):
+    """(class, role) for a class role in --role, None for none; False after printing why it cannot be given."""
+    wanted = [r for r in (args.role or []) if r in CLASS_ROLE_CHOICES]
+    if not wanted:
+        return None
+    rank = {r: i for i, r in enumerate(CLASS_ROLE_CHOICES)}
+    klass = _class_for(db, args)
+    if klass is None:
+        return False
+    return klass, max(wanted, key=rank.__getitem__)  # one role per class: the strongest named
+
+
 def _users_create(settings: Settings, args) -> int:
     """A new account, or roles (and, when given, a password or name) for an existing one. An existing account is
     never prompted for a password, since nothing would use one typed there."""
     from app.core.db import make_engine, make_sessionmaker
     from app.services.accounts import users
+    from app.services.classes import registry as class_registry
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
         existing = users.get_by_email(db, email=args.email)
+        placed = _class_role(db, args)
+        if placed is False:
+            return 2
         try:
             if existing:
-                return _users_update(db, settings, existing, args)
+                return _users_update(db, settings, existing, args, placed)
             password = args.password if args.password is not None else _read_password()
             if password is None:
                 print("--password: required (no terminal to ask on, and nothing on stdin)", file=sys.stderr)
                 return 2
             user = users.create_user(
-                db, email=args.email, password=password, display_name=args.name or "", roles=args.role or ["learner"]
+                db,
+                email=args.email,
+                password=password,
+                display_name=args.name or "",
+                roles=[r for r in args.role or [] if r in SITE_ROLES],
             )
         except users.UserError as exc:
             print(f"--{_FLAGS.get(exc.field, exc.field)}: {exc.message}", file=sys.stderr)
             return 2
-    print(f"created {user.email} with roles {', '.join(sorted(user.roles))} in {settings.db_where}")
+        if placed:
+            klass, role = placed
+            class_registry.enrol(db, klass=klass, user_id=user.id, role=role, via="cli")
+        said = _roles_said(db, user)
+    print(f"created {user.email} with {said} in {settings.db_where}")
     return 0
+
+
+def _roles_said(db, user) -> str:
+    """ "roles admin; instructor of default", or "no roles": what the account holds now, site-wide and per class."""
+    from app.services.classes import registry as class_registry
+
+    parts = [f"{m.role} of {m.klass.slug}" for m in class_registry.memberships(db, user_id=user.id) if not m.left]
+    site = ", ".join(sorted(user.roles))
+    said = "; ".join(filter(None, [f"site roles {site}" if site else "", ", ".join(parts)]))
+    return said or "no roles"
 
 
 def _read_password() -> str | None:
@@ -102,8 +161,9 @@ def _read_password() -> str | None:
 _FLAGS = {"roles": "role", "display_name": "name"}  # UserError fields -> this command's flags
 
 
-def _users_update(db, settings: Settings, user, args) -> int:
+def _users_update(db, settings: Settings, user, args, placed) -> int:
     from app.services.accounts import users
+    from app.services.classes import registry as class_registry
 
     # every value checked before anything is written: a refused password must not leave the roles added
     if args.password is not None:
@@ -111,9 +171,14 @@ def _users_update(db, settings: Settings, user, args) -> int:
     if args.name:
         users.check_display_name(args.name)
     done = []
-    if args.role:
-        added = users.add_roles(db, user=user, roles=args.role)
-        done.append(f"added roles {', '.join(added)}" if added else f"already had roles {', '.join(sorted(args.role))}")
+    site = [r for r in args.role or [] if r in SITE_ROLES]
+    if site:
+        added = users.add_roles(db, user=user, roles=site)
+        done.append(f"added roles {', '.join(added)}" if added else f"already had roles {', '.join(sorted(site))}")
+    if placed:
+        klass, role = placed
+        _, changed = class_registry.enrol(db, klass=klass, user_id=user.id, role=role, via="cli")
+        done.append(f"{'now' if changed else 'already'} {role} of {klass.slug}")
     if args.password is not None:
         ended = users.set_password(db, user=user, password=args.password)
         done.append(f"set a new password (ended {ended} session(s))")
@@ -122,22 +187,28 @@ def _users_update(db, settings: Settings, user, args) -> int:
         done.append(f"renamed to {args.name.strip()!r}")
     if not done:
         done.append("nothing changed (it exists; --role adds roles, --password sets a new password)")
-    print(f"{user.email}: {'; '.join(done)}; roles now {', '.join(sorted(user.roles))} in {settings.db_where}")
+    print(f"{user.email}: {'; '.join(done)}; now {_roles_said(db, user)} in {settings.db_where}")
     return 0
 
 
 def _graders_assign(settings: Settings, args) -> int:
     from app.core.db import make_engine, make_sessionmaker
     from app.services.accounts import users
+    from app.services.classes import registry as class_registry
     from app.services.grading import grades as grading
     from app.services.learning import lessons as lesson_service
 
     _migrated(settings)
     with make_sessionmaker(make_engine(settings.db_url))() as db:
+        klass = _class_for(db, args)
+        if klass is None:
+            return 2
         user = users.get_by_email(db, email=args.email)
-        if user is None or not user.roles & {"grader", "instructor"}:
+        role = class_registry.role_in(db, class_id=klass.id, user_id=user.id) if user else None
+        if user is None or role not in ("grader", "instructor"):
             print(
-                f"--email: no grader {args.email!r}; create one with `users create --role grader` first",
+                f"--email: no grader {args.email!r} in class {klass.slug}; make one with "
+                f"`users create --role grader --class {klass.slug}` first",
                 file=sys.stderr,
             )
             return 2
@@ -154,8 +225,11 @@ def _graders_assign(settings: Settings, args) -> int:
                 file=sys.stderr,
             )
             return 2
-        new = grading.assign(db, grader=user, lesson_id=args.lesson)
-    print(f"{user.email} {'now grades' if new else 'already grades'} {args.lesson} in {settings.db_where}")
+        new = grading.assign(db, klass=klass, grader=user, lesson_id=args.lesson)
+    print(
+        f"{user.email} {'now grades' if new else 'already grades'} {args.lesson} in class {klass.slug}, "
+        f"{settings.db_where}"
+    )
     return 0
 
 
@@ -183,7 +257,7 @@ def _settings_doc(path: Path, *, check: bool) -> int:
 
 
 NODE_COMMANDS = ("ray-node-flags", "ray-node-health", "dispatcher-health")  # no session signed, no database
-DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders", "lti", "backup", "restore")
+DB_COMMANDS = ("serve", "worker", "dispatcher", "migrate", "users", "graders", "lti", "classes", "backup", "restore")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,9 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument(
         "--role",
         action="append",
-        choices=["learner", "instructor", "grader"],
-        help="repeat for several roles (default: learner)",
+        choices=[*SITE_ROLES, *CLASS_ROLE_CHOICES],
+        help="admin, author: site roles (an admin creates classes and registers LMSs); learner, grader, "
+        "instructor: a role in --class. Repeat for several",
     )
+    create.add_argument("--class", dest="klass", help="the class of a class role (default: the only class)")
     reset = users_sub.add_parser("reset-link", help="issue a one-time password-reset link for a user")
     reset.add_argument("--email", required=True)
     graders_p = sub.add_parser("graders", help="who grades which lesson's lab reports")
@@ -230,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     assign = graders_sub.add_parser("assign", help="let a grader grade one lesson's lab reports")
     assign.add_argument("--email", required=True)
     assign.add_argument("--lesson", required=True, help="lesson id, e.g. transformer-scaling")
+    assign.add_argument("--class", dest="klass", help="the class they grade it in (default: the only class)")
+    from app.cli import classes as classes_cli
+
+    classes_cli.add_arguments(sub.add_parser("classes", help="classes: create them, list them"))
     lessons_p = sub.add_parser("lessons", help="course content")
     lessons_sub = lessons_p.add_subparsers(dest="lessons_cmd", required=True)
     validate_p = lessons_sub.add_parser("validate", help="validate every lesson; exit 1 on errors")
@@ -311,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         return _graders_assign(settings, args)
     if args.cmd == "lti":
         return lti_cli.main(settings, args)
+    if args.cmd == "classes":
+        return classes_cli.main(settings, args)
     if args.cmd == "lessons":
         from app.content.cli import validate_command
 

@@ -34,7 +34,10 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-ROLES = ("learner", "instructor", "grader")
+# Site roles, held across the whole server: `admin` (an operator: creates classes, registers LMS platforms, grants
+# authoring; made from the command line) and `author` (edits and publishes lessons, which are shared content).
+# Everything about learners is a role *in a class* (ClassMember, app/core/class_models.py), never a site role.
+ROLES = ("admin", "author")
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED_STATUSES = ("succeeded", "failed", "cancelled")
 
@@ -247,12 +250,14 @@ REPORT_STATUSES = ("draft", "submitted", "claimed", "graded")
 
 
 class GraderAssignment(Base):
-    """Which lessons a grader grades; a grader sees reports of these lessons only (instructors see all)."""
+    """Which lessons a grader grades in one class; a grader sees that class's reports of these lessons only (its
+    instructors see all of the class's)."""
 
     __tablename__ = "grader_assignments"
-    __table_args__ = (UniqueConstraint("user_id", "lesson_id"),)
+    __table_args__ = (UniqueConstraint("class_id", "user_id", "lesson_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -342,13 +347,14 @@ class Grade(Base):
 
 
 class GradeHold(Base):
-    """A lesson whose grades are held until released (all at once, so learners see them together); a lesson
-    without a row releases each grade as it is saved."""
+    """A lesson whose grades one class holds until released (all at once, so its learners see them together); a
+    lesson without a row releases each grade as it is saved."""
 
     __tablename__ = "grade_holds"
-    __table_args__ = (UniqueConstraint("lesson_id"),)
+    __table_args__ = (UniqueConstraint("class_id", "lesson_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"), index=True)
     lesson_id: Mapped[str] = mapped_column(String(64))
     held_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -451,116 +457,6 @@ class ClusterNode(Base):
     seen_at: Mapped[datetime] = mapped_column(default=utcnow)  # the dispatcher's last snapshot that listed it
 
 
-# --- LTI 1.3 (app/services/lti/registry.py): the course as a tool inside a university's LMS -----------------------------
-
-
-class LtiPlatform(Base):
-    """An LMS registered with the course: where its OIDC login, token service and public keys are.
-    One issuer may register the course several times (one client id each: Canvas per developer key)."""
-
-    __tablename__ = "lti_platforms"
-    __table_args__ = (UniqueConstraint("issuer", "client_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(80))  # shown to instructors: "Canvas (university)"
-    issuer: Mapped[str] = mapped_column(String(255))  # the id_token's `iss`
-    client_id: Mapped[str] = mapped_column(String(255))  # the id_token's `aud`
-    auth_login_url: Mapped[str] = mapped_column(String(500))  # OIDC authorization endpoint
-    auth_token_url: Mapped[str] = mapped_column(String(500))  # OAuth2 token endpoint (roster, grades)
-    key_set_url: Mapped[str] = mapped_column(String(500))  # the platform's JWKS
-    auth_audience: Mapped[str | None] = mapped_column(String(500))  # token `aud` when not the token URL (Moodle)
-    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    deployments: Mapped[list[LtiDeployment]] = relationship(
-        back_populates="platform", cascade="all, delete-orphan", order_by="LtiDeployment.deployment_id"
-    )
-
-
-class LtiDeployment(Base):
-    """A deployment id the platform may launch with; a launch naming any other is refused."""
-
-    __tablename__ = "lti_deployments"
-    __table_args__ = (UniqueConstraint("platform_id", "deployment_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
-    deployment_id: Mapped[str] = mapped_column(String(255))
-    platform: Mapped[LtiPlatform] = relationship(back_populates="deployments")
-
-
-class LtiIdentity(Base):
-    """Which course user a platform's `sub` is: the pair (platform, sub) is the identity, never the email."""
-
-    __tablename__ = "lti_identities"
-    __table_args__ = (UniqueConstraint("platform_id", "sub"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
-    sub: Mapped[str] = mapped_column(String(255))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class LtiState(Base):
-    """Short-lived launch state kept on the server, keyed by the OIDC `state` (and nonces, launch data):
-    pylti1p3's session and cookie storage, which an iframe's cross-site POST could not carry in cookies."""
-
-    __tablename__ = "lti_states"
-
-    key: Mapped[str] = mapped_column(String(255), primary_key=True)
-    value: Mapped[dict | list | str | bool | None] = mapped_column(JSON)
-    expires_at: Mapped[datetime] = mapped_column(index=True)
-
-
-class LtiLink(Base):
-    """A resource link placed in a course of the LMS, with what it opens and the services its launches offered
-    (the roster's memberships URL, the gradebook column)."""
-
-    __tablename__ = "lti_links"
-    __table_args__ = (UniqueConstraint("platform_id", "resource_link_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    platform_id: Mapped[int] = mapped_column(ForeignKey("lti_platforms.id", ondelete="CASCADE"), index=True)
-    deployment_id: Mapped[str] = mapped_column(String(255))
-    resource_link_id: Mapped[str] = mapped_column(String(255))
-    context_id: Mapped[str] = mapped_column(String(255), default="")
-    context_title: Mapped[str] = mapped_column(String(255), default="")
-    target: Mapped[str] = mapped_column(String(80))  # "lesson:<id>" | "lab:<lesson id>"
-    memberships_url: Mapped[str | None] = mapped_column(String(500))  # NRPS
-    lineitem_url: Mapped[str | None] = mapped_column(String(500))  # AGS: this link's gradebook column
-    lineitems_url: Mapped[str | None] = mapped_column(String(500))
-    ags_scopes: Mapped[list] = mapped_column(JSON, default=list)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class LtiTicket(Base):
-    """A one-time, two-minute hand-off from a verified launch to the page it opens (only its SHA-256 is kept):
-    `enter` logs the browser in at the top level; `deep_link` lets the picker's form answer that one launch."""
-
-    __tablename__ = "lti_tickets"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    kind: Mapped[str] = mapped_column(String(10))  # enter | deep_link
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    target: Mapped[str] = mapped_column(String(500))  # enter: the course path; deep_link: the launch key
-    expires_at: Mapped[datetime]
-    used_at: Mapped[datetime | None]
-
-
-class LtiScoreSent(Base):
-    """A grade passed back to the LMS gradebook, so each saved grade is sent once per link."""
-
-    __tablename__ = "lti_scores_sent"
-    __table_args__ = (UniqueConstraint("link_id", "grade_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    link_id: Mapped[int] = mapped_column(ForeignKey("lti_links.id", ondelete="CASCADE"), index=True)
-    grade_id: Mapped[int] = mapped_column(ForeignKey("grades.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    sent_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
 # --- the Ray dispatcher's election (app/services/cluster/dispatch_lease.py, docs/dispatcher.md) -----------------------
 
 
@@ -587,3 +483,21 @@ class DispatcherSeen(Base):
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     seen_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     error: Mapped[str | None] = mapped_column(Text)  # why its last cycle failed; None after a good one
+
+
+# Classes and LTI live in their own module (it imports Base from here); imported last so that every table is in
+# Base.metadata for Alembic and the ORM, and so that `from app.core.models import LtiPlatform` keeps working.
+from app.core.class_models import (  # noqa: E402, F401
+    ClassMember,
+    CourseClass,
+    LtiAudit,
+    LtiContext,
+    LtiContextMember,
+    LtiDeployment,
+    LtiIdentity,
+    LtiLink,
+    LtiPlatform,
+    LtiScoreSent,
+    LtiState,
+    LtiTicket,
+)

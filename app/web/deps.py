@@ -5,14 +5,18 @@ SettingsDep     the app's Settings;  HostDep  what this host's lab workers can r
 CurrentUser     the logged-in user, or 401 (pages redirect to /login); a browser's login is a server-side
                 session row (app/services/accounts/sessions.py) named by the token in its signed cookie; a script's is
                 an API token (app/services/accounts/tokens.py), accepted under /api/v1/ only (see `token_refused`)
-require_role()  stacked on CurrentUser: 403 unless the user holds the role (and logged in with a browser)
+require_role()  stacked on CurrentUser: 403 unless the user holds the site role (and logged in with a browser):
+                AdminUser (a site admin: classes, LMS platforms, authoring grants, the cluster), AuthorUser (lessons)
+ClassStaff      path {slug}: the user's Scope in that class (app/services/classes/scopes.py) when they are its
+                grader or instructor, else 403 (404 for no such class); ClassInstructor: its instructors only
 PostedForm      the request's form fields, read without blocking, for plain `def` handlers
-ViewerJob       path {job_id}: a job for its owner, an instructor, or a grader of a report that cites it, else 404
-OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor), else 404
-ViewerReport    path {report_id}: a lab report for its owner or a grader who grades it, else 404
+ViewerJob       path {job_id}: a job for its owner, an instructor of their class, or a grader of a report that
+                cites it, else 404
+OwnedBundle     path {bundle_id}: an upload for its owner (or an instructor of their class), else 404
+ViewerReport    path {report_id}: a lab report for its owner or staff of a class that sees it, else 404
                 (the three lookups above give a request with an API token its owner's own things only, whatever
                 the account's roles: `acts_as_learner`)
-GradedReport    path {report_id}: a submitted report the grader (or instructor) grades, else 404
+GradedReport    path {slug}/{report_id}: a submitted report of that class the grader (or instructor) grades, else 404
 LessonWithLab   path {lesson_id}: the current version of a lesson that has a lab, else 404
 
 Lookups raise the domain's NotFound (app/services/errors.py); app/web/factory.py maps it to 404. A thing that
@@ -34,6 +38,8 @@ from app.core.config import Settings
 from app.core.db import release
 from app.core.models import Bundle, Job, LabReport, User
 from app.services.accounts import sessions, tokens
+from app.services.classes import registry as class_registry
+from app.services.classes import scopes
 from app.services.cluster import nodes as cluster
 from app.services.errors import NotFound
 from app.services.grading import grades as grading
@@ -218,15 +224,44 @@ def require_role(*roles: str) -> Callable[[Request, User], Awaitable[User]]:
             raise HTTPException(403, STAFF_TOKEN_REFUSED)
         if not user.roles & set(roles):
             raise HTTPException(
-                403, f"This page is for {' or '.join(roles)}s; your roles: {', '.join(sorted(user.roles))}."
+                403,
+                f"This page is for {' or '.join(roles)}s (a site role, given on the command line); your site roles: "
+                f"{', '.join(sorted(user.roles)) or 'none'}.",
             )
         return user
 
     return check
 
 
-InstructorUser = Annotated[User, Depends(require_role("instructor"))]
-GraderUser = Annotated[User, Depends(require_role("grader", "instructor"))]
+AdminUser = Annotated[User, Depends(require_role("admin"))]
+AuthorUser = Annotated[User, Depends(require_role("author"))]
+
+ROLE_WORDS = {"instructor": "instructors", "grader": "graders"}
+
+
+def _class_scope(roles: tuple[str, ...]) -> Callable[..., scopes.Scope]:
+    def check(request: Request, slug: str, user: CurrentUser, db: SessionDep) -> scopes.Scope:
+        if acts_as_learner(request):
+            raise HTTPException(403, STAFF_TOKEN_REFUSED)
+        klass, scope = scopes.staff_scope(db, user=user, slug=slug, roles=roles)
+        if klass is None:
+            raise NotFound(f"There is no class {slug[:40]!r}.")
+        if scope is None:
+            mine = class_registry.role_in(db, class_id=klass.id, user_id=user.id)
+            raise HTTPException(
+                403,
+                f"This page is for the {' and '.join(ROLE_WORDS[r] for r in roles)} of {klass.title}; "
+                f"your role in it: {mine or 'none'}.",
+            )
+        request.state.scope = scope  # the page's class navigation reads it, and its switcher the other classes
+        request.state.staff_classes = scopes.staff_scopes(db, user=user)
+        return scope
+
+    return check
+
+
+ClassStaff = Annotated[scopes.Scope, Depends(_class_scope(("grader", "instructor")))]
+ClassInstructor = Annotated[scopes.Scope, Depends(_class_scope(("instructor",)))]
 
 
 CSRF_REFUSED = (
@@ -348,8 +383,9 @@ def viewer_report(report_id: DbInt, request: Request, user: CurrentUser, db: Ses
 ViewerReport = Annotated[LabReport, Depends(viewer_report)]
 
 
-def graded_report(report_id: DbInt, user: GraderUser, db: SessionDep) -> LabReport:
-    report = grading.report_for_grader(db, report_id=report_id, user=user)
+def graded_report(report_id: DbInt, scope: ClassStaff, db: SessionDep) -> LabReport:
+    user = scope.user
+    report = grading.report_for_grader(db, report_id=report_id, scope=scope)
     if report is None:
         own = db.get(LabReport, report_id)
         if own is not None and own.owner_id == user.id:  # theirs: saying so tells them nothing new
@@ -357,7 +393,7 @@ def graded_report(report_id: DbInt, user: GraderUser, db: SessionDep) -> LabRepo
                 f"Report {report_id} is your own lab report: nobody grades their own, so another grader will. "
                 f"You can read it at /lessons/{own.lesson_id}/report."
             )
-        raise NotFound(f"No submitted report {report_id} that you grade.")
+        raise NotFound(f"No submitted report {report_id} that you grade in {scope.klass.title}.")
     return report
 
 

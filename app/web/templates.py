@@ -52,6 +52,11 @@ def render(
         release(db)
     ctx = dict(context or {})
     ctx.setdefault("user", getattr(request.state, "user", None))
+    scope = getattr(request.state, "scope", None)  # a class's staff page (app/web/deps.py ClassStaff)
+    if scope is not None:
+        ctx.setdefault("scope", scope)
+        ctx.setdefault("cbase", f"/classes/{scope.klass.slug}")
+        ctx.setdefault("staff_classes", getattr(request.state, "staff_classes", []))
     ctx["csrf_token"] = csrf_token_for(request.session)
     kwargs: dict[str, Any] = {"status_code": status_code}
     if block and is_htmx(request):

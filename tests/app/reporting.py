@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.services.jobs import lifecycle as jobs
 from app.services.jobs.labhost import HostCapacity
 from tests.app import labruns
+from tests.conftest import default_class
 
 LOCAL = HostCapacity.local_default()  # what create_app uses without a probe: CPU only
 
@@ -49,11 +50,11 @@ LEVELS = {
 }  # 2 + 4 + 1.5 + 4 + 3 + 1.5 = 16 of 20
 
 
-def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None):
+def submit_report(client, db, settings, email: str = "ann@example.org", answers: dict | None = None, name: str = "Ann"):
     """Register a learner, give them finished runs of every lab, attach them and submit; returns the user."""
     from app.core.models import User
 
-    client.register(email)
+    client.register(email, name=name)
     learner = db.query(User).filter_by(email=email).one()
     for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
         finished_job(db, settings, learner, lab)
@@ -94,8 +95,8 @@ def claimed_by_grader(make_user, make_client, db, report, email: str = "gina@exa
     from app.services.grading import grades as grading
 
     grader = make_user(email, roles=("grader",))
-    grading.assign(db, grader=grader, lesson_id=report.lesson_id)
+    grading.assign(db, klass=default_class(db), grader=grader, lesson_id=report.lesson_id)
     client = make_client()
     client.login(email)
-    client.post(f"/grader/reports/{report.id}/claim")
+    client.post(f"/classes/default/grader/reports/{report.id}/claim")
     return client

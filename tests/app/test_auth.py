@@ -12,7 +12,8 @@ def test_register_login_logout(client):
     assert r.status_code == 303
     assert "Log in" in client.get("/").text
     assert client.login("ann@example.org").status_code == 303
-    assert client.get("/api/v1/me").json()["roles"] == ["learner"]
+    me = client.get("/api/v1/me").json()  # registering joined the class open to registration, as a learner
+    assert me["roles"] == [] and [(c["slug"], c["role"]) for c in me["classes"]] == [("default", "learner")]
 
 
 def test_duplicate_registration_is_refused_and_changes_nothing(client, db):
@@ -156,7 +157,7 @@ def test_login_redirect_stays_on_site(client):
     assert r.headers["location"] == "/"
 
 
-@pytest.mark.parametrize("path", ["/instructor", "/grader"])
+@pytest.mark.parametrize("path", ["/instructor", "/classes/default/grader"])
 def test_learner_cannot_open_staff_pages(client, path):
     client.register("ann@example.org")
     r = client.get(path)
@@ -168,8 +169,11 @@ def test_roles_from_command_line_user(client, make_user):
     make_user("teach@example.org", roles=("instructor", "grader"))
     client.login("teach@example.org")
     assert client.get("/instructor").status_code == 200
-    assert client.get("/grader").status_code == 200
-    assert client.get("/api/v1/me").json()["roles"] == ["grader", "instructor"]
+    assert client.get("/classes/default/grader").status_code == 200
+    me = client.get("/api/v1/me").json()
+    assert me["roles"] == ["admin", "author"] and [(c["slug"], c["role"]) for c in me["classes"]] == [
+        ("default", "instructor")
+    ]
 
 
 def test_oversized_body_is_refused_before_reading(client):

@@ -20,6 +20,7 @@ from app.services.learning import lessons as lesson_service
 from app.services.learning import progress as learning
 from tests.app import labruns
 from tests.app.reporting import LESSON, LOCAL, failed_job, finished_job
+from tests.conftest import default_scope
 
 SCALE_Q = "fp8-scale-from-amax"  # parameterized numeric; its generator names known mistakes
 CHOICE_Q = "verbs-in-order"  # single choice, A is right
@@ -57,7 +58,7 @@ def klass(app, db, settings, make_user):
     """Five learners: ann right at once; bob, cat, dan answer 2x first (no rule names it), dan three times and never
     right (stuck); eve gives the inverse (a named mistake), then right. ann is long on part 1 without finishing."""
     ann, bob, cat, dan, eve = (make_user(f"{n}@example.org") for n in ("ann", "bob", "cat", "dan", "eve"))
-    make_user("ivy@example.org", roles=("instructor",))
+    ivy = make_user("ivy@example.org", roles=("instructor",))
     assert _answer(db, ann, SCALE_Q, _times(1)) == "correct"
     for u in (bob, cat):
         assert _answer(db, u, SCALE_Q, _times(2)) == "incorrect"
@@ -81,7 +82,7 @@ def klass(app, db, settings, make_user):
     finished_job(db, settings, bob, "overlap-trace")
     finished_job(db, settings, cat, "overlap-trace")
     failed_job(db, bob, "overlap-trace")
-    return {"ann": ann, "bob": bob, "cat": cat, "dan": dan, "eve": eve, "lesson": lesson}
+    return {"ann": ann, "bob": bob, "cat": cat, "dan": dan, "eve": eve, "ivy": ivy, "lesson": lesson}
 
 
 @pytest.fixture
@@ -92,7 +93,9 @@ def ivy(klass, make_client):
 
 
 def test_question_and_lab_statistics_match_what_the_tests_made(db, klass, make_user, settings, ivy):
-    stats = {s.id: s for s in class_stats.question_stats(db, lesson=klass["lesson"])}
+    stats = {
+        s.id: s for s in class_stats.question_stats(db, scope=default_scope(db, klass["ivy"]), lesson=klass["lesson"])
+    }
     scale = stats[SCALE_Q]
     assert scale.parameterized
     assert (scale.tries, scale.learners, scale.first_try_right) == (10, 5, 1)
@@ -112,7 +115,11 @@ def test_question_and_lab_statistics_match_what_the_tests_made(db, klass, make_u
     assert (written.tries, written.learners, written.first_try_right, written.wrong) == (1, 1, None, [])
     # a second learner gives the generator's named mistake (her own variant's inverse): a pattern, and caught
     _answer(db, make_user("fay@example.org"), SCALE_Q, _inverse)
-    scale = next(s for s in class_stats.question_stats(db, lesson=klass["lesson"]) if s.id == SCALE_Q)
+    scale = next(
+        s
+        for s in class_stats.question_stats(db, scope=default_scope(db, klass["ivy"]), lesson=klass["lesson"])
+        if s.id == SCALE_Q
+    )
     inverse = [w for w in scale.wrong if w.caught]
     assert len(inverse) == 1 and inverse[0].learners == 2, scale.wrong  # eve and fay, each with her own variant
 
@@ -125,39 +132,41 @@ def test_question_and_lab_statistics_match_what_the_tests_made(db, klass, make_u
         jobs.lost(db, job_id=job.id, worker_id="w", reason="node died")
     db.refresh(job)
     assert job.status == "failed"
-    stats = {s.lab: s for s in class_stats.lab_stats(db)}["overlap-trace"]
+    stats = {s.lab: s for s in class_stats.lab_stats(db, scope=default_scope(db, klass["ivy"]), labs_offered=None)}[
+        "overlap-trace"
+    ]
     assert (stats.runs, stats.succeeded, stats.failed_run, stats.failed_infra) == (4, 2, 1, 1)
     assert stats.median_s is not None
     ratio = next(h for h in stats.headlines if h.label == "windowed: overlap ratio (mean over ranks)")
     golden = labruns.result("overlap-trace")["results"]["summary"]
     expected = next(i["value"] for i in golden if i["label"] == ratio.label)
     assert ratio.values == [expected, expected]
-    page = ivy.get("/instructor/labs").text
+    page = ivy.get("/classes/default/labs").text
     assert 'data-lab="overlap-trace"' in page and "windowed: overlap ratio" in page
 
 
 def test_roster_sorts_filters_exports_and_opens_a_learner(ivy, klass, db):
-    page = ivy.get("/instructor/roster?sort=right&desc=1")
+    page = ivy.get("/classes/default/roster?sort=right&desc=1")
     assert page.status_code == 200
     order = re.findall(r'<tr data-learner="(\d+)"', page.text)
     ids = {k: v.id for k, v in klass.items() if k != "lesson"}
     # right answers: bob 1 (scale) , cat 1, eve 1, ann 2 (scale + choice), dan 0
     assert order[0] == str(ids["ann"]) and order[-1] == str(ids["dan"])
     assert 'aria-sort="descending"' in page.text
-    stuck = ivy.get("/instructor/roster?stuck=1").text
+    stuck = ivy.get("/classes/default/roster?stuck=1").text
     shown = set(re.findall(r'<tr data-learner="(\d+)"', stuck))
     assert shown == {str(ids["ann"]), str(ids["dan"])}
     assert "wrong tries at “fp8-scale-from-amax”" in stuck and "not finished" in stuck
-    one = ivy.get("/instructor/roster?q=CAT").text
+    one = ivy.get("/classes/default/roster?q=CAT").text
     assert re.findall(r'<tr data-learner="(\d+)"', one) == [str(ids["cat"])]
-    bad = ivy.get("/instructor/roster?sort=password")
+    bad = ivy.get("/classes/default/roster?sort=password")
     assert bad.status_code == 422 and "sort:" in bad.text and "name, email" in bad.text
 
     # CSV: the same figures, and a name a spreadsheet would run as a formula is defused
     bob = klass["bob"]
     bob.display_name = "=HYPERLINK(1)"
     db.commit()
-    r = ivy.get(f"/instructor/roster.csv?lesson={LESSON}")
+    r = ivy.get(f"/classes/default/roster.csv?lesson={LESSON}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     rows = {row["email"]: row for row in csv.DictReader(io.StringIO(r.text))}
     assert set(rows) == {f"{n}@example.org" for n in ("ann", "bob", "cat", "dan", "eve")}
@@ -170,27 +179,32 @@ def test_roster_sorts_filters_exports_and_opens_a_learner(ivy, klass, db):
     assert rows["dan@example.org"]["wrong_tries"] == "4" and rows["dan@example.org"]["stuck"]
 
     # one learner's page: their tries, and a reset link issued from here (a CSRF-carrying POST)
-    page = ivy.get(f"/instructor/learners/{klass['dan'].id}")
+    page = ivy.get(f"/classes/default/learners/{klass['dan'].id}")
     assert page.status_code == 200
     assert page.text.count("fp8-scale-from-amax") >= 3 and 'action="/account/reset-links"' in page.text
     assert 'value="dan@example.org"' in page.text and 'name="csrf_token"' in page.text
     issued = ivy.post("/account/reset-links", {"email": "dan@example.org"})
     assert issued.status_code == 200 and "/reset/" in issued.text
-    assert ivy.get("/instructor/learners/999999").status_code == 404
+    assert ivy.get("/classes/default/learners/999999").status_code == 404
 
     # the question page: a frequent wrong answer links to a draft rule opened in the editor
-    page = ivy.get(f"/instructor/questions?lesson={LESSON}")
+    page = ivy.get(f"/classes/default/questions?lesson={LESSON}")
     assert page.status_code == 200
     link = re.search(r'href="(/instructor/lessons/[^"]+mistake=[^"]+)" data-testid="draft-rule"', page.text)
     assert link and f"file=questions/{SCALE_Q}.yaml" in link.group(1)
     editor = ivy.get(link.group(1).replace("&amp;", "&"))
     assert editor.status_code == 200
     assert "# Draft known-mistake rule" in editor.text and "answered 2x" in editor.text
-    assert ivy.get("/instructor/questions?lesson=nope").status_code == 422
-    assert 'href="/instructor/roster"' in ivy.get("/instructor").text
+    assert ivy.get("/classes/default/questions?lesson=nope").status_code == 422
+    assert 'href="/classes"' in ivy.get("/instructor").text
 
 
-PATHS = ("/instructor/roster", "/instructor/roster.csv", "/instructor/questions", "/instructor/labs")
+PATHS = (
+    "/classes/default/roster",
+    "/classes/default/roster.csv",
+    "/classes/default/questions",
+    "/classes/default/labs",
+)
 
 
 def test_learners_and_graders_are_refused(klass, make_client, make_user):
@@ -199,7 +213,7 @@ def test_learners_and_graders_are_refused(klass, make_client, make_user):
     for email in ("bob@example.org", "gus@example.org"):
         c = make_client()
         c.login(email)
-        for path in (*PATHS, f"/instructor/learners/{klass['ann'].id}"):
+        for path in (*PATHS, f"/classes/default/learners/{klass['ann'].id}"):
             assert c.get(path, follow_redirects=False).status_code == 403, (email, path)
             assert anonymous.get(path, follow_redirects=False).status_code in (302, 303, 401), path
 
@@ -207,7 +221,7 @@ def test_learners_and_graders_are_refused(klass, make_client, make_user):
 @pytest.mark.both_backends
 def test_roster_sums_agree_on_both_backends(db, klass):
     # SUM(CASE …) over GROUP BY comes back as int on SQLite and as Decimal-free bigint on PostgreSQL
-    rows = {r.email: r for r in roster.rows(db, lessons=[klass["lesson"]])}
+    rows = {r.email: r for r in roster.rows(db, scope=default_scope(db, klass["ivy"]), lessons=[klass["lesson"]])}
     dan, bob = rows["dan@example.org"], rows["bob@example.org"]
     assert (dan.wrong, dan.right, dan.attempted) == (4, 0, 2) and dan.stuck
     assert (bob.runs, bob.runs_failed, bob.parts_done) == (2, 1, 2)
@@ -217,7 +231,7 @@ def test_a_grader_lands_on_the_queue_after_login(client, make_user):
     make_user("gus@example.org", roles=("grader",))
     make_user("ivy@example.org", roles=("instructor", "grader"))
     r = client.login("gus@example.org")
-    assert r.status_code == 303 and r.headers["location"] == "/grader"
+    assert r.status_code == 303 and r.headers["location"] == "/classes/default/grader"
     client.post("/logout")
     r = client.post(
         "/login",

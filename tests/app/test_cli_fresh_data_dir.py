@@ -23,5 +23,6 @@ def test_users_create_on_a_fresh_data_dir(tmp_path):
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert "created prof@example.org with roles instructor" in out.stdout
+    # the migration made the class "default", the only one: a class role needs no --class
+    assert "created prof@example.org with instructor of default" in out.stdout
     assert (data / "course.db").is_file()

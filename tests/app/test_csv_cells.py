@@ -14,6 +14,7 @@ from app.core.models import LabReport, User
 from app.services import csvcells
 from app.services.grading import grades as grading
 from tests.app.reporting import LESSON, grade_form, submit_report
+from tests.conftest import default_class
 
 PAYLOAD = "x;=1+1;@SUM(1)"
 SPLITTERS = ",;\t|"
@@ -57,7 +58,7 @@ def test_the_roster_export_survives_any_split(app, client, db, make_user, make_c
     make_user("ivy@example.org", roles=("instructor",))
     ivy = make_client()
     ivy.login("ivy@example.org")
-    r = ivy.get(f"/instructor/roster.csv?lesson={LESSON}")
+    r = ivy.get(f"/classes/default/roster.csv?lesson={LESSON}")
     assert r.status_code == 200
     assert "\"x;'=1+1;'@SUM(1)\"" in r.text  # quoted, and defused inside
     _assert_no_formula(r.text)
@@ -72,12 +73,14 @@ def test_the_grade_export_survives_any_split(client, db, settings, make_user, ma
     db.commit()
     report = db.query(LabReport).one()
     gina = make_user("gina@example.org", roles=("grader",))
-    grading.assign(db, grader=gina, lesson_id=LESSON)
+    grading.assign(db, klass=default_class(db), grader=gina, lesson_id=LESSON)
     g = make_client()
     g.login("gina@example.org")
-    g.post(f"/grader/reports/{report.id}/claim")
-    g.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback='Good;=HYPERLINK("http://evil")'))
-    r = g.get(f"/grader/export.csv?lesson={LESSON}")
+    g.post(f"/classes/default/grader/reports/{report.id}/claim")
+    g.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(feedback='Good;=HYPERLINK("http://evil")')
+    )
+    r = g.get(f"/classes/default/grader/export.csv?lesson={LESSON}")
     text = r.content.decode("utf-8-sig")
     assert r.status_code == 200 and re.search(r'"x;\'=1\+1;\'@SUM\(1\)"', text)
     _assert_no_formula(text)

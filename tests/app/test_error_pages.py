@@ -32,7 +32,7 @@ def test_forbidden_is_an_html_page_naming_the_role(client):
     client.register("ann@example.org")
     r = client.get("/instructor", headers={"Accept": "application/json"})  # a page address: HTML all the same
     assert r.status_code == 403 and r.headers["content-type"].startswith("text/html")
-    assert "This page is for instructors" in r.text and "Not allowed" in r.text
+    assert "This page is for authors" in r.text and "Not allowed" in r.text
 
 
 def test_a_bug_is_a_plain_500_page_without_a_traceback(app):

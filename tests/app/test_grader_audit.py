@@ -9,6 +9,7 @@ import pytest
 
 from app.core.models import LabReport
 from tests.app.reporting import LESSON, grade_form, submit_report
+from tests.conftest import default_class
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def test_a_save_refused_for_unscored_lines_marks_them_and_focuses_the_first(repo
     phone: now each line left without a level says so, its radios point at that message, the first is focused,
     and every radio of the grader's form is required (the browser refuses before sending)."""
     r = claimed_grader.post(
-        f"/grader/reports/{report.id}/grade",
+        f"/classes/default/grader/reports/{report.id}/grade",
         data=grade_form(levels={"environment": "complete", "numerics": "shown"}, feedback="Half done."),
     )
     assert r.status_code == 409 and "missing: TP rank mapping and parity" in r.text
@@ -49,10 +50,10 @@ def test_a_grader_who_has_not_claimed_sees_no_required_radios(report, make_user,
     from app.services.grading import grades as grading
 
     hal = make_user("hal@example.org", roles=("grader",))
-    grading.assign(db, grader=hal, lesson_id=LESSON)
+    grading.assign(db, klass=default_class(db), grader=hal, lesson_id=LESSON)
     c = make_client()
     c.login("hal@example.org")
-    html = c.get(f"/grader/reports/{report.id}").text
+    html = c.get(f"/classes/default/grader/reports/{report.id}").text
     radio = _input(html, "environment", "missing")
     assert "disabled" in radio and "required" not in radio
 
@@ -68,7 +69,9 @@ def test_my_reports_links_a_graded_report_to_its_grade_and_feedback(report, clai
     """On My reports "Grade: 16 / 20" led nowhere near the feedback: the lesson's link opens the report page at its
     draft form, the grade 3,500 px below it on a phone (a resubmission waiting for a grader already had such a
     link). The graded line now links to the version's grade."""
-    assert claimed_grader.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    assert (
+        claimed_grader.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    )
     html = client.get("/reports").text
     line = re.search(r'<p data-testid="grade">.*?</p>', html, re.S)
     assert line, html

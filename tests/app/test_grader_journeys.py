@@ -9,6 +9,7 @@ import pytest
 
 from app.core.models import LabReport
 from tests.app.reporting import LESSON, submit_report
+from tests.conftest import default_class
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def _grader(make_user, make_client, db, email: str):
     from app.services.grading import grades as grading
 
     user = make_user(email, roles=("grader",))
-    grading.assign(db, grader=user, lesson_id=LESSON)
+    grading.assign(db, klass=default_class(db), grader=user, lesson_id=LESSON)
     c = make_client()
     c.login(email)
     return c
@@ -35,20 +36,20 @@ def test_a_claim_from_the_rubric_foot_is_answered_at_the_rubric(report, make_use
     """The claim at the rubric's foot opens the page at the rubric: its confirmation (and a refusal) is shown there,
     once, not in the banner at the top of the page, out of view."""
     hal = _grader(make_user, make_client, db, "hal@example.org")
-    html = hal.get(f"/grader/reports/{report.id}").text
+    html = hal.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'name="at" value="rubric">Claim to grade</button>' in html
-    r = hal.post(f"/grader/reports/{report.id}/claim", data={"at": "rubric"})
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/claim", data={"at": "rubric"})
     assert r.status_code == 200
     assert r.text.count("Claimed: this report is yours to grade.") == 1
     assert _after(r.text, 'id="rubric-h"', 'role="status" data-testid="grading-message">Claimed')
     # from the claim button at the top: the answer stays at the top
-    r = hal.post(f"/grader/reports/{report.id}/release")
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/release")
     assert r.text.index("Released back to the queue.") < r.text.index('id="rubric-h"')
-    r = hal.post(f"/grader/reports/{report.id}/claim")
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/claim")
     assert r.text.index("Claimed: this report is yours to grade.") < r.text.index('id="rubric-h"')
     # a claim refused from the foot (another grader got there first) says why at the rubric too
     ivy = _grader(make_user, make_client, db, "ivy@example.org")
-    r = ivy.post(f"/grader/reports/{report.id}/claim", data={"at": "rubric"})
+    r = ivy.post(f"/classes/default/grader/reports/{report.id}/claim", data={"at": "rubric"})
     assert r.status_code == 409
     assert r.text.count('data-testid="grading-error"') == 1
     assert _after(r.text, 'id="rubric-h"', 'data-testid="grading-error">')
@@ -57,14 +58,14 @@ def test_a_claim_from_the_rubric_foot_is_answered_at_the_rubric(report, make_use
 
 def test_an_unknown_place_for_the_answer_is_the_top(report, make_user, make_client, db):
     hal = _grader(make_user, make_client, db, "hal@example.org")
-    r = hal.post(f"/grader/reports/{report.id}/claim", data={"at": "elsewhere"})
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/claim", data={"at": "elsewhere"})
     assert r.status_code == 200
     assert r.text.index("Claimed: this report is yours to grade.") < r.text.index('id="rubric-h"')
 
 
 def test_claiming_still_needs_the_form_token(report, make_user, make_client, db):
     hal = _grader(make_user, make_client, db, "hal@example.org")
-    r = hal.post(f"/grader/reports/{report.id}/claim", data={"at": "rubric", "csrf_token": "forged"})
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/claim", data={"at": "rubric", "csrf_token": "forged"})
     assert r.status_code == 403
     assert db.get(LabReport, report.id).claimed_by_id is None
 
@@ -76,7 +77,7 @@ def test_a_refused_save_shows_the_total_of_the_kept_picks(report, make_user, mak
 
     gina = claimed_by_grader(make_user, make_client, db, report)
     r = gina.post(
-        f"/grader/reports/{report.id}/grade",
+        f"/classes/default/grader/reports/{report.id}/grade",
         data=grade_form(levels={"environment": "complete", "numerics": "shown"}, feedback="Half done."),
     )
     assert r.status_code == 409
@@ -94,7 +95,7 @@ def _assignments(db) -> list[tuple[str, str]]:
     from app.services.grading import grades as grading
 
     db.expire_all()
-    return [(u.email, lesson) for u, lesson in grading.assignments(db)]
+    return [(u.email, lesson) for u, lesson in grading.assignments(db, klass=default_class(db))]
 
 
 def _assign_section(html: str) -> str:
@@ -114,7 +115,9 @@ def test_the_assign_form_answers_at_the_form_and_keeps_a_refused_email(make_user
     make_user("gus@example.org", roles=("grader",))
     make_user("lea@example.org", roles=("learner",))
     r = ivy.post(
-        "/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=False
+        "/classes/default/grader/assignments",
+        data={"email": "nobody@example.org", "lesson_id": LESSON},
+        follow_redirects=False,
     )
     assert r.status_code == 303 and r.headers["location"].endswith("#assign-h")
     html = ivy.get(r.headers["location"]).text
@@ -128,31 +131,47 @@ def test_the_assign_form_answers_at_the_form_and_keeps_a_refused_email(make_user
     assert 'aria-describedby="assign-note"' in email_input
     assert "no grader with the email" not in html[: html.index('id="assign-h"')]  # said once, at the form
     # a learner is no grader either; nothing changes
-    r = ivy.post("/grader/assignments", data={"email": "lea@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "lea@example.org", "lesson_id": LESSON},
+        follow_redirects=True,
+    )
     assert "Grader&#39;s email: no grader with the email lea@example.org" in r.text
-    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": "nope"}, follow_redirects=True)
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": "nope"},
+        follow_redirects=True,
+    )
     section = _assign_section(r.text)
     assert "Lesson: there is no lesson &#39;nope&#39;. Nothing changed." in section
     assert '<select id="a-lesson" name="lesson_id" aria-invalid="true"' in section
     assert 'value="gus@example.org"' in section  # the email typed with it is kept
     assert _assignments(db) == []
     # a change says so at the form, leaves the email field empty for the next one, and filters nothing
-    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": LESSON},
+        follow_redirects=True,
+    )
     assert 'role="status" data-testid="assign-note">gus@example.org now grades transformer-scaling.' in r.text
     assert "selected" not in _lesson_filter(r.text)
     assert 'value="gus@example.org"' not in _assign_section(r.text)
     assert _assignments(db) == [("gus@example.org", LESSON)]
     # doing it twice, or removing what is not there, says that nothing changed
-    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": LESSON},
+        follow_redirects=True,
+    )
     assert "gus@example.org already grades transformer-scaling: nothing changed." in r.text
     r = ivy.post(
-        "/grader/assignments",
+        "/classes/default/grader/assignments",
         data={"email": "gus@example.org", "lesson_id": LESSON, "action": "remove"},
         follow_redirects=True,
     )
     assert "gus@example.org no longer grades transformer-scaling." in r.text
     r = ivy.post(
-        "/grader/assignments",
+        "/classes/default/grader/assignments",
         data={"email": "gus@example.org", "lesson_id": LESSON, "action": "remove"},
         follow_redirects=True,
     )
@@ -163,12 +182,15 @@ def test_the_assign_form_answers_at_the_form_and_keeps_a_refused_email(make_user
 def test_the_assign_form_needs_an_instructor_and_the_form_token(make_user, make_client, db):
     make_user("gus@example.org", roles=("grader",))
     ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",))
-    r = ivy.post("/grader/assignments", data={"email": "gus@example.org", "lesson_id": LESSON, "csrf_token": "forged"})
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "gus@example.org", "lesson_id": LESSON, "csrf_token": "forged"},
+    )
     assert r.status_code == 403
     gwen = _staff(make_user, make_client, "gwen@example.org", roles=("grader",))
-    r = gwen.post("/grader/assignments", data={"email": "gwen@example.org", "lesson_id": LESSON})
+    r = gwen.post("/classes/default/grader/assignments", data={"email": "gwen@example.org", "lesson_id": LESSON})
     assert r.status_code in (403, 404)
-    assert 'id="assign-h"' not in gwen.get("/grader").text
+    assert 'id="assign-h"' not in gwen.get("/classes/default/grader").text
     assert _assignments(db) == []
 
 
@@ -190,9 +212,14 @@ def test_an_older_version_shows_its_grade_read_only(report, client, make_user, m
     from tests.app.reporting import claimed_by_grader, grade_form
 
     gina = claimed_by_grader(make_user, make_client, db, report)
-    assert gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="V1 read well.")).status_code == 200
+    assert (
+        gina.post(
+            f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(feedback="V1 read well.")
+        ).status_code
+        == 200
+    )
     _resubmit(client, db)
-    old = gina.get(f"/grader/reports/{report.id}?v=1").text
+    old = gina.get(f"/classes/default/grader/reports/{report.id}?v=1").text
     assert "checked disabled" in _input(old, "environment", "complete")  # version 1's grade, as saved
     assert "required" not in _input(old, "environment", "complete")
     assert (
@@ -200,8 +227,8 @@ def test_an_older_version_shows_its_grade_read_only(report, client, make_user, m
     )
     assert "Save grade</button>" not in old
     assert 'data-testid="older-version">Version 1’s grade, kept as saved: only the latest version is graded.' in old
-    assert f'<a href="/grader/reports/{report.id}#rubric-h">Grade version 2</a>' in old
-    latest = gina.get(f"/grader/reports/{report.id}").text
+    assert f'<a href="/classes/default/grader/reports/{report.id}#rubric-h">Grade version 2</a>' in old
+    latest = gina.get(f"/classes/default/grader/reports/{report.id}").text
     assert "Save grade</button>" in latest and "required" in _input(latest, "environment", "complete")
 
 
@@ -217,7 +244,9 @@ def test_a_save_refused_for_a_resubmission_carries_the_work_to_the_new_version(
 
     gina = claimed_by_grader(make_user, make_client, db, report)
     _resubmit(client, db, answer="Changed while under review.")
-    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=1, feedback="Typed on version 1."))
+    r = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(version=1, feedback="Typed on version 1.")
+    )
     assert r.status_code == 409
     text = " ".join(re.sub(r"<[^>]+>", "", r.text).split())
     assert "Not saved: the learner submitted version 2 after you opened version 1." in text
@@ -230,7 +259,9 @@ def test_a_save_refused_for_a_resubmission_carries_the_work_to_the_new_version(
     assert "data-unsaved" in r.text
     assert db.query(Grade).count() == 0
     # saved from there, the grade is version 2's
-    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2, feedback="Typed on version 1."))
+    r = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(version=2, feedback="Typed on version 1.")
+    )
     assert r.status_code == 200 and "Grade saved" in r.text
     from app.core.models import ReportVersion
 

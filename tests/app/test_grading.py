@@ -17,6 +17,7 @@ from app.services.grading import rubric_sync
 from app.services.learning import lessons as lesson_service
 from app.services.learning import publishing
 from tests.app.reporting import LESSON, grade_form, submit_report
+from tests.conftest import default_class
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def report(client, db, settings):
 def _staff(make_user, make_client, email: str, roles=("grader",), lesson: str | None = LESSON, db=None):
     user = make_user(email, roles=roles)
     if lesson and db is not None:
-        grading.assign(db, grader=user, lesson_id=lesson)
+        grading.assign(db, klass=default_class(db), grader=user, lesson_id=lesson)
     c = make_client()
     c.login(email)
     return c
@@ -37,14 +38,14 @@ def _staff(make_user, make_client, email: str, roles=("grader",), lesson: str | 
 def test_second_claim_is_refused_with_the_holders_name(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
     hal = _staff(make_user, make_client, "hal@example.org", db=db)
-    assert gina.post(f"/grader/reports/{report.id}/claim").status_code == 200
-    r = hal.post(f"/grader/reports/{report.id}/claim")
+    assert gina.post(f"/classes/default/grader/reports/{report.id}/claim").status_code == 200
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/claim")
     assert r.status_code == 409 and "gina (gina@example.org) claimed this report first" in r.text
     db.refresh(report)
     assert report.status == "claimed"
     assert report.claimed_by_id == db.query(User).filter_by(email="gina@example.org").one().id
     # the one who does not hold the claim cannot grade it either
-    r = hal.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    r = hal.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
     assert r.status_code == 409 and "Claim the report" in r.text
 
 
@@ -75,12 +76,12 @@ def test_claim_race_between_two_sessions_has_one_winner(report, make_user, setti
 @pytest.mark.both_backends
 def test_concurrent_grade_save_is_refused_and_nothing_is_lost(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    first = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="first tab"))
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    first = gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(feedback="first tab"))
     assert first.status_code == 200 and "Grade saved" in first.text
     # a second tab opened before the first save still says base_revision 0
     second = gina.post(
-        f"/grader/reports/{report.id}/grade",
+        f"/classes/default/grader/reports/{report.id}/grade",
         data=grade_form(
             feedback="second tab",
             levels={
@@ -99,7 +100,9 @@ def test_concurrent_grade_save_is_refused_and_nothing_is_lost(report, make_user,
     grades = db.query(Grade).all()
     assert len(grades) == 1 and grades[0].feedback == "first tab" and grades[0].total == 16
     # from the current revision, a change is accepted as a new revision; the old one stays
-    third = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, feedback="revised"))
+    third = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(base_revision=1, feedback="revised")
+    )
     assert third.status_code == 200
     assert [g.revision for g in db.query(Grade).order_by(Grade.revision)] == [1, 2]
 
@@ -152,18 +155,22 @@ def test_grade_save_race_between_two_sessions_has_one_winner(report, make_user, 
 
 def test_every_line_must_be_scored(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(levels={"environment": "complete"}))
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    r = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(levels={"environment": "complete"})
+    )
     assert r.status_code == 409 and "missing: BF16 vs FP8 numerics" in r.text
-    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(levels={"environment": "superb"}))
+    r = gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(levels={"environment": "superb"})
+    )
     assert r.status_code == 409 and "environment: &#39;superb&#39;" in r.text
     assert db.query(Grade).count() == 0
 
 
 def test_changing_rubric_points_recomputes_saved_grades(report, client, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    assert gina.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    assert gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
     row = lesson_service.latest_row(db, lesson_id=LESSON)
     files = dict(row.files)
     assert "    points: 4\n    evidence: bf16-fp8-numerics" in files["rubric.yaml"]
@@ -180,7 +187,7 @@ def test_changing_rubric_points_recomputes_saved_grades(report, client, make_use
     assert grades[1].grader_id is None and f"lesson version {version}" in grades[1].reason
     assert grades[1].feedback == grades[0].feedback
     # a save started before the recompute is refused rather than silently overwriting it
-    r = gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(base_revision=1))
+    r = gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(base_revision=1))
     assert r.status_code == 409 and "by a rubric recompute" in r.text
     # nothing to do the second time
     assert rubric_sync.sync_rubric(db, lesson_id=LESSON) == []
@@ -188,16 +195,16 @@ def test_changing_rubric_points_recomputes_saved_grades(report, client, make_use
 
 def test_visibility_by_role_lesson_and_owner(report, client, make_user, make_client, db, settings):
     other = _staff(make_user, make_client, "olga@example.org", lesson="precision-by-numbers", db=db)
-    page = other.get("/grader").text
-    assert f"/grader/reports/{report.id}" not in page
-    assert other.get(f"/grader/reports/{report.id}").status_code == 404
-    assert other.post(f"/grader/reports/{report.id}/claim").status_code == 404
+    page = other.get("/classes/default/grader").text
+    assert f"/classes/default/grader/reports/{report.id}" not in page
+    assert other.get(f"/classes/default/grader/reports/{report.id}").status_code == 404
+    assert other.post(f"/classes/default/grader/reports/{report.id}/claim").status_code == 404
     unassigned = _staff(make_user, make_client, "una@example.org", lesson=None, db=db)
-    assert "not assigned to grade any lesson" in unassigned.get("/grader").text
+    assert "not assigned to grade any lesson" in unassigned.get("/classes/default/grader").text
     learner2 = make_client()
     learner2.register("bob@example.org")
-    assert learner2.get("/grader").status_code == 403
-    assert learner2.get("/grader/export.csv").status_code == 403
+    assert learner2.get("/classes/default/grader").status_code == 403
+    assert learner2.get("/classes/default/grader/export.csv").status_code == 403
     assert (
         learner2.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code
         == 404
@@ -208,7 +215,7 @@ def test_visibility_by_role_lesson_and_owner(report, client, make_user, make_cli
         client.get(f"/reports/{report.id}/versions/1/evidence/env-capability/artifacts/result.json").status_code == 200
     )
     ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",), lesson=None, db=db)
-    review = ivy.get(f"/grader/reports/{report.id}")
+    review = ivy.get(f"/classes/default/grader/reports/{report.id}")
     assert review.status_code == 200
     # learner text is escaped on the grader's page
     assert "&lt;img src=x onerror=alert(1)&gt;" in review.text and "<img src=x onerror" not in review.text
@@ -219,17 +226,25 @@ def test_visibility_by_role_lesson_and_owner(report, client, make_user, make_cli
 def test_instructor_assigns_graders_in_the_page(report, make_user, make_client, db):
     ivy = _staff(make_user, make_client, "ivy@example.org", roles=("instructor",), lesson=None, db=db)
     make_user("gina@example.org", roles=("grader",))
-    r = ivy.post("/grader/assignments", data={"email": "gina@example.org", "lesson_id": LESSON}, follow_redirects=True)
+    r = ivy.post(
+        "/classes/default/grader/assignments",
+        data={"email": "gina@example.org", "lesson_id": LESSON},
+        follow_redirects=True,
+    )
     assert "gina@example.org now grades transformer-scaling" in r.text
     r = ivy.post(
-        "/grader/assignments", data={"email": "nobody@example.org", "lesson_id": LESSON}, follow_redirects=True
+        "/classes/default/grader/assignments",
+        data={"email": "nobody@example.org", "lesson_id": LESSON},
+        follow_redirects=True,
     )
     assert "email: no grader with the email nobody@example.org" in r.text and 'class="banner error"' in r.text
-    spoof = ivy.get("/grader?assign=made-up&email=x&lesson=y").text  # the address cannot add words of its own
+    spoof = ivy.get(
+        "/classes/default/grader?assign=made-up&email=x&lesson=y"
+    ).text  # the address cannot add words of its own
     assert "made-up" not in spoof and 'class="banner' not in spoof.split('<div id="queue">')[1].split("<table")[0]
     gina = make_client()
     gina.login("gina@example.org")
-    assert f"/grader/reports/{report.id}" in gina.get("/grader").text
+    assert f"/classes/default/grader/reports/{report.id}" in gina.get("/classes/default/grader").text
 
 
 def test_queue_filters_and_stable_order(client, make_client, make_user, db, settings):
@@ -242,16 +257,16 @@ def test_queue_filters_and_stable_order(client, make_client, make_user, db, sett
     def ids(html):
         return [int(i) for i in re.findall(r'<tr data-report="(\d+)"', html)]
 
-    assert ids(gina.get("/grader").text) == [first_id, second_id]
-    gina.post(f"/grader/reports/{second_id}/claim")
-    assert ids(gina.get("/grader?grader=me").text) == [second_id]
-    assert ids(gina.get("/grader?grader=none").text) == [first_id]
-    assert ids(gina.get("/grader?status=claimed").text) == [second_id]
-    assert ids(gina.get(f"/grader?lesson={LESSON}").text) == [first_id, second_id]
+    assert ids(gina.get("/classes/default/grader").text) == [first_id, second_id]
+    gina.post(f"/classes/default/grader/reports/{second_id}/claim")
+    assert ids(gina.get("/classes/default/grader?grader=me").text) == [second_id]
+    assert ids(gina.get("/classes/default/grader?grader=none").text) == [first_id]
+    assert ids(gina.get("/classes/default/grader?status=claimed").text) == [second_id]
+    assert ids(gina.get(f"/classes/default/grader?lesson={LESSON}").text) == [first_id, second_id]
     # the order does not move when one is claimed, and the review page links to the next one
-    assert ids(gina.get("/grader").text) == [first_id, second_id]
-    review = gina.get(f"/grader/reports/{first_id}").text
-    assert f'href="/grader/reports/{second_id}" rel="next"' in review and "1 of 2" in review
+    assert ids(gina.get("/classes/default/grader").text) == [first_id, second_id]
+    review = gina.get(f"/classes/default/grader/reports/{first_id}").text
+    assert f'href="/classes/default/grader/reports/{second_id}" rel="next"' in review and "1 of 2" in review
 
 
 def test_regrade_reruns_checks_and_marks_lost_files_not_gradable(report, make_user, make_client, db, settings):
@@ -260,7 +275,7 @@ def test_regrade_reruns_checks_and_marks_lost_files_not_gradable(report, make_us
     assert version.checks["timeline"]["status"] in ("pass", "warn")
     job = db.get(Job, version.evidence["timeline"]["job"])
     shutil.rmtree(settings.data_dir / job.bundle_dir)
-    r = gina.post(f"/grader/reports/{report.id}/regrade", data={"version": "1"})
+    r = gina.post(f"/classes/default/grader/reports/{report.id}/regrade", data={"version": "1"})
     assert r.status_code == 200 and "Automatic checks re-run" in r.text
     db.refresh(version)
     assert version.checks["timeline"]["status"] == "not_gradable"
@@ -270,9 +285,11 @@ def test_regrade_reruns_checks_and_marks_lost_files_not_gradable(report, make_us
 
 def test_csv_export_escapes_formulas_and_respects_roles(report, make_user, make_client, db):
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback='=HYPERLINK("http://evil")'))
-    r = gina.get(f"/grader/export.csv?lesson={LESSON}")
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    gina.post(
+        f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(feedback='=HYPERLINK("http://evil")')
+    )
+    r = gina.get(f"/classes/default/grader/export.csv?lesson={LESSON}")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]
     rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"))))
@@ -282,16 +299,16 @@ def test_csv_export_escapes_formulas_and_respects_roles(report, make_user, make_
     assert row["numerics (of 4)"] == "4.0" and row["stretch (of 3)"] == "1.5"
     assert row["feedback"].startswith("'=HYPERLINK")
     other = _staff(make_user, make_client, "olga@example.org", lesson="precision-by-numbers", db=db)
-    assert len(list(csv.DictReader(io.StringIO(other.get("/grader/export.csv").text)))) == 0
+    assert len(list(csv.DictReader(io.StringIO(other.get("/classes/default/grader/export.csv").text)))) == 0
 
 
 def test_resubmission_is_marked_for_the_grader_with_what_changed(report, client, make_user, make_client, db):
     """Walked as a grader: version 2 of a graded report opened as a blank rubric with nothing saying it was a
     resubmission, what version 1 got, or what the learner changed; the queue showed "2" and a bare "—"."""
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form())
-    first = gina.get(f"/grader/reports/{report.id}").text
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
+    first = gina.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'data-testid="resubmitted"' not in first  # version 1 is no resubmission
     form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).one().evidence.items()}
     form.update({"answer-numbers": "<img src=x onerror=alert(1)> gap 0.01%", "answer-sharding": "At TP=2."})
@@ -299,17 +316,17 @@ def test_resubmission_is_marked_for_the_grader_with_what_changed(report, client,
         f"/lessons/{LESSON}/report", data={**form, "action": "submit-incomplete", "missing-ok": "answer-overlap"}
     )
     assert db.query(ReportVersion).count() == 2
-    queue = gina.get("/grader").text
+    queue = gina.get("/classes/default/grader").text
     assert 'data-testid="resubmitted">resubmitted</span>' in queue and "(version 1: 16 / 20)" in queue
-    review = gina.get(f"/grader/reports/{report.id}").text
+    review = gina.get(f"/classes/default/grader/reports/{report.id}").text
     text = " ".join(re.sub(r"<[^>]+>", "", review).split())
     assert "Resubmitted: version 2 replaces version 1" in text
     assert "Version 1 was graded 16 / 20 by gina" in text and "score every line again" in text
     assert "Changed since version 1: answer 3." in text
     assert 'data-testid="changed-sharding"' in review and 'data-testid="changed-numbers"' not in review
     # once version 2 is graded the queue shows its own grade, and no earlier one
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(version=2))
-    queue = gina.get("/grader").text
+    gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(version=2))
+    queue = gina.get("/classes/default/grader").text
     assert "16 / 20" in queue and "(version 1:" not in queue
 
 
@@ -321,8 +338,8 @@ def test_csv_export_reads_clearly_in_a_spreadsheet(report, client, make_user, ma
     owner.display_name = "=Zoë+1"  # a name that is a formula, with an accent
     db.commit()
     gina = _staff(make_user, make_client, "gina@example.org", db=db)
-    gina.post(f"/grader/reports/{report.id}/claim")
-    gina.post(f"/grader/reports/{report.id}/grade", data=grade_form(feedback="Good."))
+    gina.post(f"/classes/default/grader/reports/{report.id}/claim")
+    gina.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form(feedback="Good."))
     form = {f"evidence-{k}": f"job:{v['job']}" for k, v in db.query(ReportVersion).one().evidence.items()}
     client.post(
         f"/lessons/{LESSON}/report",
@@ -333,7 +350,7 @@ def test_csv_export_reads_clearly_in_a_spreadsheet(report, client, make_user, ma
             "missing-ok": ["answer-overlap", "answer-sharding"],
         },
     )
-    r = gina.get(f"/grader/export.csv?lesson={LESSON}")
+    r = gina.get(f"/classes/default/grader/export.csv?lesson={LESSON}")
     assert r.content.startswith("\ufeff".encode())  # Excel reads UTF-8 only with the mark
     head, *rows = list(csv.reader(io.StringIO(r.content.decode("utf-8-sig"))))
     assert head[:11] == [

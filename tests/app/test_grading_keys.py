@@ -21,7 +21,7 @@ def test_keys_name_points_only_when_every_level_is_whole_points(client, db, sett
     submit_report(client, db, settings)
     report = db.query(LabReport).one()
     gina = claimed_by_grader(make_user, make_client, db, report)
-    shipped = gina.get(f"/grader/reports/{report.id}").text
+    shipped = gina.get(f"/classes/default/grader/reports/{report.id}").text
     # the shipped rubric has 1.5-point levels (tp-mapping, stretch): keys count levels
     assert 'data-keys="order"' in shipped and "levels in order" in shipped
     assert _keys(shipped, "numerics") == [("missing", "1"), ("shown", "2"), ("explained", "3")]
@@ -36,7 +36,7 @@ def test_keys_name_points_only_when_every_level_is_whole_points(client, db, sett
     files["rubric.yaml"] = rubric
     version, errors = publishing.publish(db, lesson_id=LESSON, files=files, source="editor")
     assert version and not errors, errors
-    page = gina.get(f"/grader/reports/{report.id}").text
+    page = gina.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'data-keys="points"' in page and "the level worth that many points" in page
     assert _keys(page, "numerics") == [("missing", "0"), ("shown", "2"), ("explained", "4")]
     assert _keys(page, "reasoning") == [("none", "0"), ("thin", "1"), ("sound", "3"), ("excellent", "4")]

@@ -14,6 +14,7 @@ from app.core.models import LabReport, ReportVersion, User, utcnow
 from app.services.grading import grades as grading
 from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON
+from tests.conftest import default_class, default_scope
 
 OTHER = "precision-by-numbers"  # a second lesson: the grader below is not assigned to it
 
@@ -58,7 +59,7 @@ def seed(client, db):
 def _grader(make_user, db, email="gina@example.org", roles=("grader",)):
     user = make_user(email, roles=roles)
     if "instructor" not in roles:
-        grading.assign(db, grader=user, lesson_id=LESSON)
+        grading.assign(db, klass=default_class(db), grader=user, lesson_id=LESSON)
     return user
 
 
@@ -85,13 +86,13 @@ def test_the_review_page_reads_the_same_statements_with_2_and_50_reports_queued(
 
         event.listen(app.state.engine, "before_cursor_execute", record)
         try:
-            r = gina.get(f"/grader/reports/{report_id}")
+            r = gina.get(f"/classes/default/grader/reports/{report_id}")
         finally:
             event.remove(app.state.engine, "before_cursor_execute", record)
         assert r.status_code == 200 and expect in r.text, r.text[:2000]
         return seen
 
-    gina.get(f"/grader/reports/{second}")  # warm: the session, the catalogue
+    gina.get(f"/classes/default/grader/reports/{second}")  # warm: the session, the catalogue
     few = statements(second, "2 of 2")
     seed(48, at=start + timedelta(minutes=1))
     many = statements(second, "2 of 50")
@@ -102,8 +103,8 @@ def test_the_review_page_reads_the_same_statements_with_2_and_50_reports_queued(
 
 def _links(html: str) -> tuple[int | None, int | None, str | None]:
     """(previous id, next id, "n of m") from a review page's eyebrow."""
-    prev = re.search(r'href="/grader/reports/(\d+)[^"]*" rel="prev"', html)
-    nxt = re.search(r'href="/grader/reports/(\d+)[^"]*" rel="next"', html)
+    prev = re.search(r'href="/classes/default/grader/reports/(\d+)[^"]*" rel="prev"', html)
+    nxt = re.search(r'href="/classes/default/grader/reports/(\d+)[^"]*" rel="next"', html)
     pos = re.search(r"Grading queue</a> · (\d+ of \d+)", html)
     return (
         int(prev.group(1)) if prev else None,
@@ -122,18 +123,18 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     (claimed,) = seed(1, at=start + timedelta(seconds=1, milliseconds=200), status="claimed", claimer=gina)
 
     # the whole queue: a, b, claimed (between b and d by submission time), d; the ends have one link each
-    assert _links(c.get(f"/grader/reports/{a}").text) == (None, b, "1 of 4")
-    assert _links(c.get(f"/grader/reports/{b}").text) == (a, claimed, "2 of 4")
-    assert _links(c.get(f"/grader/reports/{claimed}").text) == (b, d, "3 of 4")
-    assert _links(c.get(f"/grader/reports/{d}").text) == (claimed, None, "4 of 4")
+    assert _links(c.get(f"/classes/default/grader/reports/{a}").text) == (None, b, "1 of 4")
+    assert _links(c.get(f"/classes/default/grader/reports/{b}").text) == (a, claimed, "2 of 4")
+    assert _links(c.get(f"/classes/default/grader/reports/{claimed}").text) == (b, d, "3 of 4")
+    assert _links(c.get(f"/classes/default/grader/reports/{d}").text) == (claimed, None, "4 of 4")
     # filtered: the links keep the filter and step over what it leaves out
-    page = c.get(f"/grader/reports/{b}?status=submitted&lesson={LESSON}").text
+    page = c.get(f"/classes/default/grader/reports/{b}?status=submitted&lesson={LESSON}").text
     assert _links(page) == (a, d, "2 of 3")
-    assert f'href="/grader/reports/{d}?lesson={LESSON}&amp;status=submitted" rel="next"' in page
-    assert _links(c.get(f"/grader/reports/{claimed}?grader=me").text) == (None, None, "1 of 1")
+    assert f'href="/classes/default/grader/reports/{d}?lesson={LESSON}&amp;status=submitted" rel="next"' in page
+    assert _links(c.get(f"/classes/default/grader/reports/{claimed}?grader=me").text) == (None, None, "1 of 1")
     # a report the filter leaves out has no place in that queue, and no links
-    assert _links(c.get(f"/grader/reports/{a}?grader=me").text) == (None, None, None)
-    assert c.get(f"/grader/reports/{hidden}").status_code == 404
+    assert _links(c.get(f"/classes/default/grader/reports/{a}?grader=me").text) == (None, None, None)
+    assert c.get(f"/classes/default/grader/reports/{hidden}").status_code == 404
 
 
 @pytest.mark.both_backends  # keyset comparisons on timestamps: each backend stores and compares its own way
@@ -151,15 +152,16 @@ def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed)
     seed(1, at=start - timedelta(seconds=1), status="draft")  # never queued
     everyone = [r.id for r in db.query(LabReport)]
     checked = 0
-    for user in (gina, ivy):
+    for user, role in ((gina, "grader"), (ivy, "instructor")):
+        scope = default_scope(db, user, role)
         for lesson_id, status, grader in itertools.product(
             (None, LESSON, OTHER), (None, *grading.QUEUE_STATUSES), (None, "me", "none", str(gina.id))
         ):
             filters = {"lesson_id": lesson_id, "status": status, "grader": grader}
-            order = [row.report.id for row in grading.queue(db, user=user, **filters)]
+            order = [row.report.id for row in grading.queue(db, scope=scope, **filters)]
             for report_id in everyone:
                 report = db.get(LabReport, report_id)
-                got = grading.neighbours(db, user=user, report=report, **filters)
+                got = grading.neighbours(db, scope=scope, report=report, **filters)
                 if report_id not in order:
                     assert got is None, (user.email, filters, report_id)
                     continue
@@ -197,14 +199,14 @@ def test_the_queue_page_reads_the_same_statements_with_2_and_50_reports_queued(
 
         event.listen(app.state.engine, "before_cursor_execute", record)
         try:
-            r = c.get("/grader")
+            r = c.get("/classes/default/grader")
         finally:
             event.remove(app.state.engine, "before_cursor_execute", record)
         assert r.status_code == 200
-        assert len(re.findall(r'href="/grader/reports/\d+', r.text)) >= expect_rows, r.text[:2000]
+        assert len(re.findall(r'href="/classes/default/grader/reports/\d+', r.text)) >= expect_rows, r.text[:2000]
         return seen
 
-    c.get("/grader")  # warm: the session, the catalogue
+    c.get("/classes/default/grader")  # warm: the session, the catalogue
     few = statements(2)
     seed(48, at=start + timedelta(minutes=1))
     many = statements(50)

@@ -158,9 +158,7 @@ def test_the_migration_keeps_existing_progress_with_no_version_and_downgrades(db
     migrate.upgrade(db_url)
     engine = make_engine(db_url)
     with Session(engine) as session:
-        user_id = users.create_user(
-            session, email="ann@example.org", password="correct horse", display_name="Ann", roles=["learner"]
-        ).id
+        user_id = users.create_user(session, email="ann@example.org", password="correct horse", display_name="Ann").id
     migrate.downgrade(db_url, "0007")
     assert "version_seen" not in {c["name"] for c in inspect(engine).get_columns("part_progress")}
     with engine.begin() as conn:

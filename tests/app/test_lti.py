@@ -2,7 +2,8 @@
 signs with its own key and checks the tool's signatures against the tool's published JWKS.
 
 Launch, deep linking, roster sync and grade passback, and each forged or replayed launch refused with the
-failed check named on the page."""
+failed check named on the page. An LMS course maps to one class, and what the LMS says of a person is a role in
+that class only: tests/app/test_lti_classes.py has the takeover, cross-course and launch-check regressions."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import requests
 
 from app.core.models import (
     Attempt,
+    ClassMember,
     GraderAssignment,
     LabReport,
+    LtiContext,
     LtiIdentity,
     LtiLink,
     LtiPlatform,
@@ -24,6 +27,7 @@ from app.core.models import (
 )
 from app.core.models import Grade as GradeRow
 from app.services.learning import lessons as lesson_service
+from app.services.lti import contexts
 from app.services.lti import registry as lti
 from app.services.lti import sync as lti_sync
 from tests.lti_platform.platform import INSTRUCTOR, LEARNER, SCHOOL, TA, Platform, form_fields, new_key
@@ -45,10 +49,31 @@ def platform():
 def registered(platform, db, client):
     """The platform registered as an instructor would (CLI here; the browser form has its own test), and the
     tool's JWKS handed to the platform as an LMS admin pastes its URL."""
-    reg = platform.registration()
-    lti.register(db, **{k: v for k, v in reg.items() if k != "deployment_ids"}, deployment_ids=[reg["deployment_ids"]])
-    platform.tool_jwks = client.get("/lti/jwks.json").json()
+    register(platform, db, client)
     return platform
+
+
+def register(platform, db, client) -> None:
+    reg = platform.registration()
+    lti.register(
+        db, **{k: v for k, v in reg.items() if k != "deployment_ids"}, deployment_ids=[reg["deployment_ids"]], via="cli"
+    )
+    platform.tool_jwks = client.get("/lti/jwks.json").json()
+
+
+def class_role(db, sub: str, context: str = "course-42") -> str | None:
+    """The class role of the LMS user `sub` in the class of LMS course `context`."""
+    db.expire_all()
+    user_id = db.query(LtiIdentity).filter_by(sub=sub).one().user_id
+    ctx = db.query(LtiContext).filter_by(context_id=context).one()
+    row = db.query(ClassMember).filter_by(class_id=ctx.class_id, user_id=user_id, left_at=None).one_or_none()
+    return row.role if row else None
+
+
+def class_slug(db, context: str = "course-42") -> str:
+    from app.core.models import CourseClass
+
+    return db.get(CourseClass, db.query(LtiContext).filter_by(context_id=context).one().class_id).slug
 
 
 def launch_fields(client, platform, sub: str, **message) -> dict[str, str]:
@@ -98,7 +123,8 @@ def test_launch_logs_in_by_sub_maps_roles_and_refuses_forgeries(registered, clie
     )
     assert opened.status_code == 303
     assert db.query(LtiIdentity).filter_by(sub="u-ann").one().user_id == ann.user_id  # matched, not a new user
-    assert db.get(User, ann.user_id).roles == {"learner"}
+    assert db.get(User, ann.user_id).roles == set()  # no site role: a learner of the LMS course's class only
+    assert class_role(db, "u-ann") == "learner"
 
     def forged(**changes):
         fresh = launch_fields(client, platform, "u-ann", custom=target)
@@ -114,13 +140,12 @@ def test_launch_logs_in_by_sub_maps_roles_and_refuses_forgeries(registered, clie
     page = client.post("/lti/launch", data={"id_token": fields["id_token"], "state": "state-made-up"})
     assert refused_check(page) == "state" and "unknown, already used or expired" in page.text
 
-    # roles: Instructor -> instructor; a TA (sent Instructor too) -> grader of the launched lesson only
-    for sub, roles in (("u-ivy", {"instructor"}), ("u-tom", {"grader"})):
+    # roles in the class: Instructor -> instructor; a TA (sent Instructor too) -> grader of the launched lesson only
+    for sub, role in (("u-ivy", "instructor"), ("u-tom", "grader")):
         c = make_client()
         enter(c, c.post("/lti/launch", data=launch_fields(c, platform, sub, custom=target)).text)
-        user = db.get(User, db.query(LtiIdentity).filter_by(sub=sub).one().user_id)
-        db.refresh(user)
-        assert user.roles == roles
+        assert class_role(db, sub) == role
+        assert db.get(User, db.query(LtiIdentity).filter_by(sub=sub).one().user_id).roles == set()
     tom = db.query(LtiIdentity).filter_by(sub="u-tom").one()
     assert db.query(GraderAssignment).filter_by(user_id=tom.user_id, lesson_id=LESSON).count() == 1
 
@@ -190,29 +215,31 @@ def test_roster_sync_and_grade_passback(registered, client, make_client, db, set
     )
     link = db.query(LtiLink).filter_by(resource_link_id="lab-link").one()
     assert link.lineitem_url == f"{platform.base}/lineitems/1"
+    base = f"/classes/{class_slug(db)}/lti/links/{link.id}"
 
-    done = client.post(f"/lti/links/{link.id}/roster")  # the instructor's button, with the CSRF token
+    done = client.post(f"{base}/roster")  # the class instructor's button, with the CSRF token
     assert done.status_code == 200, done.text[:600]
     assert "4 members, 2 new accounts" in done.text  # Tom and Nia; Ann and Ivy launched before
     nia = db.get(User, db.query(LtiIdentity).filter_by(sub="u-new").one().user_id)
-    assert nia.display_name == "Nia New" and nia.roles == {"learner"}
-    assert client.client.post(f"/lti/links/{link.id}/roster").status_code == 403  # no CSRF token: refused
+    assert nia.display_name == "Nia New" and nia.roles == set() and class_role(db, "u-new") == "learner"
+    assert client.client.post(f"{base}/roster").status_code == 403  # no CSRF token: refused
 
     ann_id = db.query(LtiIdentity).filter_by(sub="u-ann").one().user_id
     first = _released_grade(db, ann_id, 17.0)
-    sent = client.post(f"/lti/links/{link.id}/grades")
+    sent = client.post(f"{base}/grades")
     assert sent.status_code == 200 and "1 sent, 0 sent before" in sent.text
     (score,) = platform.scores
-    assert score["userId"] == "u-ann" and score["lineitem"] == "1"
+    assert score["userId"] == "u-ann" and score["lineitem"] == "1" and score["in_course"]
     assert (score["scoreGiven"], score["scoreMaximum"], score["gradingProgress"]) == (17.0, 20.0, "FullyGraded")
-    assert "0 sent, 1 sent before" in client.post(f"/lti/links/{link.id}/grades").text  # each grade once
+    assert "0 sent, 1 sent before" in client.post(f"{base}/grades").text  # each grade once
+    klass = contexts.class_of(db, db.query(LtiContext).filter_by(context_id="course-42").one())
 
     # a regrade, released: what the grade release calls sends it, and an LMS that is down is reported, not raised
     db.add(GradeRow(version_id=first.version_id, revision=2, rubric_version=1, rubric_hash="x" * 64, scores={},
                     total=19.0, max_total=20.0, released_at=lti.utcnow()))  # fmt: skip
     db.commit()
     key = lti.tool_key(settings.data_dir)
-    assert lti_sync.send_lesson_grades(db, lesson_id=LESSON, key=key) == [
+    assert lti_sync.send_lesson_grades(db, klass=klass, lesson_id=LESSON, key=key) == [
         "GPU Systems, fall term: 1 grades sent to the LMS"
     ]
     assert platform.scores[-1]["scoreGiven"] == 19.0
@@ -221,7 +248,7 @@ def test_roster_sync_and_grade_passback(registered, client, make_client, db, set
     db.commit()
     platform.down = True
     try:
-        (said,) = lti_sync.send_lesson_grades(db, lesson_id=LESSON, key=key)
+        (said,) = lti_sync.send_lesson_grades(db, klass=klass, lesson_id=LESSON, key=key)
     finally:
         platform.down = False
     assert (
@@ -249,15 +276,15 @@ def test_practice_scores_go_to_a_lesson_links_column(registered, client, make_cl
                        answer="x", status=status))  # fmt: skip
     db.commit()
     link = db.query(LtiLink).filter_by(resource_link_id="l-link").one()
-    done = client.post(f"/lti/links/{link.id}/practice")
+    done = client.post(f"/classes/{class_slug(db)}/lti/links/{link.id}/practice")
     assert done.status_code == 200 and "1 sent" in done.text  # Ann; Ivy is staff
     (score,) = [s for s in platform.scores if s["lineitem"] == "7"]
     assert (score["userId"], score["scoreGiven"], score["scoreMaximum"]) == ("u-ann", 1.0, float(len(checked)))
 
 
 def test_registration_form_names_bad_fields_and_jwks_is_stable(client, make_user, db, settings):
-    make_user("ivy@example.org", roles=("instructor",))
-    client.login("ivy@example.org")
+    make_user("ada@example.org", roles=("admin",))  # a site admin registers platforms; nobody else may
+    client.login("ada@example.org")
     bad = client.post("/lti/platforms", data={"name": "LMS", "issuer": "https://lms.example.edu", "client_id": "c1",
                                               "deployment_ids": "d1", "auth_login_url": "http://lms.example.edu/auth",
                                               "auth_token_url": "https://lms.example.edu/token",
@@ -295,6 +322,10 @@ def test_cli_registers_a_platform(app, settings, monkeypatch, capsys):  # `app`:
     assert "--key-set-url: got 'ftp://moodle.example.edu/certs'" in capsys.readouterr().err
     assert main(["lti", "list"]) == 0
     assert "issuer https://moodle.example.edu  client id abc  deployments 1" in capsys.readouterr().out
+    # changing where the course fetches the LMS's keys needs --replace, and is recorded with the CLI as its source
+    moved = [*args[:-2], "--key-set-url", "https://moodle.example.edu/keys2"]
+    assert main(moved) == 2 and "--replace:" in capsys.readouterr().err
+    assert main([*moved, "--replace"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -337,7 +368,7 @@ def test_the_lti_urls_never_take_the_requests_host_header(registered, client, ma
     assert login.status_code == 302
     redirect_uri = parse_qs(urlsplit(login.headers["location"]).query)["redirect_uri"][0]
     assert redirect_uri == "http://127.0.0.1:8000/lti/launch"  # Settings.site_url: no COURSE_PUBLIC_URL in tests
-    make_user("ivy@example.org", roles=("instructor",))
+    make_user("ivy@example.org", roles=("admin",))  # the registrations page is the site admin's
     ivy = make_client()
     ivy.login("ivy@example.org")
     page = ivy.get("/lti", headers=evil).text

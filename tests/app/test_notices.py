@@ -70,8 +70,8 @@ def test_a_new_grade_is_announced_to_its_learner_only_and_links_to_it(client, ma
     make_user("gus@example.org", roles=("grader", "instructor"))
     grader = make_client()
     grader.login("gus@example.org")
-    assert grader.post(f"/grader/reports/{report.id}/claim").status_code == 200
-    assert grader.post(f"/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
+    assert grader.post(f"/classes/default/grader/reports/{report.id}/claim").status_code == 200
+    assert grader.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form()).status_code == 200
     grade = db.query(Grade).one()
     # the grade check runs at most every few minutes per session; a new login checks at once
     client.post("/logout")

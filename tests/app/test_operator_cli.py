@@ -98,12 +98,17 @@ def cli_env(tmp_path, monkeypatch) -> Path:
 
 
 def _roles(db_file: Path, email: str) -> set[str] | None:
-    """The account's roles as stored; None: no such account."""
+    """The account's roles as stored: its site roles, and "ROLE of CLASS" for each class; None: no such account."""
+    from app.services.classes import registry as class_registry
+
     engine = make_engine(f"sqlite:///{db_file}")
     try:
         with make_sessionmaker(engine)() as db:
             user = users.get_by_email(db, email=email)
-            return None if user is None else set(user.roles)
+            if user is None:
+                return None
+            in_classes = {f"{m.role} of {m.klass.slug}" for m in class_registry.memberships(db, user_id=user.id)}
+            return set(user.roles) | in_classes
     finally:
         engine.dispose()
 
@@ -122,19 +127,25 @@ def test_users_create_on_an_existing_account_never_prompts(tmp_path):
     env = _env(tmp_path)
     made = _run(env, "users", "create", "--email", "ta@example.org", "--password", "first password")
     assert made.returncode == 0, made.stderr
-    assert f"created ta@example.org with roles learner in SQLite file {tmp_path / 'data' / 'course.db'}" in made.stdout
+    assert f"created ta@example.org with no roles in SQLite file {tmp_path / 'data' / 'course.db'}" in made.stdout
     again = _run(env, "users", "create", "--email", "ta@example.org")
     assert again.returncode == 0, again.stderr
     assert "Password" not in again.stdout + again.stderr
-    assert "ta@example.org: nothing changed" in again.stdout and "roles now learner" in again.stdout
+    assert "ta@example.org: nothing changed" in again.stdout and "now no roles" in again.stdout
 
 
 def test_users_create_adds_roles_and_sets_a_given_password(cli_env, capsys):
     assert main(["users", "create", "--email", "ta@example.org", "--password", "first password"]) == 0
+    # a role in a class: the class is the server's only one (--class names it where there are several); one role
+    # per class, the strongest named; a site role beside it
     assert main(["users", "create", "--email", "ta@example.org", "--role", "grader", "--role", "learner"]) == 0
     out = capsys.readouterr().out
-    assert "ta@example.org: added roles grader; roles now grader, learner in SQLite file" in out
-    assert _roles(cli_env, "ta@example.org") == {"grader", "learner"}
+    assert "ta@example.org: now grader of default; now grader of default in SQLite file" in out
+    assert _roles(cli_env, "ta@example.org") == {"grader of default"}
+    assert main(["users", "create", "--email", "ta@example.org", "--role", "author"]) == 0
+    assert "added roles author; now site roles author; grader of default" in capsys.readouterr().out
+    assert main(["users", "create", "--email", "ta@example.org", "--role", "grader", "--class", "nope"]) == 2
+    assert capsys.readouterr().err.strip() == "--class: no class 'nope'; classes: default"
     assert _can_log_in(cli_env, "ta@example.org", "first password")  # no --password: the password stays
 
     assert main(["users", "create", "--email", "ta@example.org", "--password", "second password"]) == 0
@@ -147,7 +158,7 @@ def test_a_refused_password_changes_nothing(cli_env, capsys):
     assert main(["users", "create", "--email", "ta@example.org", "--password", "first password"]) == 0
     assert main(["users", "create", "--email", "ta@example.org", "--password", "short", "--role", "grader"]) == 2
     assert capsys.readouterr().err.strip() == "--password: use 8 to 256 characters (you gave 5)"
-    assert _roles(cli_env, "ta@example.org") == {"learner"}  # the role was not added either
+    assert _roles(cli_env, "ta@example.org") == set()  # the role was not added either
     assert _can_log_in(cli_env, "ta@example.org", "first password")
 
 
@@ -175,7 +186,7 @@ def test_graders_assign_refuses_an_unknown_lesson(cli_env, capsys):
     engine.dispose()
     # a lesson folder counts before the first `serve` has published it
     assert main(["graders", "assign", "--email", "ta@example.org", "--lesson", "transformer-scaling"]) == 0
-    assert "ta@example.org now grades transformer-scaling in SQLite file" in capsys.readouterr().out
+    assert "ta@example.org now grades transformer-scaling in class default, SQLite file" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- a bad database, in one line

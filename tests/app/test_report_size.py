@@ -15,6 +15,7 @@ from app.core.models import Job, LabReport, User
 from app.services.grading import grades as grading
 from app.web.views.result_excerpt import MAX_TABLE_ROWS, excerpt
 from tests.app.reporting import LESSON, finished_job
+from tests.conftest import default_class
 
 PAGE_LIMIT = 400 * 1024  # bytes of HTML: a few tens of KB of page plus four result excerpts
 # Per big table: each job's result alone is larger than PAGE_LIMIT (~0.55 MB), so a page that showed one result in
@@ -86,11 +87,11 @@ def test_large_results_over_several_versions_give_bounded_report_and_review_page
     assert client.get(f"/lessons/{LESSON}/report?v=9").status_code == 404
 
     gina = make_user("gina@example.org", roles=("grader",))
-    grading.assign(db, grader=gina, lesson_id=LESSON)
+    grading.assign(db, klass=default_class(db), grader=gina, lesson_id=LESSON)
     grader = make_client()
     grader.login("gina@example.org")
     report = db.query(LabReport).one()
-    review = grader.get(f"/grader/reports/{report.id}")
+    review = grader.get(f"/classes/default/grader/reports/{report.id}")
     assert review.status_code == 200
     assert len(review.content) < PAGE_LIMIT, f"review page is {len(review.content):,} bytes"
     print(f"review page: {len(review.content):,} bytes")

@@ -134,7 +134,7 @@ def test_learner_sees_grade_lines_and_feedback_but_not_notes(client, make_user, 
     report = db.query(LabReport).one()
     g = claimed_by_grader(make_user, make_client, db, report)
     g.post(
-        f"/grader/reports/{report.id}/grade",
+        f"/classes/default/grader/reports/{report.id}/grade",
         data=grade_form(feedback="Nice <b>timeline</b>.", notes="grader-only remark"),
     )
     page = client.get(f"/lessons/{LESSON}/report").text
@@ -169,10 +169,10 @@ def test_grade_says_which_version_what_each_line_means_and_what_next(client, mak
     report = db.query(LabReport).one()
     g = claimed_by_grader(make_user, make_client, db, report)
     # the grader sees each level's meaning on the page, not only in a hover title
-    review = g.get(f"/grader/reports/{report.id}").text
+    review = g.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'data-testid="level-notes-tp-mapping"' in review
     assert "<strong>Explained</strong>: Names which slice each rank holds" in review
-    g.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    g.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
     page = client.get(f"/lessons/{LESSON}/report").text
     assert "Grade for version 1: " in page
     assert "Same seed and steps for both runs" in page  # the line's description
@@ -197,7 +197,7 @@ def test_my_reports_keeps_the_grade_after_a_resubmission_in_plain_words(client, 
     g = claimed_by_grader(make_user, make_client, db, report)
     assert "a grader is reading it" in client.get("/reports").text
     assert '<span class="status">a grader is reading it</span>' in client.get(f"/lessons/{LESSON}/report").text
-    g.post(f"/grader/reports/{report.id}/grade", data=grade_form())
+    g.post(f"/classes/default/grader/reports/{report.id}/grade", data=grade_form())
     mine = " ".join(client.get("/reports").text.split())
     assert "· graded" in mine and "<strong>Grade: 16 / 20</strong> (version 1)" in mine
     _submit_incomplete(client, {"answer-numbers": "better thoughts", "evidence-env-capability": "job:1"})

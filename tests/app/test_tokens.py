@@ -187,7 +187,7 @@ def test_an_instructors_token_cannot_issue_reset_links_or_act_as_staff(client, a
         r = script.post("/account/reset-links", data={"email": "ann@example.org"}, headers=auth)
         assert r.status_code == 403 and "reset links" in r.text and "reset/" not in r.text
         assert script.get("/instructor/cluster", headers=auth).status_code == 403
-        assert script.get("/grader", headers=auth, follow_redirects=False).status_code == 403
+        assert script.get("/classes/default/grader", headers=auth, follow_redirects=False).status_code == 403
         r = script.delete(f"/api/v1/jobs/{job_id}", headers=auth)
         assert r.status_code == 404 and "an API token reaches only its own account's" in r.json()["detail"]
         own = script.post("/api/v1/jobs", json={"lab": "env-check"}, headers=auth)

@@ -39,7 +39,8 @@ def test_every_page_and_a_job_submission_import_no_torch(tmp_path):
         "page learner /lessons/transformer-scaling/deep-dives",
         "page learner /labs/tp-sweep",
         "page learner /lessons/transformer-scaling/report",
-        "page staff /grader",
+        "page staff /classes/default/grader",
+        "page staff /classes/default/roster",
         "page staff /instructor/lessons/transformer-scaling/edit",
     ):
         assert any(p.startswith(expected) for p in pages), (expected, pages)

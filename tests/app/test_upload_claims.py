@@ -84,7 +84,7 @@ def test_the_bundle_page_quotes_the_label_as_the_uploaders_words(client, submitt
 def test_the_grader_sees_a_self_reported_upload_and_its_contradictions(client, db, submitted, make_user, make_client):
     report, bundle_id = submitted
     gina = claimed_by_grader(make_user, make_client, db, report)
-    page = _text(gina.get(f"/grader/reports/{report.id}"))
+    page = _text(gina.get(f"/classes/default/grader/reports/{report.id}"))
     assert "measured on the device" not in page
     assert "Uploaded, so self-reported: the course did not run it." in page
     assert f"labels itself, in the uploader's words: “{FORGED_LABEL}”" in page
@@ -134,7 +134,7 @@ def test_the_class_views_count_no_upload_as_a_run(client, submitted, make_user, 
     make_user("ivy@example.org", roles=("instructor",))
     ivy = make_client()
     ivy.login("ivy@example.org")
-    page = _text(ivy.get("/instructor/labs"))
+    page = _text(ivy.get("/classes/default/labs"))
     assert "No lab has run yet." in page and "NVIDIA H100" not in page
-    roster = _text(ivy.get(f"/instructor/roster?lesson={LESSON}"))
+    roster = _text(ivy.get(f"/classes/default/roster?lesson={LESSON}"))
     assert "ann@example.org" in roster and "H100" not in roster and FORGED_LABEL not in roster

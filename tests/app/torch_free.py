@@ -21,13 +21,14 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.core.models import Bundle, Grade, LabReport
 from app.services.accounts import resets, users
+from app.services.classes import registry as class_registry
 from app.services.grading import reports as report_service
 from app.services.learning import lessons as lesson_service
 from app.services.learning.tools import TOOLS
 from app.web.factory import PAGE_ROUTERS, create_app
 from labs import catalog
 from tests.app.reporting import grade_form
-from tests.conftest import Browserless
+from tests.conftest import Browserless, user_with_roles
 
 LESSON = "transformer-scaling"
 METRICS_TOKEN = "torch-free-metrics-token"
@@ -51,7 +52,7 @@ def main(data_dir: str, bundle_dir: str) -> dict:
         learner, staff, anon = Browserless(tc_learner), Browserless(tc_staff), Browserless(tc_anon)
         assert learner.register("ann@example.org").status_code == 303
         with app.state.sessions() as db:
-            users.create_user(db, email="prof@example.org", password="correct horse", roles=["instructor", "grader"])
+            user_with_roles(db, "prof@example.org", ["instructor", "grader"])
         assert staff.login("prof@example.org").status_code == 303
 
         # a job, submitted through the form as a learner does
@@ -78,13 +79,14 @@ def main(data_dir: str, bundle_dir: str) -> dict:
         with app.state.sessions() as db:
             report = db.scalars(select(LabReport)).one()
             # a reset link an instructor issued for someone else, so /reset/{token} renders its form
-            other = users.create_user(db, email="bob@example.org", password="correct horse", roles=["learner"])
+            other = user_with_roles(db, "bob@example.org", ["learner"])
             other_id = other.id
             staff_user = users.get_by_email(db, email="prof@example.org")
+            invite_code = class_registry.by_slug(db, slug="default").invite_code
             _, reset_token = resets.issue(db, user=other, issued_by=staff_user, lifetime_s=3600)
         # graded, so the grade's notice link has a grade to open
-        assert staff.post(f"/grader/reports/{report.id}/claim").status_code == 200
-        assert staff.post(f"/grader/reports/{report.id}/grade", grade_form()).status_code == 200
+        assert staff.post(f"/classes/default/grader/reports/{report.id}/claim").status_code == 200
+        assert staff.post(f"/classes/default/grader/reports/{report.id}/grade", grade_form()).status_code == 200
         with app.state.sessions() as db:
             grade = db.scalars(select(Grade)).one()
 
@@ -104,6 +106,8 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "token_id": [1],  # GET of the revoke form's address only leads back to /account
             "version": [1],
             "user_id": [other_id],  # an instructor's page of one learner
+            "slug": ["default"],  # the class every account of this walk is in
+            "code": [invite_code],
         }
 
         rendered: list[str] = []

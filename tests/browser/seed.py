@@ -17,6 +17,7 @@ from app.core.db import make_engine, make_sessionmaker
 from app.core.models import Job, JobLoss, User, utcnow
 from app.services.accounts import users
 from tests.app import labruns
+from tests.conftest import user_with_roles
 
 
 def bundle(lab: str, params_json: str) -> Path:
@@ -37,9 +38,7 @@ class Seeder:
             found = users.get_by_email(db, email=email)
             if found is not None:
                 return found.id
-            return users.create_user(
-                db, email=email, password="correct horse", display_name=name or email.split("@")[0], roles=list(roles)
-            ).id
+            return user_with_roles(db, email, roles, name=name).id
 
     def job(self, owner_id: int, lab: str, params: dict | None = None, *, seconds: float = 20.0) -> int:
         """A succeeded job of `lab` run with `params` (TINY by default) that took `seconds`."""

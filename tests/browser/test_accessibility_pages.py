@@ -19,11 +19,13 @@ def test_staff_and_learner_pages_have_no_serious_violations(page, live_server):
         "--password",
         "correct horse",
         "--role",
+        "admin",
+        "--role",
+        "author",
+        "--role",
         "instructor",
-        "--role",
-        "grader",
-        "--role",
-        "learner",
+        "--class",
+        "default",
     )
     login(page, live_server.url, "a11y@example.org")
     found = {}
@@ -39,7 +41,14 @@ def test_staff_and_learner_pages_have_no_serious_violations(page, live_server):
         "/lessons/transformer-scaling/report",
         "/instructor",
         "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml",
-        "/grader",
+        "/classes/default/grader",
+        "/classes",
+        "/classes/default",
+        "/classes/default/roster",
+        "/classes/default/people",
+        "/classes/default/lti",
+        "/admin",
+        "/lti",
         "/lessons/precision-by-numbers",
     ]:
         page.goto(live_server.url + path)

@@ -72,7 +72,7 @@ def _no_sideways_scroll(page) -> None:
 @pytest.mark.parametrize("size", list(SIZES))
 def test_roster_sorts_and_opens_a_learner(live_server, klass, open_page, size):
     pg = open_page(size, INSTRUCTOR)
-    pg.goto(f"{live_server.url}/instructor/roster?q={PREFIX}-")
+    pg.goto(f"{live_server.url}/classes/default/roster?q={PREFIX}-")
     rows = pg.locator("table.roster tbody tr[data-learner]")
     expect(rows).to_have_count(3)
     _no_sideways_scroll(pg)
@@ -106,7 +106,7 @@ def test_roster_sorts_and_opens_a_learner(live_server, klass, open_page, size):
 @pytest.mark.parametrize("size", list(SIZES))
 def test_questions_draft_rule_opens_the_editor_and_labs_show_spread(live_server, klass, open_page, size):
     pg = open_page(size, INSTRUCTOR)
-    pg.goto(f"{live_server.url}/instructor/questions?lesson={LESSON}")
+    pg.goto(f"{live_server.url}/classes/default/questions?lesson={LESSON}")
     row = pg.locator(f"tr[data-question='{QID}']")
     expect(row.locator("[data-testid='wrong-answers']")).to_contain_text("2× the answer")
     _no_sideways_scroll(pg)
@@ -117,7 +117,7 @@ def test_questions_draft_rule_opens_the_editor_and_labs_show_spread(live_server,
     link.click()
     pg.wait_for_url("**/edit?file=questions/**")
     assert "# Draft known-mistake rule" in pg.locator("#text").input_value()
-    pg.goto(f"{live_server.url}/instructor/labs")
+    pg.goto(f"{live_server.url}/classes/default/labs")
     lab = pg.locator("section[data-lab='overlap-trace']")
     expect(lab).to_contain_text("windowed: overlap ratio")
     _no_sideways_scroll(pg)
@@ -175,7 +175,7 @@ def test_each_rubric_line_shows_what_it_grades_beside_it(live_server, submitted,
     """The written answers sat ~17,600 px down a 1280 px page and the rubric ~23,900 px down a phone's: each line
     now carries the answer and the evidence checks it grades, a few lines under its title."""
     pg = open_page(size, GRADER)
-    pg.goto(f"{live_server.url}/grader/reports/{submitted}#rubric-h")
+    pg.goto(f"{live_server.url}/classes/default/grader/reports/{submitted}#rubric-h")
     answer = pg.get_by_test_id("beside-answer-reasoning")
     expect(answer).to_contain_text("Gap 0.02% at step 4.")
     evidence = pg.get_by_test_id("beside-ev-numerics")
@@ -193,7 +193,7 @@ def test_each_rubric_line_shows_what_it_grades_beside_it(live_server, submitted,
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_queue_page_holds_and_releases_a_lessons_grades(live_server, klass, open_page, size):
     pg = open_page(size, INSTRUCTOR)
-    pg.goto(f"{live_server.url}/grader")
+    pg.goto(f"{live_server.url}/classes/default/grader")
     row = pg.locator(f"li[data-release='{LESSON}']")
     expect(row).to_contain_text("released as saved")
     row.get_by_role("button", name="Hold grades until released").click()
@@ -247,7 +247,7 @@ def test_a_digit_picks_the_level_the_page_names_by_that_key(live_server, submitt
         if report.claimed_by_id is None:
             grading.claim(db, report=report, grader=grader)
     pg = open_page("laptop", GRADER)
-    pg.goto(f"{live_server.url}/grader/reports/{submitted}")
+    pg.goto(f"{live_server.url}/classes/default/grader/reports/{submitted}")
     expect(pg.locator("details.shortcuts")).to_have_attribute("data-keys", "order")
     pg.locator("#item-numerics").focus()
     assert _focused_line(pg) == "numerics"
@@ -269,7 +269,7 @@ def test_a_digit_picks_the_level_the_page_names_by_that_key(live_server, submitt
 def test_a_reset_link_issued_from_the_roster_is_copied_with_one_click(live_server, klass, open_page, size):
     pg = open_page(size, INSTRUCTOR)
     pg.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-    pg.goto(f"{live_server.url}/instructor/learners/{klass['c']}")
+    pg.goto(f"{live_server.url}/classes/default/learners/{klass['c']}")
     pg.get_by_role("button", name="Issue a password-reset link").click()
     link = pg.locator("#reset-link")
     expect(link).to_contain_text("/reset/")

@@ -35,7 +35,7 @@ def ray_server(tmp_path_factory):
     with course_server(tmp, db_url, **env) as server:
         subprocess.run(
             [sys.executable, "-m", "app", "users", "create", "--email", "ops@example.org", "--password",
-             "correct horse", "--role", "instructor"],
+             "correct horse", "--role", "admin"],
             cwd=ROOT, env={**os.environ, "COURSE_ENV": "test", "COURSE_DATA_DIR": str(tmp / "data"),
                            "DATABASE_URL": db_url}, check=True, capture_output=True,
         )  # fmt: skip

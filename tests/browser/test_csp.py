@@ -40,7 +40,7 @@ PAGES = [
     "/account/reset-links",
     "/instructor",
     "/instructor/lessons/transformer-scaling/edit?file=parts/orient.yaml",
-    "/grader",
+    "/classes/default/grader",
     "/api/v1/docs",
     "/jobs/999999",  # an HTML error page
 ]
@@ -68,7 +68,7 @@ def test_every_page_kind_loads_without_a_csp_violation(watched, live_server):
     page = watched
     live_server.cli(
         "users", "create", "--email", "csp@example.org", "--password", "correct horse",
-        "--role", "instructor", "--role", "grader", "--role", "learner",
+        "--role", "admin", "--role", "author", "--role", "instructor", "--class", "default",
     )  # fmt: skip
     for path in ("/login", "/register"):
         response = page.goto(live_server.url + path)

@@ -77,7 +77,7 @@ def test_dark_paper_islands_code_trace_memory_bar_and_editor(browser, live_serve
     screenshot(page, "dark-play-memory-laptop", full_page=False)
 
     # Banners of each kind (planted on the page, as the templates write them): text 4.5:1, border 3:1 on the page.
-    page.goto(f"{live_server.url}/grader")
+    page.goto(f"{live_server.url}/classes/default/grader")
     page.evaluate(
         """() => document.querySelector('main').insertAdjacentHTML('afterbegin',
         '<p class="banner" id="b1">Caution</p><p class="banner ok" id="b2">Saved</p><p class="banner error" id="b3">No</p>')"""

@@ -39,7 +39,7 @@ def test_queue_on_a_phone_shows_every_column_without_swiping(live_server, seeder
     picks a report by) were off screen. Each report is now one block whose cells name their column."""
     report_id = _submitted(seeder, "quinn@example.org", "Quinn")
     g = grader_page("phone")
-    g.goto(f"{live_server.url}/grader")
+    g.goto(f"{live_server.url}/classes/default/grader")
     wrap = g.locator(".table-wrap").filter(has=g.get_by_test_id("queue"))
     widths = wrap.evaluate("w => [w.scrollWidth, w.clientWidth]")
     assert widths[0] <= widths[1], widths  # nothing to swipe for
@@ -62,7 +62,7 @@ def test_queue_on_a_laptop_keeps_a_report_link_on_one_line(live_server, seeder, 
     """At 1280 px the narrow first column broke "Report 1" into two lines."""
     report_id = _submitted(seeder, "audit-laptop@example.org", "Ada Laptop")
     g = grader_page("laptop")
-    g.goto(f"{live_server.url}/grader")
+    g.goto(f"{live_server.url}/classes/default/grader")
     link = g.locator(f"tr[data-report='{report_id}']").get_by_role("link", name=f"Report {report_id}")
     lines = link.evaluate("a => a.getClientRects().length")
     assert lines == 1, lines
@@ -93,10 +93,10 @@ def test_keyboard_reaches_the_rubric_and_is_stopped_at_the_first_unscored_line(l
     it where the grader is, on the first line without a level, with nothing typed lost."""
     report_id = _claimed(seeder, f"kit-{size}@example.org", "Kit")
     g = grader_page(size)
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.keyboard.press("j")  # from the top of the page: line 1, not line 2
     assert _focused_line(g) == "environment"
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.get_by_test_id("to-rubric").focus()
     g.keyboard.press("Enter")
     expect(g.locator("#rubric-h")).to_be_in_viewport()
@@ -112,7 +112,9 @@ def test_keyboard_reaches_the_rubric_and_is_stopped_at_the_first_unscored_line(l
     g.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
     g.keyboard.press("Control+Enter")
     g.wait_for_function("() => document.activeElement?.closest('.rubric-item')?.dataset.item === 'tp-mapping'")
-    assert g.url == f"{live_server.url}/grader/reports/{report_id}#rubric-h" and sent == []  # nothing was sent
+    assert (
+        g.url == f"{live_server.url}/classes/default/grader/reports/{report_id}#rubric-h" and sent == []
+    )  # nothing was sent
     assert _focused_line(g) == "tp-mapping"  # the first line left without a level
     message = g.evaluate("document.activeElement.validationMessage")
     assert message == "Pick a level for line 3, “TP rank mapping and parity”, before saving.", message
@@ -128,7 +130,7 @@ def test_a_save_the_server_refuses_for_unscored_lines_lands_on_the_first_of_them
     says so, the first has the focus, and digits pick levels of that line."""
     report_id = _claimed(seeder, "lev@example.org", "Lev")
     g = grader_page("laptop")
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.locator("#item-environment label.level").nth(2).click()
     g.locator("#feedback").fill("Started.")
     g.evaluate("document.querySelectorAll('#grade-form input[required]').forEach(r => { r.required = false; })")
@@ -154,7 +156,7 @@ def test_an_unclaimed_report_is_claimed_from_the_rubric(live_server, seeder, gra
     has the button, and the claimed page opens at the rubric."""
     report_id = _submitted(seeder, "mo@example.org", "Mo")
     g = grader_page("phone")
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.get_by_test_id("to-rubric").click()
     claim = g.locator(".grade-foot").get_by_role("button", name="Claim to grade")
     expect(claim).to_be_in_viewport()
@@ -162,12 +164,14 @@ def test_an_unclaimed_report_is_claimed_from_the_rubric(live_server, seeder, gra
     g.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
     g.keyboard.press("Control+Enter")  # saves a claimed grade; here there is nothing to save, and nothing is sent
     expect(g.get_by_test_id("grading-error")).to_have_count(0)
-    assert g.url.endswith(f"/grader/reports/{report_id}#rubric-h"), g.url
+    assert g.url.endswith(f"/classes/default/grader/reports/{report_id}#rubric-h"), g.url
     claim.click()
     expect(g.locator(".banner[role=status]")).to_contain_text("Claimed")
-    assert sent == [f"{live_server.url}/grader/reports/{report_id}/claim"], sent  # a save would have come first
+    assert sent == [f"{live_server.url}/classes/default/grader/reports/{report_id}/claim"], (
+        sent
+    )  # a save would have come first
     expect(g.locator("#rubric-h")).to_be_in_viewport()
-    assert g.url == f"{live_server.url}/grader/reports/{report_id}?v=1#rubric-h", g.url
+    assert g.url == f"{live_server.url}/classes/default/grader/reports/{report_id}?v=1#rubric-h", g.url
     expect(g.locator("#item-environment input[type=radio]").first).to_be_enabled()
     expect(g.locator(".grade-foot").get_by_role("button", name="Save grade")).to_be_in_viewport()
     screenshot(g, "audit-claimed-from-rubric-phone", full_page=False)

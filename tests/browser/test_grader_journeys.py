@@ -33,7 +33,7 @@ def test_claiming_from_the_rubric_foot_says_so_at_the_rubric(live_server, seeder
     is now shown under the rubric's heading, where the page opens, and is still a status for screen readers."""
     report_id = _submitted(seeder, f"journeys-claim-{size}@example.org", "Cleo")
     g = open_page(size, GRADER)
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.get_by_test_id("to-rubric").click()
     g.locator(".grade-foot").get_by_role("button", name="Claim to grade").click()
     status = g.get_by_role("status").filter(has_text="Claimed: this report is yours to grade.")
@@ -44,7 +44,7 @@ def test_claiming_from_the_rubric_foot_says_so_at_the_rubric(live_server, seeder
     screenshot(g, f"journeys-claimed-at-rubric-{size}", full_page=False)
     # the claim at the top of the page still answers at the top, where that grader is
     other = _submitted(seeder, f"journeys-claim-top-{size}@example.org", "Tom")
-    g.goto(f"{live_server.url}/grader/reports/{other}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{other}")
     g.get_by_role("button", name="Claim this report").click()
     status = g.get_by_role("status").filter(has_text="Claimed: this report is yours to grade.")
     expect(status).to_be_in_viewport()
@@ -60,7 +60,7 @@ def test_grading_without_javascript(live_server, seeder, open_page, size):
     so the page now comes with the total of the picks it kept."""
     report_id = _submitted(seeder, f"journeys-nojs-{size}@example.org", "Noor")
     g = open_page(size, GRADER, js=False)
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.get_by_test_id("to-rubric").click()
     g.locator(".grade-foot").get_by_role("button", name="Claim to grade").click()
     expect(g.get_by_role("status").filter(has_text="Claimed")).to_be_in_viewport()
@@ -103,7 +103,7 @@ def test_assigning_graders_answers_at_the_form(live_server, seeder, open_page, s
     seeder.user(ta, roles=("grader",), name="TA")
     _submitted(seeder, f"journeys-assign-{size}@example.org", "Ari")  # a queue above the form
     p = open_page(size, prof)
-    p.goto(f"{live_server.url}/grader")
+    p.goto(f"{live_server.url}/classes/default/grader")
     typo = f"journeys-tA-{size}@exmaple.org"
     p.get_by_label("Grader's email").fill(typo)
     p.get_by_role("button", name="Assign", exact=True).click()
@@ -152,7 +152,7 @@ def test_a_resubmission_while_grading_keeps_the_graders_work(live_server, seeder
     as an older version, not a form to save."""
     report_id = _submitted(seeder, f"journeys-resub-{size}@example.org", "Rui")
     g = open_page(size, GRADER)
-    g.goto(f"{live_server.url}/grader/reports/{report_id}")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     g.get_by_role("button", name="Claim this report").click()
     for line in LINES:
         g.locator(f"#item-{line} input[type=radio]").last.check()
@@ -161,7 +161,9 @@ def test_a_resubmission_while_grading_keeps_the_graders_work(live_server, seeder
     g.get_by_role("button", name="Save grade").click()
     expect(g.get_by_test_id("grading-error")).to_contain_text("submitted version 2 after you opened version 1")
     expect(g.get_by_test_id("grading-error")).to_be_in_viewport()
-    assert g.url == f"{live_server.url}/grader/reports/{report_id}?v=2", g.url  # version 2's page, not version 1's
+    assert g.url == f"{live_server.url}/classes/default/grader/reports/{report_id}?v=2", (
+        g.url
+    )  # version 2's page, not version 1's
     expect(g.get_by_test_id("resubmitted")).to_contain_text("not saved yet")
     expect(g.get_by_test_id("changes")).to_contain_text("answer 3")
     expect(g.locator("#feedback")).to_have_value("Scored on version 1.")
@@ -171,7 +173,7 @@ def test_a_resubmission_while_grading_keeps_the_graders_work(live_server, seeder
     g.get_by_role("button", name="Save grade").click()
     expect(g.get_by_role("status").filter(has_text="Grade saved")).to_be_visible()
     # version 1: no grade it was not given, and nothing to save there
-    g.goto(f"{live_server.url}/grader/reports/{report_id}?v=1")
+    g.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}?v=1")
     g.get_by_test_id("to-rubric").click()
     expect(g.get_by_test_id("older-version")).to_contain_text("Version 1 was not graded")
     expect(g.get_by_role("button", name="Save grade")).to_have_count(0)
@@ -190,10 +192,10 @@ def test_a_save_refused_for_a_conflict_links_to_the_saved_grade_without_javascri
     again. The refusal now links to the saved grade."""
     report_id = _submitted(seeder, "journeys-conflict@example.org", "Cy")
     first = open_page("phone", GRADER, js=False)
-    first.goto(f"{live_server.url}/grader/reports/{report_id}")
+    first.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     first.get_by_role("button", name="Claim this report").click()
     second = first.context.new_page()
-    second.goto(f"{live_server.url}/grader/reports/{report_id}")
+    second.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     for pg, text in ((first, "Saved in the first tab."), (second, "Typed in the second tab.")):
         # the tab in use is in front, as the grader's would be: a background tab gets no animation frames, and
         # Playwright waits for two of them before each click (13 s for the first tab's six radios)
@@ -208,10 +210,12 @@ def test_a_save_refused_for_a_conflict_links_to_the_saved_grade_without_javascri
     second.get_by_role("button", name="Save grade").click()
     expect(second.get_by_test_id("grading-error")).to_contain_text("Not saved: this grade was saved meanwhile")
     expect(second.get_by_test_id("grading-error")).not_to_contain_text("Reload")
-    assert second.url.endswith(f"/grader/reports/{report_id}/grade"), second.url  # a reload would post again
+    assert second.url.endswith(f"/classes/default/grader/reports/{report_id}/grade"), (
+        second.url
+    )  # a reload would post again
     expect(second.locator("#feedback")).to_have_value("Typed in the second tab.")
     screenshot(second, "journeys-conflict-nojs", full_page=False)
     second.get_by_test_id("open-saved").click()
     expect(second.locator("#feedback")).to_have_value("Saved in the first tab.")
     expect(second.get_by_test_id("grading-error")).to_have_count(0)
-    assert second.url == f"{live_server.url}/grader/reports/{report_id}?v=1", second.url
+    assert second.url == f"{live_server.url}/classes/default/grader/reports/{report_id}?v=1", second.url

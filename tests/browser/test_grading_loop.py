@@ -110,8 +110,21 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     expect(p2.locator("main").get_by_role("status")).to_contain_text("Submitted as version 1, with 5 items missing")
 
     # ---- a grader, made and assigned from the command line
-    live_server.cli("users", "create", "--email", "gus@example.org", "--password", "correct horse", "--role", "grader")
-    assert "now grades" in live_server.cli("graders", "assign", "--email", "gus@example.org", "--lesson", LESSON)
+    live_server.cli(
+        "users",
+        "create",
+        "--email",
+        "gus@example.org",
+        "--password",
+        "correct horse",
+        "--role",
+        "grader",
+        "--class",
+        "default",
+    )
+    assert "now grades" in live_server.cli(
+        "graders", "assign", "--email", "gus@example.org", "--lesson", LESSON, "--class", "default"
+    )
     ctx3 = browser.new_context(viewport={"width": 1280, "height": 900})
     g = ctx3.new_page()
     g.set_default_timeout(15_000)
@@ -124,7 +137,7 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
     expect(rows.nth(1)).to_contain_text("Uma")
 
     for who, keys, total in (("Lena", "3j3j2j3j3j2", "16"), ("Uma", "3j1j1j1j2j1", "3")):
-        g.goto(f"{base}/grader")
+        g.goto(f"{base}/classes/default/grader")
         g.locator("table.queue tbody tr", has_text=who).get_by_role("link").click()
         expect(g.locator(".answer").first).to_be_visible()
         if who == "Lena":  # learner text is shown as text, not markup
@@ -150,9 +163,9 @@ def test_report_submit_grade_and_see_the_grade(browser, page, live_server):
         g.keyboard.press("Control+Enter")
         expect(g.locator(".banner[role=status]")).to_contain_text("Grade saved")
 
-    g.goto(f"{base}/grader")
+    g.goto(f"{base}/classes/default/grader")
     expect(g.locator("table.queue tbody tr", has_text="Lena")).to_contain_text("16 / 20")
-    csv_text = g.request.get(f"{base}/grader/export.csv").text()
+    csv_text = g.request.get(f"{base}/classes/default/grader/export.csv").text()
     assert "lena@example.org" in csv_text and "uma@example.org" in csv_text
 
     # ---- each learner sees the grade, the rubric lines and the feedback (not the notes)

@@ -72,17 +72,20 @@ def test_staff_created_from_the_command_line(page, live_server):
         "--password",
         "correct horse",
         "--role",
-        "instructor",
+        "author",
         "--role",
-        "grader",
+        "instructor",
+        "--class",
+        "default",
     )
-    assert "instructor" in out
+    assert "site roles author; instructor of default" in out
     login(page, base, "prof@example.org")
-    expect(page.get_by_role("link", name="Instructor")).to_be_visible()
-    page.get_by_role("link", name="Instructor").click()
-    expect(page.get_by_role("heading", level=1)).to_have_text("Instructor")
+    expect(page.get_by_role("link", name="Authoring")).to_be_visible()
+    page.get_by_role("link", name="Authoring").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Authoring")
     expect(page.get_by_role("heading", name="Transformer Scaling")).to_be_visible()
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Grading").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Classes").click()
+    page.locator("li[data-class='default']").get_by_role("link", name="Grading").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Grading")
 
 
@@ -90,7 +93,7 @@ def test_learner_is_refused_staff_pages(page, live_server):
     register(page, live_server.url, "nosy@example.org", name="Nosy")
     response = page.goto(live_server.url + "/instructor")
     assert response.status == 403
-    expect(page.get_by_role("alert")).to_contain_text("This page is for instructors")
+    expect(page.get_by_role("alert")).to_contain_text("This page is for authors")
 
 
 def test_marking_a_part_done_ticks_it_and_the_toggle_follows(page, live_server):

@@ -1,4 +1,4 @@
-"""LTI 1.3 in a real browser: an instructor registers the LMS on /lti at phone width, a learner launches from
+"""LTI 1.3 in a real browser: a site admin registers the LMS on /lti at phone width, a learner launches from
 the LMS (tests/lti_platform) and opens the lesson in a new window, and a forged launch is refused by name.
 
 The LMS's users get their own addresses (students.example.edu), so pages of the shared server that count
@@ -18,7 +18,7 @@ STAFF = "lti-ines@example.org"
 
 @pytest.fixture(scope="module")
 def server(live_server):
-    live_server.cli("users", "create", "--email", STAFF, "--role", "instructor", "--password", "correct horse")
+    live_server.cli("users", "create", "--email", STAFF, "--role", "admin", "--password", "correct horse")
     return live_server.url
 
 
@@ -96,10 +96,13 @@ def test_register_launch_open_and_refuse(browser, server, platform):
         staff.get_by_role("link", name="Open Transformer").click()
     ivy = opened.value
     ivy.wait_for_url(f"{server}/lessons/{LESSON}/**")
-    ivy.goto(server + "/lti")
+    # the LMS course's class, where its instructor finds the link's services (the class switcher's page)
+    ivy.goto(server + "/classes")
+    ivy.get_by_role("link", name="GPU Systems, fall term").click()
+    ivy.get_by_role("navigation", name="This class").get_by_role("link", name="LMS").click()
     assert ivy.get_by_role("button", name="Sync roster").count() == 1
     _fits(ivy)
-    screenshot(ivy, "lti-platforms-laptop")
+    screenshot(ivy, "lti-class-links-laptop")
 
     # deep linking: the picker, then the signed answer posted to the LMS (the page's CSP admits that one form)
     picker = laptop.new_page()

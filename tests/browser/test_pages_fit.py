@@ -35,6 +35,7 @@ from tests.browser.test_lesson_quality import serious_violations
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
 SWEEP = [(1280, 800, "laptop"), (360, 740, "phone")]
+GRADER = "/classes/default/grader"  # the class the seeded learner and staff are in
 
 
 def sweep_pages(jobs: dict, report: int) -> dict[str, dict[str, set[str]]]:
@@ -53,8 +54,10 @@ def sweep_pages(jobs: dict, report: int) -> dict[str, dict[str, set[str]]]:
             "/no/such/page",
         ],
         STAFF: [
-            "/grader",
-            f"/grader/reports/{report}",
+            GRADER,
+            f"{GRADER}/reports/{report}",
+            "/classes/default",
+            "/admin",
             "/instructor",
             "/instructor/cluster",
             f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
@@ -76,8 +79,10 @@ def sweep_pages(jobs: dict, report: int) -> dict[str, dict[str, set[str]]]:
             "/no/such/page",
         ],
         STAFF: [
-            "/grader",
-            f"/grader/reports/{report}",
+            GRADER,
+            f"{GRADER}/reports/{report}",
+            "/classes/default",
+            "/admin",
             "/instructor",
             f"/instructor/lessons/{LESSON}/edit?file=parts/orient.yaml",
             "/instructor/cluster?saved=default",  # a .banner.ok
@@ -97,7 +102,7 @@ def sweep_pages(jobs: dict, report: int) -> dict[str, dict[str, set[str]]]:
             f"/lessons/{LESSON}/report",
             "/no/such/page",
         ],
-        STAFF: ["/grader", f"/grader/reports/{report}", "/instructor", "/instructor/cluster?saved=default"],
+        STAFF: [GRADER, f"{GRADER}/reports/{report}", "/instructor", "/instructor/cluster?saved=default"],
     }
     pages: dict[str, dict[str, set[str]]] = {}
     for check, lists in (("fit", fit), ("dark", dark), ("axe", axe)):

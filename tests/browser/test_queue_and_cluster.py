@@ -73,7 +73,7 @@ def test_no_gpu_online_offers_the_cpu_backend(page, live_server):
 def test_an_instructor_sets_a_learners_limit_and_the_learner_is_told(browser, page, live_server):
     base = live_server.url
     live_server.cli(
-        "users", "create", "--email", "limits-prof@example.org", "--password", "correct horse", "--role", "instructor"
+        "users", "create", "--email", "limits-prof@example.org", "--password", "correct horse", "--role", "admin"
     )
     register(page, base, "limited@example.org")
     prof_ctx = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import SIZES, login, screenshot
 from tests.browser.seed import Seeder
+from tests.conftest import default_class
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -53,7 +54,7 @@ def _grader(seeder: Seeder, email: str) -> None:
     with seeder.sessions() as db:
         grader = db.get(User, uid)
         assert grader is not None
-        grading.assign(db, grader=grader, lesson_id=LESSON)
+        grading.assign(db, klass=default_class(db), grader=grader, lesson_id=LESSON)
 
 
 def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, seeder):
@@ -65,7 +66,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     g = ctx.new_page()
     login(g, base, "gwen@example.org")
-    g.goto(f"{base}/grader/reports/{report_id}")
+    g.goto(f"{base}/classes/default/grader/reports/{report_id}")
     g.get_by_role("button", name="Claim this report").click()
     expect(g.locator(".banner[role=status]")).to_contain_text("Claimed")
     asked: list[str] = []
@@ -77,7 +78,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     g.on("dialog", stay)
     # nothing changed yet: leaving and coming back is free
     g.get_by_role("link", name="Grading queue").click()
-    g.wait_for_url(f"{base}/grader")
+    g.wait_for_url(f"{base}/classes/default/grader")
     assert asked == []
     g.go_back()
     expect(g.locator("#grade-form")).to_be_visible()
@@ -87,7 +88,7 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     with g.expect_event("dialog"):  # the question comes asynchronously
         g.get_by_role("link", name="Grading queue").click()
     assert asked == ["beforeunload"]
-    assert f"/grader/reports/{report_id}" in g.url  # still on the review page
+    assert f"/classes/default/grader/reports/{report_id}" in g.url  # still on the review page
     expect(g.locator("#feedback")).to_have_value("Good numbers.")
     screenshot(g, "loop-grader-unsaved-kept", full_page=False)
     # the keyboard for the rest, then save: no question on the way out
@@ -98,13 +99,13 @@ def test_leaving_a_grade_with_unsaved_changes_asks_first(browser, live_server, s
     expect(g.locator(".banner[role=status]")).to_contain_text("Grade saved")
     assert asked == ["beforeunload"]
     # the address is the review page's again, not the post's: a reload reads the saved grade, sends nothing
-    assert g.url == f"{base}/grader/reports/{report_id}?v=1", g.url
+    assert g.url == f"{base}/classes/default/grader/reports/{report_id}?v=1", g.url
     g.reload()
     expect(g.locator("#grade-total")).to_have_text("16")
     expect(g.get_by_test_id("grading-error")).to_have_count(0)
     expect(g.locator("#feedback")).to_have_value("Good numbers.")
     g.get_by_role("link", name="Grading queue").click()
-    g.wait_for_url(f"{base}/grader")
+    g.wait_for_url(f"{base}/classes/default/grader")
     assert asked == ["beforeunload"]
     ctx.close()
 

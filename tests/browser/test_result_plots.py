@@ -231,7 +231,7 @@ def test_the_grader_review_page_fits_and_shows_the_result_without_sideways_scrol
     open_page, live_server, people, size
 ):
     page = open_page(size, people["grader"])
-    page.goto(f"{live_server.url}/grader/reports/{people['report']}")
+    page.goto(f"{live_server.url}/classes/default/grader/reports/{people['report']}")
     answer = page.get_by_test_id("result-answer").first
     expect(answer).to_be_visible()
     vw = SIZES[size][0]

@@ -113,7 +113,7 @@ def test_a_grader_reads_an_upload_as_the_learners_claim(live_server, open_page, 
         report_id = report.id
     seed.close()
     review = open_page(size, grader)
-    review.goto(f"{live_server.url}/grader/reports/{report_id}")
+    review.goto(f"{live_server.url}/classes/default/grader/reports/{report_id}")
     item = review.locator(f"#ev-{slot}")
     expect(item).to_contain_text("uploaded, self-reported")
     expect(item).to_contain_text("Uploaded, so self-reported: the course did not run it.")

@@ -121,7 +121,7 @@ def lab_processes(job_id: int) -> list[int]:
 @pytest.fixture
 def make_client_for(ray_settings, ray_client):
     """Another logged-in client of the same app (registers, or logs in a user given roles)."""
-    from app.services.accounts import users
+    from tests.conftest import user_with_roles
 
     opened = []
     app = ray_client.client.app
@@ -136,7 +136,7 @@ def make_client_for(ray_settings, ray_client):
         else:
             engine = make_engine(ray_settings.db_url)
             with make_sessionmaker(engine)() as db:
-                users.create_user(db, email=email, password="correct horse", display_name="Prof", roles=list(roles))
+                user_with_roles(db, email, roles, name="Prof")
             engine.dispose()
             b.login(email)
         return b

@@ -5,13 +5,17 @@ the OIDC authorization request with the form an LMS posts to the tool, issues OA
 client assertion signed with the tool's key (checked against the tool's published JWKS), and serves Names and
 Role Provisioning (paged, two members a page) and the Assignment and Grade Services' scores endpoint.
 
-Why not `lti1p3platform` (0.1.8): its core modules last changed in 2023, it has no test suite of its own in
-the wheel, and it would need its own framework adapter here; the protocol parts a tool test needs are small,
-and a platform written against the specification keeps the test independent of pylti1p3's reading of it.
+A second platform, built on the `lti1p3platform` package from the package index rather than written here, is
+tests/lti_platform/reference.py: the tests drive both, so neither this platform's reading of the specification nor
+pylti1p3's is the only one the course is checked against.
+
+Several LMS courses (contexts): each member belongs to some, a launch names one, the roster lists one course's
+members, and each score records the course its column belongs to and whether the person is in it, so a test can
+see a grade sent to the wrong course.
 
     platform = Platform.start(tool_jwks=...)          one per test module
-    platform.login_params(user, ...)                 what the LMS sends to the tool's login initiation URL
-    platform.resign(id_token, key=..., **changes)     a forged copy of an id_token (tests of refusals)
+    platform.login_params(user, ..., context=...)    what the LMS sends to the tool's login initiation URL
+    platform.resign(id_token, key=..., drop=(), **changes)   a changed copy of an id_token (tests of refusals)
     platform.scores, platform.deep_link_items         what the tool sent back
 """
 
@@ -45,12 +49,18 @@ SCHOOL = "https://school.example.edu"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 
 
+COURSE = "course-42"
+TITLES = {COURSE: "GPU Systems, fall term"}
+
+
 @dataclass
 class Member:
     sub: str
     name: str
     email: str
     roles: list[str]
+    contexts: list[str] = field(default_factory=lambda: [COURSE])
+    status: str = "Active"
 
 
 @dataclass
@@ -64,6 +74,7 @@ class Platform:
     members: dict[str, Member] = field(default_factory=dict)
     messages: dict[str, dict] = field(default_factory=dict)  # lti_message_hint -> what the launch is
     tokens: dict[str, set[str]] = field(default_factory=dict)  # access token -> scopes
+    columns: dict[str, str] = field(default_factory=dict)  # line item -> the course its column is in
     scores: list[dict] = field(default_factory=list)
     deep_link_items: list[dict] = field(default_factory=list)
     down: bool = False  # the gradebook answers 503, as an LMS in maintenance does
@@ -80,7 +91,7 @@ class Platform:
                 Route("/jwks", platform._jwks),
                 Route("/auth", platform._auth),
                 Route("/token", platform._token, methods=["POST"]),
-                Route("/memberships", platform._memberships),
+                Route("/memberships/{context}", platform._memberships),
                 Route("/lineitems/{item}/scores", platform._score, methods=["POST"]),
                 Route("/deep_link_return", platform._deep_link_return, methods=["POST"]),
             ]
@@ -111,15 +122,23 @@ class Platform:
             "auth_audience": "",
         }
 
-    def add_member(self, sub: str, name: str, roles: list[str]) -> Member:
-        self.members[sub] = Member(sub, name, f"{sub}@students.example.edu", roles)
+    def add_member(self, sub: str, name: str, roles: list[str], contexts: tuple[str, ...] = (COURSE,)) -> Member:
+        self.members[sub] = Member(sub, name, f"{sub}@students.example.edu", roles, list(contexts))
         return self.members[sub]
 
     def login_params(
-        self, sub: str, *, kind: str = "resource", link: str = "link-1", custom: dict | None = None, lineitem: str = "1"
+        self,
+        sub: str,
+        *,
+        kind: str = "resource",
+        link: str = "link-1",
+        custom: dict | None = None,
+        lineitem: str = "1",
+        context: str = COURSE,
     ) -> dict:
         hint = secrets.token_hex(8)
-        self.messages[hint] = {"kind": kind, "link": link, "custom": custom or {}, "lineitem": lineitem}
+        message = {"kind": kind, "link": link, "custom": custom or {}, "lineitem": lineitem, "context": context}
+        self.messages[hint] = message
         return {
             "iss": self.issuer,
             "login_hint": sub,
@@ -136,10 +155,12 @@ class Platform:
     def claims_of(self, token: str) -> dict:
         return dict(jwt.decode(token, self.key).claims)
 
-    def resign(self, token: str, key: RSAKey | None = None, **changes) -> str:
-        """The id_token's claims with `changes` (keys with '/' are LTI claim names), signed by `key`: a forgery
-        when that is not the platform's key, though its header still names the platform's kid."""
+    def resign(self, token: str, key: RSAKey | None = None, drop: tuple[str, ...] = (), **changes) -> str:
+        """The id_token's claims less `drop` and with `changes` (names starting lti_ are LTI claim names), signed by
+        `key`: a forgery when that is not the platform's key, though its header still names the platform's kid."""
         claims = self.claims_of(token)
+        for name in drop:
+            claims.pop(name, None)
         for name, value in changes.items():
             claims[LTI + name.removeprefix("lti_") if name.startswith("lti_") else name] = value
         return self.sign(claims, key)
@@ -170,12 +191,12 @@ class Platform:
             LTI + "version": "1.3.0",
             LTI + "deployment_id": self.deployment_id,
             LTI + "roles": member.roles,
-            LTI + "context": {"id": "course-42", "title": "GPU Systems, fall term"},
+            LTI + "context": {"id": message["context"], "title": TITLES.get(message["context"], message["context"])},
             LTI + "custom": message["custom"],
             # the page the LMS shows the link on: Canvas's issuer is not the school's domain that frames the tool
             LTI + "launch_presentation": {"document_target": "iframe", "return_url": SCHOOL + "/courses/42"},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
-                "context_memberships_url": f"{self.base}/memberships",
+                "context_memberships_url": f"{self.base}/memberships/{message['context']}",
                 "service_versions": ["2.0"],
             },
         }
@@ -191,6 +212,7 @@ class Platform:
             claims[LTI + "message_type"] = "LtiResourceLinkRequest"
             claims[LTI + "target_link_uri"] = q["redirect_uri"]
             claims[LTI + "resource_link"] = {"id": message["link"], "title": "Course link"}
+            self.columns[message["lineitem"]] = message["context"]
             claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
                 "scope": [SCORE_SCOPE, LINEITEM_SCOPE],
                 "lineitems": f"{self.base}/lineitems",
@@ -233,15 +255,17 @@ class Platform:
         if NRPS_SCOPE not in self._scopes(request):
             return JSONResponse({"error": "unauthorized"}, status_code=401)
         page = int(request.query_params.get("page", "0"))
+        context = request.path_params["context"]
         everyone = [
-            {"user_id": m.sub, "name": m.name, "email": m.email, "roles": m.roles, "status": "Active"}
+            {"user_id": m.sub, "name": m.name, "email": m.email, "roles": m.roles, "status": m.status}
             for m in self.members.values()
+            if context in m.contexts
         ]
         chunk = everyone[2 * page : 2 * page + 2]
         headers = {}
         if 2 * page + 2 < len(everyone):
-            headers["link"] = f'<{self.base}/memberships?page={page + 1}>; rel="next"'
-        body = {"id": str(request.url), "context": {"id": "course-42"}, "members": chunk}
+            headers["link"] = f'<{self.base}/memberships/{context}?page={page + 1}>; rel="next"'
+        body = {"id": str(request.url), "context": {"id": context}, "members": chunk}
         return JSONResponse(
             body, headers=headers, media_type="application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
         )
@@ -253,7 +277,11 @@ class Platform:
             return JSONResponse({"error": "maintenance"}, status_code=503)
         if request.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
             return JSONResponse({"error": "unsupported content type"}, status_code=415)
-        self.scores.append({"lineitem": request.path_params["item"], **(await request.json())})
+        item, score = request.path_params["item"], await request.json()
+        context = self.columns.get(item)
+        member = self.members.get(str(score.get("userId")))
+        in_course = member is not None and context in member.contexts and member.status == "Active"
+        self.scores.append({"lineitem": item, "context": context, "in_course": in_course, **score})
         return Response(status_code=204)
 
     async def _deep_link_return(self, request: Request) -> Response:

@@ -1,6 +1,7 @@
-"""Password-reset links: an instructor issues one for a user; it sets a new password once, before it expires,
-and ends every session of that user.
+"""Password-reset links: a site admin (or an instructor, for a learner of their class) issues one for a user; it
+sets a new password once, before it expires, and ends every session of that user.
 
+    may_issue(db, by=…, user=…)                    -> whether `by` may issue a link for `user`
     issue(db, user=…, issued_by=…, lifetime_s=…)  -> (PasswordReset, token); earlier unused links of the user die
     find(db, token=…)                              -> the usable PasswordReset, or None
     use(db, token=…, new_password=…)               -> the User, whose sessions are all ended
@@ -27,6 +28,7 @@ from app.core import passwords
 from app.core.config import Settings
 from app.core.models import PasswordReset, User, utcnow
 from app.services.accounts import sessions, users
+from app.services.classes import scopes
 from app.services.errors import FieldError
 from labs.api import count
 
@@ -43,6 +45,19 @@ class MailError(RuntimeError):
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def may_issue(db: Session, *, by: User, user: User) -> bool:
+    """A site admin for anyone; an instructor for a learner of a class they instruct who holds no other power.
+
+    A reset link opens the account it is for. An instructor may open their learners' (as they help one who forgot a
+    password), never an account that is staff of any class or holds a site role: that would hand them another
+    class's learners, or the server."""
+    if by.has_role("admin"):
+        return True
+    if user.roles or scopes.is_staff_anywhere(db, user_id=user.id):
+        return False
+    return scopes.instructs(db, user_id=by.id, owner_id=user.id)
 
 
 def issue(db: Session, *, user: User, issued_by: User | None, lifetime_s: int) -> tuple[PasswordReset, str]:

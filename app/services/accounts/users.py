@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, joinedload
 from app.core import passwords
 from app.core.models import ROLES, User, UserRole
 from app.services.accounts import devices, sessions, throttle
+from app.services.classes import registry as class_registry
 from app.services.errors import FieldError
 
 TAKEN = "an account with this address already exists: log in, or ask your instructor for a password-reset link"
@@ -65,8 +66,11 @@ def check_new_user(*, email: str, password: str, display_name: str, roles: list[
         except UserError as exc:
             problems[exc.field] = exc.message
     bad = [r for r in roles if r not in ROLES]
-    if bad or not roles:
-        problems["roles"] = f"got {', '.join(bad) or 'none'}; allowed: {', '.join(ROLES)}"
+    if bad:
+        problems["roles"] = (
+            f"got {', '.join(bad)}; site roles are {', '.join(ROLES)} (learner, grader and instructor are roles in "
+            "a class)"
+        )
     if problems:
         field, message = next(iter(problems.items()))
         raise UserError(field, message, problems)
@@ -88,9 +92,10 @@ def get_by_email(db: Session, *, email: str) -> User | None:
 def create_user(
     db: Session, *, email: str, password: str, display_name: str = "", roles: list[str] | None = None
 ) -> User:
-    """Create and commit a user; raises UserError (field named) for bad input or a taken email."""
+    """Create and commit a user with these site roles (none by default: what a person does with learners is a role
+    in a class); raises UserError (field named) for bad input or a taken email."""
     email = normalise_email(email)
-    roles = sorted(set(roles or ["learner"]))
+    roles = sorted(set(roles or []))
     display_name = (display_name or email.split("@")[0]).strip()
     check_new_user(email=email, password=password, display_name=display_name, roles=roles)
     # Hash before looking the email up: a taken address then costs what a new account costs, so the
@@ -112,9 +117,10 @@ def create_user(
 def register(
     db: Session, *, email: str, password: str, display_name: str, address: str | None, per_address: int = 0
 ) -> User:
-    """Self-registration as a learner. A taken address must be refused (registration logs the new account
-    in, and there is no mail round trip to hide behind), so each such refusal counts as a failed login from
-    the client address: probing /register for accounts is throttled like guessing passwords. At most
+    """Self-registration: the new account learns in every class open to registration (class_registry.join_open).
+    A taken address must be refused (registration logs the new account in, and there is no mail round trip to hide
+    behind), so each such refusal counts as a failed login from the client address: probing /register for accounts
+    is throttled like guessing passwords. At most
     `per_address` accounts are created from one address per throttle.REGISTRATION_WINDOW_S (0: no limit):
     each account gets its own job limits and queue turn, so a script registering dozens would take them.
     Raises throttle.Throttled (RegistrationsThrottled for that limit), or UserError naming the field."""
@@ -127,25 +133,35 @@ def register(
         if wait:
             raise throttle.RegistrationsThrottled(wait, per_address)
     try:
-        return create_user(db, email=email, password=password, display_name=display_name)
+        user = create_user(db, email=email, password=password, display_name=display_name)
     except UserError as exc:
         if per_address:
             throttle.give_back_registration(db, address=key)  # nothing was created
         if exc.message == TAKEN:
             throttle.failed_address(db, address=key, account=throttle.account_key(normalise_email(email)))
         raise
+    class_registry.join_open(db, user_id=user.id)
+    return user
 
 
 def add_roles(db: Session, *, user: User, roles: list[str]) -> list[str]:
-    """Give `user` these roles too; returns the ones they did not have yet (sorted)."""
+    """Give `user` these site roles too; returns the ones they did not have yet (sorted)."""
     bad = [r for r in roles if r not in ROLES]
     if bad:
-        raise UserError("roles", f"got {', '.join(bad)}; allowed: {', '.join(ROLES)}")
+        raise UserError("roles", f"got {', '.join(bad)}; site roles are {', '.join(ROLES)}")
     added = sorted(set(roles) - user.roles)
     for role in added:
         user.role_rows.append(UserRole(role=role))
     db.commit()
     return added
+
+
+def remove_roles(db: Session, *, user: User, roles: list[str]) -> list[str]:
+    """Take these site roles from `user`; returns the ones they had (sorted)."""
+    gone = sorted(set(roles) & user.roles)
+    user.role_rows = [r for r in user.role_rows if r.role not in gone]
+    db.commit()
+    return gone
 
 
 def set_password(db: Session, *, user: User, password: str) -> int:

@@ -1,13 +1,14 @@
-"""The instructor's view of the class: one row per learner with their progress, and one learner's trail.
+"""An instructor's view of one class: one row per learner with their progress, and one learner's trail.
 
-    rows(db, lessons=…, lesson_id=…)   -> [LearnerRow]: parts done, time, questions right/attempted, runs,
-                                         report status and grade, who is stuck and why
+    rows(db, scope=…, lessons=…, lesson_id=…)  -> [LearnerRow]: parts done, time, questions right/attempted, runs,
+                                                report status and grade, who is stuck and why, who left
     sort_rows(rows, key=…, descending=…), filter_rows(rows, text=…, stuck=…)
-    csv_text(rows)                      -> the same table as CSV (what the page shows, one row per learner)
-    learner(db, user_id=…)              -> LearnerTrail: their answers, attempts, runs and report history
+    csv_text(rows)                              -> the same table as CSV (what the page shows, one row per learner)
+    learner(db, scope=…, lessons=…, user_id=…)  -> LearnerTrail: their answers, attempts, runs and report history
 
 Each figure is one grouped query over the whole class (not one per learner), so the page costs the same few
-queries for 10 learners or 500. "Learners" are accounts holding the learner role.
+queries for 10 learners or 500. "Learners" are the class's members with the learner role; `lessons` are the
+lessons the class offers, and only what a learner did in those counts (they may learn in another class too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.content.schema import Lesson
 from app.core.models import (
     Attempt,
+    ClassMember,
     Grade,
     Job,
     LabReport,
@@ -29,9 +31,9 @@ from app.core.models import (
     ReportVersion,
     Response,
     User,
-    UserRole,
 )
 from app.services import csvcells
+from app.services.classes.scopes import Scope
 
 # A part counts as "long" once a learner has spent this many times its planned minutes on it without finishing.
 STUCK_PART_FACTOR = 2
@@ -73,6 +75,7 @@ class LearnerRow:
     grade_max: float | None = None
     last_seen: datetime | None = None
     stuck: list[str] = field(default_factory=list)  # why, in words: "38 min on 'Orient' (planned 8)"
+    left_at: datetime | None = None  # left the class (its LMS course no longer lists them); their work stays
 
     def sort_value(self, key: str):
         values = {
@@ -92,14 +95,19 @@ class LearnerRow:
         return values[key]
 
 
-def _learners(db: Session) -> dict[int, LearnerRow]:
+def _learners(db: Session, scope: Scope) -> dict[int, LearnerRow]:
     q = (
-        select(User.id, User.display_name, User.email)
-        .join(UserRole, UserRole.user_id == User.id)
-        .where(UserRole.role == "learner")
+        select(User.id, User.display_name, User.email, ClassMember.left_at)
+        .join(ClassMember, ClassMember.user_id == User.id)
+        .where(ClassMember.class_id == scope.class_id, ClassMember.role == "learner")
         .order_by(User.id)
     )
-    return {uid: LearnerRow(uid, name, email) for uid, name, email in db.execute(q)}
+    return {uid: LearnerRow(uid, name, email, left_at=left) for uid, name, email, left in db.execute(q)}
+
+
+def labs_of(lessons: list[Lesson]) -> list[str]:
+    """The labs whose runs the lessons' reports may cite: what a class's runs are counted over."""
+    return sorted({e.lab for les in lessons if les.lab for e in les.lab.evidence})
 
 
 def _parts(lessons: list[Lesson]) -> dict[tuple[str, str], tuple[str, int]]:
@@ -112,18 +120,21 @@ def _parts(lessons: list[Lesson]) -> dict[tuple[str, str], tuple[str, int]]:
     return out
 
 
-def rows(db: Session, *, lessons: list[Lesson], lesson_id: str | None = None) -> list[LearnerRow]:
-    """Every learner's row; with `lesson_id`, counted within that lesson (its parts, questions, labs, report)."""
+def rows(db: Session, *, scope: Scope, lessons: list[Lesson], lesson_id: str | None = None) -> list[LearnerRow]:
+    """Every learner of the class's row, counted within `lessons` (the class's); with `lesson_id`, within that lesson
+    (its parts, questions, labs, report)."""
+    every_lab = scope.klass.lesson_ids is None and lesson_id is None  # the class offers every lesson: every run counts
     if lesson_id is not None:
         lessons = [les for les in lessons if les.id == lesson_id]
-    table = _learners(db)
+    table = _learners(db, scope)
+    learners = scope.learners()
     parts = _parts(lessons)
     total = len(parts)
     for learner_row in table.values():
         learner_row.parts_total = total
     lesson_ids = [les.id for les in lessons]
 
-    progress = select(PartProgress).where(PartProgress.lesson_id.in_(lesson_ids))
+    progress = select(PartProgress).where(PartProgress.lesson_id.in_(lesson_ids), PartProgress.user_id.in_(learners))
     for p in db.scalars(progress):
         found = table.get(p.user_id)
         if found is None or (p.lesson_id, p.part_id) not in parts:
@@ -148,7 +159,7 @@ def rows(db: Session, *, lessons: list[Lesson], lesson_id: str | None = None) ->
             wrong.label("wrong"),
             func.max(Attempt.created_at).label("last"),
         )
-        .where(Attempt.lesson_id.in_(lesson_ids))
+        .where(Attempt.lesson_id.in_(lesson_ids), Attempt.user_id.in_(learners))
         .group_by(Attempt.user_id, Attempt.question_id)
     )
     for uid, qid, n_right, n_wrong, last in db.execute(per_q):
@@ -162,20 +173,23 @@ def rows(db: Session, *, lessons: list[Lesson], lesson_id: str | None = None) ->
         if not n_right and (n_wrong or 0) >= STUCK_WRONG_TRIES:
             row.stuck.append(f"{n_wrong} wrong tries at “{qid}”, none right")
 
-    labs = sorted({e.lab for les in lessons if les.lab for e in les.lab.evidence})
     failed = func.sum(case((Job.status == "failed", 1), else_=0))
-    jobs = select(Job.owner_id, func.count(Job.id), failed).group_by(Job.owner_id)
-    if lesson_id is not None:
-        jobs = jobs.where(Job.lab.in_(labs))
+    jobs = select(Job.owner_id, func.count(Job.id), failed).where(Job.owner_id.in_(learners)).group_by(Job.owner_id)
+    if not every_lab:
+        jobs = jobs.where(Job.lab.in_(labs_of(lessons) or [""]))
     for uid, n, n_failed in db.execute(jobs):
         if uid in table:
             table[uid].runs, table[uid].runs_failed = int(n), int(n_failed or 0)
 
-    reports = select(LabReport).where(LabReport.lesson_id.in_(lesson_ids)).order_by(LabReport.updated_at)
+    reports = (
+        select(LabReport)
+        .where(LabReport.lesson_id.in_(lesson_ids), LabReport.owner_id.in_(learners))
+        .order_by(LabReport.updated_at)
+    )
     for report in db.scalars(reports):
         if report.owner_id in table:
             table[report.owner_id].report_status = report.status
-    for uid, grade in _latest_grades(db, lesson_ids):
+    for uid, grade in _latest_grades(db, lesson_ids, learners):
         if uid in table:
             table[uid].grade_total, table[uid].grade_max = grade.total, grade.max_total
     return list(table.values())
@@ -191,13 +205,13 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _latest_grades(db: Session, lesson_ids: list[str]) -> list[tuple[int, Grade]]:
+def _latest_grades(db: Session, lesson_ids: list[str], learners) -> list[tuple[int, Grade]]:
     """Each learner's newest grade (of their newest graded version), in ascending id so the newest wins."""
     q = (
         select(LabReport.owner_id, Grade)
         .join(ReportVersion, Grade.version_id == ReportVersion.id)
         .join(LabReport, ReportVersion.report_id == LabReport.id)
-        .where(LabReport.lesson_id.in_(lesson_ids))
+        .where(LabReport.lesson_id.in_(lesson_ids), LabReport.owner_id.in_(learners))
         .order_by(Grade.id)
     )
     return [(uid, grade) for uid, grade in db.execute(q)]
@@ -272,6 +286,7 @@ def csv_text(table: list[LearnerRow]) -> str:
 @dataclass
 class LearnerTrail:
     user: User
+    member: ClassMember
     progress: list[PartProgress]
     responses: list[Response]
     attempts: list[Attempt]
@@ -279,23 +294,49 @@ class LearnerTrail:
     reports: list[tuple[LabReport, list[tuple[ReportVersion, Grade | None]]]]
 
 
-def learner(db: Session, *, user_id: int) -> LearnerTrail | None:
-    """Everything one learner did, newest first; None if there is no such learner."""
-    user = db.get(User, user_id)
-    if user is None or not user.has_role("learner"):
+def learner(db: Session, *, scope: Scope, lessons: list[Lesson], user_id: int) -> LearnerTrail | None:
+    """Everything one learner of the class did in its lessons (`lessons`), newest first; None if the class has no
+    such learner."""
+    row = db.execute(
+        select(User, ClassMember)
+        .join(ClassMember, ClassMember.user_id == User.id)
+        .where(ClassMember.class_id == scope.class_id, ClassMember.role == "learner", User.id == user_id)
+    ).first()
+    if row is None:
         return None
+    user, member = row
+    ids = [les.id for les in lessons] or [""]
     progress = list(
-        db.scalars(select(PartProgress).where(PartProgress.user_id == user_id).order_by(PartProgress.lesson_id))
+        db.scalars(
+            select(PartProgress)
+            .where(PartProgress.user_id == user_id, PartProgress.lesson_id.in_(ids))
+            .order_by(PartProgress.lesson_id)
+        )
     )
     responses = list(
-        db.scalars(select(Response).where(Response.user_id == user_id).order_by(Response.id.desc()).limit(200))
+        db.scalars(
+            select(Response)
+            .where(Response.user_id == user_id, Response.lesson_id.in_(ids))
+            .order_by(Response.id.desc())
+            .limit(200)
+        )
     )
     attempts = list(
-        db.scalars(select(Attempt).where(Attempt.user_id == user_id).order_by(Attempt.id.desc()).limit(200))
+        db.scalars(
+            select(Attempt)
+            .where(Attempt.user_id == user_id, Attempt.lesson_id.in_(ids))
+            .order_by(Attempt.id.desc())
+            .limit(200)
+        )
     )
-    jobs = list(db.scalars(select(Job).where(Job.owner_id == user_id).order_by(Job.id.desc()).limit(100)))
+    jobs_q = select(Job).where(Job.owner_id == user_id)
+    if scope.klass.lesson_ids is not None:
+        jobs_q = jobs_q.where(Job.lab.in_(labs_of(lessons) or [""]))
+    jobs = list(db.scalars(jobs_q.order_by(Job.id.desc()).limit(100)))
     reports = []
-    for report in db.scalars(select(LabReport).where(LabReport.owner_id == user_id).order_by(LabReport.id)):
+    for report in db.scalars(
+        select(LabReport).where(LabReport.owner_id == user_id, LabReport.lesson_id.in_(ids)).order_by(LabReport.id)
+    ):
         versions = db.scalars(
             select(ReportVersion).where(ReportVersion.report_id == report.id).order_by(ReportVersion.number.desc())
         )
@@ -304,4 +345,4 @@ def learner(db: Session, *, user_id: int) -> LearnerTrail | None:
             grade = db.scalar(select(Grade).where(Grade.version_id == v.id).order_by(Grade.revision.desc()).limit(1))
             history.append((v, grade))
         reports.append((report, history))
-    return LearnerTrail(user, progress, responses, attempts, jobs, reports)
+    return LearnerTrail(user, member, progress, responses, attempts, jobs, reports)

@@ -1,9 +1,9 @@
-"""Statistics across the class: how each practice question and each lab went for everyone.
+"""Statistics across one class: how each practice question and each lab went for its learners.
 
-    question_stats(db, lesson=…)  -> [QuestionStats]: tries, learners, first-try right, mean tries, the numeric
+    question_stats(db, scope=…, lesson=…)  -> [QuestionStats]: tries, learners, first-try right, mean tries, the numeric
                                      answers' spread and the most common wrong answers (and whether a known-
                                      mistake rule of the question's generator already names each)
-    lab_stats(db)                 -> [LabStats]: runs, failures (the infrastructure's vs the run's own), median
+    lab_stats(db, scope=…, labs=…)         -> [LabStats]: runs, failures (the infrastructure's vs the run's own), median
                                      duration, and the spread of each numeric headline of the result summary
 
 A parameterized question gives each learner their own numbers, so its answers are compared as a ratio to the
@@ -25,6 +25,7 @@ from app.content import make_variant
 from app.content.practice.answers import convert, parse_number
 from app.content.schema import Lesson, Numeric, SingleChoice
 from app.core.models import Attempt, Job, JobLoss
+from app.services.classes.scopes import Scope
 from labs import api as labs_api
 from labs.api import number
 
@@ -84,10 +85,14 @@ def _ratio_key(ratio: float) -> float:
     return float(f"{ratio:.3g}")
 
 
-def question_stats(db: Session, *, lesson: Lesson) -> list[QuestionStats]:
+def question_stats(db: Session, *, scope: Scope, lesson: Lesson) -> list[QuestionStats]:
     attempts = db.scalars(
         select(Attempt)
-        .where(Attempt.lesson_id == lesson.id, Attempt.status.in_(("correct", "incorrect", "answered")))
+        .where(
+            Attempt.lesson_id == lesson.id,
+            Attempt.status.in_(("correct", "incorrect", "answered")),
+            Attempt.user_id.in_(scope.learners()),
+        )
         .order_by(Attempt.id)
     )
     by_q: dict[str, list[Attempt]] = defaultdict(list)
@@ -199,11 +204,17 @@ class LabStats:
 MAX_HEADLINES = 6  # numeric summary lines per lab, in the summary's own order
 
 
-def lab_stats(db: Session) -> list[LabStats]:
-    infra = set(db.scalars(select(JobLoss.job_id).where(JobLoss.outcome == "failed")))
+def lab_stats(db: Session, *, scope: Scope, labs_offered: list[str] | None) -> list[LabStats]:
+    """The class's learners' runs; of `labs_offered` only (None: every lab, for a class that offers every lesson)."""
+    mine = Job.owner_id.in_(scope.learners())
+    infra = set(
+        db.scalars(select(JobLoss.job_id).join(Job, Job.id == JobLoss.job_id).where(JobLoss.outcome == "failed", mine))
+    )
     labs: dict[str, LabStats] = {}
     heads: dict[str, dict[str, Headline]] = defaultdict(dict)
-    q = select(Job.id, Job.lab, Job.status, Job.started_at, Job.finished_at, Job.result).order_by(Job.id)
+    q = select(Job.id, Job.lab, Job.status, Job.started_at, Job.finished_at, Job.result).where(mine).order_by(Job.id)
+    if labs_offered is not None:
+        q = q.where(Job.lab.in_(labs_offered or [""]))
     for job_id, lab, status, started, finished, result in db.execute(q):
         s = labs.setdefault(lab, LabStats(lab))
         s.runs += 1

@@ -1,5 +1,6 @@
-"""Grades as CSV for instructors and graders: one row per submitted report they may grade, the points of
-every rubric line, and cells a spreadsheet will not run as formulas however it splits them (app/services/csvcells.py)."""
+"""Grades as CSV for a class's instructors and graders: one row per submitted report they may grade there, the
+points of every rubric line, and cells a spreadsheet will not run as formulas however it splits them
+(app/services/csvcells.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import io
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
-from app.core.models import User
 from app.services import csvcells
+from app.services.classes.scopes import Scope
 from app.services.grading.grades import queue
 from app.services.learning import lessons as lesson_service
 
@@ -19,11 +20,11 @@ def _when(dt) -> str:
     return dt.strftime("%Y-%m-%d %H:%M:%S") if dt else ""
 
 
-def export_csv(db: Session, *, user: User, lesson_id: str | None = None) -> str:
+def export_csv(db: Session, *, scope: Scope, lesson_id: str | None = None) -> str:
     """One row per report: its latest version, and the grade that counts now. A resubmission not graded yet keeps
     the last graded version's grade, with `graded_version` saying which version that was. Starts with a UTF-8
     byte-order mark so spreadsheet programs read names with accents right."""
-    rows = queue(db, user=user, lesson_id=lesson_id)
+    rows = queue(db, scope=scope, lesson_id=lesson_id)
     items: dict[str, float] = {}  # rubric line id -> its points, in first-seen order
     rubrics: dict[str, Rubric | None] = {}
     for row in rows:

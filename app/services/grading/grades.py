@@ -1,7 +1,8 @@
 """Grading: who may see which reports, the queue, claims, saving grades, rubric recompute, CSV export.
 
-Visibility: a learner sees only their own reports; a grader only reports of lessons assigned to them
-(GraderAssignment); an instructor every report of the course.
+Visibility is per class (app/services/classes/scopes.py): a learner sees only their own reports; staff see the
+reports of their class's learners in the lessons the class offers, an instructor all of them, a grader those of
+the lessons the class assigns them (GraderAssignment). Nobody grades their own report.
 
 A grade stores, per rubric item, the level the grader picked and that level's fraction of the item's
 points. Totals are always fraction x the rubric's *current* points, so when a published rubric changes
@@ -17,13 +18,24 @@ import json
 from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import ColumnElement, CursorResult, and_, case, false, func, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
 from app.core.digits import whole_number
-from app.core.models import Grade, GraderAssignment, Job, LabReport, ReportVersion, User, utcnow
+from app.core.models import (
+    ClassMember,
+    CourseClass,
+    Grade,
+    GraderAssignment,
+    Job,
+    LabReport,
+    ReportVersion,
+    User,
+    utcnow,
+)
+from app.services.classes.scopes import Scope, staff_scopes
 from app.services.grading import release as grade_release
 from app.services.grading.evidence import slots
 
@@ -50,13 +62,21 @@ class GradingError(ValueError):
 # ---------------------------------------------------------------- who sees what
 
 
-def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
-    """Let `grader` grade `lesson_id`; False if already assigned."""
-    if db.scalar(
-        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
-    ):
+def _assignment(db: Session, *, klass: CourseClass, grader: User, lesson_id: str) -> GraderAssignment | None:
+    return db.scalar(
+        select(GraderAssignment).where(
+            GraderAssignment.class_id == klass.id,
+            GraderAssignment.user_id == grader.id,
+            GraderAssignment.lesson_id == lesson_id,
+        )
+    )
+
+
+def assign(db: Session, *, klass: CourseClass, grader: User, lesson_id: str) -> bool:
+    """Let `grader` grade `lesson_id` in `klass`; False if already assigned."""
+    if _assignment(db, klass=klass, grader=grader, lesson_id=lesson_id):
         return False
-    db.add(GraderAssignment(user_id=grader.id, lesson_id=lesson_id))
+    db.add(GraderAssignment(class_id=klass.id, user_id=grader.id, lesson_id=lesson_id))
     try:
         db.commit()
     except IntegrityError:
@@ -65,11 +85,9 @@ def assign(db: Session, *, grader: User, lesson_id: str) -> bool:
     return True
 
 
-def unassign(db: Session, *, grader: User, lesson_id: str) -> bool:
-    """Stop `grader` grading `lesson_id`; False if they did not."""
-    row = db.scalar(
-        select(GraderAssignment).where(GraderAssignment.user_id == grader.id, GraderAssignment.lesson_id == lesson_id)
-    )
+def unassign(db: Session, *, klass: CourseClass, grader: User, lesson_id: str) -> bool:
+    """Stop `grader` grading `lesson_id` in `klass`; False if they did not."""
+    row = _assignment(db, klass=klass, grader=grader, lesson_id=lesson_id)
     if row is None:
         return False
     db.delete(row)
@@ -77,54 +95,64 @@ def unassign(db: Session, *, grader: User, lesson_id: str) -> bool:
     return True
 
 
-def assignments(db: Session) -> list[tuple[User, str]]:
+def assignments(db: Session, *, klass: CourseClass) -> list[tuple[User, str]]:
     rows = db.execute(
         select(User, GraderAssignment.lesson_id)
         .join(GraderAssignment, GraderAssignment.user_id == User.id)
+        .where(GraderAssignment.class_id == klass.id)
         .order_by(GraderAssignment.lesson_id, User.email)
     ).all()
     return [(u, lid) for u, lid in rows]
 
 
-def graded_lessons(db: Session, *, user: User) -> set[str] | None:
-    """Lesson ids whose reports `user` may grade; None means every lesson (instructors)."""
-    if user.has_role("instructor"):
+def graded_lessons(db: Session, *, scope: Scope) -> set[str] | None:
+    """Lesson ids whose reports the scope's user may grade in its class; None: every lesson the class offers."""
+    if scope.instructor:
         return None
-    if not user.has_role("grader"):
-        return set()
-    return set(db.scalars(select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)))
+    q = select(GraderAssignment.lesson_id).where(
+        GraderAssignment.class_id == scope.class_id, GraderAssignment.user_id == scope.user.id
+    )
+    return set(db.scalars(q))
 
 
-def can_grade(db: Session, *, user: User, report: LabReport) -> bool:
-    lessons = graded_lessons(db, user=user)
-    return lessons is None or report.lesson_id in lessons
+def _visible_where(scope: Scope) -> list[ColumnElement[bool]]:
+    """The reports the scope's user sees as staff of its class: handed in (never a draft), by one of the class's
+    learners, in a lesson the class offers (and, for a grader, assigned to them there); never their own."""
+    where: list[ColumnElement[bool]] = [
+        LabReport.status != "draft",
+        LabReport.owner_id != scope.user.id,
+        LabReport.owner_id.in_(scope.learners()),
+        scope.lessons_where(LabReport.lesson_id),
+    ]
+    if not scope.instructor:
+        where.append(
+            LabReport.lesson_id.in_(
+                select(GraderAssignment.lesson_id).where(
+                    GraderAssignment.class_id == scope.class_id, GraderAssignment.user_id == scope.user.id
+                )
+            )
+        )
+    return where
 
 
-def report_for_grader(db: Session, *, report_id: int, user: User) -> LabReport | None:
-    """The submitted report if `user` may grade it; None (a 404, leaking nothing) otherwise.
-    Nobody grades their own report, instructors included."""
-    report = db.get(LabReport, report_id)
-    if report is None or report.status == "draft" or report.owner_id == user.id:
-        return None
-    return report if can_grade(db, user=user, report=report) else None
+def report_for_grader(db: Session, *, report_id: int, scope: Scope) -> LabReport | None:
+    """The submitted report if the scope's user may grade it in its class; None (a 404, leaking nothing)
+    otherwise. Nobody grades their own report, instructors included."""
+    return db.scalar(select(LabReport).where(LabReport.id == report_id, *_visible_where(scope)))
 
 
 def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
-    """Whether a submitted version of a report `user` grades (not their own) cites `job` as evidence."""
-    lessons = graded_lessons(db, user=user)
-    if lessons is not None and not lessons:
-        return False
-    q = (
-        select(ReportVersion.evidence)
-        .join(LabReport, LabReport.id == ReportVersion.report_id)
-        .where(LabReport.owner_id == job.owner_id, LabReport.owner_id != user.id, LabReport.status != "draft")
-    )
-    if lessons is not None:
-        q = q.where(LabReport.lesson_id.in_(sorted(lessons)))
-    for evidence in db.scalars(q):  # a learner has a handful of versions per lesson: read them, no JSON SQL
-        for pick in (evidence or {}).values():
-            if isinstance(pick, dict) and pick.get("job") == job.id:
-                return True
+    """Whether a submitted version of a report `user` sees as staff of some class (not their own) cites `job`."""
+    for scope in staff_scopes(db, user=user):
+        q = (
+            select(ReportVersion.evidence)
+            .join(LabReport, LabReport.id == ReportVersion.report_id)
+            .where(LabReport.owner_id == job.owner_id, *_visible_where(scope))
+        )
+        for evidence in db.scalars(q):  # a learner has a handful of versions per lesson: read them, no JSON SQL
+            for pick in (evidence or {}).values():
+                if isinstance(pick, dict) and pick.get("job") == job.id:
+                    return True
     return False
 
 
@@ -146,17 +174,22 @@ def resubmission(db: Session, *, version: ReportVersion, versions: list[ReportVe
     }
 
 
-def own_in_queue(db: Session, *, user: User) -> list[str]:
-    """Lesson ids where `user` handed in a report of their own that would be in their queue but for being theirs."""
-    lessons = graded_lessons(db, user=user)
-    q = select(LabReport.lesson_id).where(LabReport.owner_id == user.id, LabReport.status.in_(QUEUE_STATUSES))
+def own_in_queue(db: Session, *, scope: Scope) -> list[str]:
+    """Lesson ids where the scope's user handed in a report of their own that would be in their queue of this class
+    but for being theirs (a person who learns in the class they grade: another grader takes it)."""
+    lessons = graded_lessons(db, scope=scope)
+    q = select(LabReport.lesson_id).where(
+        LabReport.owner_id == scope.user.id,
+        LabReport.status.in_(QUEUE_STATUSES),
+        scope.lessons_where(LabReport.lesson_id),
+    )
     if lessons is not None:
         q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
     return list(db.scalars(q.order_by(LabReport.lesson_id)))
 
 
 def report_for_viewer(db: Session, *, report_id: int, user: User, as_learner: bool = False) -> LabReport | None:
-    """Owner, or a grader/instructor who may grade it (unless `as_learner`: then the owner only)."""
+    """Owner, or staff of a class who sees it (unless `as_learner`: then the owner only)."""
     report = db.get(LabReport, report_id)
     if report is None:
         return None
@@ -164,7 +197,9 @@ def report_for_viewer(db: Session, *, report_id: int, user: User, as_learner: bo
         return report
     if as_learner:
         return None
-    return report if report.status != "draft" and can_grade(db, user=user, report=report) else None
+    if any(report_for_grader(db, report_id=report_id, scope=s) is not None for s in staff_scopes(db, user=user)):
+        return report
+    return None
 
 
 # ---------------------------------------------------------------- the queue
@@ -194,19 +229,17 @@ def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVers
 
 
 def _queue_where(
-    user: User, *, lesson_id: str | None, status: str | None, grader: str | None
+    scope: Scope, *, lesson_id: str | None, status: str | None, grader: str | None
 ) -> list[ColumnElement[bool]]:
-    """The conditions of the queue `user` sees with these filters, with no statement of its own: `queue` lists the
-    reports they pick and `neighbours` finds one report's place among them, so both read the same queue."""
+    """The conditions of the queue the scope's user sees with these filters, with no statement of its own: `queue`
+    lists the reports they pick and `neighbours` finds one report's place among them, so both read the same queue."""
+    user = scope.user
     where: list[ColumnElement[bool]] = [
+        *_visible_where(scope),
         LabReport.status.in_(QUEUE_STATUSES),
-        LabReport.owner_id != user.id,
         LabReport.submitted_at.is_not(None),  # the order's key; set with the status at every submit
         select(ReportVersion.id).where(ReportVersion.report_id == LabReport.id).exists(),
     ]
-    if not user.has_role("instructor"):  # a grader: the lessons assigned to them; anyone else: nothing
-        assigned = select(GraderAssignment.lesson_id).where(GraderAssignment.user_id == user.id)
-        where.append(LabReport.lesson_id.in_(assigned) if user.has_role("grader") else false())
     if lesson_id:
         where.append(LabReport.lesson_id == lesson_id)
     if status in QUEUE_STATUSES:
@@ -221,13 +254,14 @@ def _queue_where(
 
 
 def queue(
-    db: Session, *, user: User, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
+    db: Session, *, scope: Scope, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
 ) -> list[QueueRow]:
-    """Submitted reports `user` may grade (never their own), oldest submission first (ties by id): a stable order.
+    """Submitted reports of the scope's class its user may grade (never their own), oldest submission first (ties
+    by id): a stable order.
 
     grader: 'me', 'none' (unclaimed) or a user id as text.
     """
-    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    where = _queue_where(scope, lesson_id=lesson_id, status=status, grader=grader)
     reports = db.scalars(select(LabReport).where(*where).order_by(LabReport.submitted_at, LabReport.id)).all()
     if not reports:
         return []
@@ -297,7 +331,7 @@ class Neighbours:
 def neighbours(
     db: Session,
     *,
-    user: User,
+    scope: Scope,
     report: LabReport,
     lesson_id: str | None = None,
     status: str | None = None,
@@ -309,7 +343,7 @@ def neighbours(
     its neighbours by keyset (the last row before it, the first after it) and its position by counting the rows
     before it, each a subquery over the same conditions; the review page reads it for every report it shows.
     """
-    where = _queue_where(user, lesson_id=lesson_id, status=status, grader=grader)
+    where = _queue_where(scope, lesson_id=lesson_id, status=status, grader=grader)
     at, rid = report.submitted_at, report.id
     if at is None:
         return None
@@ -339,15 +373,17 @@ def neighbours(
     return Neighbours(previous=previous, next=following, position=earlier + 1, total=total)
 
 
-def graders(db: Session) -> list[User]:
-    from app.core.models import UserRole
-
+def graders(db: Session, *, klass: CourseClass) -> list[User]:
+    """The class's staff: whom a report may be claimed by."""
     return list(
         db.scalars(
             select(User)
-            .join(UserRole)
-            .where(UserRole.role.in_(("grader", "instructor")))
-            .distinct()
+            .join(ClassMember, ClassMember.user_id == User.id)
+            .where(
+                ClassMember.class_id == klass.id,
+                ClassMember.role.in_(("grader", "instructor")),
+                ClassMember.left_at.is_(None),
+            )
             .order_by(User.email)
         )
     )
@@ -382,11 +418,11 @@ def claim(db: Session, *, report: LabReport, grader: User) -> None:
         raise GradingError(f"This report is {report.status} and cannot be claimed now.")
 
 
-def release(db: Session, *, report: LabReport, user: User) -> None:
-    """Give a claim back to the queue: the holder, or an instructor, may."""
+def release(db: Session, *, report: LabReport, scope: Scope) -> None:
+    """Give a claim back to the queue: the holder, or an instructor of the class, may."""
     if report.claimed_by_id is None:
         return
-    if report.claimed_by_id != user.id and not user.has_role("instructor"):
+    if report.claimed_by_id != scope.user.id and not scope.instructor:
         raise GradingError("Only the grader holding the claim, or an instructor, can release it.")
     db.execute(
         update(LabReport)
@@ -529,7 +565,9 @@ def save_grade(
         feedback=feedback,
         notes=notes,
         reason="saved by grader",
-        released_at=None if grade_release.holds(db, lesson_id=report.lesson_id) else utcnow(),
+        released_at=None
+        if grade_release.held_for(db, owner_id=report.owner_id, lesson_id=report.lesson_id)
+        else utcnow(),
     )
     db.add(grade)
     try:

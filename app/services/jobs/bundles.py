@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 from app.core.models import Bundle, LabReport, ReportVersion, User
+from app.services.classes import scopes
 from app.services.errors import Conflict
 from app.services.jobs import limits as limit_service
 from labs.api import byte_size, checks, count, jsonbounds
@@ -365,11 +366,13 @@ def list_for(db: Session, *, owner: User) -> list[Bundle]:
 
 
 def get_for(db: Session, *, bundle_id: int, user: User, as_learner: bool = False) -> Bundle | None:
-    """The bundle if `user` owns it or is an instructor (unless `as_learner`: then only their own); None otherwise
-    (graders reach bundles through reports)."""
+    """The bundle if `user` owns it or instructs a class its owner learns in (unless `as_learner`: then only their
+    own); None otherwise (graders reach bundles through reports)."""
     bundle = db.get(Bundle, bundle_id)
     if bundle is None:
         return None
-    if bundle.owner_id == user.id or (user.has_role("instructor") and not as_learner):
+    if bundle.owner_id == user.id:
+        return bundle
+    if not as_learner and scopes.instructs(db, user_id=user.id, owner_id=bundle.owner_id):
         return bundle
     return None

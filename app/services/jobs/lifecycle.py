@@ -24,6 +24,7 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from app.core.models import Job, JobLoss, Person, User, utcnow
+from app.services.classes import scopes
 from app.services.cluster.nodes import ClusterCapacity
 from app.services.errors import Conflict
 from app.services.jobs import limits as limit_service
@@ -196,10 +197,11 @@ def set_backend(db: Session, *, job: Job, backend: str) -> None:
 
 
 def get_job_for(db: Session, *, job_id: int, user: User, as_learner: bool = False) -> Job | None:
-    """The job if `user` may see it, else None: its owner and instructors always; a grader only a job that a
-    submitted report they grade cites as evidence (job ids are sequential: a plain role check would let any
-    grader read every learner's results). `as_learner`: whatever the user's roles, only their own jobs (an API
-    token's request: app/web/deps.py `acts_as_learner`)."""
+    """The job if `user` may see it, else None: its owner; a site admin (the cluster page lists every job in the
+    queue); an instructor of a class the owner learns in; staff of a class only a job that a submitted report they
+    grade there cites as evidence (job ids are sequential: a plain role check would let any grader read every
+    learner's results). `as_learner`: whatever the user's roles, only their own jobs (an API token's request:
+    app/web/deps.py `acts_as_learner`)."""
     job = db.get(Job, job_id)
     if job is None:
         return None
@@ -207,15 +209,13 @@ def get_job_for(db: Session, *, job_id: int, user: User, as_learner: bool = Fals
         return job
     if as_learner:
         return None
-    if user.has_role("instructor"):
+    if may_cancel(db, job, user):
         return job
-    if user.has_role("grader"):
-        from app.services.grading import (
-            grades as grading,  # here, not at the top: the lab worker imports this module too
-        )
+    from app.services.grading import (
+        grades as grading,  # here, not at the top: the lab worker imports this module too
+    )
 
-        return job if grading.grader_sees_job(db, user=user, job=job) else None
-    return None
+    return job if grading.grader_sees_job(db, user=user, job=job) else None
 
 
 def list_jobs(db: Session, *, owner: Person, lab: str | None = None, limit: int = 20) -> list[Job]:
@@ -534,6 +534,9 @@ def latest_succeeded(db: Session, *, owner: Person, labs: Collection[str]) -> di
     return latest_per_lab(db, owner=owner, labs=labs, succeeded=True)
 
 
-def may_cancel(job: Job, user: User) -> bool:
-    """The owner may cancel their job, an instructor any job; a grader may look but not stop it."""
-    return job.owner_id == user.id or user.has_role("instructor")
+def may_cancel(db: Session, job: Job, user: User) -> bool:
+    """The owner may cancel their job, a site admin any job (the cluster page), an instructor a job of their class's
+    learner; a grader may look but not stop it."""
+    if job.owner_id == user.id or user.has_role("admin"):
+        return True
+    return scopes.instructs(db, user_id=user.id, owner_id=job.owner_id)

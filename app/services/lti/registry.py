@@ -1,16 +1,17 @@
 """LTI 1.3: the course as a tool inside a university's LMS (Canvas, Moodle, Blackboard, Brightspace).
 
     tool_key(data_dir)                          -> ToolKey: the tool's RSA key (made once, kept 0600 in the data dir)
-    register(db, name=…, issuer=…, …)           -> LtiPlatform: an instructor's or the CLI's registration
-    platforms(db) / platform(db, platform_id=…)    what is registered
-    user_for_launch(db, platform=…, claims=…)   -> User: matched by (platform, `sub`), created on first launch
-    course_roles(lti_roles)                     -> the course roles of an LMS role list (Learner, Instructor, TA)
-    remember_link(db, …) / links(db)            the resource links launched, with their roster and grade services
+    register(db, name=…, issuer=…, …, by=…)     -> LtiPlatform: a site admin's or the CLI's registration, recorded
+                                                   in lti_audit; changing an existing one's URLs needs replace=True
+    platforms(db) / platform(db, platform_id=…)    what is registered;  audit(db): every change to it
+    user_for(db, platform=…, sub=…, …)          -> (User, created): matched by (platform, `sub`), made on first launch
+    remember_link(db, …) / links(db, klass=…)   the resource links launched, with their roster and grade services
     issue_ticket(db, …) / take_ticket(db, …)    one-time hand-off from a verified launch to the page it opens
-    targets(db)                                 -> what a link may open: each lesson, and each lab of a lesson
+    targets(db, klass=…)                        -> what a link may open: each lesson the class offers, and its lab
 
-The launch checks themselves (signature, audience, state, nonce, deployment) are pylti1p3's with our storage,
-in app/services/lti/tool.py; the roster and gradebook calls in app/services/lti/sync.py.
+Which class an LMS course is, and what its roles make a person there, is app/services/lti/contexts.py. The launch
+checks themselves (signature, audience, expiry, state, nonce, deployment) are pylti1p3's with our storage and the
+spec's stricter ones, in app/services/lti/tool.py; the roster and gradebook calls in app/services/lti/sync.py.
 
 The tool's private key never leaves the data dir and is never logged or shown: only its public half is
 published, at /lti/jwks.json.
@@ -34,7 +35,19 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from app.core.models import LtiDeployment, LtiIdentity, LtiLink, LtiPlatform, LtiState, LtiTicket, User, utcnow
+from app.core.models import (
+    CourseClass,
+    LtiAudit,
+    LtiContext,
+    LtiDeployment,
+    LtiIdentity,
+    LtiLink,
+    LtiPlatform,
+    LtiState,
+    LtiTicket,
+    User,
+    utcnow,
+)
 from app.services.accounts import users
 from app.services.errors import FieldError
 from app.services.grading import grades as grading
@@ -43,18 +56,6 @@ from app.services.learning import lessons as lesson_service
 KEY_FILE = Path("lti") / "tool-key.pem"
 TICKET_S = 120  # a launch's hand-off is followed at once, by a click or the platform's own redirect
 STATE_S = 600  # OIDC login -> launch takes seconds; ten minutes covers a slow LMS, not a replay days later
-
-# LIS role URIs (LTI 1.3 core, appendix A.2) and the short names NRPS may answer with.
-_MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
-TA_ROLE = f"{_MEMBERSHIP}/Instructor#TeachingAssistant"
-ROLE_MAP = {
-    f"{_MEMBERSHIP}#Learner": "learner",
-    "Learner": "learner",
-    f"{_MEMBERSHIP}#Instructor": "instructor",
-    "Instructor": "instructor",
-    TA_ROLE: "grader",
-    "TeachingAssistant": "grader",
-}
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,29 @@ def deployment_list(text: str) -> list[str]:
     return ids
 
 
+# What a registration says: the fields an audit row records before and after a change.
+TRUSTED = ("name", "auth_login_url", "auth_token_url", "key_set_url", "auth_audience")
+
+
+class RegistrationChange(FieldError):
+    """An existing registration would change where the course fetches the LMS's keys or tokens: refused unless
+    the admin says so (`replace`), naming what would change."""
+
+    def __init__(self, changes: dict[str, tuple[str | None, str | None]]):
+        said = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in changes.items())
+        super().__init__(
+            "replace",
+            f"this issuer and client id are registered already, and this would change {said}. Whoever controls the "
+            "key set URL can sign in as any of the LMS's users here: tick “replace the registration” only when the "
+            "LMS itself changed these",
+        )
+        self.changes = changes
+
+
+def _snapshot(row: LtiPlatform) -> dict:
+    return {k: getattr(row, k) for k in TRUSTED} | {"deployments": sorted(d.deployment_id for d in row.deployments)}
+
+
 def register(
     db: Session,
     *,
@@ -143,9 +167,13 @@ def register(
     key_set_url: str,
     deployment_ids: list[str],
     auth_audience: str = "",
-    created_by: User | None = None,
+    by: User | None = None,
+    via: str = "web",
+    replace: bool = False,
 ) -> LtiPlatform:
-    """Register a platform, or add deployment ids to the one with this issuer and client id; raises FieldError."""
+    """Register a platform, or add deployment ids to the one with this issuer and client id; every change is
+    recorded in lti_audit. Changing an existing registration's name or URLs needs `replace` (RegistrationChange
+    otherwise). Raises FieldError naming the field. Only a site admin (or an operator's shell) calls this."""
     issuer = _check_text("issuer", issuer)
     client_id = _check_text("client_id", client_id)
     row = db.scalars(
@@ -153,7 +181,7 @@ def register(
         .options(selectinload(LtiPlatform.deployments))
         .where(LtiPlatform.issuer == issuer, LtiPlatform.client_id == client_id)
     ).one_or_none()
-    fields = {
+    fields: dict[str, str | None] = {
         "name": _check_text("name", name, 80),
         "auth_login_url": _check_url("auth_login_url", auth_login_url),
         "auth_token_url": _check_url("auth_token_url", auth_token_url),
@@ -162,16 +190,45 @@ def register(
     }
     if not deployment_ids:
         raise FieldError("deployment_ids", "is empty; give at least one deployment id")
+    before: dict = {}
     if row is None:
-        row = LtiPlatform(issuer=issuer, client_id=client_id, created_by_id=created_by.id if created_by else None)
+        action = "registered"
+        row = LtiPlatform(issuer=issuer, client_id=client_id, created_by_id=by.id if by else None)
         row.deployments = []
         db.add(row)
+    else:
+        before = _snapshot(row)
+        changes = {k: (getattr(row, k), v) for k, v in fields.items() if getattr(row, k) != v}
+        if changes and not replace:
+            raise RegistrationChange(changes)
+        action = "changed" if changes else "deployments"
     for key, value in fields.items():
         setattr(row, key, value)
     have = {d.deployment_id for d in row.deployments}
-    row.deployments.extend(LtiDeployment(deployment_id=d) for d in deployment_ids if d not in have)
+    added = [d for d in deployment_ids if d not in have]
+    row.deployments.extend(LtiDeployment(deployment_id=d) for d in added)
+    db.flush()
+    after = _snapshot(row)
+    if after != before:
+        db.add(
+            LtiAudit(
+                action=action,
+                platform_id=row.id,
+                issuer=issuer,
+                client_id=client_id,
+                by_id=by.id if by else None,
+                by_email=by.email if by else "",
+                via=via,
+                before=before,
+                after=after,
+            )
+        )
     db.commit()
     return row
+
+
+def audit(db: Session, *, limit: int = 200) -> list[LtiAudit]:
+    return list(db.scalars(select(LtiAudit).order_by(LtiAudit.id.desc()).limit(limit)))
 
 
 def platforms(db: Session) -> list[LtiPlatform]:
@@ -234,15 +291,6 @@ def purge_states(db: Session) -> None:
 # --- users and roles ---------------------------------------------------------------------------------------
 
 
-def course_roles(lti_roles: list[str]) -> set[str]:
-    """Learner -> learner, Instructor -> instructor, TeachingAssistant -> grader. A TA is sent Instructor as
-    well by some platforms (Canvas); the TA role wins, so a TA grades but does not author or release."""
-    roles = {ROLE_MAP[r] for r in lti_roles if r in ROLE_MAP}
-    if "grader" in roles:
-        roles.discard("instructor")
-    return roles
-
-
 _PLAIN_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
@@ -255,11 +303,12 @@ def _new_email(db: Session, *, platform_id: int, sub: str, email: str | None) ->
 
 
 def user_for(
-    db: Session, *, platform: LtiPlatform, sub: str, name: str = "", email: str | None = None, roles: set[str]
+    db: Session, *, platform: LtiPlatform, sub: str, name: str = "", email: str | None = None
 ) -> tuple[User, bool]:
-    """The course user of (platform, sub), created when new; the mapped roles are added, never taken away
-    (an instructor's own role changes stay theirs). Matching is by `sub` alone: an email the LMS sends is
-    never used to find an existing account, or a platform could sign in as anyone who registered here."""
+    """The course user of (platform, sub), created when new, with no site role: what the LMS says of them is a role
+    in the class of its course (app/services/lti/contexts.py), never more. Matching is by `sub` alone: an email the
+    LMS sends is never used to find an existing account, or a platform could sign in as anyone who registered
+    here."""
     identity = db.scalars(
         select(LtiIdentity).where(LtiIdentity.platform_id == platform.id, LtiIdentity.sub == sub)
     ).one_or_none()
@@ -271,7 +320,6 @@ def user_for(
             email=_new_email(db, platform_id=platform.id, sub=sub, email=email),
             password=secrets.token_urlsafe(32),  # never told to anyone: the LMS is how this account logs in
             display_name=display,
-            roles=sorted(roles or {"learner"}),
         )
         db.add(LtiIdentity(platform_id=platform.id, sub=sub, user_id=user.id))
         try:
@@ -286,8 +334,6 @@ def user_for(
             return user, True
     found = db.get(User, identity.user_id)
     assert found is not None  # the identity's foreign key cascades with the user
-    if roles - found.roles:
-        users.add_roles(db, user=found, roles=sorted(roles))
     return found, created
 
 
@@ -295,10 +341,10 @@ def identities(db: Session, *, platform_id: int) -> list[LtiIdentity]:
     return list(db.scalars(select(LtiIdentity).where(LtiIdentity.platform_id == platform_id)))
 
 
-def let_grade(db: Session, *, user: User, target: str) -> None:
-    """A TA launched into a lesson grades that lesson's reports (graders are assigned per lesson)."""
-    if "grader" in user.roles and "instructor" not in user.roles:
-        grading.assign(db, grader=user, lesson_id=target.split(":", 1)[1])
+def let_grade(db: Session, *, klass: CourseClass, user: User, role: str | None, target: str) -> None:
+    """A TA launched into a lesson grades that lesson's reports in the class (graders are assigned per lesson)."""
+    if role == "grader":
+        grading.assign(db, klass=klass, grader=user, lesson_id=target.split(":", 1)[1])
 
 
 # --- what a link opens -------------------------------------------------------------------------------------
@@ -311,17 +357,21 @@ class Target:
     path: str  # where the launch lands
 
 
-def targets(db: Session) -> list[Target]:
+def targets(db: Session, *, klass: CourseClass | None) -> list[Target]:
+    """What a link in an LMS course may open: the lessons its class offers (None: any class), and their lab
+    reports."""
     out = []
     for lesson, _ in lesson_service.catalogue(db):
+        if klass is not None and not klass.offers(lesson.id):
+            continue
         out.append(Target(f"lesson:{lesson.id}", lesson.title, f"/lessons/{lesson.id}"))
         if lesson.lab is not None:
             out.append(Target(f"lab:{lesson.id}", f"Lab report: {lesson.title}", f"/lessons/{lesson.id}/report"))
     return out
 
 
-def target(db: Session, key: str) -> Target | None:
-    return next((t for t in targets(db) if t.key == key), None)
+def target(db: Session, key: str, *, klass: CourseClass | None) -> Target | None:
+    return next((t for t in targets(db, klass=klass) if t.key == key), None)
 
 
 def remember_link(
@@ -331,7 +381,7 @@ def remember_link(
     deployment_id: str,
     resource_link_id: str,
     target_key: str,
-    context: dict,
+    context: LtiContext,
     nrps: dict | None,
     ags: dict | None,
 ) -> LtiLink:
@@ -344,19 +394,38 @@ def remember_link(
         db.add(row)
     row.deployment_id = deployment_id
     row.target = target_key
-    row.context_id = str(context.get("id", ""))[:255]
-    row.context_title = str(context.get("title") or context.get("label") or "")[:255]
-    row.memberships_url = (nrps or {}).get("context_memberships_url")
-    row.lineitem_url = (ags or {}).get("lineitem")
-    row.lineitems_url = (ags or {}).get("lineitems")
-    row.ags_scopes = list((ags or {}).get("scope", []))
+    row.context_id = context.context_id
+    row.context_title = context.title
+    row.lti_context_id = context.id
+    row.memberships_url = _url_or_none((nrps or {}).get("context_memberships_url"))
+    row.lineitem_url = _url_or_none((ags or {}).get("lineitem"))
+    row.lineitems_url = _url_or_none((ags or {}).get("lineitems"))
+    scopes = (ags or {}).get("scope", [])
+    row.ags_scopes = [s for s in scopes if isinstance(s, str)][:20] if isinstance(scopes, list) else []
     row.updated_at = utcnow()
     db.commit()
     return row
 
 
-def links(db: Session) -> list[LtiLink]:
-    return list(db.scalars(select(LtiLink).order_by(LtiLink.platform_id, LtiLink.id)))
+def _url_or_none(value: object) -> str | None:
+    return value[:500] if isinstance(value, str) and value.startswith(("https://", "http://")) else None
+
+
+def links(db: Session, *, klass: CourseClass | None = None) -> list[LtiLink]:
+    """The links launched so far; with `klass`, those placed in an LMS course of that class."""
+    q = select(LtiLink).order_by(LtiLink.platform_id, LtiLink.id)
+    if klass is not None:
+        q = q.join(LtiContext, LtiContext.id == LtiLink.lti_context_id).where(LtiContext.class_id == klass.id)
+    return list(db.scalars(q))
+
+
+def link_of(db: Session, *, platform_id: int, resource_link_id: str) -> LtiLink | None:
+    q = select(LtiLink).where(LtiLink.platform_id == platform_id, LtiLink.resource_link_id == resource_link_id)
+    return db.scalars(q).one_or_none()
+
+
+def link_context(db: Session, link: LtiLink) -> LtiContext | None:
+    return db.get(LtiContext, link.lti_context_id) if link.lti_context_id is not None else None
 
 
 def link(db: Session, *, link_id: int) -> LtiLink | None:

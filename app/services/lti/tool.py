@@ -53,9 +53,9 @@ class TimedSession(requests.Session):
 
 
 class Refused(Exception):
-    """A launch refused: `check` names the failed check (state, nonce, audience, signature, expired,
-    deployment, message; at login initiation iss, login_hint, registration, login), `message` says what was
-    wrong in words an instructor can act on."""
+    """A launch refused: `check` names the failed check (state, format, nonce, audience, azp, signature, exp, iat,
+    nbf, expired, deployment, message, context, role, size; at login initiation iss, login_hint, registration,
+    login), `message` says what was wrong in words an instructor can act on."""
 
     def __init__(self, check: str, message: str):
         super().__init__(f"{check}: {message}")
@@ -307,6 +307,24 @@ class Launch(MessageLaunch[LtiRequest, ToolConf, SessionService, ServerCookies])
         lti.state_take(self.db, key=f"lti1p3-nonce-{nonce}")  # pylti1p3's own record of it, spent with the state
         return self
 
+    def get_client_id(self) -> str:
+        """The client id the id_token is for. `aud` may be one string or a list (OIDC Core 2): the registered client
+        id may stand anywhere in the list, not only first. With several entries, `azp` names the one the token was
+        issued to (IMS Security Framework 5.1.3 steps 3-5); it is checked in validate_jwt_signature."""
+        body = self._get_jwt_body()
+        aud = body.get("aud")
+        if isinstance(aud, str):
+            return aud
+        if not isinstance(aud, list) or not aud or not all(isinstance(a, str) for a in aud):
+            raise LtiException("the id_token's aud is neither a client id nor a list of them")
+        azp = body.get("azp")
+        iss = body.get("iss")
+        candidates = [azp, *aud] if isinstance(azp, str) and azp in aud else aud
+        for candidate in candidates:
+            if isinstance(iss, str) and lti.find_platform(self.db, issuer=iss, client_id=candidate) is not None:
+                return candidate
+        return aud[0]
+
     def validate_registration(self) -> Launch:
         try:
             super().validate_registration()
@@ -323,30 +341,52 @@ class Launch(MessageLaunch[LtiRequest, ToolConf, SessionService, ServerCookies])
         return self
 
     def validate_jwt_signature(self) -> Launch:
-        """pylti1p3 decodes with verify_aud off; here the audience and issuer are checked with the signature."""
+        """pylti1p3 decodes with verify_aud off; here the audience and issuer are checked with the signature, and
+        the claims the IMS Security Framework (1.0, 5.1.3) requires of an id_token: `exp` and `iat` present (a token
+        without them would be good forever), `nbf` honoured when present, and `azp` equal to this client id when
+        present, and present whenever `aud` names more than one client."""
         try:
             public_key, alg = self.get_public_key()
         except LtiException as exc:
             raise Refused("signature", f"no key of the platform's JWKS matches the id_token ({exc})") from exc
         registration = self._registration
         assert registration is not None, "validate_registration ran first"
+        client_id = registration.get_client_id()
         try:
-            jwt.decode(
+            claims = jwt.decode(
                 self._get_id_token(),
                 public_key,
                 algorithms=[alg],
-                audience=registration.get_client_id(),
+                audience=client_id,
                 issuer=registration.get_issuer(),
                 leeway=CLOCK_LEEWAY_S,
+                options={"require": ["exp", "iat"], "verify_nbf": True, "verify_iat": True},
             )
+        except jwt.MissingRequiredClaimError as exc:
+            name = exc.claim if exc.claim in ("exp", "iat") else "message"
+            what = {"exp": "an expiry time", "iat": "an issue time"}.get(exc.claim, f"its {exc.claim} claim")
+            raise Refused(
+                name, f"the id_token has no {exc.claim} ({what}), which an LTI 1.3 id_token must carry"
+            ) from exc
         except jwt.ExpiredSignatureError as exc:
             raise Refused("expired", "the id_token has expired (its exp is in the past)") from exc
+        except jwt.ImmatureSignatureError as exc:
+            if "nbf" in str(exc):
+                raise Refused("nbf", "the id_token is not valid yet (its nbf is in the future)") from exc
+            raise Refused("iat", "the id_token says it was issued in the future (its iat)") from exc
         except jwt.InvalidAudienceError as exc:
             raise Refused("audience", f"the id_token is not addressed to this course's client id ({exc})") from exc
+        except jwt.InvalidIssuedAtError as exc:
+            raise Refused("iat", f"the id_token's iat is not a time ({exc})") from exc
         except jwt.InvalidTokenError as exc:
             raise Refused(
                 "signature", f"the id_token's signature does not verify with the platform's key ({exc})"
             ) from exc
+        aud, azp = claims.get("aud"), claims.get("azp")
+        if isinstance(aud, list) and len(aud) > 1 and azp is None:
+            raise Refused("azp", f"the id_token names several audiences ({', '.join(map(str, aud))}) but no azp")
+        if azp is not None and azp != client_id:
+            raise Refused("azp", f"the id_token was issued to {azp!r} (its azp), not to this course's client id")
         return self
 
     # --- what the launch says -----------------------------------------------------------------------------

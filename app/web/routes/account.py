@@ -1,5 +1,5 @@
-"""The account page: display name, password, sessions ("log out everywhere"), personal API tokens; and, for
-instructors, password-reset links for other users.
+"""The account page: display name, password, sessions ("log out everywhere"), personal API tokens; and, for site
+admins and instructors (for their class's learners: resets.may_issue), password-reset links for other users.
 
     GET  /account                                the page
     POST /account/name                           change the display name
@@ -10,7 +10,7 @@ instructors, password-reset links for other users.
     POST /account/tokens, /account/tokens/{id}/revoke
     (a successful POST redirects to /account?done=KIND, except creating a token: its plaintext is shown once,
     in that response; GET on a form's address leads to /account)
-    GET  /account/reset-links                    instructors: issue a one-time reset link for a user
+    GET  /account/reset-links                    admins and instructors: issue a one-time reset link for a user
     POST /account/reset-links                    (mailed when COURSE_SMTP_URL is set; otherwise shown to copy)
 """
 
@@ -25,7 +25,8 @@ from fastapi.responses import RedirectResponse, Response
 from app.core.models import User
 from app.services.accounts import resets, sessions, tokens
 from app.services.accounts import users as user_service
-from app.web.deps import CurrentUser, DbInt, InstructorUser, SessionDep, SettingsDep, csrf_protect
+from app.services.classes import scopes
+from app.web.deps import CurrentUser, DbInt, SessionDep, SettingsDep, csrf_protect
 from app.web.templates import render
 from labs.api import count
 
@@ -64,6 +65,7 @@ def _page(request: Request, db: SessionDep, user: User, *, status_code: int = 20
         "values": {},
         "done": {},
         "token_once": secrets.token_urlsafe(12),
+        "may_reset": user.has_role("admin") or bool(scopes.staff_scopes(db, user=user, roles=("instructor",))),
         **extra,
     }
     if ctx["error"] and status_code == 200:
@@ -185,7 +187,14 @@ def revoke_token(request: Request, token_id: DbInt, user: CurrentUser, db: Sessi
     return _done("token-revoked")
 
 
-# ---------------------------------------------------------------- reset links (instructors)
+# ---------------------------------------------------------------- reset links (site admins; instructors for their learners)
+
+
+def _resetter(user: User, db) -> User:
+    """A site admin, or an instructor of some class: 403 for anyone else."""
+    if not (user.has_role("admin") or scopes.staff_scopes(db, user=user, roles=("instructor",))):
+        raise HTTPException(403, "Reset links are issued by a class's instructors and by site admins.")
+    return user
 
 
 def _resets_page(request: Request, settings: SettingsDep, *, status_code: int = 200, **extra) -> Response:
@@ -196,21 +205,25 @@ def _resets_page(request: Request, settings: SettingsDep, *, status_code: int = 
 
 
 @router.get("/account/reset-links")
-def reset_links(request: Request, user: InstructorUser, settings: SettingsDep):
+def reset_links(request: Request, user: CurrentUser, db: SessionDep, settings: SettingsDep):
+    _resetter(user, db)
     return _resets_page(request, settings)
 
 
 @router.post("/account/reset-links")
 def issue_reset_link(
     request: Request,
-    user: InstructorUser,
+    user: CurrentUser,
     db: SessionDep,
     settings: SettingsDep,
     email: Annotated[str, Form(max_length=254)] = "",
 ):
+    _resetter(user, db)
     target = user_service.get_by_email(db, email=email)
-    if target is None:
-        errors = {"email": f"no account has the address {email.strip()!r}; check the spelling"}
+    if target is None or not resets.may_issue(db, by=user, user=target):
+        # an instructor is told the same whether the address is unknown or not theirs: nothing about other classes
+        whose = "no account" if user.has_role("admin") else "no learner of a class you instruct"
+        errors = {"email": f"{whose} has the address {email.strip()!r}; check the spelling"}
         return _resets_page(request, settings, status_code=400, errors=errors, email=email)
     row, token = resets.issue(db, user=target, issued_by=user, lifetime_s=settings.reset_link_s)
     url = resets.link(settings.site_url, token)

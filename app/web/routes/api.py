@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from app.core.models import Job
+from app.services.classes import registry as class_registry
 from app.services.errors import Conflict
 from app.services.jobs import lifecycle as job_service
 from app.services.jobs import limits as limit_service
@@ -144,12 +145,18 @@ def job_out(job: Job, est: queue_service.Estimate | None = None) -> JobOut:
 
 
 @api.get("/me", operation_id="get_me", summary="Who you are, and your CSRF token", tags=["account"])
-def me(request: Request, user: CurrentUser) -> dict:
+def me(request: Request, user: CurrentUser, db: SessionDep) -> dict:
+    """`roles`: site roles (admin, author); `classes`: each class you are in, with your role there."""
     return {
         "id": user.id,
         "email": user.email,
         "display_name": user.display_name,
         "roles": sorted(user.roles),
+        "classes": [
+            {"slug": m.klass.slug, "title": m.klass.title, "role": m.role}
+            for m in class_registry.memberships(db, user_id=user.id)
+            if not m.left
+        ],
         "csrf_token": csrf_token_for(request.session),
     }
 
@@ -244,7 +251,7 @@ def cancel_job(job: ViewerJob, user: CurrentUser, db: SessionDep, settings: Sett
     """Cancel a queued job (at once) or a running one (its worker stops it within a heartbeat: poll until it
     reads `cancelled`). 409 once it has finished; 403 for a grader, who may look but not cancel. With an API
     token only the token's own account's jobs exist here (404 otherwise): staff actions need the browser login."""
-    if not job_service.may_cancel(job, user):
+    if not job_service.may_cancel(db, job, user):
         return JSONResponse({"detail": "Only the job's owner or an instructor can cancel it."}, status_code=403)
     job = job_service.cancel(db, job=job, by=user)
     return job_out(job, queue_service.estimates(db, settings, [job]).get(job.id))

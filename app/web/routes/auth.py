@@ -18,6 +18,7 @@ from fastapi.responses import RedirectResponse, Response
 from app.core.models import User
 from app.services.accounts import devices, resets, sessions, throttle
 from app.services.accounts import users as user_service
+from app.services.classes import scopes
 from app.services.errors import FieldError
 from app.web.csrf import SESSION_KEY
 from app.web.deps import OptionalUser, SessionDep, csrf_protect
@@ -36,11 +37,14 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
-def _landing(user, target: str) -> str:
-    """Where a login goes: the page that asked for it, else a grader's queue (their work) or the home page.
-    Instructors land on the home page: they author and run the class more than they grade."""
-    if target == "/" and user.has_role("grader") and not user.has_role("instructor"):
-        return "/grader"
+def _landing(db, user, target: str) -> str:
+    """Where a login goes: the page that asked for it, else the queue of the one class a grader grades in (their
+    work), or the home page. Instructors land on the home page: they run the class more than they grade."""
+    if target != "/":
+        return target
+    staff = scopes.staff_scopes(db, user=user)
+    if len(staff) == 1 and staff[0].role == "grader":
+        return f"/classes/{staff[0].klass.slug}/grader"
     return target
 
 
@@ -166,7 +170,7 @@ def login(
             response.headers["Retry-After"] = str(attempt.wait_s)
         return response
     start_session(request, db, attempt.user)
-    response = RedirectResponse(_landing(attempt.user, _safe_next(next)), status_code=303)
+    response = RedirectResponse(_landing(db, attempt.user, _safe_next(next)), status_code=303)
     return remember_device(request, response, attempt.device_cookie) if attempt.device_cookie else response
 
 

@@ -24,7 +24,7 @@ from app.content.schema import Numeric
 from app.core.digits import whole_number
 from app.services.learning import lesson_export, publishing
 from app.services.learning import lessons as lesson_service
-from app.web.deps import DbInt, InstructorUser, SessionDep, csrf_protect
+from app.web.deps import AuthorUser, DbInt, SessionDep, csrf_protect
 from app.web.middleware.bodies import AUTHORING_LIMIT
 from app.web.templates import render
 from labs.api import number
@@ -84,7 +84,7 @@ def _preview_ctx(lesson, path: str) -> dict:
 @router.post("/lessons")
 def new_lesson(
     request: Request,
-    user: InstructorUser,
+    user: AuthorUser,
     db: SessionDep,
     lesson_id: Annotated[str, Form(max_length=200)] = "",
     title: Annotated[str, Form(max_length=500)] = "",
@@ -118,7 +118,7 @@ def new_lesson(
 def edit_page(
     request: Request,
     lesson_id: str,
-    user: InstructorUser,
+    user: AuthorUser,
     db: SessionDep,
     file: str = "lesson.yaml",
     published: DbInt | None = None,
@@ -173,12 +173,12 @@ def _download(export: lesson_export.Export) -> Response:
 
 
 @router.get("/lessons/{lesson_id}/versions/{version}/files.zip")
-def version_zip(lesson_id: str, version: DbInt, user: InstructorUser, db: SessionDep) -> Response:
+def version_zip(lesson_id: str, version: DbInt, user: AuthorUser, db: SessionDep) -> Response:
     return _download(lesson_export.version_zip(db, lesson_id=lesson_id, version=version))
 
 
 @router.get("/lessons/{lesson_id}/versions/{version}/changes.diff")
-def version_diff(lesson_id: str, version: DbInt, user: InstructorUser, db: SessionDep) -> Response:
+def version_diff(lesson_id: str, version: DbInt, user: AuthorUser, db: SessionDep) -> Response:
     return _download(lesson_export.version_diff(db, lesson_id=lesson_id, version=version))
 
 
@@ -222,7 +222,7 @@ def _options_ctx(row, path: str, edit: listing.Edit, drop: bool, make_room: bool
 def preview(
     request: Request,
     lesson_id: str,
-    user: InstructorUser,
+    user: AuthorUser,
     db: SessionDep,
     path: Annotated[str, Form(max_length=200)],
     text: Annotated[str, Form(max_length=200_000)] = "",
@@ -249,7 +249,7 @@ def preview(
 def publish(
     request: Request,
     lesson_id: str,
-    user: InstructorUser,
+    user: AuthorUser,
     db: SessionDep,
     path: Annotated[str, Form(max_length=200)],
     base_version: Annotated[DbInt, Form()],
@@ -308,7 +308,7 @@ def restore(
     request: Request,
     lesson_id: str,
     version: DbInt,
-    user: InstructorUser,
+    user: AuthorUser,
     db: SessionDep,
     base_version: Annotated[DbInt, Form()],
     confirm: Annotated[str, Form(max_length=3)] = "",

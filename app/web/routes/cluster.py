@@ -10,7 +10,7 @@ from app.services.accounts import users as user_service
 from app.services.cluster import view as clusterview
 from app.services.errors import FieldError
 from app.services.jobs import limits as limit_service
-from app.web.deps import HostDep, InstructorUser, SessionDep, SettingsDep, csrf_protect
+from app.web.deps import AdminUser, HostDep, SessionDep, SettingsDep, csrf_protect
 from app.web.templates import render
 
 router = APIRouter(prefix="/instructor/cluster", dependencies=[Depends(csrf_protect)])
@@ -44,14 +44,14 @@ def _page(
 
 @router.get("")
 def cluster_page(
-    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep, saved: str = ""
+    request: Request, user: AdminUser, db: SessionDep, settings: SettingsDep, host: HostDep, saved: str = ""
 ) -> Response:
     return _page(request, db, settings, host, saved=saved)
 
 
 @router.post("/limits")
 async def set_limits(
-    request: Request, user: InstructorUser, db: SessionDep, settings: SettingsDep, host: HostDep
+    request: Request, user: AdminUser, db: SessionDep, settings: SettingsDep, host: HostDep
 ) -> Response:
     """The course default (no email) or one learner's override (email); `clear` removes a learner's override."""
     form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}

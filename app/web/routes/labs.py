@@ -52,6 +52,7 @@ def card_context(db: Session, settings: Settings, job: Job, user: User) -> dict:
         "estimates": queue_service.estimates(db, settings, [job]),
         "user": user,
         "losses": job_service.losses_of(db, [job]),
+        "can_cancel": job_service.may_cancel(db, job, user),
     }
 
 
@@ -201,8 +202,8 @@ def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep
 def cancel_job(
     request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep, formdata: PostedForm
 ) -> Response:
-    if not job_service.may_cancel(job, user):
-        raise HTTPException(403, "Only the job's owner or an instructor can cancel it.")
+    if not job_service.may_cancel(db, job, user):
+        raise HTTPException(403, "Only the job's owner, an instructor of their class or a site admin can cancel it.")
     job = job_service.cancel(db, job=job, by=user)
     if formdata.get("next") == "/jobs":  # the list's button: back to the list (htmx follows, selecting #jobs)
         return RedirectResponse("/jobs", status_code=303)

@@ -1,15 +1,18 @@
-"""LTI 1.3 pages: the LMS's login initiation and launches, the tool's JWKS, and the instructors' LTI page.
+"""LTI 1.3 addresses the LMS and its users reach: login initiation, launches, the tool's JWKS, and the hand-offs.
 
     GET  /lti/jwks.json              the tool's public key set (a stable URL to give the LMS)
     GET|POST /lti/login              OIDC login initiation from the LMS -> redirect to its authorization URL
     POST /lti/launch                 the LMS posts the signed id_token here (resource link or deep linking)
     GET  /lti/enter/{ticket}         a verified launch's one-time hand-off: logs this browser in, opens the page
     POST /lti/deep-link              the instructor's pick in the deep-linking page -> signed answer to the LMS
-    GET  /lti                        instructors: registrations, links, the tool's URLs; the registration form
-    POST /lti/platforms              register a platform (or add deployment ids)
-    POST /lti/links/{id}/roster      Names and Role Provisioning: sync the link's course roster
-    POST /lti/links/{id}/grades      Assignment and Grade Services: send released report grades
-    POST /lti/links/{id}/practice    the same for a lesson link: each learner's practice score
+
+The site admin's registrations and the classes' LMS pages are app/web/routes/lti_pages.py.
+
+What a launch may change: it signs in (or makes) the account of its `sub` on that platform, maps its LMS course to
+a class (a new one the first time), gives that person the role the LMS's roles map to *in that class only*
+(app/services/lti/contexts.py), and records the link. It never gives a site role, never changes a registration,
+and never touches another class. Every refusal is the page of lti/refused.html naming the failed check, never a
+500, an oversized launch included.
 
 Sessions: a launch arrives as a cross-site POST, often in an iframe; the course's cookies are SameSite=Lax and no
 course page may be framed. So the launch itself sets no login: it answers a small page (which the LMS may
@@ -26,33 +29,40 @@ token. Every other POST here is the instructors' and goes through csrf_protect.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pylti1p3.deep_link_resource import DeepLinkResource
+from pylti1p3.exception import LtiException
 from pylti1p3.lineitem import LineItem
 from starlette.concurrency import run_in_threadpool
 
 from app.core.config import Settings
 from app.core.models import User
 from app.services.errors import FieldError, NotFound
+from app.services.lti import contexts
 from app.services.lti import registry as lti
-from app.services.lti import sync as lti_sync
 from app.services.lti.tool import Launch, Login, LtiRequest, Refused, ToolConf
-from app.web.deps import DbInt, InstructorUser, PostedForm, SessionDep, SettingsDep, csrf_protect
+from app.web.deps import PostedForm, SessionDep, SettingsDep
 from app.web.middleware.headers import CSP_NONCE_KEY, csp
 from app.web.routes.auth import start_session
 from app.web.templates import render
 
 launches = APIRouter()  # posted by the LMS: authenticated by the id_token, not by our CSRF token (see above)
-staff = APIRouter(dependencies=[Depends(csrf_protect)])
 router = APIRouter()
+
+# An id_token with every claim a platform sends is a few kilobytes; deep-linking settings and custom parameters
+# add a few more. A launch larger than this is refused with the LTI page, read no further.
+LAUNCH_LIMIT = 256 * 1024
+# The route's own limit is set past anything a client could send, so that Starlette's body limit (which answers a
+# bare "Content Too Large" in place of any page) never fires there; `_launch_form` enforces LAUNCH_LIMIT itself.
+UNBOUNDED = 2**62
 
 TOOL_PATHS = {"login": "/lti/login", "launch": "/lti/launch", "jwks": "/lti/jwks.json"}
 
 
-def _base(request: Request, settings: Settings) -> str:
+def tool_base(request: Request, settings: Settings) -> str:
     return settings.site_url  # never the request's Host header: the client chooses it
 
 
@@ -106,7 +116,7 @@ async def login(request: Request, db: SessionDep, settings: SettingsDep) -> Resp
     if request.method == "POST":
         params.update({k: v for k, v in (await request.form()).items() if isinstance(v, str)})
     req = LtiRequest(params, secure=request.url.scheme == "https")
-    launch_url = _base(request, settings) + TOOL_PATHS["launch"]
+    launch_url = tool_base(request, settings) + TOOL_PATHS["launch"]
 
     def redirect_url() -> str:
         lti.purge_states(db)
@@ -119,62 +129,119 @@ async def login(request: Request, db: SessionDep, settings: SettingsDep) -> Resp
     return RedirectResponse(url, status_code=302)
 
 
-@launches.post("/lti/launch")
-def launch(request: Request, db: SessionDep, settings: SettingsDep, form: PostedForm) -> Response:
-    params = {k: v for k, v in form.items() if isinstance(v, str)}
-    conf = _conf(db, settings)
-    message = Launch(db, LtiRequest(params, secure=request.url.scheme == "https"), conf)
+async def _launch_form(request: Request) -> dict[str, str]:
+    """The launch's form fields, read up to LAUNCH_LIMIT; Refused("size") past it, Refused("format") for a body
+    that is not a form."""
+    too_large = Refused("size", f"the launch is larger than the {LAUNCH_LIMIT // 1024} KiB an LTI launch may be")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > LAUNCH_LIMIT:
+        raise too_large
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise Refused("format", f"the launch is not a form post (its content type is {ctype[:60]!r})")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > LAUNCH_LIMIT:
+            raise too_large
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=50, strict_parsing=False)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise Refused("format", f"the launch's form cannot be read ({exc})") from exc
+    return dict(pairs)
+
+
+@launches.post("/lti/launch", max_body_size=UNBOUNDED)
+async def launch(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
+    try:
+        params = await _launch_form(request)
+    except Refused as exc:
+        return _refused(request, exc, 413 if exc.check == "size" else 400)
+    return await run_in_threadpool(_launch, request, db, settings, params)
+
+
+def _launch(request: Request, db, settings: Settings, params: dict[str, str]) -> Response:
+    message = Launch(db, LtiRequest(params, secure=request.url.scheme == "https"), _conf(db, settings))
     try:
         message.validate()
+        return _launched(request, db, message)
     except Refused as exc:
-        return _refused(request, exc)
+        db.rollback()
+        return _refused(request, exc, 403 if exc.check == "role" else 400)
+    except FieldError as exc:
+        db.rollback()
+        return _refused(request, Refused(exc.field, exc.message))
+    except LtiException as exc:  # a claim pylti1p3 could not read: the launch's, not ours
+        db.rollback()
+        return _refused(request, Refused("message", str(exc) or "the launch message is not valid LTI 1.3"))
+
+
+def _claim_dict(message: Launch, name: str) -> dict:
+    value = message.claim(name, {}) or {}
+    if not isinstance(value, dict):
+        raise Refused("message", f"the launch's {name} claim is not an object")
+    return value
+
+
+def _launched(request: Request, db, message: Launch) -> Response:
+    """What a verified launch does (the module's docstring says what it may and may not change)."""
     platform = message.platform
     body = message.body
-    roles = lti.course_roles(list(message.claim("roles", [])))
+    sub = body.get("sub")
+    if not isinstance(sub, str) or not sub.strip() or len(sub) > 255:
+        raise Refused("message", "the id_token has no usable sub (the LMS's id of the user)")
+    name = str(body["name"]) if isinstance(body.get("name"), str) else ""
+    email = str(body["email"]) if isinstance(body.get("email"), str) else None
+    context = contexts.context_for(db, platform=platform, claim=message.claim("context"))
+    klass = contexts.class_of(db, context)
+    role = contexts.class_role(message.claim("roles", []))
     frame = _frame_origins(message)
     if message.is_deep_link_launch():
-        if "instructor" not in roles:
-            return _refused(request, Refused("role", "only an instructor chooses what a link opens"), 403)
-        user, _ = lti.user_for(
-            db, platform=platform, sub=str(body["sub"]), name=body.get("name", ""), email=body.get("email"), roles=roles
-        )
+        if role != "instructor":
+            raise Refused("role", "only an instructor of the LMS course chooses what a link opens")
+        user, _ = lti.user_for(db, platform=platform, sub=sub, name=name, email=email)
+        contexts.seen(db, context=context, user_id=user.id, role=role)
         ticket = lti.issue_ticket(db, kind="deep_link", user=user, target=message.get_launch_id())
-        ctx = {"ticket": ticket, "targets": lti.targets(db), "platform": platform}
+        ctx = {"ticket": ticket, "targets": lti.targets(db, klass=klass), "platform": platform, "klass": klass}
         return _framed_by(request, render(request, "lti/deep_link.html", ctx), frame=frame)
     if not message.is_resource_launch():
-        return _refused(request, Refused("message", "this course answers resource-link and deep-linking launches"))
-    custom = message.claim("custom", {}) or {}
-    link_claim = message.claim("resource_link", {}) or {}
-    target = lti.target(db, str(custom.get("target", "")))
+        raise Refused("message", "this course answers resource-link and deep-linking launches")
+    custom = _claim_dict(message, "custom")
+    link_claim = _claim_dict(message, "resource_link")
+    link_id = link_claim.get("id")
+    if not isinstance(link_id, str) or not link_id:
+        raise Refused("message", "the launch names no resource link (its resource_link claim has no id)")
+    target = lti.target(db, str(custom.get("target", "")), klass=klass)
     if target is None:
-        known = next((row for row in lti.links(db) if row.resource_link_id == link_claim.get("id")), None)
-        target = lti.target(db, known.target) if known else None
+        known = lti.link_of(db, platform_id=platform.id, resource_link_id=link_id)
+        target = lti.target(db, known.target, klass=klass) if known else None
     if target is None:
-        return _refused(
-            request,
-            Refused(
-                "target",
-                f"this link names no lesson of the course (custom target {custom.get('target', '')!r}); an "
-                "instructor picks one with the LMS's deep-linking (“external tool”) dialog",
-            ),
+        raise Refused(
+            "target",
+            f"this link names no lesson that {klass.title} offers (custom target {str(custom.get('target', ''))[:80]!r});"
+            " an instructor picks one with the LMS's deep-linking (“external tool”) dialog",
         )
-    user, _ = lti.user_for(
-        db, platform=platform, sub=str(body["sub"]), name=body.get("name", ""), email=body.get("email"), roles=roles
-    )
+    user, _ = lti.user_for(db, platform=platform, sub=sub, name=name, email=email)
+    contexts.seen(db, context=context, user_id=user.id, role=role)
     lti.remember_link(
         db,
         platform=platform,
-        deployment_id=str(message.claim("deployment_id", "")),
-        resource_link_id=str(link_claim.get("id")),
+        deployment_id=str(message.claim("deployment_id", ""))[:255],
+        resource_link_id=link_id[:255],
         target_key=target.key,
-        context=message.claim("context", {}) or {},
-        nrps=body.get("https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"),
-        ags=body.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"),
+        context=context,
+        nrps=_claim_or_none(body, "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"),
+        ags=_claim_or_none(body, "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"),
     )
-    lti.let_grade(db, user=user, target=target.key)
+    lti.let_grade(db, klass=klass, user=user, role=role, target=target.key)
     ticket = lti.issue_ticket(db, kind="enter", user=user, target=target.path)
-    ctx = {"ticket": ticket, "target": target, "who": user.display_name, "platform": platform}
+    ctx = {"ticket": ticket, "target": target, "who": user.display_name, "platform": platform, "klass": klass}
     return _framed_by(request, render(request, "lti/launch.html", ctx), frame=frame)
+
+
+def _claim_or_none(body, name: str) -> dict | None:
+    value = body.get(name)
+    return value if isinstance(value, dict) else None
 
 
 @launches.get("/lti/enter/{ticket}")
@@ -195,17 +262,24 @@ def enter(request: Request, db: SessionDep, ticket: str) -> Response:
 @launches.post("/lti/deep-link")
 def deep_link(request: Request, db: SessionDep, settings: SettingsDep, form: PostedForm) -> Response:
     ticket, key = str(form.get("ticket", "")), str(form.get("target", ""))
-    chosen = lti.target(db, key)
-    if chosen is None:
-        raise FieldError("target", f"got {key!r}; pick one of the lessons or labs listed")
+    if lti.target(db, key, klass=None) is None:
+        raise FieldError("target", f"got {key[:80]!r}; pick one of the lessons or labs listed")
     row = lti.take_ticket(db, kind="deep_link", token=ticket)
     if row is None:
         return _refused(request, Refused("ticket", "this choice was sent already or expired: open the dialog again"))
     conf = _conf(db, settings)
-    message = Launch.restore(db, conf, row.target)
+    try:
+        message = Launch.restore(db, conf, row.target)
+    except Refused as exc:
+        return _refused(request, exc)
+    context = contexts.context_for(db, platform=message.platform, claim=message.claim("context"))
+    klass = contexts.class_of(db, context)
+    chosen = lti.target(db, key, klass=klass)
+    if chosen is None:
+        return _refused(request, Refused("target", f"{klass.title} does not offer {key[:80]!r}: open the dialog again"))
     resource = (
         DeepLinkResource()
-        .set_url(_base(request, settings) + TOOL_PATHS["launch"])
+        .set_url(tool_base(request, settings) + TOOL_PATHS["launch"])
         .set_title(chosen.title)
         .set_custom_params({"target": chosen.key})
     )
@@ -223,84 +297,4 @@ def deep_link(request: Request, db: SessionDep, settings: SettingsDep, form: Pos
     )
 
 
-# --- instructors -----------------------------------------------------------------------------------------------
-
-
-def _page(request: Request, db, settings: Settings, *, status_code: int = 200, **extra) -> Response:
-    base = _base(request, settings)
-    ctx = {
-        "platforms": lti.platforms(db),
-        "links": lti.links(db),
-        "tool_urls": {name: base + path for name, path in TOOL_PATHS.items()},
-        "errors": {},
-        "form": {},
-        "done": None,
-        **extra,
-    }
-    return render(request, "lti/platforms.html", ctx, status_code=status_code)
-
-
-@staff.get("/lti")
-def platforms_page(request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser) -> Response:
-    return _page(request, db, settings)
-
-
-FORM_FIELDS = ("name", "issuer", "client_id", "auth_login_url", "auth_token_url", "key_set_url", "auth_audience")
-
-
-@staff.post("/lti/platforms")
-def add_platform(
-    request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser, form: PostedForm
-) -> Response:
-    values = {f: str(form.get(f, "")) for f in (*FORM_FIELDS, "deployment_ids")}
-    try:
-        row = lti.register(
-            db,
-            **{f: values[f] for f in FORM_FIELDS},
-            deployment_ids=lti.deployment_list(values["deployment_ids"]),
-            created_by=user,
-        )
-    except FieldError as exc:
-        db.rollback()
-        return _page(request, db, settings, status_code=422, errors={exc.field: exc.message}, form=values)
-    return _page(request, db, settings, done=f"Registered {row.name} ({row.issuer}, client id {row.client_id}).")
-
-
-def _link_or_404(db, link_id: int):
-    row = lti.link(db, link_id=link_id)
-    if row is None:
-        raise NotFound(f"There is no LTI link {link_id}.")
-    return row
-
-
-@staff.post("/lti/links/{link_id}/roster")
-def roster(request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser, link_id: DbInt) -> Response:
-    link = _link_or_404(db, link_id)
-    result = lti_sync.sync_roster(db, link=link, key=lti.tool_key(settings.data_dir))
-    done = (
-        f"Roster of {link.context_title or link.context_id}: {result.members} members, {result.created} new "
-        f"accounts, {result.roles_added} roles added."
-    )
-    return _page(request, db, settings, done=done)
-
-
-@staff.post("/lti/links/{link_id}/grades")
-def grades(request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser, link_id: DbInt) -> Response:
-    link = _link_or_404(db, link_id)
-    result = lti_sync.send_grades(db, link=link, key=lti.tool_key(settings.data_dir))
-    done = (
-        f"Grades for {link.target}: {result.sent} sent, {result.already} sent before, {result.without_grade} "
-        "learners without a released grade."
-    )
-    return _page(request, db, settings, done=done)
-
-
-@staff.post("/lti/links/{link_id}/practice")
-def practice(request: Request, db: SessionDep, settings: SettingsDep, user: InstructorUser, link_id: DbInt) -> Response:
-    link = _link_or_404(db, link_id)
-    sent = lti_sync.send_practice(db, link=link, key=lti.tool_key(settings.data_dir))
-    return _page(request, db, settings, done=f"Practice scores for {link.target}: {sent} sent.")
-
-
 router.include_router(launches)
-router.include_router(staff)

@@ -1,7 +1,7 @@
-"""Home, the instructor landing page (role-checked), and the notices every page can show.
+"""Home, the authoring landing page (authors only), and the notices every page can show.
 
-    GET  /                        the learner's lessons (resume, or done) / the welcome page
-    GET  /instructor              lessons and their versions, with notes and downloads
+    GET  /                        the learner's classes and lessons (resume, or done) / the welcome page
+    GET  /instructor              lessons and their versions, with notes and downloads (authors)
     GET  /notices                 htmx: announce finished jobs and new grades (see app/web/notice_session.py)
     POST /notices/dismiss         forget one notice
     GET  /notices/grades/{id}     mark a grade seen and go to it on the report page
@@ -17,12 +17,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
+from app.services.classes import registry as class_registry
 from app.services.errors import NotFound
 from app.services.learning import lessons as lesson_service
 from app.services.learning import notices
 from app.services.learning import progress as learning
 from app.web import notice_session
-from app.web.deps import CurrentUser, DbInt, InstructorUser, SessionDep, ViewerDep, csrf_protect
+from app.web.deps import AuthorUser, CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
 from app.web.templates import is_htmx, render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -35,11 +36,15 @@ async def home(request: Request, viewer: ViewerDep, db: SessionDep):
     if user is None:
         return render(request, "home.html", {"progress": []})
     catalogue = lesson_service.catalogue(db)
-    return render(request, "home.html", {"progress": learning.dashboard(db, user=user, lessons=catalogue)})
+    ctx = {
+        "progress": learning.dashboard(db, user=user, lessons=catalogue),
+        "memberships": [m for m in class_registry.memberships(db, user_id=user.id) if not m.left],
+    }
+    return render(request, "home.html", ctx)
 
 
 @router.get("/instructor")
-def instructor_home(request: Request, user: InstructorUser, db: SessionDep):
+def instructor_home(request: Request, user: AuthorUser, db: SessionDep):
     catalogue = lesson_service.catalogue(db)
     rows = [(lesson, version, lesson_service.versions(db, lesson_id=lesson.id)) for lesson, version in catalogue]
     return render(request, "instructor/index.html", {"rows": rows, "file_errors": request.app.state.content_errors})
@@ -69,7 +74,7 @@ def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Respons
     if notice_session.grades_due(session):
         session[notice_session.CHECKED] = time.time()
         seen = session.get(notice_session.GRADES_SEEN)
-        for grade, report, version in notices.new_grades(db, owner=user, after_id=seen):
+        for grade, report, version in notices.new_grades(db, owner=user, after=seen):
             lesson = lesson_service.current(db, lesson_id=report.lesson_id)
             title = lesson.lesson.title if lesson else report.lesson_id
             notice_session.add(
@@ -83,7 +88,7 @@ def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Respons
                     "link": "See your grade and feedback",
                 },
             )
-            session[notice_session.GRADES_SEEN] = max(int(session.get(notice_session.GRADES_SEEN) or 0), grade.id)
+            session[notice_session.GRADES_SEEN] = notices.cursor(grade)  # in release order: the last is the newest
     if notice_session.pending(session) == before:
         # Nothing new: no swap (204), so the live region is not re-read to a screen reader every few seconds.
         return Response(status_code=204)
@@ -105,11 +110,6 @@ def notice_grade(request: Request, grade_id: DbInt, user: CurrentUser, db: Sessi
         raise NotFound(f"No grade {grade_id} on a report of yours.")
     _, report, version = found
     notice_session.dismiss(request.session, f"grade-{report.id}")
-    session = request.session
-    session[notice_session.GRADES_SEEN] = max(int(session.get(notice_session.GRADES_SEEN) or 0), grade_id)
     return RedirectResponse(
         f"/lessons/{report.lesson_id}/report?v={version.number}#version-{version.number}", status_code=303
     )  # that version in full, with its grade, even after a resubmission
-
-
-# The grader's queue lives in app/web/routes/grading.py.

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from app.content.schema import Lesson, Rubric
 from app.core.config import Settings
 from app.core.models import Grade, LabReport, ReportVersion, User
+from app.services.classes.scopes import Scope
 from app.services.errors import NotFound
 from app.services.grading import evidence as evidence_service
 from app.services.grading import grades as grading
@@ -99,13 +100,15 @@ class ReviewPage:
         db: Session,
         settings: Settings,
         *,
-        grader: User,
+        scope: Scope,
         report: LabReport,
         number: int | None,
         filters: dict[str, str],
         notice: ReviewNotice,
     ) -> ReviewPage:
-        """Version `number` of `report` (the latest when None) for `grader`; NotFound when it has no such version."""
+        """Version `number` of `report` (the latest when None) for the scope's grader in its class; NotFound when it
+        has no such version."""
+        grader = scope.user
         versions = report_service.versions(db, report=report)
         if number:
             version = next((v for v in versions if v.number == number), None)
@@ -125,7 +128,7 @@ class ReviewPage:
             total = grading.score(lesson.rubric, picks)[1] if lesson.rubric else 0
         place = grading.neighbours(
             db,
-            user=grader,
+            scope=scope,
             report=report,
             lesson_id=filters.get("lesson"),
             status=filters.get("status"),
@@ -147,7 +150,7 @@ class ReviewPage:
             grade=grade,
             resubmitted=grading.resubmission(db, version=version, versions=versions, lesson=lesson_then),
             history=grading.grade_history(db, version=version),
-            graders={u.id: u for u in grading.graders(db)},
+            graders={u.id: u for u in grading.graders(db, klass=scope.klass)},
             picked=dict(draft.levels),
             total=total,
             feedback=draft.feedback,
