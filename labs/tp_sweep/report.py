@@ -36,7 +36,7 @@ def degree_artifacts(ctx: Any, params: Params, degree: int, spans: list[Span]) -
     )
     ctx.add_artifact(f"timeline_tp{degree}", svg_name, "image/svg+xml", f"Timeline, TP={degree} (measured)")
     ctx.add_artifact(
-        f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)"
+        f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (JSON for Perfetto UI)"
     )
     return {"timeline": svg_name, "trace": trace_name}
 

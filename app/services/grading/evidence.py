@@ -125,14 +125,28 @@ class Ask:
 
     text: str  # "a run with an outlier step (the lesson's step 20 of 40)"
     fits: Callable[[dict], bool]  # the run's parameters, defaults filled in
+    # What a fitting run's result must also show, read from its summary (a few numbers of result.json): "" when it
+    # does, else why not ("it clipped nothing"). Only "Attach my latest runs" asks; the menu marks by parameters.
+    shows: Callable[[dict], str] | None = None
+
+
+def _clipped(result: dict) -> str:
+    """The numerics item's answer is about what clipped: a run in which nothing did cannot give it."""
+    clipping = ((result.get("results") or {}).get("clipping") or {}) if isinstance(result, dict) else {}
+    total = clipping.get("total_clipped")
+    return "" if isinstance(total, int | float) and total > 0 else "it clipped nothing"
 
 
 # Mirrors what labs/checks needs from each slot's result, read from the parameters (a result can be
 # megabytes; its parameters are a few fields): a run that fits passes the checks' "did you run the right thing".
+# The numerics item's question asks at which steps values clipped and what the scale did next: only delayed
+# scaling clips at a spike (current, block and MXFP8 scale from the tensor being cast, so the spike fits).
 ASKS: dict[tuple[str, str], Ask] = {
     ("fp8-step", "evidence"): Ask(
-        "a run with an outlier step, so the clipping and the scale's answer show (the lesson's “step 20 of 40”)",
-        lambda p: p.get("outlier_step") is not None,
+        "a delayed-scaling run with an outlier step, so the clipping and the scale's answer show (the lesson's "
+        "“step 20 of 40”)",
+        lambda p: p.get("outlier_step") is not None and p.get("recipe") == "delayed",
+        _clipped,
     ),
     ("overlap-trace", "evidence"): Ask(
         "a run of both the immediate and the windowed schedule",
@@ -157,6 +171,27 @@ def fits(slot: Slot, lab: str, params: dict | None) -> bool:
     """Whether a run of `lab` with `params` is the run `slot` asks for (False for a slot that asks nothing)."""
     ask = ask_for(slot)
     return ask is not None and lab == slot.lab and ask.fits(_with_defaults(lab, params))
+
+
+def pick_run(slot: Slot, jobs: list[Job]) -> tuple[Job | None, str]:
+    """The newest of `jobs` (finished runs of the slot's lab, newest first) that can show what the slot asks, or
+    None and why none can, in the learner's words: what the item asks, and what their newest run was instead."""
+    ask = ask_for(slot)
+    if not jobs or ask is None:
+        return (jobs[0] if jobs else None), ""
+    for job in jobs:
+        if ask.fits(_with_defaults(job.lab, job.params)) and not (ask.shows and ask.shows(job.result or {})):
+            return job, ""
+    newest = jobs[0]
+    fitted = ask.fits(_with_defaults(newest.lab, newest.params))
+    why = (ask.shows(newest.result or {}) if ask.shows else "") if fitted else "it is not one"
+    run = f"job {newest.id} ({params_words(newest.lab, newest.params)})"
+    if len(jobs) == 1:
+        return None, f"This item asks for {ask.text}. Your one {slot.lab} run, {run}, cannot show that: {why}."
+    return None, (
+        f"This item asks for {ask.text}. None of your {len(jobs)} {slot.lab} runs can show that: your newest, "
+        f"{run}, {why}."
+    )
 
 
 # ---------------------------------------------------------------- sources and checks

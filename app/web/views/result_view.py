@@ -97,6 +97,7 @@ class Item:
 
 
 LONG_CELL = 40  # characters: a longer cell wraps; shorter ones stay on one line and the table scrolls instead
+SHORT_CELL = 10
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,54 @@ class Cell:
     def css(self) -> str:
         return "num" if self.numeric else ("long" if len(self.text) > LONG_CELL else "")
 
+    @property
+    def short(self) -> bool:
+        """Short enough that a phone's stacked row puts two such cells, each with its column's name, on one line."""
+        return len(self.text) <= SHORT_CELL
+
+
+# A table's title is its heading: a lab's longer title keeps its first words there and the rest becomes the
+# description under it (a bold heading of five lines on a phone was a paragraph, not a name).
+TABLE_HEADING_AT = 56  # characters
+
+
+def _top_level(title: str, sep: str) -> int:
+    """Where `sep` first occurs outside parentheses in `title`, or -1."""
+    depth = 0
+    for i, ch in enumerate(title):
+        if depth == 0 and title.startswith(sep, i):
+            return i
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+    return -1
+
+
+def _sentence(text: str) -> str:
+    first = text.split(" ", 1)[0].rstrip(";,")
+    if len(first) > 1 and first.isalpha() and first.islower():  # a word, not a symbol ("t = …") or a name ("bf16")
+        text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!", ")")) else text + "."
+
+
+def table_heading(title: str) -> tuple[str, str]:
+    """(heading, description) of a table's title: "Loss per step" stays whole; "Per rank (the median step, ms):
+    T_step ≈ …" is headed by what comes before the colon, "Weight-gradient relative error vs BF16 at step 0
+    (delayed scaling starts from scale 1, …)" by what comes before its closing parenthesis."""
+    title = " ".join(title.split())
+    if len(title) <= TABLE_HEADING_AT:
+        return title, ""
+    colon, paren, comma = (_top_level(title, sep) for sep in (": ", " (", ", "))
+    if 0 < colon <= TABLE_HEADING_AT:
+        return title[:colon], _sentence(title[colon + 2 :])
+    if 0 < paren <= TABLE_HEADING_AT:
+        rest = title[paren + 2 :]
+        if _top_level(rest, ")") == len(rest) - 1:  # the parenthesis closes the title: its inside describes it
+            return title[:paren], _sentence(rest[:-1])
+        return title[:paren], _sentence("(" + rest)
+    if 0 < comma <= TABLE_HEADING_AT:
+        return title[:comma], _sentence(title[comma + 2 :])
+    cut_at = title.rfind(" ", 0, TABLE_HEADING_AT)
+    return (title, "") if cut_at <= 0 else (title[:cut_at] + " …", "… " + title[cut_at + 1 :])
+
 
 @dataclass
 class TableView:
@@ -115,6 +164,13 @@ class TableView:
     columns: list[str]
     rows: list[list[Cell]]
     cut_note: str = ""  # "the first 50 of 2,000 rows": the excerpt's bound, said under the table
+    description: str = ""  # what the title said beyond its heading (table_heading)
+
+    @property
+    def stacks(self) -> bool:
+        """Whether a phone shows each row as a block of "column: value" lines rather than a table row: four or more
+        columns, or any cell long enough to wrap, do not fit 390 px side by side without cutting a value."""
+        return len(self.columns) >= 4 or any(c.css == "long" for r in self.rows for c in r)
 
     @cached_property
     def numeric_columns(self) -> set[int]:
@@ -200,6 +256,12 @@ def _fallback_answer(title: str, items: list[Item]) -> str:
     return f"In this run, {joined}."
 
 
+def _download_title(title: str) -> str:
+    """A download's link text says what the link does: a Chrome trace downloads (the timeline viewer's button opens
+    one in Perfetto UI); results written before the labs said so called the download "open in Perfetto"."""
+    return title.replace("(open in Perfetto)", "(JSON for Perfetto UI)")
+
+
 def present(result: dict) -> ResultView:
     lab = str(result.get("lab", ""))
     spec = catalog.LABS.get(lab)
@@ -242,7 +304,8 @@ def present(result: dict) -> ResultView:
             ]
             for r in t.rows
         ]
-        tables.append(TableView(str(t.title), columns, rows, t.cut_note))
+        heading, description = table_heading(str(t.title))
+        tables.append(TableView(heading, columns, rows, t.cut_note, description))
     stated = isinstance(answer, str) and bool(answer.strip())
     return ResultView(
         lab=lab,
@@ -257,7 +320,7 @@ def present(result: dict) -> ResultView:
         footnotes=footnotes,
         plots=[Plot(a.name, a.title, a.name.startswith("timeline")) for a in ex.plots],
         tables=tables,
-        downloads=ex.downloads,
+        downloads=[FileRef(d.name, _download_title(d.title)) for d in ex.downloads],
         cut_notes=ex.notes,
     )
 
