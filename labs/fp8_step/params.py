@@ -249,9 +249,8 @@ def limits(p: Params, backend: str) -> list[Problem]:
             return [
                 Problem(
                     "steps",
-                    f"steps: this run is too big for the cpu backend (about {power_of_ten(flops, 2)} FLOPs, over its "
-                    f"budget of {power_of_ten(CPU_FLOP_BUDGET, 1)}); take fewer steps, a smaller batch, seq or model, "
-                    "or a GPU backend",
+                    f"steps: about {power_of_ten(flops, 2)} FLOPs, over the cpu backend's budget of "
+                    f"{power_of_ten(CPU_FLOP_BUDGET, 1)}; take fewer steps, a smaller batch, seq or model, or a GPU backend",
                     f"6 × {param_count(p):,} parameters × batch {p.batch:,} × seq {p.seq:,} × {p.steps:,} steps\n"
                     f"≈ {power_of_ten(flops, 2)} FLOPs per run\n"
                     f"> {power_of_ten(CPU_FLOP_BUDGET, 1)}, the cpu backend's budget",

@@ -156,7 +156,7 @@ def test_times_answer_names_a_multiple_of_each_learners_own_answer():
         ({"answer": 8, "mistakes": [{"value": 4, "times_answer": 2, "feedback": "x"}]}, "exactly one of `value`"),
         ({"answer": 8, "mistakes": [{"feedback": "x"}]}, "exactly one of `value`"),
         ({"answer": 8, "mistakes": [{"times_answer": 0, "feedback": "x"}]}, "other than 0"),
-        ({"answer": 8, "mistakes": [{"value": 4, "feedback": ""}]}, "at least 1 character"),
+        ({"answer": 8, "mistakes": [{"value": 4, "feedback": ""}]}, "the idea that gives it; found none yet"),
     ],
 )
 def test_a_rule_that_names_nothing_is_refused(body, words):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import Id, Markdown, Strict, Text
 
@@ -103,6 +103,13 @@ class NamedMistake(Strict):
         description="What went wrong, shown to a learner whose answer matches: the idea that gives this number. A "
         "generated question's may use its {{placeholders}}."
     )
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _written(cls, v):
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("the words a learner who gives this answer reads: the idea that gives it; found none yet")
+        return v
 
     @model_validator(mode="after")
     def _one_kind(self) -> NamedMistake:

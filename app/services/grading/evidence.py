@@ -184,7 +184,7 @@ def pick_run(slot: Slot, jobs: list[Job]) -> tuple[Job | None, str]:
             return job, ""
     newest = jobs[0]
     fitted = ask.fits(_with_defaults(newest.lab, newest.params))
-    why = (ask.shows(newest.result or {}) if ask.shows else "") if fitted else "it is not one"
+    why = (ask.shows(newest.result or {}) if ask.shows else "") if fitted else "it is not such a run"
     run = f"job {newest.id} ({params_words(newest.lab, newest.params)})"
     if len(jobs) == 1:
         return None, f"This item asks for {ask.text}. Your one {slot.lab} run, {run}, cannot show that: {why}."

@@ -97,7 +97,11 @@ class Item:
 
 
 LONG_CELL = 40  # characters: a longer cell wraps; shorter ones stay on one line and the table scrolls instead
-SHORT_CELL = 10
+HALF_LINE = 22  # characters of a column's name and its value that share a phone's line with another such pair
+# What fits side by side on a 390 px phone, in characters of the page's table text (about 8.5 px each, less the
+# page's margins), and what each column's cell padding takes of it.
+PHONE_TABLE_CHARS = 38
+PHONE_CELL_PADDING = 2
 
 
 @dataclass(frozen=True)
@@ -108,11 +112,6 @@ class Cell:
     @property
     def css(self) -> str:
         return "num" if self.numeric else ("long" if len(self.text) > LONG_CELL else "")
-
-    @property
-    def short(self) -> bool:
-        """Short enough that a phone's stacked row puts two such cells, each with its column's name, on one line."""
-        return len(self.text) <= SHORT_CELL
 
 
 # A table's title is its heading: a lab's longer title keeps its first words there and the rest becomes the
@@ -168,9 +167,14 @@ class TableView:
 
     @property
     def stacks(self) -> bool:
-        """Whether a phone shows each row as a block of "column: value" lines rather than a table row: four or more
-        columns, or any cell long enough to wrap, do not fit 390 px side by side without cutting a value."""
-        return len(self.columns) >= 4 or any(c.css == "long" for r in self.rows for c in r)
+        """Whether a phone shows each row as a block of "column: value" lines rather than a table row: when its
+        columns side by side, each as wide as its longest value (or its header's longest word), would not fit a
+        390 px screen without cutting a value."""
+        width = 0
+        for i, name in enumerate(self.columns):
+            cells = [len(r[i].text) for r in self.rows if i < len(r)]
+            width += max([*cells, *(len(w) for w in name.split())], default=0) + PHONE_CELL_PADDING
+        return width > PHONE_TABLE_CHARS
 
     @cached_property
     def numeric_columns(self) -> set[int]:
@@ -179,6 +183,11 @@ class TableView:
         for r in self.rows:
             cols -= {i for i, c in enumerate(r) if not c.numeric and c.text != MISSING}
         return cols
+
+    def half(self, i: int, c: Cell) -> bool:
+        """Whether cell `i` of a stacked row is short enough, with its column's name, to share a phone's line with
+        another such cell ("stride 2", "correct 1/16")."""
+        return i > 0 and len(c.text) + len(self.columns[i] if i < len(self.columns) else "") <= HALF_LINE
 
     @property
     def folded(self) -> bool:
