@@ -67,7 +67,9 @@ def run_lab(name: str, raw_params: str, out: Path, backend_req: str) -> int:
         raise BadParams(str(exc)) from None
     problems = spec.problems(params, backend, local_capacity(report))
     if problems:
-        raise BadParams("; ".join(p.message for p in problems))
+        raise BadParams(
+            "; ".join(f"{p.message} ({'; '.join(p.detail.splitlines())})" if p.detail else p.message for p in problems)
+        )
     run = spec.load_runner()
     out.mkdir(parents=True, exist_ok=True)
     ranks = spec.resources(params, backend).ranks

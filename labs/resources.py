@@ -171,10 +171,13 @@ def rank_job(
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a run cannot go ahead: the parameter it belongs to and a sentence that starts with its name."""
+    """Why a run cannot go ahead: the parameter it belongs to and a sentence that starts with its name, and where
+    the refusal rests on a sum the learner may want to check, that arithmetic (`detail`, lines a page shows as a
+    block of their own and the command line after the sentence)."""
 
     field: str
     message: str
+    detail: str = ""
 
 
 def no_limits(params: Any, backend: str) -> list[Problem]:

@@ -33,6 +33,9 @@ class Ask:
 
     text: str  # "a sweep with TP 1 and at least one degree above it"
     fits: Callable[[dict], bool]  # the run's parameters, defaults filled in
+    # What a fitting run's result must also show, read from its summary (a few numbers of result.json): "" when it
+    # does, else why not ("it clipped nothing"). Only "Attach my latest runs" asks; the menu marks by parameters.
+    shows: Callable[[dict], str] | None = None
 
 
 def no_words(params: dict) -> list[str]:

@@ -174,11 +174,8 @@ class JobLoss(Base):
 
 
 class LessonVersion(Base):
-    """An immutable published version of one lesson: the text of every file, as authored.
-
-    Files on disk are published as a new version when their content changes; the browser editor
-    publishes versions too. Attempts and answers point at the version they were given under.
-    """
+    """An immutable published version of one lesson: the text of every file, as authored. Files on disk (when they
+    change) and the browser editor publish them; attempts and answers point at the version they were given under."""
 
     __tablename__ = "lesson_versions"
     __table_args__ = (UniqueConstraint("lesson_id", "version"),)
@@ -194,6 +191,20 @@ class LessonVersion(Base):
     author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LessonDraft(Base):
+    """A lesson's next version, saved in the editor, not published: staff preview it, learners never see it. One
+    per lesson; publishing makes it the next LessonVersion (app/services/learning/drafts.py)."""
+
+    __tablename__ = "lesson_drafts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    lesson_id: Mapped[str] = mapped_column(String(64), unique=True)
+    base_version: Mapped[int | None] = mapped_column(Integer)  # None: a new lesson, never published
+    files: Mapped[dict] = mapped_column(JSON)  # relative path -> YAML text, as a LessonVersion holds them
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class PartProgress(Base):

@@ -21,6 +21,7 @@ class Problem(BaseModel):
 class FieldProblem(BaseModel):
     field: str = Field(description="the input it is about, e.g. `steps` (a lab parameter) or `backend`")
     message: str = Field(description="what is wrong with it and what it allows")
+    detail: str | None = Field(None, description="the arithmetic behind the refusal, in lines, where there is some")
 
 
 class Refusal(Problem):

@@ -44,7 +44,7 @@ def timeline_artifacts(ctx: LabContext, params: Params, drawn: list[Span], topol
     ctx.write_text(trace, chrome_trace_json(drawn, metadata={"lab": "collectives", "backend": ctx.backend}))
     ctx.add_artifact("timeline_hierarchy", svg, "image/svg+xml", "Timeline: flat vs hierarchical all-reduce (measured)")
     ctx.add_artifact(
-        "trace_hierarchy", trace, "application/json", "Chrome trace: flat vs hierarchical (open in Perfetto)"
+        "trace_hierarchy", trace, "application/json", "Chrome trace: flat vs hierarchical (JSON for Perfetto UI)"
     )
     return {"timeline": svg, "trace": trace}
 

@@ -46,7 +46,7 @@ def variant_artifacts(
         chrome_trace_json(all_spans, metadata={"lab": "context-parallel", "method": name, "backend": ctx.backend}),
     )
     ctx.add_artifact(f"timeline_{name}", svg, "image/svg+xml", f"Timeline: {TITLES[name]} (measured)")
-    ctx.add_artifact(f"trace_{name}", trace, "application/json", f"Chrome trace: {TITLES[name]} (open in Perfetto)")
+    ctx.add_artifact(f"trace_{name}", trace, "application/json", f"Chrome trace: {TITLES[name]} (JSON for Perfetto UI)")
     return {"timeline": svg, "trace": trace}
 
 

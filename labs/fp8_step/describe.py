@@ -105,16 +105,26 @@ def params_words(p: dict) -> list[str]:
     ]
 
 
+def clipped(result: dict) -> str:
+    """ "" when the run clipped something, else why it cannot answer the numerics item (what clipped, and when)."""
+    clipping = ((result.get("results") or {}).get("clipping") or {}) if isinstance(result, dict) else {}
+    total = clipping.get("total_clipped")
+    return "" if isinstance(total, int | float) and total > 0 else "it clipped nothing"
+
+
 WORDS = RunWords(
     nudge="with an outlier step set (say step 20 of 40) to watch a stale scale clip a spike and then adapt",
     sentences=sentences,
     key_params=("outlier_step", "steps", "recipe"),
     params_words=params_words,
     asks={
-        # The clipping and the scale's answer to a spike (checks.py "clipping-scales") need an outlier step.
+        # The clipping and the scale's answer to a spike (checks.py "clipping-scales") need an outlier step, and only
+        # delayed scaling clips at one (current, block and MXFP8 scale from the tensor being cast, so the spike fits).
         "evidence": Ask(
-            "a run with an outlier step, so the clipping and the scale's answer show (the lesson's “step 20 of 40”)",
-            lambda p: p.get("outlier_step") is not None,
+            "a delayed-scaling run with an outlier step, so the clipping and the scale's answer show (the lesson's "
+            "“step 20 of 40”)",
+            lambda p: p.get("outlier_step") is not None and p.get("recipe") == "delayed",
+            clipped,
         ),
     },
 )

@@ -248,9 +248,11 @@ def limits(p: Params, backend: str) -> list[Problem]:
             return [
                 Problem(
                     "steps",
-                    f"steps, batch, seq, d_model, n_layers, ffn: about {power_of_ten(flops, 2)} FLOPs per run, over the cpu "
-                    f"backend's budget of {power_of_ten(CPU_FLOP_BUDGET, 1)} (6 x params({param_count(p)}) x batch({p.batch}) x seq({p.seq}) x "
-                    f"steps({p.steps})); make the run smaller or use a GPU backend",
+                    f"steps: about {power_of_ten(flops, 2)} FLOPs, over the cpu backend's budget of "
+                    f"{power_of_ten(CPU_FLOP_BUDGET, 1)}; take fewer steps, a smaller batch, seq or model, or a GPU backend",
+                    f"6 × {param_count(p):,} parameters × batch {p.batch:,} × seq {p.seq:,} × {p.steps:,} steps\n"
+                    f"≈ {power_of_ten(flops, 2)} FLOPs per run\n"
+                    f"> {power_of_ten(CPU_FLOP_BUDGET, 1)}, the cpu backend's budget",
                 )
             ]
     if backend == "te":

@@ -44,7 +44,7 @@ def schedule_artifacts(
         chrome_trace_json(all_spans, metadata={"lab": "overlap-trace", "schedule": schedule, "backend": ctx.backend}),
     )
     ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {schedule} (measured)")
-    ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (open in Perfetto)")
+    ctx.add_artifact(f"trace_{schedule}", trace, "application/json", f"Chrome trace: {schedule} (JSON for Perfetto UI)")
     return {"timeline": svg, "trace": trace}
 
 

@@ -59,7 +59,7 @@ def schedule_artifacts(
     )
     ctx.add_artifact(f"timeline_{schedule}", svg, "image/svg+xml", f"Timeline: {TITLES[schedule]} (measured)")
     ctx.add_artifact(
-        f"trace_{schedule}", trace, "application/json", f"Chrome trace: {TITLES[schedule]} (open in Perfetto)"
+        f"trace_{schedule}", trace, "application/json", f"Chrome trace: {TITLES[schedule]} (JSON for Perfetto UI)"
     )
     return {"timeline": svg, "trace": trace}
 

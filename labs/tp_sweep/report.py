@@ -39,7 +39,7 @@ def degree_artifacts(ctx: LabContext, params: Params, degree: int, spans: list[S
     )
     ctx.add_artifact(f"timeline_tp{degree}", svg_name, "image/svg+xml", f"Timeline, TP={degree} (measured)")
     ctx.add_artifact(
-        f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (open in Perfetto)"
+        f"trace_tp{degree}", trace_name, "application/json", f"Chrome trace, TP={degree} (JSON for Perfetto UI)"
     )
     return {"timeline": svg_name, "trace": trace_name}
 

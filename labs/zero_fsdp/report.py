@@ -56,7 +56,7 @@ def strategy_artifacts(ctx: LabContext, params: Params, strategy: str, spans: li
     )
     ctx.add_artifact(f"timeline_{strategy}", svg, "image/svg+xml", f"Timeline: {NAMES[strategy]} (measured)")
     ctx.add_artifact(
-        f"trace_{strategy}", trace, "application/json", f"Chrome trace: {NAMES[strategy]} (open in Perfetto)"
+        f"trace_{strategy}", trace, "application/json", f"Chrome trace: {NAMES[strategy]} (JSON for Perfetto UI)"
     )
     return {"timeline": svg, "trace": trace}
 

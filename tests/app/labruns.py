@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from labs import catalog
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # The labs' smallest runs that still exercise every field the checks read (LabSpec.tiny: two TP degrees and two

@@ -194,7 +194,13 @@ def test_roster_sorts_filters_exports_and_opens_a_learner(ivy, klass, db):
     assert link and f"file=questions/{SCALE_Q}.yaml" in link.group(1)
     editor = ivy.get(link.group(1).replace("&amp;", "&"))
     assert editor.status_code == 200
-    assert "# Draft known-mistake rule" in editor.text and "answered 2x" in editor.text
+    assert (
+        "  - times_answer: 2\n    feedback: &#34;&#34;" in editor.text
+        and "learners answered 2× their own" in editor.text
+    )
+    assert (
+        'data-testid="drafted-rule"' in editor.text and "mistakes[0].feedback" in editor.text
+    )  # what is left to write
     assert ivy.get("/classes/default/questions?lesson=nope").status_code == 422
     assert 'href="/classes"' in ivy.get("/instructor").text
 

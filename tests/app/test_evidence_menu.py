@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.models import Job
+from app.core.models import Job, LabReport
 from app.services.grading import evidence
 from app.services.grading import reports as report_service
 from app.services.jobs import lifecycle as job_service
@@ -110,3 +110,56 @@ def test_the_last_good_run_stays_under_a_cancelled_newer_one(db, settings, make_
     # a succeeded latest stands alone
     again = finished_job(db, settings, ann, "env-check")
     assert [j.id for j in own_runs.latest_runs(db, owner=ann, lab="env-check", limit=1).shown] == [again.id]
+
+
+def test_attach_latest_picks_per_item_a_run_that_can_show_what_it_asks(client, db, settings):
+    """The numerics item asks at which steps values clipped and what the scale did next: a newer current-scaling run
+    (which never clips at a spike) is passed over for an older delayed one with a spike, and an item none of whose
+    runs can show it stays empty, with why, on the page and in the banner."""
+    from app.core.models import User
+
+    client.register("ann@example.org")
+    ann = db.query(User).filter_by(email="ann@example.org").one()
+    tiny = labruns.TINY["fp8-step"]
+    delayed = _finished(db, settings, ann, "fp8-step", {**tiny, "outlier_step": 2})
+    current = _finished(db, settings, ann, "fp8-step", {**tiny, "outlier_step": 2, "recipe": "current"})
+    assert current.id > delayed.id
+    lesson = _lesson(db)
+    report = report_service.get_or_create(db, owner=ann, lesson_id=LESSON)
+    done = report_service.attach_latest(db, report=report, owner=ann, lesson=lesson)
+    assert done.filled == ["bf16-fp8-numerics"] and done.passed_over == {}
+    assert report.draft["evidence"]["bf16-fp8-numerics"] == {"job": delayed.id}
+
+
+def test_an_item_no_run_can_show_stays_empty_and_says_why(client, db, settings):
+    from app.core.models import User
+
+    client.register("ann@example.org")
+    ann = db.query(User).filter_by(email="ann@example.org").one()
+    tiny = labruns.TINY["fp8-step"]
+    current = _finished(db, settings, ann, "fp8-step", {**tiny, "outlier_step": 2, "recipe": "current"})
+    tp = finished_job(db, settings, ann, "tp-sweep")  # TP 1 and 2: the item's run; too few degrees for the stretch
+    page = client.post(URL, data={"action": "attach-latest"}).text
+    assert "Attached your latest runs to 1 item. Left 2 items empty: none of your runs can show what they ask" in page
+    why = re.search(r'data-testid="passed-over-bf16-fp8-numerics">(.*?)</p>', page, re.S)
+    assert why and "delayed-scaling run with an outlier step" in why.group(1)
+    assert f"Your one fp8-step run, job {current.id} (spike at step 2, 4 steps, current, …), cannot show that" in (
+        why.group(1)
+    )
+    assert "three or more TP degrees" in page and f"job {tp.id} (TP 1, 2" in page
+    report = db.query(LabReport).one()
+    assert report.draft["evidence"] == {"tp-rank-mapping": {"job": tp.id}}
+
+
+def test_a_delayed_run_that_clipped_nothing_is_not_attached_for_the_clipping_item(client, db, settings):
+    from app.core.models import User
+
+    client.register("ann@example.org")
+    ann = db.query(User).filter_by(email="ann@example.org").one()
+    spiked = _finished(db, settings, ann, "fp8-step", {**labruns.TINY["fp8-step"], "outlier_step": 2})
+    spiked.result = {**spiked.result, "results": {**spiked.result["results"], "clipping": {"total_clipped": 0}}}
+    db.commit()
+    lesson = _lesson(db)
+    report = report_service.get_or_create(db, owner=ann, lesson_id=LESSON)
+    done = report_service.attach_latest(db, report=report, owner=ann, lesson=lesson)
+    assert done.filled == [] and done.passed_over["bf16-fp8-numerics"].endswith(": it clipped nothing.")

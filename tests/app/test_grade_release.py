@@ -38,10 +38,11 @@ def test_a_held_lesson_shows_its_grades_only_after_the_release(setup, client, db
     assert saved.status_code == 200 and "Grade saved and held" in saved.text and "can see it now" not in saved.text
     review = gina.get(f"/classes/default/grader/reports/{report.id}").text
     assert 'data-testid="grade-held"' in review and "· held" in review
-    # the learner sees no grade and is told nothing
+    # the learner sees no grade and is told nothing, but that it is graded and waits for the release
     page = client.get(f"/lessons/{LESSON}/report").text
-    assert _learner_sees(client) == [] and "Not graded yet" in page
-    assert '<span class="status">being graded</span>' in page  # not "graded" above "Not graded yet"
+    assert _learner_sees(client) == [] and "Not graded yet" not in page
+    assert '<span class="status">graded, to be released</span>' in page and "Graded, to be released:" in page
+    assert "graded, to be released" in client.get("/reports").text and "waiting for a grader" not in page
     assert notices.new_grades(db, owner=learner, after=None) == []
     queue = gina.get("/classes/default/grader").text
     assert 'data-release="transformer-scaling"' in queue and "1 grade</span> waiting" in queue

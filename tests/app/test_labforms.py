@@ -52,6 +52,30 @@ def test_bad_value_is_shown_next_to_its_field(client, db):
     assert db.query(Job).count() == 0
 
 
+def test_a_refusal_with_a_sum_says_it_at_the_field_and_below_and_to_scripts(client, db):
+    """The FLOP budget: the first clause at `steps`, the advice and the arithmetic in their own block; the API gives
+    scripts the same sentence and the sum as the error's `detail`."""
+    client.register("ann@example.org")
+    data = dict(_as_browser_would("fp8-step"))
+    data.update(steps="5000", batch="64", csrf_token=client.csrf("/labs/fp8-step"))
+    page = client.post("/labs/fp8-step/jobs", data=data).text
+    field = re.search(r'<p class="error" id="e-steps" data-field="steps">(.*?)</p>', page, re.S)
+    assert field and field.group(1).startswith("steps: about 3.2 × 10¹² FLOPs, over the cpu backend&#39;s budget")
+    assert "take fewer steps" not in field.group(1) and "parameters" not in field.group(1)
+    block = re.search(r'data-testid="error-detail"(.*?)</div>', page, re.S)
+    assert block and "Take fewer steps, a smaller batch, seq or model, or a GPU backend." in block.group(1)
+    assert "<pre>6 × 103,424 parameters × batch 64 × seq 16 × 5,000 steps\n≈ 3.2 × 10¹² FLOPs per run" in block.group(1)
+    r = client.client.post(
+        "/api/v1/jobs",
+        json={"lab": "fp8-step", "params": {"steps": 5000, "batch": 64}, "backend": "cpu"},
+        headers={"X-CSRF-Token": client.api_token()},
+    )
+    (error,) = r.json()["errors"]
+    assert r.status_code == 422 and error["field"] == "steps" and "take fewer steps" in error["message"]
+    assert error["detail"].splitlines()[1] == "≈ 3.2 × 10¹² FLOPs per run"
+    assert db.query(Job).count() == 0
+
+
 def test_every_invalid_field_is_reported_at_once_in_the_learners_terms(client, db):
     client.register("ann@example.org")
     data = dict(_as_browser_would("tp-sweep"))

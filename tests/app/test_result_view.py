@@ -181,3 +181,58 @@ def test_params_text_lists_what_differs_from_the_defaults():
     assert rv.params_text("fp8-step", {}) == "defaults"
     assert rv.params_text("fp8-step", {"steps": 4, "recipe": "delayed"}) == "steps=4"
     assert rv.params_text("tp-sweep", {"degrees": [1, 2]}) == "degrees=1, 2"
+
+
+@pytest.mark.parametrize(
+    ("title", "heading", "description"),
+    [
+        ("Loss per step", "Loss per step", ""),
+        (
+            "Weight-gradient relative error vs BF16 at step 0 (delayed scaling starts from scale 1, before any amax "
+            "history exists)",
+            "Weight-gradient relative error vs BF16 at step 0",
+            "Delayed scaling starts from scale 1, before any amax history exists.",
+        ),
+        (
+            "Per rank and schedule (the median step of each rank, ms): T_step ≈ compute + communication − overlap",
+            "Per rank and schedule (the median step of each rank, ms)",
+            "T_step ≈ compute + communication − overlap.",
+        ),
+        (
+            "Rank mapping: which slice of which weight each rank owns, per degree",
+            "Rank mapping",
+            "Which slice of which weight each rank owns, per degree.",
+        ),  # fmt: skip
+        (
+            "PREDICTED for 8x H200 SXM, NVLink 4 + NVSwitch (bf16, tokens=16; ms)",
+            "PREDICTED for 8x H200 SXM, NVLink 4 + NVSwitch",
+            "bf16, tokens=16; ms.",
+        ),  # fmt: skip
+    ],
+)
+def test_a_long_table_title_is_a_short_heading_and_a_description(title, heading, description):
+    assert rv.table_heading(title) == (heading, description)
+
+
+def test_a_phone_stacks_the_tables_whose_columns_do_not_fit_and_pairs_short_cells():
+    view = rv.present(labruns.result("fp8-step"))
+    tables = {t.title: t for t in view.tables}
+    assert not tables["Loss per step"].stacks  # step, BF16, FP8: three short numbers fit 390 px
+    assert tables["FP8 tensors"].stacks and tables["Greedy generation"].stacks
+    assert all(len(t.title) <= rv.TABLE_HEADING_AT for t in view.tables)
+    greedy = tables["Greedy generation"]
+    row = greedy.rows[0]
+    assert not greedy.half(0, row[0])  # the row's name takes its own line
+    assert greedy.half(3, row[3]) and greedy.half(4, row[4])  # "stride 2" and "correct 1/16" share one
+    assert not greedy.half(2, row[2])  # the generated tokens take a whole line
+
+
+def test_a_trace_download_does_not_claim_to_open_perfetto():
+    """The link downloads the trace (the timeline viewer's button opens Perfetto UI); results written before the labs
+    said so called it "open in Perfetto", and read the same."""
+    result = copy.deepcopy(labruns.result("overlap-trace"))
+    for a in result["artifacts"]:
+        if a["name"].startswith("trace_"):
+            a["title"] = f"Chrome trace: {a['name'][6:]} (open in Perfetto)"
+    titles = [d.title for d in rv.present(result).downloads if d.name.startswith("trace_")]
+    assert titles and all(t.endswith("(JSON for Perfetto UI)") for t in titles), titles

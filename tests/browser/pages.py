@@ -11,6 +11,8 @@ WIDTHS = [(1280, 900, "laptop"), (390, 844, "phone390"), (360, 740, "phone360")]
 LESSON = "transformer-scaling"
 LEARNER, STAFF = "polly@example.org", "stella@example.org"
 CURRENT = {**labruns.TINY["fp8-step"], "recipe": "current"}
+# The run the report's numerics item asks for: delayed scaling (the default) with a spike, so values clip
+SPIKED = {**labruns.TINY["fp8-step"], "outlier_step": 2}
 
 # Overflowing boxes must scroll by keyboard and say what they hold (axe: scrollable-region-focusable).
 SCROLL_BOXES = """() => [...document.querySelectorAll('main *')]

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import SIZES, login, screenshot
+from tests.browser.pages import SPIKED
 from tests.browser.seed import Seeder
 from tests.conftest import default_class
 
@@ -31,8 +32,9 @@ def _submitted(seeder: Seeder, email: str, name: str) -> int:
     from app.services.learning import lessons as lesson_service
 
     owner_id = seeder.user(email, name=name)
-    for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
+    for lab in ("env-check", "tp-sweep", "overlap-trace"):
         seeder.job(owner_id, lab)
+    seeder.job(owner_id, "fp8-step", SPIKED)  # the run the numerics item asks for
     with seeder.sessions() as db:
         owner, current = db.get(User, owner_id), lesson_service.current(db, lesson_id=LESSON)
         assert owner is not None and current is not None
@@ -130,7 +132,7 @@ def test_typed_answers_survive_uploads_and_attach_latest(browser, live_server, s
     base = live_server.url
     email = f"tess-{size}@example.org"
     owner_id = seeder.user(email, name="Tess")
-    seeder.job(owner_id, "fp8-step")
+    seeder.job(owner_id, "fp8-step", SPIKED)
     ctx = browser.new_context(viewport=dict(zip(("width", "height"), SIZES[size])))
     pg = ctx.new_page()
     login(pg, base, email)
@@ -187,8 +189,9 @@ def test_reloading_after_submit_does_not_hand_the_report_in_again(browser, live_
 
     base = live_server.url
     owner_id = seeder.user("rhea@example.org", name="Rhea")
-    for lab in ("env-check", "fp8-step", "tp-sweep", "overlap-trace"):
+    for lab in ("env-check", "tp-sweep", "overlap-trace"):
         seeder.job(owner_id, lab)
+    seeder.job(owner_id, "fp8-step", SPIKED)
     ctx = browser.new_context(viewport={"width": 390, "height": 844})
     pg = ctx.new_page()
     pg.on("dialog", lambda d: d.accept())  # a "send the form again?" question would be answered yes

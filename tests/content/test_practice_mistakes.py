@@ -105,3 +105,96 @@ def test_answer_in_is_only_for_a_unitless_answer():
     tokens = numeric("gpu_hours", answer_in="billion tokens", tolerance={"abs": 1})
     assert "(±1 billion tokens)" in grade(tokens, make_variant(tokens, seed=0), "1").message  # "billion" agrees
     assert tokens.body.answer_in_one == "billion tokens" and q.body.answer_in_one == "GPU-hour"
+
+
+# A question's own rules (`mistakes:` in its YAML, lessons/_template/README.md "Known mistakes"): `value` on a fixed
+# question, as lessons 07-09 name theirs, `times_answer` on any, as the question statistics page drafts them.
+
+
+def test_a_fixed_questions_named_value_is_a_try_with_its_feedback():
+    q = numeric(
+        answer=8, unit="bits", tolerance={"abs": 0}, mistakes=[{"value": 4, "feedback": "That is FP4's width."}]
+    )
+    v = make_variant(q, seed=0)
+    fb = grade(q, v, "4")
+    assert fb.status == "incorrect" and fb.counts_as_attempt and fb.message.endswith("That is FP4's width.")
+    assert "FP4" not in grade(q, v, "5").message and grade(q, v, "8").correct
+
+
+def test_times_answer_names_a_multiple_of_each_learners_own_answer():
+    """On a generated question every learner's answer differs: the rule is a multiple of theirs, and its feedback
+    may use the generator's values."""
+    q = numeric(
+        "fp8_scale",
+        params={"amax": {"min": 120, "max": 400, "step": 20}},
+        mistakes=[{"times_answer": 2, "feedback": "Twice {{fp8_max}} ÷ amax: that doubles the scale."}],
+    )
+    for seed in range(3):
+        v = make_variant(q, seed=seed)
+        fb = grade(q, v, repr(2 * v.answer))
+        assert fb.status == "incorrect" and fb.message.endswith(
+            f"Twice {v.values['fp8_max']:g} ÷ amax: that doubles the scale."
+        )
+    # the generator's own known mistakes still name theirs (fp8_scale's: amax ÷ fp8_max, the inverse)
+    v = make_variant(q, seed=0)
+    assert "inverse" in grade(q, v, repr(1 / v.answer)).message
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (
+            {"generator": "fp8_scale", "unit": "", "mistakes": [{"value": 2, "feedback": "x"}]},
+            "`times_answer` on a generated question",
+        ),
+        (
+            {"answer": 8, "tolerance": {"rel": 0.02}, "mistakes": [{"times_answer": 1.01, "feedback": "x"}]},
+            "tolerance tells apart",
+        ),
+        ({"answer": 8, "mistakes": [{"value": 8.01, "feedback": "x"}]}, "tolerance tells apart"),
+        (
+            {"generator": "fp8_scale", "unit": "", "mistakes": [{"times_answer": 1.005, "feedback": "x"}]},
+            "tolerance tells apart",
+        ),
+        ({"answer": 8, "mistakes": [{"value": 4, "times_answer": 2, "feedback": "x"}]}, "exactly one of `value`"),
+        ({"answer": 8, "mistakes": [{"feedback": "x"}]}, "exactly one of `value`"),
+        ({"answer": 8, "mistakes": [{"times_answer": 0, "feedback": "x"}]}, "other than 0"),
+        ({"answer": 8, "mistakes": [{"value": 4, "feedback": ""}]}, "the idea that gives it; found none yet"),
+    ],
+)
+def test_a_rule_that_names_nothing_is_refused(body, words):
+    from pydantic import ValidationError
+
+    from app.content.schema import Numeric
+
+    with pytest.raises(ValidationError) as exc:
+        Numeric.model_validate({"kind": "numeric", "prompt": "Q?", **body})
+    assert words in str(exc.value), str(exc.value)
+
+
+def test_the_statistics_draft_is_the_format_the_schema_reads():
+    """The editor's draft from a frequent wrong answer: `times_answer` on a generated question, `value` on a fixed
+    one, appended to an existing `mistakes:` list; once its feedback is written the file validates and the rule
+    grades."""
+    import yaml
+
+    from app.content import mistake_rule
+    from app.content.schema import Numeric
+
+    generated = "kind: numeric\ngenerator: fp8_scale\nunit: ''\nprompt: Scale?\ntolerance: {rel: 0.01}\n"
+    q = numeric("fp8_scale", prompt="Scale?")
+    text, drafted = mistake_rule.drafted(generated, 2.0, q)
+    assert drafted.key == "times_answer: 2" and text.splitlines()[drafted.line - 1] == '    feedback: ""'
+    body = yaml.safe_load(text.replace('feedback: ""', "feedback: Doubled."))
+    assert body["mistakes"] == [{"times_answer": 2, "feedback": "Doubled."}]
+    Numeric.model_validate(body)
+
+    fixed = 'kind: numeric\nprompt: Bits?\nanswer: 24.5\nunit: GB\nmistakes:\n  - value: 12.25\n    feedback: "One phase."\n\nexplanation: Two.\n'
+    q = numeric(answer=24.5, unit="GB", prompt="Bits?", mistakes=[{"value": 12.25, "feedback": "One phase."}])
+    text, drafted = mistake_rule.drafted(fixed, 2.0, q)
+    assert drafted.key == "value: 49"
+    body = yaml.safe_load(text.replace('feedback: ""', "feedback: Without the 7/8."))
+    assert [m["value"] for m in body["mistakes"]] == [12.25, 49] and body["explanation"] == "Two."
+    assert mistake_rule.yaml_number(4.5e6) == "4500000" and mistake_rule.yaml_number(1e-7) == "0.0000001"
+    with pytest.raises(mistake_rule.DraftError, match="numeric question"):
+        mistake_rule.drafted("kind: free_response\n", 2.0, None)

@@ -172,8 +172,17 @@ def test_a_run_over_the_cpu_flop_budget_says_both_as_powers_of_ten():
     (problem,) = spec.problems(
         spec.params.model_validate({"steps": 5000, "batch": 64}), "cpu", catalog.Capacity.local()
     )
-    assert problem.field == "steps" and "about 3.2 × 10¹² FLOPs per run" in problem.message
-    assert "budget of 2 × 10¹²" in problem.message and "e+" not in problem.message
+    assert problem.field == "steps" and "about 3.2 × 10¹² FLOPs, over the cpu backend's budget of 2 × 10¹²" in (
+        problem.message
+    )
+    assert "e+" not in problem.message + problem.detail
+    # the sentence stays short; the arithmetic a learner may check is the detail, one step a line
+    assert "parameters ×" not in problem.message and len(problem.message) < 200
+    assert problem.detail.splitlines() == [
+        "6 × 103,424 parameters × batch 64 × seq 16 × 5,000 steps",
+        "≈ 3.2 × 10¹² FLOPs per run",
+        "> 2 × 10¹², the cpu backend's budget",
+    ]
 
 
 def test_the_step_time_comes_from_steps_timed_after_training_with_no_evidence_recorded():

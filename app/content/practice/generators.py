@@ -158,8 +158,13 @@ def make_variant(question: Question, seed: int) -> Variant:
         written = {"answer": gradable(float(values["answer"]), q.tolerance.accepts)}
         explanation = fill(q.explanation or gen.explanation, values, written)
         hint = fill(q.hint, values) if q.hint else ""
-        return Variant(question.id, seed, params, prompt, float(values["answer"]), q.unit, explanation, values, hint)
+        answer = float(values["answer"])
+        if q.mistakes:  # the question's own rules first: its author named them for this question
+            named = [(m.wrong_for(answer), fill(m.feedback, values)) for m in q.mistakes]
+            values = {**values, "mistakes": [*named, *values.get("mistakes", ())]}
+        return Variant(question.id, seed, params, prompt, answer, q.unit, explanation, values, hint)
     if isinstance(q, Numeric):
-        values = {"mistakes": [(m.value, m.feedback) for m in q.mistakes]} if q.mistakes else {}
+        assert q.answer is not None  # Numeric's validator: a fixed answer where there is no generator
+        values = {"mistakes": [(m.wrong_for(q.answer), m.feedback) for m in q.mistakes]} if q.mistakes else {}
         return Variant(question.id, seed, {}, q.prompt, q.answer, q.unit, q.explanation or "", values, q.hint or "")
     return Variant(question.id, seed, {}, q.prompt, None, "", getattr(q, "explanation", None) or "", {}, q.hint or "")

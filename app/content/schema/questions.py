@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import Id, Markdown, Strict, Text
 
@@ -85,8 +86,45 @@ ParamSpec = float | int | str | list[float] | Range | Choices
 
 
 class NamedMistake(Strict):
-    value: float = Field(description="A wrong answer that follows from one known wrong idea, in the question's unit.")
-    feedback: Markdown = Field(description="What went wrong, shown when the learner's answer matches `value`.")
+    """A wrong answer that follows from one known wrong idea, and what to tell a learner who gives it: a matching
+    answer counts as a try, and its feedback says which idea went wrong (lessons/_template/README.md, "Known
+    mistakes")."""
+
+    value: float | None = Field(
+        None,
+        description="The wrong answer, in the question's unit: a fixed question's (its answer is the same for all).",
+    )
+    times_answer: float | None = Field(
+        None,
+        description="The wrong answer as a multiple of the learner's own right answer, e.g. 2 for twice it: any "
+        "numeric question (a generated one's answer differs per learner); what the question statistics draft.",
+    )
+    feedback: Markdown = Field(
+        description="What went wrong, shown to a learner whose answer matches: the idea that gives this number. A "
+        "generated question's may use its {{placeholders}}."
+    )
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _written(cls, v):
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("the words a learner who gives this answer reads: the idea that gives it; found none yet")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> NamedMistake:
+        if (self.value is None) == (self.times_answer is None):
+            both = "both" if self.value is not None else "neither"
+            raise ValueError(
+                f"exactly one of `value` (the wrong answer) or `times_answer` (it ÷ the answer); found {both}"
+            )
+        if self.times_answer is not None and not (math.isfinite(self.times_answer) and self.times_answer != 0):
+            raise ValueError(f"`times_answer` a finite multiple other than 0; found {self.times_answer}")
+        return self
+
+    def wrong_for(self, answer: float) -> float:
+        """The wrong value this rule names for a learner whose right answer is `answer`."""
+        return self.value if self.value is not None else (self.times_answer or 0.0) * answer
 
 
 class Numeric(QuestionBase):
@@ -115,8 +153,8 @@ class Numeric(QuestionBase):
     mistakes: list[NamedMistake] = Field(
         default_factory=list,
         max_length=8,
-        description="A fixed question's wrong answers worth naming: a matching answer counts as a try and is told "
-        "which idea went wrong. A generator names its own.",
+        description="Wrong answers worth naming, each with the idea behind it: a matching answer counts as a try and "
+        "is told what went wrong. A generator names its own besides.",
     )
 
     @model_validator(mode="after")
@@ -130,13 +168,22 @@ class Numeric(QuestionBase):
             raise ValueError(
                 f"`answer_in` only for a unitless answer (it converts nothing); this one's unit is {self.unit!r}"
             )
-        if self.mistakes and self.answer is None:
-            raise ValueError("`mistakes` only with a fixed `answer`; a generator names its own")
-        for m in self.mistakes:
-            if self.answer is not None and self.tolerance.accepts(m.value, self.answer):
+        for i, m in enumerate(self.mistakes):
+            if m.value is not None and self.answer is None:
                 raise ValueError(
-                    f"mistake {m.value:g} is within the tolerance of the answer {self.answer:g}, so it would be "
-                    "graded correct; a mistake needs a value the tolerance tells apart"
+                    f"mistakes[{i}]: `times_answer` on a generated question (each learner's answer differs, so a "
+                    f"fixed wrong value names nothing); found value {m.value:g}"
+                )
+            close = (
+                self.tolerance.accepts(m.wrong_for(self.answer), self.answer)
+                if self.answer is not None
+                else self.tolerance.rel is not None and abs((m.times_answer or 0.0) - 1) <= self.tolerance.rel
+            )
+            if close:
+                raise ValueError(
+                    f"mistakes[{i}]: a wrong answer the tolerance tells apart from the right one (else it is graded "
+                    f"correct); found {m.value if m.value is not None else m.times_answer:g}"
+                    + (" × the answer" if m.value is None else "")
                 )
         return self
 

@@ -106,6 +106,27 @@ def fits(slot: Slot, lab: str, params: dict | None) -> bool:
     return ask is not None and lab == slot.lab and ask.fits(_with_defaults(lab, params))
 
 
+def pick_run(slot: Slot, jobs: list[Job]) -> tuple[Job | None, str]:
+    """The newest of `jobs` (finished runs of the slot's lab, newest first) that can show what the slot asks, or
+    None and why none can, in the learner's words: what the item asks, and what their newest run was instead."""
+    ask = ask_for(slot)
+    if not jobs or ask is None:
+        return (jobs[0] if jobs else None), ""
+    for job in jobs:
+        if ask.fits(_with_defaults(job.lab, job.params)) and not (ask.shows and ask.shows(job.result or {})):
+            return job, ""
+    newest = jobs[0]
+    fitted = ask.fits(_with_defaults(newest.lab, newest.params))
+    why = (ask.shows(newest.result or {}) if ask.shows else "") if fitted else "it is not such a run"
+    run = f"job {newest.id} ({params_words(newest.lab, newest.params)})"
+    if len(jobs) == 1:
+        return None, f"This item asks for {ask.text}. Your one {slot.lab} run, {run}, cannot show that: {why}."
+    return None, (
+        f"This item asks for {ask.text}. None of your {len(jobs)} {slot.lab} runs can show that: your newest, "
+        f"{run}, {why}."
+    )
+
+
 # ---------------------------------------------------------------- sources and checks
 
 

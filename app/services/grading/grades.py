@@ -38,6 +38,7 @@ from app.core.models import (
 from app.services.classes.scopes import Scope, staff_scopes
 from app.services.grading import release as grade_release
 from app.services.grading.evidence import slots
+from app.services.grading.reports import summary as check_summary
 
 QUEUE_STATUSES = ("submitted", "claimed", "graded")
 MAX_TEXT = 20_000
@@ -213,6 +214,11 @@ class QueueRow:
     grader: User | None
     grade: Grade | None  # the latest version's
     earlier: tuple[ReportVersion, Grade] | None = None  # a resubmission not graded yet: the last graded version
+
+    @property
+    def check_counts(self) -> dict[str, int]:
+        """The version's items counted by status, an optional item left empty apart from a missing one."""
+        return check_summary(self.version.checks or {})
 
 
 def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVersion, Grade] | None:

@@ -20,7 +20,7 @@ from app.content.schema import Lesson
 from app.core.config import Settings
 from app.core.digits import whole_number
 from app.core.models import Bundle, Job, LabReport, ReportVersion, User, utcnow
-from app.services.grading.evidence import Slot, fits, params_words, run_checks, slots
+from app.services.grading.evidence import Slot, fits, params_words, pick_run, run_checks, slots
 
 __all__ = ["Gap", "ReportError", "Slot", "slots"]  # Slot and slots re-exported: a report is made of its lesson's slots
 
@@ -200,26 +200,44 @@ def attach(db: Session, *, report: LabReport, owner: User, lesson: Lesson, slot_
     db.commit()
 
 
-def attach_latest(db: Session, *, report: LabReport, owner: User, lesson: Lesson) -> list[str]:
-    """Fill each empty slot with the learner's newest succeeded job of its lab; returns the slots filled."""
+@dataclass(frozen=True)
+class Attached:
+    """What "Attach my latest runs" did: the slots it filled, and per slot it left empty for want of a run that can
+    show what the item asks, why (the slot's empty, its learner has runs of its lab, none of them fits)."""
+
+    filled: list[str]
+    passed_over: dict[str, str]
+
+
+RUNS_LOOKED_AT = 50  # per item, the newest finished runs of its lab "Attach my latest runs" considers
+
+
+def attach_latest(db: Session, *, report: LabReport, owner: User, lesson: Lesson) -> Attached:
+    """Fill each empty slot with the learner's newest succeeded job of its lab that can show what the slot asks
+    (evidence.pick_run); a slot none of whose runs can stays empty, with the reason."""
     evidence = dict((report.draft or {}).get("evidence", {}))
-    filled = []
+    filled, passed_over = [], {}
     for slot in slots(lesson):
-        if slot.id in evidence:
+        if slot.id in evidence or slot.kind == "fallback":
             continue
-        job = db.scalar(
-            select(Job)
-            .where(Job.owner_id == owner.id, Job.lab == slot.lab, Job.status == "succeeded")
-            .order_by(Job.id.desc())
-            .limit(1)
+        jobs = list(
+            db.scalars(
+                select(Job)
+                .where(Job.owner_id == owner.id, Job.lab == slot.lab, Job.status == "succeeded")
+                .order_by(Job.id.desc())
+                .limit(RUNS_LOOKED_AT)
+            )
         )
-        if job is not None and slot.kind != "fallback":
+        job, why = pick_run(slot, jobs)
+        if job is not None:
             evidence[slot.id] = {"job": job.id}
             filled.append(slot.id)
+        elif why:
+            passed_over[slot.id] = why
     report.draft = {**(report.draft or {}), "evidence": evidence}
     report.updated_at = utcnow()
     db.commit()
-    return filled
+    return Attached(filled, passed_over)
 
 
 # ---------------------------------------------------------------- submitting

@@ -48,7 +48,8 @@ class Progress:
 
 
 class JobInputError(ValueError):
-    """Bad lab name, backend or parameters; `errors` is [{field, message}]."""
+    """Bad lab name, backend or parameters; `errors` is [{field, message}], with `detail` (the arithmetic behind a
+    refusal, in lines) where a lab's limit gives one."""
 
     def __init__(self, errors: list[dict]):
         super().__init__("; ".join(e["message"] for e in errors))
@@ -84,7 +85,9 @@ def validate_request(*, lab: str, params: dict, backend: str = "auto", host: Hos
     runs_on = host.resolve(spec, backend)
     problems = _whose_budget(host, spec, model, runs_on, host.problems(spec, model, runs_on))
     if problems:
-        raise JobInputError([{"field": p.field, "message": p.message} for p in problems])
+        raise JobInputError(
+            [{"field": p.field, "message": p.message} | ({"detail": p.detail} if p.detail else {}) for p in problems]
+        )
     clean = model.model_dump(mode="json")
     try:  # the stored params are validated again wherever the job is read: they must read the same
         spec.params.model_validate(clean)
@@ -107,7 +110,7 @@ def _whose_budget(
     out, said = [], False
     for p in problems:
         if not said and p.field == field and "per-job budget" in p.message:  # the catalog's memory problem
-            p, said = Problem(p.field, f"{p.message.rstrip('.')} ({host.memory_why})"), True
+            p, said = Problem(p.field, f"{p.message.rstrip('.')} ({host.memory_why})", p.detail), True
         out.append(p)
     return out
 

@@ -197,16 +197,22 @@ def using_lab(db: Session, *, lab: str) -> list[Lesson]:
     return out
 
 
+def oversized(lesson_id: str, files: dict[str, str]) -> list[ContentError]:
+    """An error per file longer than MAX_FILE_CHARS."""
+    return [
+        ContentError(f"{lesson_id}/{p}", "", f"at most {MAX_FILE_CHARS} characters", f"{len(t)} characters")
+        for p, t in files.items()
+        if len(t) > MAX_FILE_CHARS
+    ]
+
+
 def publish(
     db: Session, *, lesson_id: str, files: dict[str, str], source: str, author: User | None = None, note: str = ""
 ) -> tuple[int | None, list[ContentError]]:
     """Validate and store a new version. Returns (version, []) or (None, errors); nothing is stored on errors."""
-    too_big = [p for p, t in files.items() if len(t) > MAX_FILE_CHARS]
+    too_big = oversized(lesson_id, files)
     if too_big:
-        return None, [
-            ContentError(f"{lesson_id}/{p}", "", f"at most {MAX_FILE_CHARS} characters", f"{len(files[p])} characters")
-            for p in too_big
-        ]
+        return None, too_big
     lesson, errors = validate_lesson_texts(files, lesson_id=lesson_id)
     if lesson is None:
         return None, errors

@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from app.content import ContentError
 from app.content.loader import read_lesson_texts
-from app.content.schema import MAX_ID, is_id
 from app.core.models import PartProgress, User
 from app.services.grading import rubric_sync
 from app.services.learning import lessons as lesson_service
@@ -42,31 +41,8 @@ def publish(
 TEMPLATE = "_template"  # lessons/_template/: the skeleton a new lesson starts from (its README explains each file)
 
 
-def new_lesson_problems(db: Session, *, lesson_id: str, title: str, number: int | None) -> dict[str, str]:
-    """What is wrong with a new lesson's id, title and number, by field; empty when it can be created."""
-    problems = {}
-    if not is_id(lesson_id):
-        problems["lesson_id"] = (
-            f"{lesson_id[:80]!r} is not a lesson id: lower-case letters, digits and dashes, at most {MAX_ID} "
-            "characters (it becomes the lesson's address, e.g. my-new-lesson)"
-        )
-    elif lesson_service.latest_row(db, lesson_id=lesson_id) is not None:
-        problems["lesson_id"] = f"a lesson {lesson_id!r} exists already; choose another id"
-    if not title.strip() or len(title) > 120:
-        problems["title"] = "a title of 1 to 120 characters"
-    taken = {les.number: les.id for les, _ in lesson_service.catalogue(db)}
-    if number is None or not 1 <= number <= 99:
-        problems["number"] = "a whole number from 1 to 99 (its place in the course)"
-    elif number in taken:
-        problems["number"] = f"{number} is lesson {taken[number]!r}'s number; numbers are unique in the course"
-    return problems
-
-
-def create_from_template(
-    db: Session, *, lessons_dir: Path, lesson_id: str, title: str, number: int, author: User
-) -> tuple[int | None, list[ContentError]]:
-    """Publish lessons/_template/ as version 1 of a new lesson with this id, title and number: a lesson made in the
-    browser, without file access or a restart (its files download as a zip like any version's)."""
+def template_files(lessons_dir: Path, *, title: str, number: int) -> dict[str, str]:
+    """lessons/_template/'s files with this title and number in lesson.yaml: a new lesson's first draft."""
     files = read_lesson_texts(lessons_dir / TEMPLATE)
     text = files["lesson.yaml"]
     # JSON strings are YAML double-quoted scalars: any title is one valid line
@@ -75,9 +51,7 @@ def create_from_template(
     )
     text = re.sub(r"(?m)^number: .*$", f"number: {number}", text, count=1)
     files["lesson.yaml"] = text
-    return publish(
-        db, lesson_id=lesson_id, files=files, source="editor", author=author, note="Created from lessons/_template"
-    )
+    return files
 
 
 def readers(db: Session, *, lesson_id: str) -> int:

@@ -133,6 +133,7 @@ def submit_job(
     backend = "cpu" if form.get("fallback") == "cpu" else str(form.get("backend", "auto"))
     job = None
     gpu_offline = False
+    details: dict[str, str] = {}
     if not errors:
         try:
             job = job_service.create_job(
@@ -146,12 +147,15 @@ def submit_job(
             )
         except job_service.JobInputError as exc:
             for e in exc.errors:  # the first message per field sits next to it
-                errors.setdefault(e["field"].split(".")[0], e["message"])
+                name = e["field"].split(".")[0]
+                if name not in errors and e.get("detail"):
+                    details[name] = e["detail"]
+                errors.setdefault(name, e["message"])
             gpu_offline = "backend" in errors and _gpu_offline(host, spec, host.resolve(spec, backend))
         except limit_service.LimitReached as exc:
             errors["limit"] = exc.message
     if job is None:
-        page = LabPage.load(db, settings, owner=user, host=host, spec=spec).refused(form, errors, gpu_offline)
+        page = LabPage.load(db, settings, owner=user, host=host, spec=spec).refused(form, errors, gpu_offline, details)
         response = render(request, "labs/lab.html", page.context(), block="lab_form", status_code=422)
         if is_htmx(request):  # errors go back into the form, next to their fields
             response.headers["HX-Retarget"] = "#lab-form-wrap"

@@ -24,6 +24,7 @@ from app.services.learning import notices
 from app.services.learning import progress as learning
 from app.web import notice_session
 from app.web.deps import AuthorUser, CurrentUser, DbInt, SessionDep, ViewerDep, csrf_protect
+from app.web.routes.authoring import instructor_index
 from app.web.templates import is_htmx, render
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -45,9 +46,8 @@ async def home(request: Request, viewer: ViewerDep, db: SessionDep):
 
 @router.get("/instructor")
 def instructor_home(request: Request, user: AuthorUser, db: SessionDep):
-    catalogue = lesson_service.catalogue(db)
-    rows = [(lesson, version, lesson_service.versions(db, lesson_id=lesson.id)) for lesson, version in catalogue]
-    return render(request, "instructor/index.html", {"rows": rows, "file_errors": request.app.state.content_errors})
+    ctx = instructor_index(db, request.app.state.content_errors)
+    return render(request, "instructor/index.html", ctx | {"discarded": request.query_params.get("discarded") == "1"})
 
 
 def _job_notice(job) -> dict:

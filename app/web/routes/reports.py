@@ -165,13 +165,18 @@ def report_post(
                 _save_posted(db, report, user, lesson, form)
             except report_service.ReportError as exc:
                 return page(errors=exc.errors, form=form, status_code=422)
-        filled = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
+        done = report_service.attach_latest(db, report=report, owner=user, lesson=lesson)
         msg = (
-            f"Attached your latest runs to {count(len(filled), 'item')}."
-            if filled
+            f"Attached your latest runs to {count(len(done.filled), 'item')}."
+            if done.filled
             else "No empty item had a finished run to attach."
         )
-        return page(message=msg)
+        if done.passed_over:  # said at each item too, under its menu
+            msg += (
+                f" Left {count(len(done.passed_over), 'item')} empty: none of your runs can show what "
+                f"{'it asks' if len(done.passed_over) == 1 else 'they ask'} (see the item)."
+            )
+        return page(message=msg, passed_over=done.passed_over)
     try:
         _save_posted(db, report, user, lesson, form)
         if action in SUBMIT_ACTIONS:

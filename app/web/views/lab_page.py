@@ -11,7 +11,7 @@ same page with the learner's own values and the errors next to their fields (`re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -63,15 +63,19 @@ class LabPage:
     gpu_offline: bool  # a GPU run was asked for and no GPU is online: offer the CPU instead
     lessons: list[Lesson]  # the lessons that use this lab
     compared: Comparison
+    error_details: dict[str, str] = field(default_factory=dict)  # field -> the arithmetic behind its refusal
 
     def context(self) -> dict[str, Any]:
         """The template's variables: one per field, the comparison's spread out (a shallow copy)."""
         ctx = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "compared"}
         return ctx | {f.name: getattr(self.compared, f.name) for f in fields(self.compared)}
 
-    def refused(self, values: dict[str, Any], errors: dict[str, str], gpu_offline: bool) -> LabPage:
-        """The page answering a refused submission: the values as sent, each error next to its field."""
-        return replace(self, values=values, errors=errors, gpu_offline=gpu_offline)
+    def refused(
+        self, values: dict[str, Any], errors: dict[str, str], gpu_offline: bool, details: dict[str, str] | None = None
+    ) -> LabPage:
+        """The page answering a refused submission: the values as sent, each error next to its field (and the
+        arithmetic behind one, where its lab gives it, under the field's row)."""
+        return replace(self, values=values, errors=errors, gpu_offline=gpu_offline, error_details=details or {})
 
     @classmethod
     def load(

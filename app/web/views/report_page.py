@@ -42,6 +42,7 @@ class Notice:
     form: dict[str, str] | None = None  # a refused post: what the learner sent, shown instead of the stored draft
     gaps: list[Gap] = field(default_factory=list)  # "Submit" on an incomplete draft: what it lacks
     unconfirmed: frozenset[str] = frozenset()  # gaps the learner did not confirm when submitting anyway
+    passed_over: dict[str, str] = field(default_factory=dict)  # "Attach my latest runs": slot -> why left empty
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class ReportPage:
     errors: dict[str, str]
     gaps: list[Gap]
     unconfirmed: frozenset[str]
+    passed_over: dict[str, str]  # slot id -> why "Attach my latest runs" left it empty
     message: str
     upload_error: str
     max_upload_mb: int
@@ -138,6 +140,7 @@ class ReportPage:
             errors=notice.errors,
             gaps=notice.gaps,
             unconfirmed=notice.unconfirmed,
+            passed_over=notice.passed_over,
             message=notice.message,
             upload_error=notice.upload_error,
             max_upload_mb=bundle_service.MAX_UPLOAD_BYTES // (1024 * 1024),

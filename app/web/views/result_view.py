@@ -97,6 +97,11 @@ class Item:
 
 
 LONG_CELL = 40  # characters: a longer cell wraps; shorter ones stay on one line and the table scrolls instead
+HALF_LINE = 22  # characters of a column's name and its value that share a phone's line with another such pair
+# What fits side by side on a 390 px phone, in characters of the page's table text (about 8.5 px each, less the
+# page's margins), and what each column's cell padding takes of it.
+PHONE_TABLE_CHARS = 38
+PHONE_CELL_PADDING = 2
 
 
 @dataclass(frozen=True)
@@ -109,12 +114,67 @@ class Cell:
         return "num" if self.numeric else ("long" if len(self.text) > LONG_CELL else "")
 
 
+# A table's title is its heading: a lab's longer title keeps its first words there and the rest becomes the
+# description under it (a bold heading of five lines on a phone was a paragraph, not a name).
+TABLE_HEADING_AT = 56  # characters
+
+
+def _top_level(title: str, sep: str) -> int:
+    """Where `sep` first occurs outside parentheses in `title`, or -1."""
+    depth = 0
+    for i, ch in enumerate(title):
+        if depth == 0 and title.startswith(sep, i):
+            return i
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+    return -1
+
+
+def _sentence(text: str) -> str:
+    first = text.split(" ", 1)[0].rstrip(";,")
+    if len(first) > 1 and first.isalpha() and first.islower():  # a word, not a symbol ("t = …") or a name ("bf16")
+        text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!", ")")) else text + "."
+
+
+def table_heading(title: str) -> tuple[str, str]:
+    """(heading, description) of a table's title: "Loss per step" stays whole; "Per rank (the median step, ms):
+    T_step ≈ …" is headed by what comes before the colon, "Weight-gradient relative error vs BF16 at step 0
+    (delayed scaling starts from scale 1, …)" by what comes before its closing parenthesis."""
+    title = " ".join(title.split())
+    if len(title) <= TABLE_HEADING_AT:
+        return title, ""
+    colon, paren, comma = (_top_level(title, sep) for sep in (": ", " (", ", "))
+    if 0 < colon <= TABLE_HEADING_AT:
+        return title[:colon], _sentence(title[colon + 2 :])
+    if 0 < paren <= TABLE_HEADING_AT:
+        rest = title[paren + 2 :]
+        if _top_level(rest, ")") == len(rest) - 1:  # the parenthesis closes the title: its inside describes it
+            return title[:paren], _sentence(rest[:-1])
+        return title[:paren], _sentence("(" + rest)
+    if 0 < comma <= TABLE_HEADING_AT:
+        return title[:comma], _sentence(title[comma + 2 :])
+    cut_at = title.rfind(" ", 0, TABLE_HEADING_AT)
+    return (title, "") if cut_at <= 0 else (title[:cut_at] + " …", "… " + title[cut_at + 1 :])
+
+
 @dataclass
 class TableView:
     title: str
     columns: list[str]
     rows: list[list[Cell]]
     cut_note: str = ""  # "the first 50 of 2,000 rows": the excerpt's bound, said under the table
+    description: str = ""  # what the title said beyond its heading (table_heading)
+
+    @property
+    def stacks(self) -> bool:
+        """Whether a phone shows each row as a block of "column: value" lines rather than a table row: when its
+        columns side by side, each as wide as its longest value (or its header's longest word), would not fit a
+        390 px screen without cutting a value."""
+        width = 0
+        for i, name in enumerate(self.columns):
+            cells = [len(r[i].text) for r in self.rows if i < len(r)]
+            width += max([*cells, *(len(w) for w in name.split())], default=0) + PHONE_CELL_PADDING
+        return width > PHONE_TABLE_CHARS
 
     @cached_property
     def numeric_columns(self) -> set[int]:
@@ -123,6 +183,11 @@ class TableView:
         for r in self.rows:
             cols -= {i for i, c in enumerate(r) if not c.numeric and c.text != MISSING}
         return cols
+
+    def half(self, i: int, c: Cell) -> bool:
+        """Whether cell `i` of a stacked row is short enough, with its column's name, to share a phone's line with
+        another such cell ("stride 2", "correct 1/16")."""
+        return i > 0 and len(c.text) + len(self.columns[i] if i < len(self.columns) else "") <= HALF_LINE
 
     @property
     def folded(self) -> bool:
@@ -200,6 +265,12 @@ def _fallback_answer(title: str, items: list[Item]) -> str:
     return f"In this run, {joined}."
 
 
+def _download_title(title: str) -> str:
+    """A download's link text says what the link does: a Chrome trace downloads (the timeline viewer's button opens
+    one in Perfetto UI); results written before the labs said so called the download "open in Perfetto"."""
+    return title.replace("(open in Perfetto)", "(JSON for Perfetto UI)")
+
+
 def present(result: dict) -> ResultView:
     lab = str(result.get("lab", ""))
     spec = catalog.LABS.get(lab)
@@ -242,7 +313,8 @@ def present(result: dict) -> ResultView:
             ]
             for r in t.rows
         ]
-        tables.append(TableView(str(t.title), columns, rows, t.cut_note))
+        heading, description = table_heading(str(t.title))
+        tables.append(TableView(heading, columns, rows, t.cut_note, description))
     stated = isinstance(answer, str) and bool(answer.strip())
     return ResultView(
         lab=lab,
@@ -257,7 +329,7 @@ def present(result: dict) -> ResultView:
         footnotes=footnotes,
         plots=[Plot(a.name, a.title, a.name.startswith("timeline")) for a in ex.plots],
         tables=tables,
-        downloads=ex.downloads,
+        downloads=[FileRef(d.name, _download_title(d.title)) for d in ex.downloads],
         cut_notes=ex.notes,
     )
 
