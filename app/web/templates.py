@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from app.core.config import ROOT
 from app.core.db import release
+from app.services.learning import progress
 from app.web import filters
 from app.web.csrf import csrf_token_for
 from app.web.views import lesson_pages
@@ -30,6 +31,7 @@ templates = Jinja2Blocks(
 filters.install(templates.env)
 templates.env.globals["check_link"] = lesson_pages.check_link  # a pause's link, kept per answer
 templates.env.globals["pacing"] = functools.partial(lesson_pages.pacing, templates.env)  # kept per parts done
+templates.env.globals["reading_report_s"] = progress.REPORT_EVERY_S  # static/reading.js reports this often
 
 
 def is_htmx(request: Request) -> bool:

@@ -132,13 +132,21 @@ def toggle_done(
 
 
 @router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)
-def reading_time(
-    lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, seconds: Annotated[int, Form(ge=0, le=3600)] = 0
-):
+async def reading_time(
+    lesson_id: str,
+    part_id: str,
+    viewer: ViewerDep,
+    db: SessionDep,
+    seconds: Annotated[int, Form(ge=0, le=3600)] = 0,
+) -> None:
+    """The page's report of reading time (static/reading.js, navigator.sendBeacon): the login is read on the event
+    loop (app/web/deps.py Viewer), the one UPDATE runs in a worker thread. Its CSRF token comes in the form body,
+    since a beacon cannot set a header (csrf_protect reads either)."""
+    user = await viewer.required()
     (lesson, _, _), _ = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
-    learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
+    await run_in_threadpool(learning.add_time, db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
 
 
 def _answered(request: Request, fragment: str, ctx: dict, *, error: str | None, item: str) -> Response:
