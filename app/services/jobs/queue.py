@@ -34,6 +34,7 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -434,6 +435,12 @@ def fingerprint(db: Session) -> tuple:
     return tuple(sorted(tuple(row) for row in db.execute(_FINGERPRINT)))
 
 
+def changed(db: Session) -> None:
+    """This process changed the queue (a submit, a cancel): its next reader works the snapshot out again, so the
+    learner who did it sees it at once. Other processes see it at their next check."""
+    _snapshots.pop(str(db.get_bind().engine.url), None)
+
+
 def snapshot(db: Session, settings: Settings, *, check: bool = True, force: bool = False) -> Snapshot:
     """This process's snapshot of the queue for `db`'s database: the kept one while the queue is unchanged, else a
     new one. `check=False`: trust a snapshot checked within SNAPSHOT_CHECK_S without reading anything; `force`:
@@ -459,11 +466,12 @@ def snapshot(db: Session, settings: Settings, *, check: bool = True, force: bool
         return made
 
 
-def estimates(db: Session, settings: Settings, jobs: list[Job], *, check: bool = True) -> dict[int, Estimate]:
+def estimates(db: Session, settings: Settings, jobs: Sequence[Job | Row], *, check: bool = True) -> dict[int, Estimate]:
     """Place in the queue and ETA of each unfinished job (the job card shows them), from the snapshot; a queued job
     that no lab node online can run gets its place and the reason, without an ETA. A job whose status differs from
-    the snapshot's has moved since it was made: the snapshot is worked out again, once."""
-    active = [j for j in jobs if not j.finished]
+    the snapshot's has moved since it was made: the snapshot is worked out again, once. `check=False`: a snapshot
+    checked within SNAPSHOT_CHECK_S is trusted without a read (the pages' polls)."""
+    active = [j for j in jobs if j.status in ACTIVE]
     if not active:
         return {}
     snap = snapshot(db, settings, check=check)
@@ -471,3 +479,16 @@ def estimates(db: Session, settings: Settings, jobs: list[Job], *, check: bool =
         snap = snapshot(db, settings, force=True)
     now = utcnow()
     return {j.id: snap.estimate(j.id, now) for j in active}
+
+
+def kept_estimates(db: Session, jobs: Sequence[Job | Row]) -> dict[int, Estimate] | None:
+    """`estimates` from this process's snapshot when that needs no read at all (checked within SNAPSHOT_CHECK_S,
+    every job where it was); None otherwise. Lets a poll on the event loop leave any read to a worker thread."""
+    kept = _snapshots.get(str(db.get_bind().engine.url))
+    if kept is None or time.monotonic() - kept.checked >= SNAPSHOT_CHECK_S:
+        return None
+    active = [j for j in jobs if j.status in ACTIVE]
+    if any(kept.status.get(j.id) != j.status for j in active):
+        return None
+    now = utcnow()
+    return {j.id: kept.estimate(j.id, now) for j in active}
