@@ -527,7 +527,7 @@ async def drive(base: str, args: argparse.Namespace, tally: Tally, pids: dict[st
     await asyncio.sleep(max(0.0, tally.start - time.perf_counter()))
     measured: dict = {"before": scrape(base), "cpu0": {k: cpu_seconds(v) for k, v in pids.items()}}
     measured["bench0"] = time.process_time()
-    profilers = start_profilers(args, pids["web"]) if args.profile else []
+    profilers = start_profilers(args.profile_dir, args.window, pids["web"]) if args.profile else []
     await asyncio.sleep(max(0.0, tally.end - time.perf_counter()))
     measured["after"] = scrape(base)
     measured["cpu1"] = {k: cpu_seconds(v) for k, v in pids.items()}
@@ -539,13 +539,13 @@ async def drive(base: str, args: argparse.Namespace, tally: Tally, pids: dict[st
     return measured
 
 
-def start_profilers(args: argparse.Namespace, pids: list[int]) -> list[subprocess.Popen]:
-    out = Path(args.profile)
+def start_profilers(out: Path, window: float, pids: list[int]) -> list[subprocess.Popen]:
+    """py-spy on each web process for the window, sampling only the thread holding the GIL: Python's CPU time."""
     out.mkdir(parents=True, exist_ok=True)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     procs = []
     for pid in pids:
-        cmd = [spy, "record", "--pid", str(pid), "--duration", str(int(args.window)), "--rate", "50"]
+        cmd = [spy, "record", "--pid", str(pid), "--duration", str(int(window)), "--rate", "50", "--gil"]
         cmd += ["--format", "raw", "--output", str(out / f"web-{pid}.txt"), "--nonblocking"]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return procs
@@ -598,6 +598,7 @@ def one_run(label: str, root: Path, kind: str, args: argparse.Namespace) -> Resu
             pids = {"server": children_of(started[0].pid), "web": web_processes(started[0].pid)}
             pids["db"] = postgres_pids(tmp) if url else []
             print(f"\n{label}: {args.learners} learners, {args.web_processes} web process(es)")
+            args.profile_dir = Path(args.profile or ".") / re.sub(r"\W+", "-", label)
             measured = asyncio.run(drive(base, args, tally, pids))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -639,7 +640,7 @@ def one_run(label: str, root: Path, kind: str, args: argparse.Namespace) -> Resu
     for line in tally.samples[:5]:
         print(f"    e.g. {line}")
     if args.profile:
-        where_time_went(Path(args.profile))
+        where_time_went(args.profile_dir)
     return result
 
 
@@ -654,16 +655,17 @@ def baseline_tree(rev: str, into: Path) -> Path:
 def table(results: list[Result]) -> None:
     print(
         "\n| run | db | learners | asked req/s | served req/s | served/asked | client p50 / p99 | server p50 / p99 "
-        "(/metrics) | errors | cores: web / db / bench |"
+        "(/metrics) | errors | cores: web / db / bench | web CPU per request |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
         label, db = r.label.split(" on ")
         print(
             f"| {label} | {db} | {r.learners:,} | {r.asked:.0f} | {r.served:.0f} | {100 * r.served / max(r.asked, 1e-9):.0f} % "
             f"| {r.client_p50 * 1000:.0f} ms / {r.client_p99 * 1000:.0f} ms "
             f"| {r.server_p50 * 1000:.0f} ms / {r.server_p99 * 1000:.0f} ms (≤ {r.server_p99_le * 1000:.0f}) "
-            f"| {r.errors} | {r.web_cores:.2f} / {r.db_cores:.2f} / {r.bench_cores:.2f} |"
+            f"| {r.errors} | {r.web_cores:.2f} / {r.db_cores:.2f} / {r.bench_cores:.2f} "
+            f"| {1000 * r.web_cores / max(r.served, 1e-9):.1f} ms |"
         )
     by_db: dict[str, list[Result]] = collections.defaultdict(list)
     for r in results:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import Float, Integer, String, Table, Text, bindparam, case, cast, literal, select, text, update
+from sqlalchemy import Float, Integer, String, Table, Text, bindparam, case, cast, func, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -165,7 +165,7 @@ def resume_part(db: Session, *, user: User, lesson: Lesson) -> str:
 
 
 def save_response(
-    db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str
+    db: Session, *, user: Person, lesson_id: str, version: int, item_id: str, kind: str, text: str
 ) -> Response:
     row = Response(
         user_id=user.id,
@@ -180,15 +180,18 @@ def save_response(
     return row
 
 
-def latest_responses(db: Session, *, user: User, lesson_id: str) -> dict[str, Response]:
-    rows = db.scalars(
-        select(Response).where(Response.user_id == user.id, Response.lesson_id == lesson_id).order_by(Response.id)
+def latest_responses(db: Session, *, user: Person, lesson_id: str) -> dict[str, Response]:
+    """The newest written answer per item: only those rows are loaded, not the whole append-only history."""
+    newest = (
+        select(func.max(Response.id))
+        .where(Response.user_id == user.id, Response.lesson_id == lesson_id)
+        .group_by(Response.item_id)
     )
-    return {r.item_id: r for r in rows}
+    return {r.item_id: r for r in db.scalars(select(Response).where(Response.id.in_(newest)))}
 
 
 def record_attempt(
-    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, seed: int, answer: str, status: str
+    db: Session, *, user: Person, lesson_id: str, version: int, question_id: str, seed: int, answer: str, status: str
 ) -> Attempt:
     row = Attempt(
         user_id=user.id,
@@ -252,11 +255,15 @@ def record_step(
     return row
 
 
-def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
-    rows = db.scalars(
-        select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id).order_by(Attempt.id)
+def latest_attempts(db: Session, *, user: Person, lesson_id: str) -> dict[str, Attempt]:
+    """The newest attempt per question: an answer's page reads this after every try, and loading every try of
+    the lesson as objects grew with each one (most of an answer's time after an hour of practice)."""
+    newest = (
+        select(func.max(Attempt.id))
+        .where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id)
+        .group_by(Attempt.question_id)
     )
-    return {r.question_id: r for r in rows}
+    return {r.question_id: r for r in db.scalars(select(Attempt).where(Attempt.id.in_(newest)))}
 
 
 @dataclass

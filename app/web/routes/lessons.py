@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.content.schema import Lesson
@@ -196,16 +197,27 @@ def answer_pause(
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}")
-def answer_question(
+async def answer_question(
     request: Request,
     lesson_id: str,
     question_id: str,
-    user: CurrentUser,
+    viewer: ViewerDep,
     db: SessionDep,
     answer: Annotated[str, Form(max_length=20000)] = "",
     version: Annotated[DbInt, Form()] = 0,
     seed: Annotated[DbInt, Form()] = -1,
 ):
+    """A practice answer, about one a minute per learner in a class: the login is read on the event loop
+    (app/web/deps.py Viewer), the try and the reads after it run in one worker thread, the fragment renders on
+    the loop."""
+    user = await viewer.required()
+    ctx = await run_in_threadpool(_question_answered, db, user, lesson_id, question_id, answer, version, seed)
+    return _answered(request, "lessons/_question.html", ctx, error=ctx["error"], item=f"q-{question_id}")
+
+
+def _question_answered(
+    db: Session, user: Person, lesson_id: str, question_id: str, answer: str, version: int, seed: int
+) -> dict:
     (lesson, _, _), current_version = _lesson(db, lesson_id)
     answered = answering.answer_question(
         db,
@@ -217,8 +229,8 @@ def answer_question(
         answer=answer,
         seed=seed,
     )
-    variant, error = answered.variant, answered.error
-    ctx = {
+    variant = answered.variant
+    return {
         "lesson": lesson,
         "version": current_version,
         "qid": question_id,
@@ -226,12 +238,11 @@ def answer_question(
         "variant": variant,
         "seed": variant.seed if variant else 0,  # as the part's slot has it (_question_slot.html): one piece
         "feedback": answered.feedback,
-        "error": error,
+        "error": answered.error,
         "draft": answer,
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
-    return _answered(request, "lessons/_question.html", ctx, error=error, item=f"q-{question_id}")
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}/steps/{step_id}")
