@@ -119,15 +119,25 @@ def postgres_cluster(tmp: Path) -> Iterator[str]:
 
 
 @contextmanager
-def course_server(tmp: Path, database_url: str, executor: str = "embedded") -> Iterator[str]:
+def course_server(
+    tmp: Path,
+    database_url: str,
+    executor: str = "embedded",
+    *,
+    root: Path = ROOT,
+    env: dict[str, str] | None = None,
+    started: list[subprocess.Popen] | None = None,
+) -> Iterator[str]:
     """`python -m app serve` on a free loopback port, as `make run` starts it; yields its base URL.
 
     The one executor-specific place: `embedded` runs the lab worker(s) the server starts itself
-    (COURSE_WORKERS, default 1).
+    (COURSE_WORKERS, default 1). `root`: the source tree to serve (another commit's, for a baseline); `env`:
+    settings on top of these; `started` gets the server's process (to find its web processes).
     """
     if executor != "embedded":
         raise SystemExit(f"--executor: got {executor!r}; this script knows: embedded")
     port = free_port()
+    extra = env or {}
     env = dict(
         os.environ,
         COURSE_DATA_DIR=str(tmp / "data"),
@@ -137,18 +147,21 @@ def course_server(tmp: Path, database_url: str, executor: str = "embedded") -> I
     )
     env.pop("COURSE_ENV", None)  # development, as `make run`
     env.pop("DATABASE_URL", None)
+    env.update(extra)
     if database_url:
         env["DATABASE_URL"] = database_url
     log_path = tmp / "server.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT,
+            cwd=root,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    if started is not None:
+        started.append(proc)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

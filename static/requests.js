@@ -8,7 +8,7 @@
 //   fresh token and sends the form once more by itself (a refused token means nothing was done), no reload. Only
 //   a form htmx sends on submit to its own action is sent again (the editor previews on input but its action
 //   publishes: it only takes the token, for its next preview).
-// Background requests (job cards, the cluster page, the reading-time beat) stay quiet: they try again by
+// Background requests (the page's job-status poll, the cluster page) stay quiet: they try again by
 // themselves. Checked against htmx 4.0.1 (static/vendor/htmx): htmx:before:response can stop a response's
 // handling (htmx.js #issueRequest); htmx:finally:request follows every request, ctx.swap "none" for a status the
 // config does not swap.

@@ -222,6 +222,9 @@ class PartProgress(Base):
     # the lesson version the learner last opened this part under (learning.visit); NULL: not known (rows from
     # before it was recorded), which never leads to an "updated since you last read it" notice
     version_seen: Mapped[int | None] = mapped_column(Integer)
+    # when the page's last report of reading time for this part was accepted (learning.add_time): the next report
+    # credits no more than the wall time since. Kept apart from last_seen_at, which says where "resume" goes.
+    time_reported_at: Mapped[datetime | None]
 
 
 class Response(Base):

@@ -1,12 +1,14 @@
 """Notices kept in the learner's signed session cookie: the jobs they wait for and what to tell them.
 
-    watch(session, job_id)      a job was submitted: poll for it until it finishes
+    watch(session, job_id)      a job was submitted (or its page opened): follow it until it finishes
     forget(session, job_id)     the learner saw the job finish (its card, its page): nothing to announce
-    poll_trigger(session)       the htmx trigger of the notices poll on this page, or None for no poll
+    job_notice(job)             what to say when a followed job finished out of sight
+    poll_trigger(session)       the htmx trigger of the notices poll on this page (grades), or None for no poll
     pending(session)            the notices to show now, [{key, kind, text, href, link}]
 
 Only ids, short texts and timestamps live here (the cookie holds about 4 KB); the queries are in
-app/services/learning/notices.py and the routes in app/web/routes/pages.py.
+app/services/learning/notices.py and the routes in app/web/routes/pages.py. The jobs watched here are followed by
+the page's one job-status poll (app/web/views/live_jobs.py, GET /jobs/live), which adds their notices.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import Any
 from app.services.learning.notices import GRADE_CHECK_S, MAX_NOTICES
 
 WATCH, NOTICES, GRADES_SEEN, CHECKED = "watch_jobs", "notices", "grades_seen", "notices_checked"
-JOB_POLL = "every 3s"  # while a job is in flight; its own card polls every second where it is shown
 MAX_WATCHED = 10
 
 Session = MutableMapping[str, Any]
@@ -58,9 +59,17 @@ def grades_due(session: Session, now: float | None = None) -> bool:
 
 
 def poll_trigger(session: Session) -> str | None:
-    """Poll often while a job is in flight, once on load when a grade check is due, else not at all."""
-    if session.get(WATCH):
-        return JOB_POLL
-    if grades_due(session):
-        return "load"
-    return None
+    """Once on load when a grade check is due, else not at all (jobs in flight are the job-status poll's)."""
+    return "load" if grades_due(session) else None
+
+
+def job_notice(job: Any) -> dict:
+    """The notice of a followed job that finished (succeeded or failed) while its learner was elsewhere."""
+    ok = job.status == "succeeded"
+    return {
+        "key": f"job-{job.id}",
+        "kind": job.status,
+        "text": f"Your {job.lab} run (job {job.id}) {'finished' if ok else 'failed'}.",
+        "href": f"/jobs/{job.id}",
+        "link": "See the result" if ok else "See why",
+    }

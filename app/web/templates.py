@@ -16,9 +16,10 @@ from starlette.responses import Response
 
 from app.core.config import ROOT
 from app.core.db import release
+from app.services.learning import progress
 from app.web import filters
 from app.web.csrf import csrf_token_for
-from app.web.views import lesson_pages
+from app.web.views import lesson_pages, live_jobs
 
 # auto_reload off: Jinja's default stats every template file on every render to see whether it changed
 # (4.6% of a lesson page's time in the profile); templates change only with a deploy, which restarts.
@@ -30,6 +31,9 @@ templates = Jinja2Blocks(
 filters.install(templates.env)
 templates.env.globals["check_link"] = lesson_pages.check_link  # a pause's link, kept per answer
 templates.env.globals["pacing"] = functools.partial(lesson_pages.pacing, templates.env)  # kept per parts done
+templates.env.globals["reading_report_s"] = progress.REPORT_EVERY_S  # static/reading.js reports this often
+templates.env.globals["live_job"] = live_jobs.live_job  # a card or /jobs row in flight, followed by the page's poll
+templates.env.globals["live_poll"] = live_jobs.live_poll  # that poll, as the page was drawn (base.html)
 
 
 def is_htmx(request: Request) -> bool:
@@ -62,6 +66,13 @@ def render(
     if block and is_htmx(request):
         kwargs["block_name"] = block
     response = templates.TemplateResponse(request, name, ctx, **kwargs)
+    if "block_name" in kwargs and "live" not in ctx and live_jobs.shown(request):
+        # A fragment with a job in flight (a new job's card, a lesson's lab section): the page it lands on starts
+        # following it, whatever its poll did before (a whole page draws its poll itself, in base.html).
+        follow = live_jobs.live_poll({"request": request})
+        poll = templates.env.get_template("jobs/_live.html").render(live=follow, oob=True)
+        response.body = bytes(response.body) + poll.encode()
+        response.headers["content-length"] = str(len(response.body))
     # One URL answers with a page or, to htmx, a piece of it: a cache (the browser's, on back and forward
     # between sites) must not hand one out for the other.
     response.headers.append("Vary", "HX-Request")

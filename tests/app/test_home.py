@@ -94,7 +94,7 @@ def _resume_button(card: str) -> tuple[str, str]:
 def test_any_trace_of_the_learner_makes_the_card_resume(client, db, trace):
     """A lesson the learner has touched in any way (a part opened, a written answer, a wrong try, reading time)
     says Resume and links to where they left off, although no part is done; only an untouched lesson says
-    Start. (Done parts and time alone miss a fresh learner: time comes in 20 s beats.)"""
+    Start. (Done parts and time alone miss a fresh learner: time is reported once a minute.)"""
     from app.services.learning import lessons as lesson_service
 
     client.register("ann@example.org")

@@ -18,13 +18,14 @@ def test_env_check_job_end_to_end(client, worker, db):
     _learner(client)
     r = client.post("/labs/env-check/jobs", headers={"HX-Request": "true"})
     assert r.status_code == 201
-    assert 'data-status="queued"' in r.text and 'hx-trigger="every 2s' in r.text
+    assert 'data-status="queued"' in r.text and 'name="live_job" value="' in r.text
+    assert '<span id="jobs-live" hidden hx-swap-oob="outerHTML" hx-get="/jobs/live"' in r.text  # the page follows it
     assert worker.run_once()
     job = db.query(Job).one()
     db.refresh(job)
     assert job.status == "succeeded", job.error
     page = client.get(f"/jobs/{job.id}", headers={"HX-Request": "true"}).text
-    assert 'data-status="succeeded"' in page and "every 1s" not in page  # polling stops
+    assert 'data-status="succeeded"' in page and 'name="live_job"' not in page  # nothing left to follow
     assert "CPU emulation" in page and "FP8 recipes" in page
     result = client.get(f"/api/v1/jobs/{job.id}/result").json()
     assert result["lab"] == "env-check" and result["environment"]["backend"] == "cpu"
@@ -223,8 +224,9 @@ def test_a_lab_page_keeps_the_last_result_in_full_when_newer_runs_were_cancelled
 
 
 def test_a_run_in_flight_shows_first_and_the_last_result_under_it(client, db, worker):
-    """A queued run is the latest run (its card polls with its place in the queue); the last success stays in
-    full; when the polling card sees its run finish, the lab page is told to refresh its history."""
+    """A queued run is the latest run (its card followed by the page's poll, with its place in the queue); the
+    last success stays in full; when the poll sees its run finish, the card comes back finished and the lab page
+    is told to refresh its history."""
     _learner(client)
     client.post("/labs/env-check/jobs")
     assert worker.run_once()
@@ -238,7 +240,14 @@ def test_a_run_in_flight_shows_first_and_the_last_result_under_it(client, db, wo
     assert f'id="job-{good.id}"' in _section(page, 'id="last-result"', "</section>")
     polled = client.get(f"/jobs/{newer.id}", headers={"HX-Request": "true"})
     assert "HX-Trigger" not in polled.headers  # still queued: nothing changed on the lab page
+    live = client.get("/jobs/live", params={"live_job": newer.id}, headers={"HX-Request": "true"})
+    assert "HX-Trigger" not in live.headers and 'hx-trigger="every' in live.text
     assert worker.run_once()
+    live = client.get("/jobs/live", params={"live_job": newer.id}, headers={"HX-Request": "true"})
+    card = _section(live.text, f'<article class="card job" id="job-{newer.id}"', "</article>")
+    assert 'data-status="succeeded"' in card and 'hx-swap-oob="outerHTML"' in card
+    assert live.headers["HX-Trigger"] == "lab-runs-changed"
+    assert 'hx-trigger="every' not in _section(live.text, '<span id="jobs-live"', "</span>")  # nothing left
     polled = client.get(f"/jobs/{newer.id}", headers={"HX-Request": "true"})
     assert 'data-status="succeeded"' in polled.text and polled.headers["HX-Trigger"] == "lab-runs-changed"
     page = client.get("/labs/env-check").text
@@ -256,8 +265,17 @@ def test_the_jobs_list_shows_queue_places_cancels_and_polls_only_while_a_job_is_
     first, second = (j.id for j in db.query(Job).order_by(Job.id))
     page = html.unescape(client.get("/jobs").text)
     box = _section(page, '<div id="jobs"', ">")
-    assert 'hx-get="/jobs"' in box and 'hx-trigger="every 3s"' in box and 'hx-select="#jobs"' in box
+    assert 'hx-get="/jobs"' in box and 'hx-trigger="jobs-changed from:body"' in box and 'hx-select="#jobs"' in box
     rows = {j: _section(page, f'<tr data-job="{j}"', "</tr>") for j in (first, second)}
+    assert all(f'name="live_row" value="{j}"' in row for j, row in rows.items())  # followed by the page's poll
+    live = client.get("/jobs/live", params={"live_row": [first, second]}, headers={"HX-Request": "true"})
+    assert live.headers["HX-Trigger"] == "jobs-changed"  # a first poll: the list asks for itself
+    again = client.get(
+        "/jobs/live",
+        params={"live_row": [first, second]},
+        headers={"HX-Request": "true", "If-None-Match": live.headers["ETag"]},
+    )
+    assert again.status_code == 304
     assert 'data-testid="queue-position">next<' in rows[first]
     assert 'data-testid="queue-position">1 ahead<' in rows[second]
     assert 'data-testid="eta">starts in under a minute<' in rows[first]  # the lab's cost model: no run needed
@@ -282,6 +300,7 @@ def test_the_jobs_list_shows_queue_places_cancels_and_polls_only_while_a_job_is_
     # nothing in flight: no polling, no buttons
     page = client.get("/jobs").text
     assert _section(page, '<div id="jobs"', ">") == '<div id="jobs"' and "/cancel" not in page
+    assert 'name="live_row"' not in page and 'hx-get="/jobs/live"' not in page
     assert "Cancelled by you" not in page  # the list is one line per job; the card says how
     # next= only ever leads back to the list
     client.post("/labs/env-check/jobs")
@@ -300,7 +319,7 @@ def test_the_jobs_list_shows_a_running_jobs_time_so_far(client, db):
     page = client.get("/jobs").text
     row = _section(page, f'<tr data-job="{job.id}"', "</tr>")
     assert 'data-status="running"' in row and " so far" in row and f">Cancel #{job.id}</button>" in row
-    assert 'hx-trigger="every 3s"' in _section(page, '<div id="jobs"', ">")
+    assert f'name="live_row" value="{job.id}"' in row and 'hx-get="/jobs/live"' in page
     assert client.post(f"/jobs/{job.id}/cancel", {"next": "/jobs"}, follow_redirects=False).status_code == 303
     row = _section(client.get("/jobs").text, f'<tr data-job="{job.id}"', "</tr>")
     assert "Stopping…" in row and "disabled" in row  # asked; the worker stops it within a heartbeat

@@ -1,5 +1,6 @@
 """Notices: a finished job and a new grade are announced on whatever page the learner is on, once, with a
-link, and only to their owner; the poll runs only while there is something to wait for."""
+link, and only to their owner; the polls run only while there is something to wait for (jobs: the page's one
+job-status poll, GET /jobs/live; grades: a check on load every few minutes)."""
 
 from __future__ import annotations
 
@@ -39,15 +40,16 @@ def test_a_finished_job_is_announced_on_any_page_until_dismissed(client, db, set
     assert 'hx-get="/notices"' not in client.get("/lessons/transformer-scaling/orient").text  # then no poll at all
     job_id = _submit(client)
     page = client.get("/lessons/transformer-scaling/orient").text
-    assert 'hx-get="/notices" hx-trigger="every 3s"' in page  # polls while the job is in flight
-    assert "data-notice" not in client.get("/notices", headers=HX).text  # still queued: nothing to say
+    assert 'hx-get="/jobs/live"' in page and 'hx-get="/notices"' not in page  # the job-status poll waits for it
+    assert "data-notice" not in client.get("/jobs/live", headers=HX).text  # still queued: nothing to say
     _finish(db, settings, job_id)
-    poll = client.get("/notices", headers=HX).text
+    poll = client.get("/jobs/live", headers=HX).text
     assert f"Your env-check run (job {job_id}) finished." in poll and f'href="/jobs/{job_id}"' in poll
-    assert 'hx-trigger="every 3s"' not in poll  # nothing left to wait for: the poll stops
+    assert '<div id="notices" hx-swap-oob="innerHTML">' in poll
+    assert "hx-trigger" not in poll.split("</span>")[0]  # nothing left to wait for: the poll stops
     # the notice stays on the next pages (from the session, no query) until dismissed
     page = client.get("/labs").text
-    assert f"Your env-check run (job {job_id}) finished." in page and 'hx-get="/notices"' not in page
+    assert f"Your env-check run (job {job_id}) finished." in page and 'hx-get="/jobs/live"' not in page
     r = client.post("/notices/dismiss", data={"key": f"job-{job_id}"}, headers=HX)
     assert r.status_code == 200 and "data-notice" not in r.text
     assert "finished." not in client.get("/labs").text
@@ -58,8 +60,9 @@ def test_a_failed_job_says_so_and_a_job_seen_finishing_is_not_announced(client, 
     failed, seen = _submit(client), _submit(client)
     _finish(db, settings, failed, ok=False)
     _finish(db, settings, seen)
-    client.get(f"/jobs/{seen}", headers=HX)  # its card, polling on the lab page, showed it finish
-    poll = client.get("/notices", headers=HX).text
+    # the page shows the card of one of them: the poll brings it finished, and that one is no news
+    poll = client.get("/jobs/live", params={"live_job": seen}, headers=HX).text
+    assert f'id="job-{seen}" data-status="succeeded"' in poll
     assert f"Your env-check run (job {failed}) failed." in poll and "See why" in poll
     assert f"(job {seen})" not in poll
 
@@ -100,13 +103,14 @@ def test_notices_need_a_login(client, db):
 
 
 def test_a_cancelled_run_is_no_news_and_stops_the_poll(client, db, settings):
-    """A cancelled run stayed watched: no notice came, and the notices poll ran every 3 s for the whole session."""
+    """A cancelled run is no news, and nothing is left to follow: no poll for the rest of the session."""
     client.register("ann@example.org")
     client.get("/notices", headers=HX)  # the new session's one grade check
     job_id = _submit(client)
-    assert 'hx-trigger="every 3s"' in client.get("/labs").text
+    assert 'hx-get="/jobs/live"' in client.get("/labs").text
     assert client.post(f"/jobs/{job_id}/cancel", headers=HX).status_code == 200
     assert db.get(Job, job_id).status == "cancelled"
-    poll = client.get("/notices", headers=HX).text
-    assert "data-notice" not in poll and 'hx-trigger="every 3s"' not in poll
-    assert 'hx-get="/notices"' not in client.get("/labs").text  # nothing left to wait for
+    poll = client.get("/jobs/live", headers=HX).text
+    assert "data-notice" not in poll and "hx-trigger" not in poll
+    page = client.get("/labs").text
+    assert 'hx-get="/notices"' not in page and 'hx-get="/jobs/live"' not in page  # nothing left to wait for

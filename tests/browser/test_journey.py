@@ -1,6 +1,8 @@
 """The newcomer's journey in real Chromium against a real server with its embedded worker."""
 
 import re
+import sqlite3
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -158,14 +160,55 @@ def test_back_and_forward_between_parts_bring_back_whole_pages(page, live_server
     assert page.evaluate("window.stillThisPage === true")  # all of it without a reload
 
 
-def test_reading_time_is_counted_with_the_pages_csrf_header(page, live_server):
-    """The reading-time beat (templates/lessons/_part_foot.html) is the one htmx POST with no form around it:
-    its CSRF token comes from hx-headers on <body>, which htmx 4 passes down only when it is marked :inherited."""
+def _seconds_read(live_server, email: str, part: str) -> int:
+    with sqlite3.connect(live_server.data / "course.db") as conn:
+        row = conn.execute(
+            "SELECT seconds_spent FROM part_progress JOIN users ON users.id = part_progress.user_id"
+            " WHERE users.email = ? AND part_id = ?",
+            (email, part),
+        ).fetchone()
+    return row[0] if row else 0
+
+
+def test_reading_time_is_reported_once_a_minute_with_the_pages_token(page, live_server):
+    """static/reading.js counts the seconds a part is on screen and reports them at most once a minute, by
+    navigator.sendBeacon: a form body carrying the page's CSRF token (a beacon cannot set a header). A part left
+    for another (htmx swaps it) hands in its time at once."""
     base = live_server.url
     register(page, base, "reader@example.org", name="Rea")
     page.clock.install()
     page.goto(base + "/lessons/transformer-scaling/orient")
+    sent: list = []
+    page.on("request", lambda r: sent.append(r) if "/progress/" in r.url and r.url.endswith("/time") else None)
+    page.clock.run_for(45_000)
+    assert sent == []  # nothing before the minute
     with page.expect_response(lambda r: r.url.endswith("/progress/orient/time")) as beat:
-        page.clock.run_for(21_000)
+        page.clock.run_for(16_000)
     assert beat.value.status == 204
-    assert beat.value.request.headers.get("x-csrf-token")
+    request = beat.value.request
+    assert "csrf_token=" in (request.post_data or "") and "seconds=60" in (request.post_data or "")
+    assert not request.headers.get("x-csrf-token")
+    page.clock.run_for(7_000)
+    with page.expect_response(lambda r: r.url.endswith("/progress/orient/time")) as left:
+        page.locator("a.next").first.click()  # the next part, swapped in by htmx
+    handed_in = int(re.search(r"seconds=(\d+)", left.value.request.post_data or "").group(1))
+    assert left.value.status == 204 and 7 <= handed_in <= 12  # the 7 s, and what passed meanwhile in real time
+    expect(page).not_to_have_url(re.compile("/orient$"))
+
+
+def test_reading_time_survives_closing_the_tab_mid_minute(browser, live_server):
+    """Closed 4 s into a part (real time: the server credits no more than the wall time it saw): those seconds
+    arrive all the same, sent by the page as it goes."""
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    email = "closer@example.org"
+    register(page, live_server.url, email, name="Clo")
+    page.goto(live_server.url + "/lessons/transformer-scaling/mental-model")
+    page.wait_for_timeout(4_000)
+    assert _seconds_read(live_server, email, "mental-model") == 0  # nothing reported mid-minute yet
+    page.close()
+    deadline = time.monotonic() + 10
+    while _seconds_read(live_server, email, "mental-model") == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert 3 <= _seconds_read(live_server, email, "mental-model") <= 6
+    ctx.close()

@@ -141,7 +141,7 @@ def rows(db: Session, *, scope: Scope, lessons: list[Lesson], lesson_id: str | N
             continue
         row = found
         row.seconds += p.seconds_spent
-        row.last_seen = max(filter(None, (row.last_seen, p.last_seen_at)), default=None)
+        row.last_seen = max(filter(None, (row.last_seen, p.last_seen_at, p.time_reported_at)), default=None)
         title, limit = parts[(p.lesson_id, p.part_id)]
         if p.done_at is not None:
             row.parts_done += 1

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from pydantic import ValidationError
-from sqlalchemy import CursorResult, Result, func, select, update
+from sqlalchemy import CursorResult, Result, Row, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from app.core.models import Job, JobLoss, Person, User, utcnow
@@ -174,6 +174,7 @@ def create_job(
     )
     db.add(job)
     db.commit()
+    queue_service.changed(db)
     log.info("job %s queued: lab %s, backend %s (asked: %s), owner %s", job.id, lab, runs_on, backend, owner.id)
     return job
 
@@ -219,6 +220,32 @@ def get_job_for(db: Session, *, job_id: int, user: User, as_learner: bool = Fals
     )
 
     return job if grading.grader_sees_job(db, user=user, job=job) else None
+
+
+# What a page's job-status poll compares (app/web/views/live_jobs.py), and no more: by primary key, no JSON columns.
+_LIVE = select(
+    Job.id,
+    Job.owner_id,
+    Job.lab,
+    Job.status,
+    Job.progress,
+    Job.message,
+    Job.attempts,
+    Job.cancel_requested_at,
+    Job.node,
+    Job.started_at,
+    Job.finished_at,
+).where(Job.id.in_(bindparam("ids", expanding=True)))
+
+
+def live_rows(db: Session, *, ids: Collection[int]) -> list[Row]:
+    """The jobs a page follows, as plain rows (one indexed read); whose they are is the caller's check."""
+    return list(db.execute(_LIVE, {"ids": sorted(ids)})) if ids else []
+
+
+def jobs_by_id(db: Session, *, ids: Collection[int]) -> list[Job]:
+    """Jobs by id, in id order; whose they are is the caller's check."""
+    return list(db.scalars(select(Job).where(Job.id.in_(sorted(ids))).order_by(Job.id))) if ids else []
 
 
 def list_jobs(db: Session, *, owner: Person, lab: str | None = None, limit: int = 20) -> list[Job]:
@@ -346,6 +373,7 @@ def cancel(db: Session, *, job: Job, by: User) -> Job:
             .values(cancel_requested_at=now, message=f"stopping: cancelled by {who}")
         )
     db.commit()
+    queue_service.changed(db)
     db.refresh(job)
     if job.status in ("succeeded", "failed"):
         raise Conflict(f"Job {job.id} has already {job.status}; there is nothing to cancel.")

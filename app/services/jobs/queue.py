@@ -17,8 +17,10 @@ Infrastructure is never charged: attempts lost to a node or worker are not finis
 by such a loss (a `job_losses` row that did not requeue it) is left out. A requeued job keeps its id, so it stays
 first in its learner's line.
 
-One SQL query per pick (`fair_order`) and one per position: usage summed over the last WINDOW_HALF_LIVES
-half-lives, only for learners with a queued job (the owner_id index serves it), the line ahead as a window sum.
+One SQL query per pick (`fair_order`): usage summed over the last WINDOW_HALF_LIVES half-lives, only for learners
+with a queued job (the owner_id index serves it), the line ahead as a window sum. Places and ETAs of every job at once
+come from `simulate`, worked out once per change of the queue in each process (`snapshot`), so a class polling its
+job cards reads the queue once per change, not once per poll.
 The decay is piecewise linear between whole half-lives (exact at each, at most 6 % high between) because
 SQLite has no exp() unless it was built with its math functions; the same expression runs on PostgreSQL. The
 embedded worker's claim (jobs.claim_next) and the Ray dispatcher both call `fair_order`.
@@ -27,24 +29,30 @@ embedded worker's claim (jobs.claim_next) and the Ray dispatcher both call `fair
 from __future__ import annotations
 
 import functools
+import heapq
+import json
 import statistics
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Float, Integer, and_, bindparam, case, exists, func, literal, or_, select
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.expression import ColumnElement, FunctionElement
+from sqlalchemy.sql.expression import ColumnElement
 
 from app.core.config import Settings
 from app.core.models import FINISHED_STATUSES, Job, JobLoss, UTCDateTime, utcnow
+from app.core.sqltime import epoch_s
 from app.services.cluster import fit as cluster_fit
 from app.services.cluster import nodes as cluster
 from labs import catalog
 from labs.api import count
 
 ACTIVE = ("queued", "running")
+EVERY_JOB = 1_000_000  # fair_order's limit for "all of them"
 ETA_SAMPLE = 20  # recent runs an estimate is made from; older runs say less about today's cluster
 SIMILAR = 2.0  # runs whose cost-model estimate is within this factor of a job's count as "the same size"
 
@@ -58,23 +66,6 @@ MIN_RUN_S = 1.0
 # A run not yet over counts as at least this long (about one short lab): a learner whose job has just started,
 # or who has jobs queued ahead, goes behind a learner who has waited, before any of those seconds have passed.
 PENDING_RUN_S = 60.0
-
-
-class _epoch_s(FunctionElement):
-    """Seconds since 1970 of a timestamp column (SQLite keeps timestamps as text; julianday keeps milliseconds)."""
-
-    type = Float()
-    inherit_cache = True
-
-
-@compiles(_epoch_s, "sqlite")
-def _epoch_s_sqlite(element, compiler, **kw):
-    return f"((julianday({compiler.process(element.clauses, **kw)}) - 2440587.5) * 86400.0)"
-
-
-@compiles(_epoch_s, "postgresql")
-def _epoch_s_postgresql(element, compiler, **kw):
-    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) AS DOUBLE PRECISION)"
 
 
 def _at_least(x: ColumnElement, floor: float) -> ColumnElement:
@@ -110,7 +101,7 @@ def _billed() -> ColumnElement:
 @functools.cache
 def _usage():
     """Per learner with a queued job: decayed billed seconds of finished runs in the window, plus running ones."""
-    started, ended = _epoch_s(Job.started_at), _epoch_s(Job.finished_at)
+    started, ended = epoch_s(Job.started_at), epoch_s(Job.finished_at)
     charge = case(
         (Job.status == "running", _billed() * _at_least(_NOW_S - started, PENDING_RUN_S)),
         else_=_billed() * _at_least(ended - started, MIN_RUN_S) * _decay(_NOW_S - ended),
@@ -192,13 +183,14 @@ def usage(db: Session, *, now: datetime | None = None, half_life_s: float = HALF
 def fair_order(
     db: Session,
     *,
-    limit: int = 20,
+    limit: int | None = 20,
     queues: tuple[str, ...] | None = None,
     now: datetime | None = None,
     half_life_s: float = HALF_LIFE_S,
 ) -> list[int]:
-    """Ids of queued jobs in the order they should start (the first `limit`), optionally only these queues."""
-    params = {**_params(now, half_life_s), "limit": limit}
+    """Ids of queued jobs in the order they should start (the first `limit`, None: all), optionally only these
+    queues."""
+    params = {**_params(now, half_life_s), "limit": EVERY_JOB if limit is None else limit}
     if queues is not None:
         params["queues"] = list(queues)
     return list(db.scalars(_order(queues is not None), params))
@@ -227,9 +219,14 @@ class Estimate:
 
 def model_seconds(lab: str, params: dict | None, backend: str) -> float | None:
     """The lab's cost-model estimate of one run (labs.spec LabSpec.cost); None for params it no longer takes."""
+    return _model_seconds(lab, json.dumps(params or {}, sort_keys=True), backend)
+
+
+@functools.lru_cache(maxsize=4096)  # a class queues a handful of sizes: validating each job's params was most of an ETA
+def _model_seconds(lab: str, params: str, backend: str) -> float | None:
     try:
         spec = catalog.get(lab)
-        return spec.estimate_seconds(spec.params.model_validate(params or {}), backend)
+        return spec.estimate_seconds(spec.params.model_validate(json.loads(params)), backend)
     except (KeyError, ValueError):  # an unknown lab or params of an older version: nothing to scale by
         return None
 
@@ -293,45 +290,56 @@ def run_estimate(
     )
 
 
-def estimate(
-    db: Session, *, job: Job, slots: int, now: datetime | None = None, history: History | None = None
-) -> Estimate:
-    """Position and ETA: this job's run from `run_estimate`; the queue ahead of it from the same estimate of each job
-    running (what is left of it) and each queued job that starts first, shared among `slots`.
+def estimate(db: Session, *, job: Job, slots: int, now: datetime | None = None) -> Estimate:
+    """Position and ETA of one job, from `simulate` (the whole queue worked out at once)."""
+    found = simulate(db, slots=slots, now=now).get(job.id)
+    return found if found is not None and job.status in ACTIVE else Estimate(None, None, None, "")
 
-    `slots`: how many jobs the executor runs at once (embedded workers, or the cluster's running jobs).
-    """
+
+def simulate(
+    db: Session, *, slots: int, now: datetime | None = None, waiting: Callable[[Job | Row], str | None] | None = None
+) -> dict[int, Estimate]:
+    """Every queued and running job's Estimate, worked out together: each job's run from `run_estimate`; a running
+    job's ETA is what is left of it; the queued jobs, in fair order, each start in the slot that frees first (of
+    `slots`, the executor's jobs at once), after the running jobs and every queued job ahead of it.
+
+    One read of the fair order, one of the active jobs, one per (lab, backend) of recent runs: the same however long
+    the queue. `waiting`: why no node can run a queued job now (`no_start`), None when one can; such a job gets its
+    place and the reason, no ETA. A queued job whose run cannot be estimated holds its slot PENDING_RUN_S for those behind it."""
     now = now or utcnow()
-    history = {} if history is None else history  # each (lab, backend)'s runs read once, however long the queue
-    mine = run_estimate(db, lab=job.lab, params=job.params, backend=job.backend, history=history)
-    if job.status == "running":
-        elapsed = (now - job.started_at).total_seconds() if job.started_at else 0.0
-        left, basis = _left(job, mine, elapsed)
-        return Estimate(None, None, left, basis)
-    pos = position(db, job=job, now=now)
-    if pos is None:
-        return Estimate(None, None, None, "")
-    if mine is None:
-        return Estimate(pos, None, None, f"no estimate for {job.lab} with these parameters")
-    slots = max(1, slots)
-    running = list(db.scalars(select(Job).where(Job.status == "running")))
-    ahead_ids = fair_order(db, limit=pos, now=now) if pos else []
-    ahead = list(db.scalars(select(Job).where(Job.id.in_(ahead_ids)))) if ahead_ids else []
+    history: History = {}
+    order = fair_order(db, limit=None, now=now)
+    rows = {r.id: r for r in db.execute(_ACTIVE_ROWS)}
+    out: dict[int, Estimate] = {}
     busy = []  # seconds until each slot frees, running jobs first
-    for r in running:
-        e = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend, history=history)
-        el = (now - r.started_at).total_seconds() if r.started_at else 0.0
-        busy.append(_left(r, e, el)[0] or 0.0)
-    busy = sorted(busy)[:slots] + [0.0] * max(0, slots - len(busy))
-    for a in sorted(ahead, key=lambda j: ahead_ids.index(j.id)):  # each starts in the slot that frees first
-        e = run_estimate(db, lab=a.lab, params=a.params, backend=a.backend, history=history)
-        busy.sort()
-        busy[0] += e.seconds if e else mine.seconds
-    start = min(busy)
-    return Estimate(pos, start, start + mine.seconds, mine.basis)
+    for r in rows.values():
+        if r.status == "running":
+            e = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend, history=history)
+            elapsed = (now - r.started_at).total_seconds() if r.started_at else 0.0
+            left, basis = _left(r, e, elapsed)
+            out[r.id] = Estimate(None, None, left, basis)
+            busy.append(left or 0.0)
+    n = max(1, slots)
+    busy = sorted(busy)[:n] + [0.0] * max(0, n - len(busy))
+    heapq.heapify(busy)
+    for pos, job_id in enumerate(order):
+        q = rows.get(job_id)
+        if q is None or q.status != "queued":  # moved on between the two reads: its place still counts
+            continue
+        r = q
+        mine = run_estimate(db, lab=r.lab, params=r.params, backend=r.backend, history=history)
+        start = busy[0]
+        if waiting is not None and (why := waiting(r)) is not None:
+            out[r.id] = Estimate(pos, None, None, why)
+        elif mine is None:
+            out[r.id] = Estimate(pos, None, None, f"no estimate for {r.lab} with these parameters")
+        else:
+            out[r.id] = Estimate(pos, start, start + mine.seconds, mine.basis)
+        heapq.heapreplace(busy, start + (mine.seconds if mine else PENDING_RUN_S))
+    return out
 
 
-def _left(job: Job, est: RunEstimate | None, elapsed: float) -> tuple[float | None, str]:
+def _left(job: Job | Row, est: RunEstimate | None, elapsed: float) -> tuple[float | None, str]:
     """Seconds left of a running job: the run estimate minus what has passed, leaning on the lab's own progress as
     it grows (progress says nothing about start-up, so it is trusted only in proportion to how far it got)."""
     p = job.progress or 0.0
@@ -358,7 +366,7 @@ def slots(settings: Settings, db: Session) -> int:
     return max(1, int(running))
 
 
-def no_start(settings: Settings, db: Session) -> Callable[[Job], str | None]:
+def no_start(settings: Settings, db: Session) -> Callable[[Job | Row], str | None]:
     """Ray mode: for a queued job, the reason it has no ETA when no lab node online can run it (app/services/cluster/
     fit.py names the resource and the node); None when one can. An ETA there would be a promise the cluster cannot
     keep: the job starts only when a node that can run it joins."""
@@ -366,7 +374,7 @@ def no_start(settings: Settings, db: Session) -> Callable[[Job], str | None]:
         return lambda job: None
     nodes = cluster.online_nodes(db)
 
-    def why(job: Job) -> str | None:
+    def why(job: Job | Row) -> str | None:
         f = cluster_fit.fit(
             nodes,
             lab=job.lab,
@@ -384,19 +392,109 @@ def no_start(settings: Settings, db: Session) -> Callable[[Job], str | None]:
     return why
 
 
-def estimates(db: Session, settings: Settings, jobs: list[Job]) -> dict[int, Estimate]:
-    """Place in the queue and ETA of each unfinished job (the job card shows them); a queued job that no lab node
-    online can run gets its place and the reason, without an ETA."""
-    active = [j for j in jobs if not j.finished]
+# ---------------------------------------------------------------- one snapshot of the queue per process
+
+# Every job card, job list and API answer, and each page's status poll, reads the queue's places and ETAs from this
+# process's snapshot: `simulate` once when the queue changed, not once per card and poll. Whether it changed is one
+# read of the active jobs' ids and attempts per status (FINGERPRINT), asked before each use, or at most every
+# SNAPSHOT_CHECK_S by the polls; a snapshot older than SNAPSHOT_MAX_S is worked out again even when nothing changed
+# (running jobs' progress and the decay of usage move ETAs a little).
+SNAPSHOT_CHECK_S = 1.0
+SNAPSHOT_MAX_S = 10.0
+
+_ACTIVE_ROWS = select(
+    Job.id, Job.status, Job.lab, Job.params, Job.backend, Job.requested_backend, Job.progress, Job.started_at
+).where(Job.status.in_(ACTIVE))
+# a job joins (new id), starts (moves between the statuses), ends (leaves), or goes back after a lost attempt
+# (its attempts): each changes a count or a sum here
+_FINGERPRINT = (
+    select(Job.status, func.count(), func.sum(Job.id), func.max(Job.id), func.sum(Job.attempts))
+    .where(Job.status.in_(ACTIVE))
+    .group_by(Job.status)
+)
+
+
+@dataclass
+class Snapshot:
+    at: datetime  # when the estimates were worked out; they are told from now by subtracting the age
+    made: float  # time.monotonic() then
+    checked: float  # time.monotonic() of the last fingerprint that matched
+    fingerprint: tuple
+    status: dict[int, str]  # job id -> queued | running, then
+    estimates: dict[int, Estimate]
+
+    def estimate(self, job_id: int, now: datetime) -> Estimate:
+        est = self.estimates.get(job_id)
+        if est is None:
+            return Estimate(None, None, None, "")
+        age = max(0.0, (now - self.at).total_seconds())
+        start = None if est.start_in_s is None else max(0.0, est.start_in_s - age)
+        done = None if est.done_in_s is None else max(0.0, est.done_in_s - age)
+        return Estimate(est.position, start, done, est.basis)
+
+
+_snapshots: dict[str, Snapshot] = {}
+_making = threading.Lock()
+
+
+def fingerprint(db: Session) -> tuple:
+    return tuple(sorted(tuple(row) for row in db.execute(_FINGERPRINT)))
+
+
+def changed(db: Session) -> None:
+    """This process changed the queue (a submit, a cancel): its next reader works the snapshot out again, so the
+    learner who did it sees it at once. Other processes see it at their next check."""
+    _snapshots.pop(str(db.get_bind().engine.url), None)
+
+
+def snapshot(db: Session, settings: Settings, *, check: bool = True, force: bool = False) -> Snapshot:
+    """This process's snapshot of the queue for `db`'s database: the kept one while the queue is unchanged, else a
+    new one. `check=False`: trust a snapshot checked within SNAPSHOT_CHECK_S without reading anything; `force`:
+    work it out again whatever the fingerprint says."""
+    key = str(db.get_bind().engine.url)
+    kept = _snapshots.get(key)
+    mono = time.monotonic()
+    if kept is not None and not force and mono - kept.made < SNAPSHOT_MAX_S:
+        if not check and mono - kept.checked < SNAPSHOT_CHECK_S:
+            return kept
+        if fingerprint(db) == kept.fingerprint:
+            kept.checked = mono
+            return kept
+    with _making:  # one thread works it out; the others waiting here take what it made
+        latest = _snapshots.get(key)
+        if latest is not None and latest is not kept and latest.made >= mono:
+            return latest
+        mark, now = fingerprint(db), utcnow()
+        ests = simulate(db, slots=slots(settings, db), now=now, waiting=no_start(settings, db))
+        status = {i: ("running" if e.position is None else "queued") for i, e in ests.items()}
+        made = Snapshot(now, time.monotonic(), time.monotonic(), mark, status, ests)
+        _snapshots[key] = made
+        return made
+
+
+def estimates(db: Session, settings: Settings, jobs: Sequence[Job | Row], *, check: bool = True) -> dict[int, Estimate]:
+    """Place in the queue and ETA of each unfinished job (the job card shows them), from the snapshot; a queued job
+    that no lab node online can run gets its place and the reason, without an ETA. A job whose status differs from
+    the snapshot's has moved since it was made: the snapshot is worked out again, once. `check=False`: a snapshot
+    checked within SNAPSHOT_CHECK_S is trusted without a read (the pages' polls)."""
+    active = [j for j in jobs if j.status in ACTIVE]
     if not active:
         return {}
-    n = slots(settings, db)
-    waiting = no_start(settings, db)
-    history: History = {}  # shared by the jobs listed together: one read per (lab, backend)
-    out = {}
-    for j in active:
-        if j.status == "queued" and (why := waiting(j)) is not None:
-            out[j.id] = Estimate(position(db, job=j), None, None, why)
-        else:
-            out[j.id] = estimate(db, job=j, slots=n, history=history)
-    return out
+    snap = snapshot(db, settings, check=check)
+    if any(snap.status.get(j.id) != j.status for j in active):
+        snap = snapshot(db, settings, force=True)
+    now = utcnow()
+    return {j.id: snap.estimate(j.id, now) for j in active}
+
+
+def kept_estimates(db: Session, jobs: Sequence[Job | Row]) -> dict[int, Estimate] | None:
+    """`estimates` from this process's snapshot when that needs no read at all (checked within SNAPSHOT_CHECK_S,
+    every job where it was); None otherwise. Lets a poll on the event loop leave any read to a worker thread."""
+    kept = _snapshots.get(str(db.get_bind().engine.url))
+    if kept is None or time.monotonic() - kept.checked >= SNAPSHOT_CHECK_S:
+        return None
+    active = [j for j in jobs if j.status in ACTIVE]
+    if any(kept.status.get(j.id) != j.status for j in active):
+        return None
+    now = utcnow()
+    return {j.id: kept.estimate(j.id, now) for j in active}

@@ -122,7 +122,7 @@ def question(lesson: Lesson, question_id: str) -> Question:
 def answer_question(
     db: Session,
     *,
-    user: User,
+    user: Person,
     lesson: Lesson,
     current_version: int,
     question_id: str,

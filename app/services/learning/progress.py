@@ -10,16 +10,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import Integer, String, Text, select, text
+from sqlalchemy import Float, Integer, String, Table, Text, bindparam, case, cast, func, literal, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Lesson
 from app.core.models import Attempt, PartProgress, Person, Response, User, UTCDateTime, utcnow
+from app.core.sqltime import epoch_s
 from app.services.errors import FieldError
 
 MAX_ANSWER_CHARS = 5000
-MAX_HEARTBEAT_S = 60  # one beacon never credits more than this, however long the gap
+# Reading time: the page counts the seconds its part is on screen and reports them at most once a minute, and the
+# rest when the part is hidden or left (static/reading.js). One report credits no more than MAX_REPORT_S, nor more
+# than the wall time since the part's last accepted report plus REPORT_SLACK_S (two tabs on one part, or a forged
+# report, cannot add faster than a clock).
+REPORT_EVERY_S = 60
+MAX_REPORT_S = 90  # a minute's report, with room for a timer that fired late in a busy tab
+REPORT_SLACK_S = 2  # reports travel different connections: one can land a little early against the last one
 # A re-read of the part the learner already saw last, within this long, changes nothing worth a database
 # write: resuming goes to the same part either way, and reading time comes from the beacon, not from views.
 VISIT_REFRESH_S = 60
@@ -94,15 +101,45 @@ def version_read(progress: dict[str, PartProgress] | dict[str, ProgressView]) ->
     return max((r.version_seen for r in progress.values() if r.version_seen is not None), default=None)
 
 
-def add_time(db: Session, *, user: User, lesson_id: str, part_id: str, seconds: int) -> PartProgress:
-    """Credit reading time from the page's beacon, never more than the wall time since the last one."""
-    row = _progress_row(db, user, lesson_id, part_id)
+_PP: Table = PartProgress.__table__  # type: ignore[assignment]  # a declarative class's table is a Table
+_SINCE = bindparam("now_s", type_=Float()) - epoch_s(_PP.c.time_reported_at) + REPORT_SLACK_S
+_SECONDS = bindparam("seconds", type_=Integer())
+_CREDIT = case(
+    (_PP.c.time_reported_at.is_(None), _SECONDS),
+    (_SINCE >= _SECONDS, _SECONDS),
+    (_SINCE > 0, cast(_SINCE, Integer)),
+    else_=literal(0, Integer()),
+)
+# Core, not the ORM: an ORM bulk update first works out which loaded objects it touches, which cost more than the
+# statement itself.
+_ADD_TIME = (
+    update(_PP)
+    .where(
+        _PP.c.user_id == bindparam("for_user"),
+        _PP.c.lesson_id == bindparam("for_lesson"),
+        _PP.c.part_id == bindparam("for_part"),
+    )
+    .values(seconds_spent=_PP.c.seconds_spent + _CREDIT, time_reported_at=bindparam("now", type_=UTCDateTime()))
+)
+
+
+def add_time(db: Session, *, user: Person, lesson_id: str, part_id: str, seconds: int) -> None:
+    """Credit a report of reading time, bounded as REPORT_EVERY_S says. One UPDATE when the part's row exists (the
+    page's visit made it): bound and credit in one statement, so two tabs reporting at once cannot both be
+    credited the same minute."""
     now = utcnow()
-    since = (now - row.last_seen_at).total_seconds() if row.last_seen_at else MAX_HEARTBEAT_S
-    row.seconds_spent += int(max(0, min(seconds, MAX_HEARTBEAT_S, since + 1)))
-    row.last_seen_at = now
+    params = {
+        "for_user": user.id,
+        "for_lesson": lesson_id,
+        "for_part": part_id,
+        "seconds": max(0, min(int(seconds), MAX_REPORT_S)),
+        "now": now,
+        "now_s": now.timestamp(),
+    }
+    if not db.connection().execute(_ADD_TIME, params).rowcount:  # no row yet: the page's visit was not recorded
+        _progress_row(db, user, lesson_id, part_id)
+        db.connection().execute(_ADD_TIME, params)
     db.commit()
-    return row
 
 
 def set_done(db: Session, *, user: User, lesson_id: str, part_id: str, done: bool = True) -> PartProgress:
@@ -128,7 +165,7 @@ def resume_part(db: Session, *, user: User, lesson: Lesson) -> str:
 
 
 def save_response(
-    db: Session, *, user: User, lesson_id: str, version: int, item_id: str, kind: str, text: str
+    db: Session, *, user: Person, lesson_id: str, version: int, item_id: str, kind: str, text: str
 ) -> Response:
     row = Response(
         user_id=user.id,
@@ -143,15 +180,18 @@ def save_response(
     return row
 
 
-def latest_responses(db: Session, *, user: User, lesson_id: str) -> dict[str, Response]:
-    rows = db.scalars(
-        select(Response).where(Response.user_id == user.id, Response.lesson_id == lesson_id).order_by(Response.id)
+def latest_responses(db: Session, *, user: Person, lesson_id: str) -> dict[str, Response]:
+    """The newest written answer per item: only those rows are loaded, not the whole append-only history."""
+    newest = (
+        select(func.max(Response.id))
+        .where(Response.user_id == user.id, Response.lesson_id == lesson_id)
+        .group_by(Response.item_id)
     )
-    return {r.item_id: r for r in rows}
+    return {r.item_id: r for r in db.scalars(select(Response).where(Response.id.in_(newest)))}
 
 
 def record_attempt(
-    db: Session, *, user: User, lesson_id: str, version: int, question_id: str, seed: int, answer: str, status: str
+    db: Session, *, user: Person, lesson_id: str, version: int, question_id: str, seed: int, answer: str, status: str
 ) -> Attempt:
     row = Attempt(
         user_id=user.id,
@@ -215,11 +255,15 @@ def record_step(
     return row
 
 
-def latest_attempts(db: Session, *, user: User, lesson_id: str) -> dict[str, Attempt]:
-    rows = db.scalars(
-        select(Attempt).where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id).order_by(Attempt.id)
+def latest_attempts(db: Session, *, user: Person, lesson_id: str) -> dict[str, Attempt]:
+    """The newest attempt per question: an answer's page reads this after every try, and loading every try of
+    the lesson as objects grew with each one (most of an answer's time after an hour of practice)."""
+    newest = (
+        select(func.max(Attempt.id))
+        .where(Attempt.user_id == user.id, Attempt.lesson_id == lesson_id)
+        .group_by(Attempt.question_id)
     )
-    return {r.question_id: r for r in rows}
+    return {r.question_id: r for r in db.scalars(select(Attempt).where(Attempt.id.in_(newest)))}
 
 
 @dataclass
@@ -244,7 +288,7 @@ class LessonProgress:
 
     @property
     def time_spent(self) -> str:
-        """Reading time as the home page says it: "" when none was counted (time comes in 20 s beats while a
+        """Reading time as the home page says it: "" when none was counted (time comes once a minute while a
         part is open, so a learner can answer questions before any), "under a minute", else "N min"."""
         if not self.seconds:
             return ""

@@ -1,5 +1,5 @@
 """Lab pages: parameter forms built from the lab catalog, job submission, job status with its place in the
-fair queue and an ETA (polled by htmx), and cancel.
+fair queue and an ETA (followed by each page's one poll), and cancel.
 
     GET  /labs/{lab}                      the form, the learner's runs and two side by side (?a=ID&b=ID):
                                           app/web/views/lab_page.py
@@ -7,8 +7,10 @@ fair queue and an ETA (polled by htmx), and cancel.
                                           submission and when a polling card sees its run finish)
     GET  /labs/{lab}/compare?a=ID&b=ID    the comparison alone (htmx), or the whole page
     POST /labs/{lab}/jobs                 submit; every invalid field comes back next to its input at once
-    GET  /jobs, /jobs/{id}                the learner's jobs (polling while one is in flight); one job's card
-                                          (it polls itself until done)
+    GET  /jobs, /jobs/{id}                the learner's jobs; one job's card
+    GET  /jobs/live                       the page's one job-status poll: the cards and rows it shows in flight, and
+                                          the jobs its session waits for; 304 when none changed
+                                          (app/web/views/live_jobs.py)
     POST /jobs/{id}/cancel                cancel; back to the job's card, or to /jobs with next=/jobs
 
 Artifacts of jobs are served by app/web/routes/artifacts.py.
@@ -21,9 +23,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.core.config import Settings
-from app.core.models import Job, User
+from app.core.models import FINISHED_STATUSES, Job, User
 from app.services.errors import NotFound
 from app.services.jobs import forms as labforms
 from app.services.jobs import lifecycle as job_service
@@ -32,8 +35,19 @@ from app.services.jobs import queue as queue_service
 from app.services.jobs.labhost import HostCapacity
 from app.services.learning import lessons as lesson_service
 from app.web import notice_session
-from app.web.deps import CurrentUser, DbInt, HostDep, PostedForm, SessionDep, SettingsDep, ViewerJob, csrf_protect
+from app.web.deps import (
+    CurrentUser,
+    DbInt,
+    HostDep,
+    PostedForm,
+    SessionDep,
+    SettingsDep,
+    ViewerDep,
+    ViewerJob,
+    csrf_protect,
+)
 from app.web.templates import is_htmx, render
+from app.web.views import live_jobs as live
 from app.web.views.lab_page import LabPage, form_fields
 from labs import catalog
 
@@ -192,6 +206,88 @@ def my_jobs(request: Request, user: CurrentUser, db: SessionDep, settings: Setti
     return render(request, "jobs/list.html", ctx, block="jobs")
 
 
+@router.get("/jobs/live")
+async def live_jobs(
+    request: Request,
+    viewer: ViewerDep,
+    db: SessionDep,
+    settings: SettingsDep,
+    live_job: Annotated[list[DbInt], Query(max_length=MAX_FOLLOWED)] = [],  # noqa: B006 (FastAPI copies it)
+    live_row: Annotated[list[DbInt], Query(max_length=MAX_FOLLOWED)] = [],  # noqa: B006
+) -> Response:
+    """Reads on the event loop, like the lesson pages (app/web/deps.py Viewer): the login, then the followed jobs by
+    primary key; the queue's places and ETAs come from the process's snapshot. Unchanged: 304. Anything that may
+    read more (a snapshot due a check, a card to draw, a staff member's view of another's job) runs in a worker
+    thread."""
+    user = await viewer.required()
+    session = request.session
+    watched = notice_session.watched(session)
+    rows = job_service.live_rows(db, ids={*live_job, *live_row, *watched})
+    mine = {r.id: r for r in rows if r.owner_id == user.id}
+    others = [r for r in rows if r.owner_id != user.id and r.id in {*live_job, *live_row}]
+    if others:  # staff roles are per class: the job page's own rule decides, in a worker thread
+        seen = await run_in_threadpool(_visible, db, user.id, [r.id for r in others])
+        mine |= {r.id: r for r in others if r.id in seen}
+    ests = queue_service.kept_estimates(db, list(mine.values()))
+    if ests is None:
+        ests = await run_in_threadpool(queue_service.estimates, db, settings, list(mine.values()), check=False)
+
+    def items(cards: list[int], rows_: list[int], followed: list[int]) -> list[live.Item]:
+        return (
+            [live.Item("card", mine[i], ests.get(i)) for i in cards if i in mine]
+            + [live.Item("row", mine[i], ests.get(i)) for i in rows_ if i in mine]
+            + [live.Item("watched", mine[i], ests.get(i)) for i in followed if i in mine]
+        )
+
+    asked = live.Follow.of(items(live_job, live_row, watched))
+    if asked.etag and asked.etag == request.headers.get("if-none-match"):
+        return Response(status_code=304, headers={"ETag": asked.etag, "Cache-Control": "no-store"})
+    # Something changed. A followed job that finished: seen if the page shows it, else a notice.
+    shown = {*live_job, *live_row}
+    before = notice_session.pending(session)
+    for i in watched:
+        job = mine.get(i)
+        if job is None or job.status in FINISHED_STATUSES:
+            notice_session.forget(session, i)
+            if job is not None and i not in shown and job.status != "cancelled":
+                notice_session.add(session, notice_session.job_notice(job))
+    finished = [i for i in shown if i in mine and mine[i].status in FINISHED_STATUSES]
+    going = [i for i in live_job if i in mine and i not in finished]
+    rows_going = [i for i in live_row if i in mine and i not in finished]
+    after = live.Follow.of(items(going, rows_going, notice_session.watched(session)))
+    cards = await run_in_threadpool(_cards, db, [i for i in live_job if i in mine])
+    ctx = {
+        "live": after,
+        "cards": cards,
+        "estimates": ests,
+        "losses": job_service.losses_of(db, cards) if any(c.attempts > 1 for c in cards) else {},
+        "notices_changed": notice_session.pending(session) != before,
+    }
+    response = render(request, "jobs/live.html", ctx)
+    response.headers["Cache-Control"] = "no-store"
+    if after.etag:
+        response.headers["ETag"] = after.etag
+    events = (["lab-runs-changed"] if any(i in finished for i in live_job) else []) + (
+        ["jobs-changed"] if live_row else []
+    )
+    if events:
+        response.headers["HX-Trigger"] = ", ".join(events)
+    return response
+
+
+MAX_FOLLOWED = 50  # cards and rows one page follows: /jobs lists 100 jobs, a learner has a few in flight
+
+
+def _visible(db: Session, user_id: int, ids: list[int]) -> set[int]:
+    """Which of another learner's jobs a member of staff may see (the job page's own rule)."""
+    user = db.get(User, user_id)
+    return {i for i in ids if user is not None and job_service.get_job_for(db, job_id=i, user=user) is not None}
+
+
+def _cards(db: Session, ids: list[int]) -> list[Job]:
+    return job_service.jobs_by_id(db, ids=ids) if ids else []
+
+
 @router.get("/jobs/{job_id}")
 def job_page(request: Request, job: ViewerJob, user: CurrentUser, db: SessionDep, settings: SettingsDep) -> Response:
     if job.finished:  # seen finishing (its page, or its card polling on a lab page): nothing left to announce
@@ -209,6 +305,8 @@ def cancel_job(
     if not job_service.may_cancel(db, job, user):
         raise HTTPException(403, "Only the job's owner, an instructor of their class or a site admin can cancel it.")
     job = job_service.cancel(db, job=job, by=user)
+    if job.finished:  # cancelled at once (it was queued): nothing to follow, nothing to announce
+        notice_session.forget(request.session, job.id)
     if formdata.get("next") == "/jobs":  # the list's button: back to the list (htmx follows, selecting #jobs)
         return RedirectResponse("/jobs", status_code=303)
     if is_htmx(request):

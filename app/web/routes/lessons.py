@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.content.schema import Lesson
@@ -132,13 +133,21 @@ def toggle_done(
 
 
 @router.post("/lessons/{lesson_id}/progress/{part_id}/time", status_code=204)
-def reading_time(
-    lesson_id: str, part_id: str, user: CurrentUser, db: SessionDep, seconds: Annotated[int, Form(ge=0, le=3600)] = 0
-):
+async def reading_time(
+    lesson_id: str,
+    part_id: str,
+    viewer: ViewerDep,
+    db: SessionDep,
+    seconds: Annotated[int, Form(ge=0, le=3600)] = 0,
+) -> None:
+    """The page's report of reading time (static/reading.js, navigator.sendBeacon): the login is read on the event
+    loop (app/web/deps.py Viewer), the one UPDATE runs in a worker thread. Its CSRF token comes in the form body,
+    since a beacon cannot set a header (csrf_protect reads either)."""
+    user = await viewer.required()
     (lesson, _, _), _ = _lesson(db, lesson_id)
     if lesson.part(part_id) is None:
         raise HTTPException(404, f"Lesson {lesson_id!r} has no part {part_id!r}.")
-    learning.add_time(db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
+    await run_in_threadpool(learning.add_time, db, user=user, lesson_id=lesson_id, part_id=part_id, seconds=seconds)
 
 
 def _answered(request: Request, fragment: str, ctx: dict, *, error: str | None, item: str) -> Response:
@@ -188,16 +197,27 @@ def answer_pause(
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}")
-def answer_question(
+async def answer_question(
     request: Request,
     lesson_id: str,
     question_id: str,
-    user: CurrentUser,
+    viewer: ViewerDep,
     db: SessionDep,
     answer: Annotated[str, Form(max_length=20000)] = "",
     version: Annotated[DbInt, Form()] = 0,
     seed: Annotated[DbInt, Form()] = -1,
 ):
+    """A practice answer, about one a minute per learner in a class: the login is read on the event loop
+    (app/web/deps.py Viewer), the try and the reads after it run in one worker thread, the fragment renders on
+    the loop."""
+    user = await viewer.required()
+    ctx = await run_in_threadpool(_question_answered, db, user, lesson_id, question_id, answer, version, seed)
+    return _answered(request, "lessons/_question.html", ctx, error=ctx["error"], item=f"q-{question_id}")
+
+
+def _question_answered(
+    db: Session, user: Person, lesson_id: str, question_id: str, answer: str, version: int, seed: int
+) -> dict:
     (lesson, _, _), current_version = _lesson(db, lesson_id)
     answered = answering.answer_question(
         db,
@@ -209,8 +229,8 @@ def answer_question(
         answer=answer,
         seed=seed,
     )
-    variant, error = answered.variant, answered.error
-    ctx = {
+    variant = answered.variant
+    return {
         "lesson": lesson,
         "version": current_version,
         "qid": question_id,
@@ -218,12 +238,11 @@ def answer_question(
         "variant": variant,
         "seed": variant.seed if variant else 0,  # as the part's slot has it (_question_slot.html): one piece
         "feedback": answered.feedback,
-        "error": error,
+        "error": answered.error,
         "draft": answer,
         "attempts": learning.latest_attempts(db, user=user, lesson_id=lesson_id),
         "responses": learning.latest_responses(db, user=user, lesson_id=lesson_id),
     }
-    return _answered(request, "lessons/_question.html", ctx, error=error, item=f"q-{question_id}")
 
 
 @router.post("/lessons/{lesson_id}/questions/{question_id}/steps/{step_id}")

@@ -50,17 +50,6 @@ def instructor_home(request: Request, user: AuthorUser, db: SessionDep):
     return render(request, "instructor/index.html", ctx | {"discarded": request.query_params.get("discarded") == "1"})
 
 
-def _job_notice(job) -> dict:
-    ok = job.status == "succeeded"
-    return {
-        "key": f"job-{job.id}",
-        "kind": job.status,
-        "text": f"Your {job.lab} run (job {job.id}) {'finished' if ok else 'failed'}.",
-        "href": f"/jobs/{job.id}",
-        "link": "See the result" if ok else "See why",
-    }
-
-
 @router.get("/notices")
 def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Response:
     session = request.session
@@ -70,7 +59,7 @@ def notices_poll(request: Request, user: CurrentUser, db: SessionDep) -> Respons
         # a cancelled run (by the learner, or replaced by a newer one) is no news; it stayed watched, and this
         # poll ran every few seconds for the rest of the session
         if job.status != "cancelled":
-            notice_session.add(session, _job_notice(job))
+            notice_session.add(session, notice_session.job_notice(job))
     if notice_session.grades_due(session):
         session[notice_session.CHECKED] = time.time()
         seen = session.get(notice_session.GRADES_SEEN)
