@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event
 
-from app.core.models import LabReport, ReportVersion, User, utcnow
+from app.core.models import ClassMember, LabReport, ReportVersion, User, utcnow
 from app.services.grading import grades as grading
 from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON
@@ -21,12 +21,23 @@ OTHER = "precision-by-numbers"  # a second lesson: the grader below is not assig
 
 @pytest.fixture
 def seed(client, db):
-    """The app started (its lessons published), and `seed(n, ...)`: n submitted reports by new learners, each with one version, submitted `gap` apart from `at`
-    (a zero gap: one timestamp for all, so only the id orders them). Returns their ids in submission order."""
+    """The app started (its lessons published), and `seed(n, ...)`: n submitted reports by new learners of the class
+    "default" (`enrolled=False`: people in no class), each with one version, submitted `gap` apart from `at` (a zero
+    gap: one timestamp for all, so only the id orders them). Returns their ids in submission order."""
     made = itertools.count()
     version = lesson_service.current(db, lesson_id=LESSON).version
+    klass = default_class(db)
 
-    def make(n: int, *, lesson: str = LESSON, at=None, gap=timedelta(seconds=1), status="submitted", claimer=None):
+    def make(
+        n: int,
+        *,
+        lesson: str = LESSON,
+        at=None,
+        gap=timedelta(seconds=1),
+        status="submitted",
+        claimer=None,
+        enrolled=True,
+    ):
         at = at or utcnow()
         ids = []
         for i in range(n):
@@ -34,6 +45,8 @@ def seed(client, db):
             owner = User(email=f"learner{k}@example.org", display_name=f"learner{k}", password_hash="-")
             db.add(owner)
             db.flush()
+            if enrolled:
+                db.add(ClassMember(class_id=klass.id, user_id=owner.id, role="learner", via="admin"))
             report = LabReport(
                 owner_id=owner.id,
                 lesson_id=lesson,
@@ -120,6 +133,8 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     start = utcnow() - timedelta(hours=1)
     a, b, d = seed(3, at=start)
     (hidden,) = seed(1, lesson=OTHER, at=start + timedelta(seconds=1, milliseconds=500))  # not hers: never a neighbour
+    # her lesson, but by someone who is not a learner of the class: never a neighbour either
+    (outsider,) = seed(1, at=start + timedelta(seconds=1, milliseconds=700), enrolled=False)
     (claimed,) = seed(1, at=start + timedelta(seconds=1, milliseconds=200), status="claimed", claimer=gina)
 
     # the whole queue: a, b, claimed (between b and d by submission time), d; the ends have one link each
@@ -135,6 +150,7 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     # a report the filter leaves out has no place in that queue, and no links
     assert _links(c.get(f"/classes/default/grader/reports/{a}?grader=me").text) == (None, None, None)
     assert c.get(f"/classes/default/grader/reports/{hidden}").status_code == 404
+    assert c.get(f"/classes/default/grader/reports/{outsider}").status_code == 404
 
 
 @pytest.mark.both_backends  # keyset comparisons on timestamps: each backend stores and compares its own way
@@ -150,6 +166,7 @@ def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed)
     seed(1, at=start + timedelta(seconds=2), status="claimed", claimer=ivy)
     seed(2, at=start + timedelta(seconds=3), status="graded")
     seed(1, at=start - timedelta(seconds=1), status="draft")  # never queued
+    seed(1, at=start + timedelta(seconds=1), enrolled=False)  # by someone outside the class: never queued
     everyone = [r.id for r in db.query(LabReport)]
     checked = 0
     for user, role in ((gina, "grader"), (ivy, "instructor")):
