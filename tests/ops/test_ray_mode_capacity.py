@@ -199,11 +199,12 @@ def test_the_cluster_page_says_the_head_runs_no_labs_rather_than_a_budget_it_ass
     _head(db)
     _lab_node(db)
     db.add(ClusterNode(node_id="bare", hostname="cpu-9", alive=True, resources={"CPU": 2.0}, labels={}))
-    users.create_user(db, email="prof@example.org", password="correct horse", display_name="Prof", roles=["instructor"])
+    # the cluster page is a site admin's (app/web/routes/cluster.py): an operator's, not a class instructor's
+    users.create_user(db, email="ops@example.org", password="correct horse", display_name="Ops", roles=["admin"])
     db.commit()
     with TestClient(create_app(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET))) as tc:
         c = Browserless(tc)
-        assert c.login("prof@example.org").status_code == 303
+        assert c.login("ops@example.org").status_code == 303
         page = _plain(c.get("/instructor/cluster").text)
     assert "web-1 head online 0 0 no none none runs no labs (no CPU slots)" in page  # nothing to assume for it
     assert page.count("placement assumes") == 1
