@@ -1,5 +1,5 @@
 """The review page's place in the queue: "3 of 50", previous and next, in the queue page's own order and filters,
-found with one statement however long the queue is (app/services/grading/grades.py `neighbours`)."""
+found with one statement however long the queue is (app/services/grading/queue.py `neighbours`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy import event
 
 from app.core.models import ClassMember, LabReport, ReportVersion, User, utcnow
 from app.services.grading import grades as grading
+from app.services.grading import queue as grading_queue
 from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON
 from tests.conftest import default_class, default_scope
@@ -172,18 +173,18 @@ def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed)
     for user, role in ((gina, "grader"), (ivy, "instructor")):
         scope = default_scope(db, user, role)
         for lesson_id, status, grader in itertools.product(
-            (None, LESSON, OTHER), (None, *grading.QUEUE_STATUSES), (None, "me", "none", str(gina.id))
+            (None, LESSON, OTHER), (None, *grading_queue.QUEUE_STATUSES), (None, "me", "none", str(gina.id))
         ):
             filters = {"lesson_id": lesson_id, "status": status, "grader": grader}
-            order = [row.report.id for row in grading.queue(db, scope=scope, **filters)]
+            order = [row.report.id for row in grading_queue.queue(db, scope=scope, **filters)]
             for report_id in everyone:
                 report = db.get(LabReport, report_id)
-                got = grading.neighbours(db, scope=scope, report=report, **filters)
+                got = grading_queue.neighbours(db, scope=scope, report=report, **filters)
                 if report_id not in order:
                     assert got is None, (user.email, filters, report_id)
                     continue
                 i = order.index(report_id)
-                want = grading.Neighbours(
+                want = grading_queue.Neighbours(
                     previous=order[i - 1] if i else None,
                     next=order[i + 1] if i + 1 < len(order) else None,
                     position=i + 1,
