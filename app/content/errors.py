@@ -277,12 +277,33 @@ def explain(exc: ValidationError, data: Any, root: Any) -> list[tuple[tuple, str
             found = "none"
         elif e["type"] == "value_error" and "; found " in expected:  # our validators: "EXPECTED; found FOUND"
             expected, found = expected.split("; found ", 1)
+            key, expected = _inner_field(node, key, expected)
         if key in merged:
             if expected not in merged[key][0]:
                 merged[key][0].append(expected)
         else:
             merged[key] = ([expected], found)
     return [(loc, " or ".join(exp), found) for loc, (exp, found) in merged.items()]
+
+
+_FIELD_FIRST = re.compile(r"([A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*): (.+)", re.S)
+
+
+def _inner_field(node: Any, loc: tuple, expected: str) -> tuple[tuple, str]:
+    """A model's validator that checks one of its fields against the others names that field first
+    ("mistakes[0].value: ..."): where the path is in the author's data, the error is that field's, and its line."""
+    m = _FIELD_FIRST.fullmatch(expected)
+    if m is None:
+        return loc, expected
+    inner = path_to_loc(m.group(1))
+    for item in inner:
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+            node = node[item]
+        else:
+            return loc, expected
+    return loc + inner, m.group(2)
 
 
 # pydantic's words for a value of the wrong type, in an author's: what to type instead

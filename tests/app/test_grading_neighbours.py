@@ -1,5 +1,5 @@
 """The review page's place in the queue: "3 of 50", previous and next, in the queue page's own order and filters,
-found with one statement however long the queue is (app/services/grading/grades.py `neighbours`)."""
+found with one statement however long the queue is (app/services/grading/queue.py `neighbours`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import event
 
-from app.core.models import LabReport, ReportVersion, User, utcnow
+from app.core.models import ClassMember, LabReport, ReportVersion, User, utcnow
 from app.services.grading import grades as grading
+from app.services.grading import queue as grading_queue
 from app.services.learning import lessons as lesson_service
 from tests.app.reporting import LESSON
 from tests.conftest import default_class, default_scope
@@ -21,12 +22,23 @@ OTHER = "precision-by-numbers"  # a second lesson: the grader below is not assig
 
 @pytest.fixture
 def seed(client, db):
-    """The app started (its lessons published), and `seed(n, ...)`: n submitted reports by new learners, each with one version, submitted `gap` apart from `at`
-    (a zero gap: one timestamp for all, so only the id orders them). Returns their ids in submission order."""
+    """The app started (its lessons published), and `seed(n, ...)`: n submitted reports by new learners of the class
+    "default" (`enrolled=False`: people in no class), each with one version, submitted `gap` apart from `at` (a zero
+    gap: one timestamp for all, so only the id orders them). Returns their ids in submission order."""
     made = itertools.count()
     version = lesson_service.current(db, lesson_id=LESSON).version
+    klass = default_class(db)
 
-    def make(n: int, *, lesson: str = LESSON, at=None, gap=timedelta(seconds=1), status="submitted", claimer=None):
+    def make(
+        n: int,
+        *,
+        lesson: str = LESSON,
+        at=None,
+        gap=timedelta(seconds=1),
+        status="submitted",
+        claimer=None,
+        enrolled=True,
+    ):
         at = at or utcnow()
         ids = []
         for i in range(n):
@@ -34,6 +46,8 @@ def seed(client, db):
             owner = User(email=f"learner{k}@example.org", display_name=f"learner{k}", password_hash="-")
             db.add(owner)
             db.flush()
+            if enrolled:
+                db.add(ClassMember(class_id=klass.id, user_id=owner.id, role="learner", via="admin"))
             report = LabReport(
                 owner_id=owner.id,
                 lesson_id=lesson,
@@ -120,6 +134,8 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     start = utcnow() - timedelta(hours=1)
     a, b, d = seed(3, at=start)
     (hidden,) = seed(1, lesson=OTHER, at=start + timedelta(seconds=1, milliseconds=500))  # not hers: never a neighbour
+    # her lesson, but by someone who is not a learner of the class: never a neighbour either
+    (outsider,) = seed(1, at=start + timedelta(seconds=1, milliseconds=700), enrolled=False)
     (claimed,) = seed(1, at=start + timedelta(seconds=1, milliseconds=200), status="claimed", claimer=gina)
 
     # the whole queue: a, b, claimed (between b and d by submission time), d; the ends have one link each
@@ -135,6 +151,7 @@ def test_previous_and_next_at_the_ends_and_with_filters(make_client, make_user, 
     # a report the filter leaves out has no place in that queue, and no links
     assert _links(c.get(f"/classes/default/grader/reports/{a}?grader=me").text) == (None, None, None)
     assert c.get(f"/classes/default/grader/reports/{hidden}").status_code == 404
+    assert c.get(f"/classes/default/grader/reports/{outsider}").status_code == 404
 
 
 @pytest.mark.both_backends  # keyset comparisons on timestamps: each backend stores and compares its own way
@@ -150,23 +167,24 @@ def test_neighbours_follow_the_queue_order_for_every_filter(make_user, db, seed)
     seed(1, at=start + timedelta(seconds=2), status="claimed", claimer=ivy)
     seed(2, at=start + timedelta(seconds=3), status="graded")
     seed(1, at=start - timedelta(seconds=1), status="draft")  # never queued
+    seed(1, at=start + timedelta(seconds=1), enrolled=False)  # by someone outside the class: never queued
     everyone = [r.id for r in db.query(LabReport)]
     checked = 0
     for user, role in ((gina, "grader"), (ivy, "instructor")):
         scope = default_scope(db, user, role)
         for lesson_id, status, grader in itertools.product(
-            (None, LESSON, OTHER), (None, *grading.QUEUE_STATUSES), (None, "me", "none", str(gina.id))
+            (None, LESSON, OTHER), (None, *grading_queue.QUEUE_STATUSES), (None, "me", "none", str(gina.id))
         ):
             filters = {"lesson_id": lesson_id, "status": status, "grader": grader}
-            order = [row.report.id for row in grading.queue(db, scope=scope, **filters)]
+            order = [row.report.id for row in grading_queue.queue(db, scope=scope, **filters)]
             for report_id in everyone:
                 report = db.get(LabReport, report_id)
-                got = grading.neighbours(db, scope=scope, report=report, **filters)
+                got = grading_queue.neighbours(db, scope=scope, report=report, **filters)
                 if report_id not in order:
                     assert got is None, (user.email, filters, report_id)
                     continue
                 i = order.index(report_id)
-                want = grading.Neighbours(
+                want = grading_queue.Neighbours(
                     previous=order[i - 1] if i else None,
                     next=order[i + 1] if i + 1 < len(order) else None,
                     position=i + 1,

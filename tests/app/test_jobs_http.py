@@ -349,8 +349,9 @@ def test_the_lessons_lab_part_keeps_the_last_good_check_under_a_cancelled_one(cl
 
 
 def test_a_run_its_cost_model_prices_past_the_time_limit_is_refused_at_submit(client, db):
-    """A collectives run its own cost model prices at ~740 s was queued against a 600 s limit, to hold a worker
-    until the limit killed it. Now the API and the form refuse it naming the arithmetic and what to change."""
+    """A collectives run its own cost model prices at ~950 s was queued against a 600 s limit, to hold a worker
+    until the limit killed it. Now the API and the form refuse it naming the arithmetic and what to change: the
+    error's field is the parameter of the first suggestion, the one that changes least (labs/timebudget.py)."""
     client.register("ann@example.org")
     over = {"max_bytes": 94_284_223, "warmup": 2}
     r = client.post(
@@ -360,10 +361,12 @@ def test_a_run_its_cost_model_prices_past_the_time_limit_is_refused_at_submit(cl
     )
     assert r.status_code == 422, r.text
     (error,) = r.json()["errors"]
-    assert error["field"] == "link_mbit"
-    assert "this run is estimated at about 12 min on the cpu backend (the lab's cost model)" in error["message"]
+    assert error["field"] == "max_bytes"
+    assert "this run is estimated at about 16 min on the cpu backend (the lab's cost model)" in error["message"]
     assert "past the course's time limit of 10 min 00 s for one job" in error["message"]
-    assert re.search(r"\(7\d\d s > 600 s\)", error["message"]) and "lower max_bytes to " in error["message"]
+    assert re.search(r"\(9\d\d s > 600 s\)", error["message"]), error["message"]
+    fixes = re.findall(r"(?:lower|raise) (\w+) to \d+ or (?:less|more)", error["message"])
+    assert fixes[:2] == ["max_bytes", "link_mbit"], error["message"]
     form = {"max_bytes": str(over["max_bytes"]), "warmup": "2", "backend": "cpu"}
     page = client.post("/labs/collectives/jobs", data=form, headers={"HX-Request": "true"})
     assert page.status_code == 422 and "past the course's time limit" in html.unescape(page.text)

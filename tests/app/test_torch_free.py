@@ -42,6 +42,7 @@ def test_every_page_and_a_job_submission_import_no_torch(tmp_path):
         "page staff /classes/default/grader",
         "page staff /classes/default/roster",
         "page staff /instructor/lessons/transformer-scaling/edit",
+        "page staff /instructor/lessons/transformer-scaling/draft/preview",
     ):
         assert any(p.startswith(expected) for p in pages), (expected, pages)
     assert report["torch"] is False, "a page or the job submission imported torch into the web process"

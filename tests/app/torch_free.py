@@ -89,6 +89,16 @@ def main(data_dir: str, bundle_dir: str) -> dict:
         assert staff.post(f"/classes/default/grader/reports/{report.id}/grade", grade_form()).status_code == 200
         with app.state.sessions() as db:
             grade = db.scalars(select(Grade)).one()
+            published = lesson_service.latest_row(db, lesson_id=LESSON)
+            assert published is not None
+            draft_base, draft_text = published.version, published.files["lesson.yaml"]
+        # a draft saved in the editor, so its preview pages have one to show
+        r = staff.post(
+            f"/instructor/lessons/{LESSON}/draft",
+            {"path": "lesson.yaml", "base_version": str(draft_base), "text": draft_text + "\n"},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303, r.text[:2000]
 
         values = {
             "lesson_id": [LESSON],
@@ -109,6 +119,9 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             "slug": ["default"],  # the class every account of this walk is in
             "code": [invite_code],
         }
+        # where a route takes fewer values than its parameter's name does elsewhere: a draft's preview shows only
+        # its parts, not the published lesson's atlas, lab and references pages
+        values_at = {"/instructor/lessons/{lesson_id}/draft/preview/{part_id}": {"part_id": values["part_id"][:-3]}}
 
         rendered: list[str] = []
         skipped: list[str] = []
@@ -121,7 +134,8 @@ def main(data_dir: str, bundle_dir: str) -> dict:
             if any(n not in values for n in names):
                 skipped.append(route.path)
                 continue
-            for combo in itertools.product(*(values[n] for n in names)):
+            chosen = values | values_at.get(route.path, {})
+            for combo in itertools.product(*(chosen[n] for n in names)):
                 path = route.path
                 for n, v in zip(names, combo):
                     path = path.replace("{" + n + "}", str(v))

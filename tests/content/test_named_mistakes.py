@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from app.content.loader import validate_lesson_texts
 from app.content.practice import grade, make_variant
 from app.content.practice.grading import step_question
 from app.content.schema import MultiStep, Numeric
@@ -113,12 +114,54 @@ def test_a_wrong_absmax_code_is_told_why(course):
     assert unsigned.status == "incorrect" and "unsigned grid" in unsigned.message
 
 
-def test_mistakes_belong_to_fixed_questions_and_must_be_told_apart():
-    with pytest.raises(ValidationError, match="`mistakes` only with a fixed `answer`"):
-        numeric("fp8_step_time", mistakes=[{"value": 20, "feedback": "No."}])
-    with pytest.raises(ValidationError, match="mistake 101 is within the tolerance of the answer 100"):
+def test_a_fixed_value_belongs_to_a_fixed_question_and_every_rule_must_be_told_apart():
+    """A generated question's answer differs per learner, so its rules are multiples of it (`times_answer`); a fixed
+    question may name either kind. Each refusal names the rule's own field, what to write and what it found."""
+    with pytest.raises(ValidationError) as exc:
+        numeric("fp8_step_time", mistakes=[{"times_answer": 2, "feedback": "Yes."}, {"value": 20, "feedback": "No."}])
+    assert "mistakes[1].value: `times_answer` on a generated question, whose answer differs per learner" in str(
+        exc.value
+    ) and "found value: 20" in str(exc.value), str(exc.value)
+    assert numeric("fp8_step_time", mistakes=[{"times_answer": 2, "feedback": "Yes."}]).body.mistakes
+    told_apart = "a wrong answer the tolerance tells apart from the right one (one it accepts is graded correct)"
+    with pytest.raises(ValidationError) as exc:
         numeric(answer=100, tolerance={"rel": 0.02}, mistakes=[{"value": 101, "feedback": "No."}])
+    assert f"mistakes[0].value: {told_apart}; found 101, which the tolerance accepts as the answer 100" in str(
+        exc.value
+    )
+    with pytest.raises(ValidationError) as exc:
+        numeric(answer=100, tolerance={"rel": 0.02}, mistakes=[{"times_answer": 1.01, "feedback": "No."}])
+    assert f"mistakes[0].times_answer: {told_apart}; found 1.01 × 100, which the tolerance accepts" in str(exc.value)
+    with pytest.raises(ValidationError) as exc:
+        numeric("fp8_step_time", tolerance={"rel": 0.02}, mistakes=[{"times_answer": 1.01, "feedback": "No."}])
+    assert f"mistakes[0].times_answer: {told_apart}; found 1.01 × the answer, which the tolerance (±2%) accepts" in (
+        str(exc.value)
+    )
     q = numeric(answer=100, tolerance={"rel": 0.02}, mistakes=[{"value": 50, "feedback": "That is half."}])
     fb = grade(q, make_variant(q, 0), "50")
     assert fb.status == "incorrect" and fb.message == "Not quite: 50. That is half."
     assert grade(q, make_variant(q, 0), "70").message.endswith("outside the accepted range (±2%).")
+    q = numeric(answer=100, tolerance={"rel": 0.02}, mistakes=[{"times_answer": 0.5, "feedback": "That is half."}])
+    assert grade(q, make_variant(q, 0), "50").message == "Not quite: 50. That is half."
+
+
+def test_the_editor_shows_a_rules_error_at_that_rules_field_and_line(template_texts):
+    """The loader puts a refused rule's error on the rule's own field and its YAML line, not on the question file as
+    a whole: what the editor lists and points at."""
+    fixed = template_texts["questions/example-fixed-numeric.yaml"].replace("  - value: 16\n", "  - value: 8\n")
+    generated = template_texts["questions/example-numeric.yaml"] + "mistakes:\n  - value: 20\n    feedback: No.\n"
+    files = {
+        **template_texts,
+        "questions/example-fixed-numeric.yaml": fixed,
+        "questions/example-numeric.yaml": generated,
+    }
+    lesson, errors = validate_lesson_texts(files, lesson_id="t")
+    assert lesson is None
+    found = {(e.file, e.field, e.line): (e.expected, e.found) for e in errors}
+    told_apart = "a wrong answer the tolerance tells apart from the right one (one it accepts is graded correct)"
+    assert found[("t/questions/example-fixed-numeric.yaml", "mistakes[1].value", 10)] == (
+        told_apart,
+        "8, which the tolerance accepts as the answer 8",
+    ), found
+    expected, what = found[("t/questions/example-numeric.yaml", "mistakes[0].value", 10)]
+    assert expected.startswith("`times_answer` on a generated question") and what == "value: 20", found

@@ -102,6 +102,10 @@ def test_a_queued_job_has_no_eta_while_no_lab_node_is_online(ray_client, db):
     db.commit()
     again = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
     assert again["eta_start_s"] == 0.0 and again["eta_done_s"] > 0  # a node that runs it is online: next up
+    db.get(ClusterNode, "cpu").alive = False  # and leaves, with no job changing
+    db.commit()
+    gone = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
+    assert gone["eta_start_s"] is None and gone["eta_basis"].startswith("no lab node of the Ray cluster is online")
     gpu = _submit(ray_client, lab="env-check", backend="torch-cuda")
     assert gpu.status_code == 422  # no GPU node: refused at submit, so no GPU job waits without an ETA
 
@@ -166,17 +170,41 @@ def test_a_run_no_node_online_can_hold_waits_without_an_eta_and_fails_naming_mem
     assert "backend cpu" not in failed.error and failed.gpu_seconds == 0
 
 
+def test_a_node_whose_budget_grows_gives_a_waiting_job_its_eta(ray_client, db):
+    """Which queued jobs can start depends on the online nodes' labels too: a node restarted with a larger per-job
+    budget lets a job that waited for one be estimated, with no job changing."""
+    _head(db)
+    _lab_node(db, mb=3072)
+    db.commit()
+    r = _submit(ray_client, lab="fp8-step", params=BIG, backend="cpu")
+    assert r.status_code == 422, r.text  # a lab node is online and bounds memory: refused at submit
+    db.delete(db.get(ClusterNode, "cpu"))
+    db.commit()
+    r = _submit(ray_client, lab="fp8-step", params=BIG, backend="cpu")
+    assert r.status_code == 201, r.text
+    job = r.json()
+    _lab_node(db, mb=3072)
+    db.commit()
+    assert ray_client.get(f"/api/v1/jobs/{job['id']}").json()["eta_start_s"] is None  # 3 GiB: it cannot start
+    node = db.get(ClusterNode, "cpu")
+    node.labels = {**node.labels, "course/job_memory_mb": "8192"}
+    db.commit()
+    now = ray_client.get(f"/api/v1/jobs/{job['id']}").json()
+    assert now["eta_start_s"] == 0.0 and now["eta_done_s"] > 0, now
+
+
 def test_the_cluster_page_says_the_head_runs_no_labs_rather_than_a_budget_it_assumes(settings, db):
     from app.services.accounts import users
 
     _head(db)
     _lab_node(db)
     db.add(ClusterNode(node_id="bare", hostname="cpu-9", alive=True, resources={"CPU": 2.0}, labels={}))
-    users.create_user(db, email="prof@example.org", password="correct horse", display_name="Prof", roles=["instructor"])
+    # the cluster page is a site admin's (app/web/routes/cluster.py): an operator's, not a class instructor's
+    users.create_user(db, email="ops@example.org", password="correct horse", display_name="Ops", roles=["admin"])
     db.commit()
     with TestClient(create_app(replace(settings, executor="ray", job_memory_bytes=WEB_BUDGET))) as tc:
         c = Browserless(tc)
-        assert c.login("prof@example.org").status_code == 303
+        assert c.login("ops@example.org").status_code == 303
         page = _plain(c.get("/instructor/cluster").text)
     assert "web-1 head online 0 0 no none none runs no labs (no CPU slots)" in page  # nothing to assume for it
     assert page.count("placement assumes") == 1

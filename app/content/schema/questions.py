@@ -171,19 +171,23 @@ class Numeric(QuestionBase):
         for i, m in enumerate(self.mistakes):
             if m.value is not None and self.answer is None:
                 raise ValueError(
-                    f"mistakes[{i}]: `times_answer` on a generated question (each learner's answer differs, so a "
-                    f"fixed wrong value names nothing); found value {m.value:g}"
+                    f"mistakes[{i}].value: `times_answer` on a generated question, whose answer differs per learner "
+                    "(the wrong answer as a multiple of each learner's own, e.g. `times_answer: 2` for twice it); "
+                    f"found value: {m.value:g}"
                 )
-            close = (
-                self.tolerance.accepts(m.wrong_for(self.answer), self.answer)
-                if self.answer is not None
-                else self.tolerance.rel is not None and abs((m.times_answer or 0.0) - 1) <= self.tolerance.rel
-            )
+            if self.answer is not None:
+                close = self.tolerance.accepts(m.wrong_for(self.answer), self.answer)
+                named = f"{m.value:g}" if m.value is not None else f"{m.times_answer:g} × {self.answer:g}"
+                what = f"{named}, which the tolerance accepts as the answer {self.answer:g}"
+            else:
+                rel = self.tolerance.rel
+                close = rel is not None and abs((m.times_answer or 0.0) - 1) <= rel
+                what = f"{m.times_answer:g} × the answer, which the tolerance (±{(rel or 0.0) * 100:g}%) accepts"
             if close:
+                rule = "value" if m.value is not None else "times_answer"
                 raise ValueError(
-                    f"mistakes[{i}]: a wrong answer the tolerance tells apart from the right one (else it is graded "
-                    f"correct); found {m.value if m.value is not None else m.times_answer:g}"
-                    + (" × the answer" if m.value is None else "")
+                    f"mistakes[{i}].{rule}: a wrong answer the tolerance tells apart from the right one (one it "
+                    f"accepts is graded correct); found {what}"
                 )
         return self
 

@@ -12,6 +12,7 @@ memory label must not lend it the web host's budget.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -91,14 +92,27 @@ def node_from_row(row: ClusterNode) -> Node:
     )
 
 
+def _online() -> tuple:
+    return ClusterNode.alive.is_(True), ClusterNode.seen_at > utcnow() - timedelta(seconds=FRESH_S)
+
+
 def online_nodes(db: Session) -> list[Node]:
-    since = utcnow() - timedelta(seconds=FRESH_S)
-    rows = db.scalars(
-        select(ClusterNode)
-        .where(ClusterNode.alive.is_(True), ClusterNode.seen_at > since)
-        .order_by(ClusterNode.hostname)
-    )
+    rows = db.scalars(select(ClusterNode).where(*_online()).order_by(ClusterNode.hostname))
     return [node_from_row(r) for r in rows]
+
+
+def online_fingerprint(db: Session) -> tuple:
+    """What of the online nodes decides where a job can run: which are online, their resources and labels (not when
+    the dispatcher last listed them, which changes every few seconds). Equal while `online_nodes` would say the same."""
+    rows = db.execute(
+        select(ClusterNode.node_id, ClusterNode.resources, ClusterNode.labels)
+        .where(*_online())
+        .order_by(ClusterNode.node_id)
+    )
+    return tuple(
+        (node_id, json.dumps(resources or {}, sort_keys=True), json.dumps(labels or {}, sort_keys=True))
+        for node_id, resources, labels in rows
+    )
 
 
 def all_nodes(db: Session) -> list[tuple[Node, bool, object]]:

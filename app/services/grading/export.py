@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.content.schema import Rubric
 from app.services import csvcells
 from app.services.classes.scopes import Scope
-from app.services.grading.grades import queue
+from app.services.grading.queue import queue
 from app.services.learning import lessons as lesson_service
 
 

@@ -1,4 +1,5 @@
-"""Grading: who may see which reports, the queue, claims, saving grades, rubric recompute, CSV export.
+"""Grading: who may see which reports, claims, saving grades (the queue: app/services/grading/queue.py; rubric
+recompute: rubric_sync.py; CSV export: export.py; holds and releases: release.py).
 
 Visibility is per class (app/services/classes/scopes.py): a learner sees only their own reports; staff see the
 reports of their class's learners in the lessons the class offers, an instructor all of them, a grader those of
@@ -15,15 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import cast
 
-from sqlalchemy import ColumnElement, CursorResult, and_, case, func, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.content.schema import Rubric
-from app.core.digits import whole_number
 from app.core.models import (
     ClassMember,
     CourseClass,
@@ -38,9 +37,7 @@ from app.core.models import (
 from app.services.classes.scopes import Scope, staff_scopes
 from app.services.grading import release as grade_release
 from app.services.grading.evidence import slots
-from app.services.grading.reports import summary as check_summary
 
-QUEUE_STATUSES = ("submitted", "claimed", "graded")
 MAX_TEXT = 20_000
 OWN_REPORT = "This is your own report: another grader or an instructor grades it."
 
@@ -106,6 +103,22 @@ def assignments(db: Session, *, klass: CourseClass) -> list[tuple[User, str]]:
     return [(u, lid) for u, lid in rows]
 
 
+def graders(db: Session, *, klass: CourseClass) -> list[User]:
+    """The class's staff: whom a report may be claimed by."""
+    return list(
+        db.scalars(
+            select(User)
+            .join(ClassMember, ClassMember.user_id == User.id)
+            .where(
+                ClassMember.class_id == klass.id,
+                ClassMember.role.in_(("grader", "instructor")),
+                ClassMember.left_at.is_(None),
+            )
+            .order_by(User.email)
+        )
+    )
+
+
 def graded_lessons(db: Session, *, scope: Scope) -> set[str] | None:
     """Lesson ids whose reports the scope's user may grade in its class; None: every lesson the class offers."""
     if scope.instructor:
@@ -116,7 +129,7 @@ def graded_lessons(db: Session, *, scope: Scope) -> set[str] | None:
     return set(db.scalars(q))
 
 
-def _visible_where(scope: Scope) -> list[ColumnElement[bool]]:
+def visible_where(scope: Scope) -> list[ColumnElement[bool]]:
     """The reports the scope's user sees as staff of its class: handed in (never a draft), by one of the class's
     learners, in a lesson the class offers (and, for a grader, assigned to them there); never their own."""
     where: list[ColumnElement[bool]] = [
@@ -139,7 +152,7 @@ def _visible_where(scope: Scope) -> list[ColumnElement[bool]]:
 def report_for_grader(db: Session, *, report_id: int, scope: Scope) -> LabReport | None:
     """The submitted report if the scope's user may grade it in its class; None (a 404, leaking nothing)
     otherwise. Nobody grades their own report, instructors included."""
-    return db.scalar(select(LabReport).where(LabReport.id == report_id, *_visible_where(scope)))
+    return db.scalar(select(LabReport).where(LabReport.id == report_id, *visible_where(scope)))
 
 
 def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
@@ -148,7 +161,7 @@ def grader_sees_job(db: Session, *, user: User, job: Job) -> bool:
         q = (
             select(ReportVersion.evidence)
             .join(LabReport, LabReport.id == ReportVersion.report_id)
-            .where(LabReport.owner_id == job.owner_id, *_visible_where(scope))
+            .where(LabReport.owner_id == job.owner_id, *visible_where(scope))
         )
         for evidence in db.scalars(q):  # a learner has a handful of versions per lesson: read them, no JSON SQL
             for pick in (evidence or {}).values():
@@ -175,20 +188,6 @@ def resubmission(db: Session, *, version: ReportVersion, versions: list[ReportVe
     }
 
 
-def own_in_queue(db: Session, *, scope: Scope) -> list[str]:
-    """Lesson ids where the scope's user handed in a report of their own that would be in their queue of this class
-    but for being theirs (a person who learns in the class they grade: another grader takes it)."""
-    lessons = graded_lessons(db, scope=scope)
-    q = select(LabReport.lesson_id).where(
-        LabReport.owner_id == scope.user.id,
-        LabReport.status.in_(QUEUE_STATUSES),
-        scope.lessons_where(LabReport.lesson_id),
-    )
-    if lessons is not None:
-        q = q.where(LabReport.lesson_id.in_(sorted(lessons) or [""]))
-    return list(db.scalars(q.order_by(LabReport.lesson_id)))
-
-
 def report_for_viewer(db: Session, *, report_id: int, user: User, as_learner: bool = False) -> LabReport | None:
     """Owner, or staff of a class who sees it (unless `as_learner`: then the owner only)."""
     report = db.get(LabReport, report_id)
@@ -201,198 +200,6 @@ def report_for_viewer(db: Session, *, report_id: int, user: User, as_learner: bo
     if any(report_for_grader(db, report_id=report_id, scope=s) is not None for s in staff_scopes(db, user=user)):
         return report
     return None
-
-
-# ---------------------------------------------------------------- the queue
-
-
-@dataclass
-class QueueRow:
-    report: LabReport
-    owner: User
-    version: ReportVersion
-    grader: User | None
-    grade: Grade | None  # the latest version's
-    earlier: tuple[ReportVersion, Grade] | None = None  # a resubmission not graded yet: the last graded version
-
-    @property
-    def check_counts(self) -> dict[str, int]:
-        """The version's items counted by status, an optional item left empty apart from a missing one."""
-        return check_summary(self.version.checks or {})
-
-
-def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVersion, Grade] | None:
-    """The newest version numbered below `before` that has a grade, with that grade."""
-    for v in db.scalars(
-        select(ReportVersion)
-        .where(ReportVersion.report_id == report_id, ReportVersion.number < before)
-        .order_by(ReportVersion.number.desc())
-    ):
-        g = latest_grade(db, version=v)
-        if g is not None:
-            return v, g
-    return None
-
-
-def _queue_where(
-    scope: Scope, *, lesson_id: str | None, status: str | None, grader: str | None
-) -> list[ColumnElement[bool]]:
-    """The conditions of the queue the scope's user sees with these filters, with no statement of its own: `queue`
-    lists the reports they pick and `neighbours` finds one report's place among them, so both read the same queue."""
-    user = scope.user
-    where: list[ColumnElement[bool]] = [
-        *_visible_where(scope),
-        LabReport.status.in_(QUEUE_STATUSES),
-        LabReport.submitted_at.is_not(None),  # the order's key; set with the status at every submit
-        select(ReportVersion.id).where(ReportVersion.report_id == LabReport.id).exists(),
-    ]
-    if lesson_id:
-        where.append(LabReport.lesson_id == lesson_id)
-    if status in QUEUE_STATUSES:
-        where.append(LabReport.status == status)
-    if grader == "me":
-        where.append(LabReport.claimed_by_id == user.id)
-    elif grader == "none":
-        where.append(LabReport.claimed_by_id.is_(None))
-    elif (grader_id := whole_number(grader)) is not None:
-        where.append(LabReport.claimed_by_id == grader_id)
-    return where
-
-
-def queue(
-    db: Session, *, scope: Scope, lesson_id: str | None = None, status: str | None = None, grader: str | None = None
-) -> list[QueueRow]:
-    """Submitted reports of the scope's class its user may grade (never their own), oldest submission first (ties
-    by id): a stable order.
-
-    grader: 'me', 'none' (unclaimed) or a user id as text.
-    """
-    where = _queue_where(scope, lesson_id=lesson_id, status=status, grader=grader)
-    reports = db.scalars(select(LabReport).where(*where).order_by(LabReport.submitted_at, LabReport.id)).all()
-    if not reports:
-        return []
-    # Each read below covers every queued report at once, so the page costs the same few statements for 2
-    # reports or 200: the versions with their grades, the latest version's row, and the people.
-    in_queue = select(LabReport.id).where(*where).scalar_subquery()
-    numbers: dict[int, list[tuple[int, int]]] = {}  # report id -> [(version number, version id)], newest first
-    for report_id, number, version_id in db.execute(
-        select(ReportVersion.report_id, ReportVersion.number, ReportVersion.id)
-        .where(ReportVersion.report_id.in_(in_queue))
-        .order_by(ReportVersion.report_id, ReportVersion.number.desc())
-    ):
-        numbers.setdefault(report_id, []).append((number, version_id))
-    grades: dict[int, Grade] = {}  # version id -> its latest grade
-    for g in db.scalars(
-        select(Grade)
-        .join(ReportVersion, Grade.version_id == ReportVersion.id)
-        .where(ReportVersion.report_id.in_(in_queue))
-        .order_by(Grade.version_id, Grade.revision)
-    ):
-        grades[g.version_id] = g
-    wanted: set[int] = set()  # the versions a row shows: the latest, and a resubmission's last graded one
-    earlier_of: dict[int, int] = {}
-    for report_id, versions in numbers.items():
-        latest_id = versions[0][1]
-        wanted.add(latest_id)
-        if latest_id not in grades:
-            graded = next((vid for _, vid in versions[1:] if vid in grades), None)
-            if graded is not None:
-                wanted.add(graded)
-                earlier_of[report_id] = graded
-    rows_of = {v.id: v for v in db.scalars(select(ReportVersion).where(ReportVersion.id.in_(wanted)))}
-    people_ids = {r.owner_id for r in reports} | {r.claimed_by_id for r in reports if r.claimed_by_id}
-    people = {u.id: u for u in db.scalars(select(User).where(User.id.in_(people_ids)))}
-    rows = []
-    for r in reports:
-        if r.id not in numbers:
-            continue
-        v = rows_of[numbers[r.id][0][1]]
-        owner = people.get(r.owner_id)
-        if owner is None:  # deleted meanwhile (reports cascade with their owner)
-            continue
-        earlier = earlier_of.get(r.id)
-        rows.append(
-            QueueRow(
-                r,
-                owner,
-                v,
-                people.get(r.claimed_by_id) if r.claimed_by_id else None,
-                grades.get(v.id),
-                (rows_of[earlier], grades[earlier]) if earlier is not None else None,
-            )
-        )
-    return rows
-
-
-@dataclass(frozen=True)
-class Neighbours:
-    """A report's place in a queue: the reports before and after it (None at the ends), and "position of total"."""
-
-    previous: int | None
-    next: int | None
-    position: int  # from 1
-    total: int
-
-
-def neighbours(
-    db: Session,
-    *,
-    scope: Scope,
-    report: LabReport,
-    lesson_id: str | None = None,
-    status: str | None = None,
-    grader: str | None = None,
-) -> Neighbours | None:
-    """Where `report` stands in the queue `queue` lists for the same user and filters; None when they leave it out.
-
-    One statement, whatever the queue's length: the queue's order is (submitted_at, id), so the report's key finds
-    its neighbours by keyset (the last row before it, the first after it) and its position by counting the rows
-    before it, each a subquery over the same conditions; the review page reads it for every report it shows.
-    """
-    where = _queue_where(scope, lesson_id=lesson_id, status=status, grader=grader)
-    at, rid = report.submitted_at, report.id
-    if at is None:
-        return None
-    before = or_(LabReport.submitted_at < at, and_(LabReport.submitted_at == at, LabReport.id < rid))
-    after = or_(LabReport.submitted_at > at, and_(LabReport.submitted_at == at, LabReport.id > rid))
-    counted = select(func.count()).select_from(LabReport)
-    row = db.execute(
-        select(
-            select(LabReport.id)
-            .where(*where, before)
-            .order_by(LabReport.submitted_at.desc(), LabReport.id.desc())
-            .limit(1)
-            .scalar_subquery(),
-            select(LabReport.id)
-            .where(*where, after)
-            .order_by(LabReport.submitted_at, LabReport.id)
-            .limit(1)
-            .scalar_subquery(),
-            counted.where(*where, before).scalar_subquery(),
-            counted.where(*where).scalar_subquery(),
-            counted.where(*where, LabReport.id == rid).scalar_subquery(),
-        )
-    ).one()
-    previous, following, earlier, total, present = row
-    if not present:
-        return None
-    return Neighbours(previous=previous, next=following, position=earlier + 1, total=total)
-
-
-def graders(db: Session, *, klass: CourseClass) -> list[User]:
-    """The class's staff: whom a report may be claimed by."""
-    return list(
-        db.scalars(
-            select(User)
-            .join(ClassMember, ClassMember.user_id == User.id)
-            .where(
-                ClassMember.class_id == klass.id,
-                ClassMember.role.in_(("grader", "instructor")),
-                ClassMember.left_at.is_(None),
-            )
-            .order_by(User.email)
-        )
-    )
 
 
 # ---------------------------------------------------------------- claims
@@ -487,6 +294,19 @@ def latest_grade(db: Session, *, version: ReportVersion) -> Grade | None:
         .order_by(Grade.revision.desc())
         .limit(1)
     )
+
+
+def last_graded(db: Session, *, report_id: int, before: int) -> tuple[ReportVersion, Grade] | None:
+    """The newest version numbered below `before` that has a grade, with that grade."""
+    for v in db.scalars(
+        select(ReportVersion)
+        .where(ReportVersion.report_id == report_id, ReportVersion.number < before)
+        .order_by(ReportVersion.number.desc())
+    ):
+        g = latest_grade(db, version=v)
+        if g is not None:
+            return v, g
+    return None
 
 
 def grade_history(db: Session, *, version: ReportVersion) -> list[Grade]:

@@ -398,7 +398,8 @@ def no_start(settings: Settings, db: Session) -> Callable[[Job | Row], str | Non
 # process's snapshot: `simulate` once when the queue changed, not once per card and poll. Whether it changed is one
 # read of the active jobs' ids and attempts per status (FINGERPRINT), asked before each use, or at most every
 # SNAPSHOT_CHECK_S by the polls; a snapshot older than SNAPSHOT_MAX_S is worked out again even when nothing changed
-# (running jobs' progress and the decay of usage move ETAs a little).
+# (running jobs' progress and the decay of usage move ETAs a little). In Ray mode a second read, of the online lab
+# nodes, joins it: a node joining or leaving decides which queued jobs can start (`no_start`) with no job changing.
 SNAPSHOT_CHECK_S = 1.0
 SNAPSHOT_MAX_S = 10.0
 
@@ -437,8 +438,11 @@ _snapshots: dict[str, Snapshot] = {}
 _making = threading.Lock()
 
 
-def fingerprint(db: Session) -> tuple:
-    return tuple(sorted(tuple(row) for row in db.execute(_FINGERPRINT)))
+def fingerprint(db: Session, settings: Settings) -> tuple:
+    jobs = tuple(sorted(tuple(row) for row in db.execute(_FINGERPRINT)))
+    if settings.executor != "ray":
+        return jobs
+    return jobs, cluster.online_fingerprint(db)
 
 
 def changed(db: Session) -> None:
@@ -457,14 +461,14 @@ def snapshot(db: Session, settings: Settings, *, check: bool = True, force: bool
     if kept is not None and not force and mono - kept.made < SNAPSHOT_MAX_S:
         if not check and mono - kept.checked < SNAPSHOT_CHECK_S:
             return kept
-        if fingerprint(db) == kept.fingerprint:
+        if fingerprint(db, settings) == kept.fingerprint:
             kept.checked = mono
             return kept
     with _making:  # one thread works it out; the others waiting here take what it made
         latest = _snapshots.get(key)
         if latest is not None and latest is not kept and latest.made >= mono:
             return latest
-        mark, now = fingerprint(db), utcnow()
+        mark, now = fingerprint(db, settings), utcnow()
         ests = simulate(db, slots=slots(settings, db), now=now, waiting=no_start(settings, db))
         status = {i: ("running" if e.position is None else "queued") for i, e in ests.items()}
         made = Snapshot(now, time.monotonic(), time.monotonic(), mark, status, ests)

@@ -31,6 +31,7 @@ from app.services.classes.scopes import Scope
 from app.services.grading import evidence as evidence_service
 from app.services.grading import export as grade_export
 from app.services.grading import grades as grading
+from app.services.grading import queue as grading_queue
 from app.services.grading import release as grade_release
 from app.services.grading import reports as report_service
 from app.services.learning import lessons as lesson_service
@@ -65,19 +66,19 @@ def queue_page(
     allowed = grading.graded_lessons(db, scope=scope)
     catalogue = [les for les, _ in lesson_service.catalogue(db) if les.lab is not None and scope.offers(les.id)]
     lessons = [les for les in catalogue if allowed is None or les.id in allowed]
-    rows = grading.queue(db, scope=scope, lesson_id=lesson, status=status, grader=grader)
+    rows = grading_queue.queue(db, scope=scope, lesson_id=lesson, status=status, grader=grader)
     ctx = {
         "rows": rows,
         "lessons": lessons,
         "graders": grading.graders(db, klass=scope.klass),
         "filters": _filters(lesson, status, grader),
         "query": urlencode(_filters(lesson, status, grader)),
-        "statuses": grading.QUEUE_STATUSES,
+        "statuses": grading_queue.QUEUE_STATUSES,
         "assigned": allowed,
         "assignments": grading.assignments(db, klass=scope.klass) if scope.instructor else [],
         "all_lessons": catalogue,
         "assign_note": _assign_note(request),
-        "own": grading.own_in_queue(db, scope=scope),
+        "own": grading_queue.own_in_queue(db, scope=scope),
         "releases": _releases(db, scope, lessons),
         "release_note": RELEASE_NOTES.get(request.query_params.get("released", ""), "").format(
             n=whole_number(request.query_params.get("n", "")) or 0, lesson=(request.query_params.get("for") or "")[:64]

@@ -24,6 +24,7 @@ from app.services.classes.scopes import Scope
 from app.services.errors import NotFound
 from app.services.grading import evidence as evidence_service
 from app.services.grading import grades as grading
+from app.services.grading import queue as grading_queue
 from app.services.grading import reports as report_service
 from app.services.grading.evidence import EvidenceView
 from app.services.learning import lessons as lesson_service
@@ -126,7 +127,7 @@ class ReviewPage:
             # the total of those picks, not of the saved grade: without JavaScript nothing recounts it on the page
             picks: dict[str, str | dict] = {k: v for k, v in draft.levels.items() if v}
             total = grading.score(lesson.rubric, picks)[1] if lesson.rubric else 0
-        place = grading.neighbours(
+        place = grading_queue.neighbours(
             db,
             scope=scope,
             report=report,
