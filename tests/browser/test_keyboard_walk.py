@@ -1,11 +1,12 @@
 """A learner who uses only the keyboard: after an htmx swap the focus stays where they were (the button they
-pressed, the part they opened, the Cancel button of a job card that refreshes itself every second) instead of
-falling back to the page, and a focus ring is not cut off by a box that scrolls sideways. Real Chromium, real key
-presses; screenshots under test-artifacts/screenshots/keyboard-*.png: look at them."""
+pressed, the part they opened, the Cancel button of a job card or a /jobs row that the page's one job-status poll
+replaces) instead of falling back to the page, and a focus ring is not cut off by a box that scrolls sideways. Real
+Chromium, real key presses; screenshots under test-artifacts/screenshots/keyboard-*.png: look at them."""
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
@@ -52,12 +53,28 @@ def _ring_room(page, clip_selector: str) -> dict:
     )
 
 
-def _await_swap(page, selector: str) -> None:
-    """Mark the focused element, then wait until SELECTOR is a new element (an htmx poll replaced it)."""
+def _await_live_swap(page, selector: str) -> None:
+    """Mark the focused element, then wait until the page's one job-status poll (GET /jobs/live, every N seconds as
+    its #jobs-live says) has replaced SELECTOR with a new element, within one interval and a margin, and without any
+    other request for a job's status (a card's own GET /jobs/ID)."""
+    trigger = page.locator("#jobs-live").get_attribute("hx-trigger") or ""
+    every = re.fullmatch(r"every (\d+)s", trigger)
+    assert every, f"the page does not poll for its job in flight: #jobs-live hx-trigger={trigger!r}"
+    asked: list = []
+
+    def heard(request) -> None:
+        asked.append(request)
+
+    page.on("request", heard)
     page.evaluate("() => { document.activeElement.dataset.old = '1'; }")
     page.wait_for_function(
-        "s => { const e = document.querySelector(s); return e && !e.dataset.old; }", arg=selector, timeout=10_000
+        "s => { const e = document.querySelector(s); return e && !e.dataset.old; }",
+        arg=selector,
+        timeout=(int(every[1]) + 5) * 1000,
     )
+    page.remove_listener("request", heard)
+    paths = [urlparse(r.url).path for r in asked]
+    assert "/jobs/live" in paths and not [p for p in paths if re.fullmatch(r"/jobs/\d+", p)], paths
 
 
 def test_answers_and_the_done_toggle_keep_the_focus_and_name_their_feedback(browser, live_server):
@@ -154,16 +171,17 @@ def test_a_polling_job_card_and_the_jobs_list_keep_the_focus(browser, live_serve
     page.keyboard.type("2000")  # long enough to stay in flight while the focus is watched; cancelled below
     _tab_to(page, "#lab-form button[type=submit]")
     page.keyboard.press("Enter")
-    expect(card).to_have_attribute("data-status", re.compile("queued|running"))
+    # running, the card changes at each of the page's polls (its time so far, its progress), and each change comes
+    # back as a new card: the focus must stay on its Cancel button
+    expect(card).to_have_attribute("data-status", "running")
     job_id = card.get_attribute("id").removeprefix("job-")
     _tab_to(page, "#job-list form button", limit=10)
-    # the card replaces itself every 1-2 s: wait for a new one, then the focus must be on its Cancel button
-    _await_swap(page, "#job-list form button")
+    _await_live_swap(page, "#job-list form button")
     assert _focused(page) == f"job-{job_id}-cancel"
 
-    page.goto(f"{live_server.url}/jobs")  # the list refreshes itself every 3 s while a job is in flight
+    page.goto(f"{live_server.url}/jobs")  # the poll says "jobs-changed" and the list asks for itself again
     _tab_to(page, f"tr[data-job='{job_id}'] button", limit=40)
-    _await_swap(page, f"tr[data-job='{job_id}'] button")
+    _await_live_swap(page, f"tr[data-job='{job_id}'] button")
     assert _focused(page) == f"jobs-{job_id}-cancel"
     page.keyboard.press("Enter")  # cancel it by keyboard: the worker is free for the other tests
     expect(page.locator(f"tr[data-job='{job_id}']")).to_have_attribute("data-status", "cancelled", timeout=30_000)
