@@ -21,7 +21,7 @@ from .schema import Numeric, Question
 
 GUIDE = 'lessons/_template/README.md, "Known mistakes"'
 TOP_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:")  # a top-level key of a question file
-MISTAKES_KEY = re.compile(r"^mistakes\s*:\s*(?:\[\s*\])?\s*(?:#.*)?$")
+MISTAKES_KEY = re.compile(r"^mistakes\s*:(?P<empty>\s*\[\s*\])?(?P<rest>\s*(?:#.*)?)$")
 
 
 class DraftError(ValueError):
@@ -61,12 +61,13 @@ def drafted(text: str, ratio: float, question: Question | None) -> tuple[str, Dr
         key = f"times_answer: {yaml_number(ratio)}"
         seen = f"{yaml_number(ratio)}× their own right answer"
     lines = text.rstrip("\n").split("\n")
-    at = next((i for i, line in enumerate(lines) if MISTAKES_KEY.match(line)), None)
-    if at is None:
+    found = next(((i, m) for i, line in enumerate(lines) if (m := MISTAKES_KEY.match(line))), None)
+    if found is None:
         lines += ["mistakes:"]
         at, indent = len(lines) - 1, "  "
     else:
-        lines[at] = "mistakes:"  # "mistakes: []" becomes a block list
+        at, key_line = found
+        lines[at] = "mistakes:" + key_line["rest"]  # "mistakes: []" becomes a block list; its comment stays
         item = next((ln for ln in lines[at + 1 :] if ln.lstrip().startswith("- ")), "  - ")
         indent = item[: len(item) - len(item.lstrip())] or "  "
     end = at + 1

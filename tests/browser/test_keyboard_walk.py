@@ -1,16 +1,21 @@
 """A learner who uses only the keyboard: after an htmx swap the focus stays where they were (the button they
-pressed, the part they opened, the Cancel button of a job card that refreshes itself every second) instead of
-falling back to the page, and a focus ring is not cut off by a box that scrolls sideways. Real Chromium, real key
-presses; screenshots under test-artifacts/screenshots/keyboard-*.png: look at them."""
+pressed, the part they opened, the Cancel button of a job card or a /jobs row that the page's one job-status poll
+replaces) instead of falling back to the page, and a focus ring is not cut off by a box that scrolls sideways. Real
+Chromium, real key presses; screenshots under test-artifacts/screenshots/keyboard-*.png: look at them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
 
+from app.core.models import Job
 from tests.browser.conftest import register, screenshot
+from tests.browser.seed import Seeder
+from tests.browser.test_job_status_poll import _plant_waiting
 
 pytestmark = pytest.mark.browser  # drives Chromium against a live server: `-m "not browser"` skips it
 
@@ -52,12 +57,43 @@ def _ring_room(page, clip_selector: str) -> dict:
     )
 
 
-def _await_swap(page, selector: str) -> None:
-    """Mark the focused element, then wait until SELECTOR is a new element (an htmx poll replaced it)."""
+def _await_live_swap(page, selector: str, change) -> None:
+    """Mark the focused element, call CHANGE (which changes what the page shows of its job), then wait until the
+    page's one job-status poll (GET /jobs/live, every N seconds as its #jobs-live says) has replaced SELECTOR with a
+    new element, within one interval and a margin, and without any other request for a job's status (a card's own
+    GET /jobs/ID)."""
+    trigger = page.locator("#jobs-live").get_attribute("hx-trigger") or ""
+    every = re.fullmatch(r"every (\d+)s", trigger)
+    assert every, f"the page does not poll for its job in flight: #jobs-live hx-trigger={trigger!r}"
+    asked: list = []
+
+    def heard(request) -> None:
+        asked.append(request)
+
+    page.on("request", heard)
     page.evaluate("() => { document.activeElement.dataset.old = '1'; }")
+    change()
     page.wait_for_function(
-        "s => { const e = document.querySelector(s); return e && !e.dataset.old; }", arg=selector, timeout=10_000
+        "s => { const e = document.querySelector(s); return e && !e.dataset.old; }",
+        arg=selector,
+        timeout=(int(every[1]) + 5) * 1000,
     )
+    page.remove_listener("request", heard)
+    paths = [urlparse(r.url).path for r in asked]
+    assert "/jobs/live" in paths and not [p for p in paths if re.fullmatch(r"/jobs/\d+", p)], paths
+
+
+def _say(s: Seeder, job_id: int, message: str) -> Callable[[], None]:
+    """A change to the waiting run that its card and its /jobs row show (the queue's word for why it waits)."""
+
+    def change() -> None:
+        with s.sessions() as db:
+            job = db.get(Job, job_id)
+            assert job is not None and job.status == "queued"
+            job.message = message
+            db.commit()
+
+    return change
 
 
 def test_answers_and_the_done_toggle_keep_the_focus_and_name_their_feedback(browser, live_server):
@@ -146,27 +182,27 @@ def test_opening_a_part_moves_the_focus_to_its_heading(browser, live_server, wid
 
 
 def test_a_polling_job_card_and_the_jobs_list_keep_the_focus(browser, live_server):
+    """A run waiting in a queue no worker of this server takes stays in flight, next in its line, so the page polls
+    at its shortest interval; each change the test makes to it comes back through the poll as a new card (or, on
+    /jobs, a new list), and the focus must stay on its Cancel button."""
     ctx, page = _learner(browser, live_server, "kb-jobs@example.org")
-    page.goto(f"{live_server.url}/labs/fp8-step")
-    card = page.locator("#job-list article.job")
-    _tab_to(page, "#p-steps")
-    page.keyboard.press("Control+a")
-    page.keyboard.type("2000")  # long enough to stay in flight while the focus is watched; cancelled below
-    _tab_to(page, "#lab-form button[type=submit]")
-    page.keyboard.press("Enter")
-    expect(card).to_have_attribute("data-status", re.compile("queued|running"))
-    job_id = card.get_attribute("id").removeprefix("job-")
-    _tab_to(page, "#job-list form button", limit=10)
-    # the card replaces itself every 1-2 s: wait for a new one, then the focus must be on its Cancel button
-    _await_swap(page, "#job-list form button")
+    s = Seeder(live_server.data)
+    job_id = _plant_waiting(s, s.user("kb-jobs@example.org"))
+    page.goto(f"{live_server.url}/labs/env-check")
+    card = page.locator(f"#job-list #job-{job_id}")
+    expect(card).to_have_attribute("data-status", "queued")
+    _tab_to(page, "#job-list form button", limit=60)
+    _await_live_swap(page, "#job-list form button", _say(s, job_id, "waiting for a lab host"))
+    expect(card).to_contain_text("Queued: waiting for a lab host.")
     assert _focused(page) == f"job-{job_id}-cancel"
 
-    page.goto(f"{live_server.url}/jobs")  # the list refreshes itself every 3 s while a job is in flight
+    page.goto(f"{live_server.url}/jobs")  # the poll says "jobs-changed" and the list asks for itself again
     _tab_to(page, f"tr[data-job='{job_id}'] button", limit=40)
-    _await_swap(page, f"tr[data-job='{job_id}'] button")
+    _await_live_swap(page, f"tr[data-job='{job_id}'] button", _say(s, job_id, "waiting for a lab host with room"))
     assert _focused(page) == f"jobs-{job_id}-cancel"
-    page.keyboard.press("Enter")  # cancel it by keyboard: the worker is free for the other tests
-    expect(page.locator(f"tr[data-job='{job_id}']")).to_have_attribute("data-status", "cancelled", timeout=30_000)
+    page.keyboard.press("Enter")  # cancel it by keyboard
+    expect(page.locator(f"tr[data-job='{job_id}']")).to_have_attribute("data-status", "cancelled")
+    s.close()
 
     # on a phone a run's link starts its row inside a box that scrolls sideways: its ring is not cut off
     page.set_viewport_size({"width": 390, "height": 844})

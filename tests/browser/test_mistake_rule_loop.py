@@ -10,6 +10,7 @@ rule-*.png."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from playwright.sync_api import expect
 
 from app.core.models import User
@@ -19,6 +20,7 @@ from app.services.learning import progress as learning
 from tests.browser import made_lessons
 from tests.browser.conftest import SIZES, screenshot
 from tests.browser.seed import Seeder
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -26,6 +28,8 @@ INSTRUCTOR = "rule-author@example.org"
 QID = "example-fixed-numeric"
 FEEDBACK = "That is FP32's width, four bytes. FP8 stores each number in one byte: 8 bits."
 LESSONS = {"laptop": ("rules-laptop", 87), "phone": ("rules-phone", 88)}
+TEMPLATE = (ROOT / "lessons" / "_template" / "questions" / f"{QID}.yaml").read_text()
+KNOWN = len(yaml.safe_load(TEMPLATE)["mistakes"])  # the template's own rules: the drafted one comes after them
 
 
 def _learner(s: Seeder, email: str) -> int:
@@ -80,11 +84,14 @@ def test_a_rule_drafted_from_the_statistics_is_written_validated_published_and_g
     # the editor: the rule in the schema's own format, its empty feedback the one problem, at its line
     pg.wait_for_url(f"**/instructor/lessons/{lesson_id}/edit?file=questions/{QID}.yaml**")
     text = pg.locator("#text").input_value()
-    assert "mistakes:\n" in text and '  - value: 32\n    feedback: ""' in text, text
+    assert text.startswith(TEMPLATE.rstrip("\n") + "\n  # Drafted from the class's question statistics"), text
+    assert text.endswith('  - value: 32\n    feedback: ""\n'), text  # after the template's own rules, all kept
     expect(pg.get_by_test_id("drafted-rule")).to_contain_text("answers 4× the right one")
     preview = pg.locator("#preview")
     expect(preview).to_contain_text("1 problem")
-    expect(preview.locator("ul.errors li").first).to_contain_text("mistakes[0].feedback: expected the words a learner")
+    expect(preview.locator("ul.errors li").first).to_contain_text(
+        f"mistakes[{KNOWN}].feedback: expected the words a learner"
+    )
     editor = pg.locator(".cm-editor")
     expect(editor.locator(".cm-error-line")).to_have_count(1)
     expect(editor.locator(".cm-error-line")).to_contain_text('feedback: ""')

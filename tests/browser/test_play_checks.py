@@ -4,11 +4,12 @@ test-artifacts/screenshots/ (play-*, check-*, own-run-*)."""
 
 from __future__ import annotations
 
-import time
+import re
 
 import pytest
 from playwright.sync_api import expect
 
+from labs.api import number
 from tests.browser.conftest import SHOTS, register, screenshot
 from tests.browser.test_lesson_quality import serious_violations
 
@@ -86,7 +87,9 @@ def test_a_pause_prediction_is_checked_on_play(browser, live_server, width, heig
     context.close()
 
 
-def _run_lab(page, base: str, lab: str, params: dict) -> int:
+def _run_lab(page, base: str, lab: str, params: dict) -> tuple[int, dict]:
+    """Submit a run through the API, watch its card on its page until the page's one job-status poll brings it back
+    finished, and return its id and result.json."""
     token = page.request.get(base + "/api/v1/me").json()["csrf_token"]
     r = page.request.post(
         base + "/api/v1/jobs",
@@ -95,18 +98,18 @@ def _run_lab(page, base: str, lab: str, params: dict) -> int:
     )
     assert r.status == 201, r.text()
     job_id = r.json()["id"]
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        status = page.request.get(f"{base}/api/v1/jobs/{job_id}").json()
-        if status["status"] in ("succeeded", "failed"):
-            assert status["status"] == "succeeded", status
-            return job_id
-        time.sleep(1)
-    raise AssertionError(f"job {job_id} did not finish: {status}")
+    page.goto(f"{base}/jobs/{job_id}")
+    card = page.locator(f"#job-{job_id}")
+    expect(card).to_have_attribute("data-status", re.compile("succeeded|failed"), timeout=60_000)
+    expect(card).to_have_attribute("data-status", "succeeded")
+    result = page.request.get(f"{base}/api/v1/jobs/{job_id}/result")
+    assert result.ok, result.text()
+    return job_id, result.json()
 
 
 def test_own_run_beside_the_worked_example(browser, live_server):
-    """A real fp8-step run with a spike at step 20, run by the server's worker, then shown in the part."""
+    """A real fp8-step run with a spike at step 20, run by the server's worker, then shown in the part in the run's
+    own numbers."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
@@ -114,13 +117,20 @@ def test_own_run_beside_the_worked_example(browser, live_server):
     page.goto(live_server.url + PART)
     expect(page.locator("#your-run-fp8-step")).to_contain_text("See your own numbers here")
     tiny = {"batch": 2, "seq": 8, "d_model": 16, "n_heads": 2, "ffn": 32, "n_layers": 1}
-    job_id = _run_lab(page, live_server.url, "fp8-step", {**tiny, "steps": 30, "outlier_step": 20, "outlier_scale": 50})
+    params = {**tiny, "steps": 30, "outlier_step": 20, "outlier_scale": 50}
+    job_id, result = _run_lab(page, live_server.url, "fp8-step", params)
+    spike = result["results"]["outlier"]
     for width, height, name in WIDTHS:
         page.set_viewport_size({"width": width, "height": height})
         page.goto(live_server.url + PART)
         aside = page.locator("#your-run-fp8-step")
-        expect(aside).to_contain_text("values at step 20")
-        expect(aside).to_contain_text("the scale adapted at step 21")
+        expect(aside).to_contain_text(
+            "The 50× spike at step 20 met a scale set from earlier steps' amaxes and clipped "
+            f"{number(spike['clipped_at_spike'])} values"
+        )
+        expect(aside).to_contain_text(
+            f"at step 21 the scale fell {number(spike['scale_at_spike'])} → {number(spike['scale_after'])}"
+        )
         expect(aside).to_contain_text("CPU emulation")
         expect(aside.get_by_role("link", name=f"Job #{job_id}")).to_have_attribute("href", f"/jobs/{job_id}")
         aside.scroll_into_view_if_needed()

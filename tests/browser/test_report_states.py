@@ -20,6 +20,7 @@ from tests.app.reporting import LEVELS
 from tests.browser.conftest import SIZES, screenshot
 from tests.browser.pages import CURRENT, LESSON, SPIKED, STAFF
 from tests.browser.seed import Seeder
+from tests.conftest import default_class
 
 pytestmark = pytest.mark.browser
 
@@ -101,7 +102,7 @@ def _submitted_and_graded_while_held(s: Seeder, email: str) -> int:
         grader = db.query(User).filter_by(email=GRADER).one()
         report = db.get(LabReport, report_id)
         current = lesson_service.current(db, lesson_id=LESSON)
-        grade_release.set_hold(db, lesson_id=LESSON, hold=True, user=grader)
+        grade_release.set_hold(db, klass=default_class(db), lesson_id=LESSON, hold=True, user=grader)
         version = reports.latest_version(db, report=report)
         grading.claim(db, report=report, grader=grader)
         grading.save_grade(
@@ -140,5 +141,5 @@ def test_a_held_grade_reads_graded_to_be_released(live_server, runs, open_page, 
     finally:  # the suite's other grading tests expect grades released as they are saved
         with s.sessions() as db:
             grader = db.query(User).filter_by(email=GRADER).one()
-            grade_release.set_hold(db, lesson_id=LESSON, hold=False, user=grader)
+            grade_release.set_hold(db, klass=default_class(db), lesson_id=LESSON, hold=False, user=grader)
         s.close()

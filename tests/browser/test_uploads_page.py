@@ -14,6 +14,7 @@ from tests.app import labruns
 from tests.browser.conftest import screenshot
 from tests.browser.pages import LESSON, overflow
 from tests.browser.seed import Seeder
+from tests.conftest import default_class
 
 pytestmark = pytest.mark.browser
 
@@ -109,7 +110,7 @@ def test_a_grader_reads_an_upload_as_the_learners_claim(live_server, open_page, 
             db, report=report, owner=owner, lesson=current.lesson, evidence={slot: f"bundle:{bundle.id}"}, answers={}
         )
         reports.submit(db, settings=seed.settings, report=report, lesson=current.lesson, lesson_version=current.version)
-        grading.assign(db, grader=db.get(User, grader_id), lesson_id=LESSON)
+        grading.assign(db, klass=default_class(db), grader=db.get(User, grader_id), lesson_id=LESSON)
         report_id = report.id
     seed.close()
     review = open_page(size, grader)

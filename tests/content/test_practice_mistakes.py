@@ -195,6 +195,12 @@ def test_the_statistics_draft_is_the_format_the_schema_reads():
     assert drafted.key == "value: 49"
     body = yaml.safe_load(text.replace('feedback: ""', "feedback: Without the 7/8."))
     assert [m["value"] for m in body["mistakes"]] == [12.25, 49] and body["explanation"] == "Two."
+    commented = "kind: numeric\nprompt: Bits?\nanswer: 8\nmistakes: []  # none named yet\n"
+    text, drafted = mistake_rule.drafted(commented, 4.0, numeric(answer=8, prompt="Bits?"))
+    assert text.splitlines()[3] == "mistakes:  # none named yet" and drafted.key == "value: 32"
+    assert yaml.safe_load(text.replace('feedback: ""', "feedback: FP32."))["mistakes"] == [
+        {"value": 32, "feedback": "FP32."}
+    ]
     assert mistake_rule.yaml_number(4.5e6) == "4500000" and mistake_rule.yaml_number(1e-7) == "0.0000001"
     with pytest.raises(mistake_rule.DraftError, match="numeric question"):
         mistake_rule.drafted("kind: free_response\n", 2.0, None)
