@@ -273,11 +273,13 @@
   };
 
   // Ask the server for the view's ticks; one request at a time, and the answer redraws if it is still wanted.
+  // Until then the timelines are aria-busy: their axis still shows the ticks held, which may not suit the view.
   Viewer.prototype.ask = function () {
     var self = this, v0 = this.view[0], v1 = this.view[1], key = v0 + "," + v1;
     if (this.asking || this.asked === key) return;  // an answer that did not suit is not asked for again
     this.asking = true;
     this.asked = key;
+    this.q("panels").setAttribute("aria-busy", "true");
     fetch(TICKS + "?lo=" + encodeURIComponent(v0) + "&hi=" + encodeURIComponent(v1), {
       credentials: "same-origin", headers: { Accept: "application/json" },
     }).then(function (r) {
@@ -287,8 +289,9 @@
       self.fetched = [t].concat(self.fetched).slice(0, HELD_TICKS);
     }).catch(function () { /* the ticks held stay on the axis */ }).then(function () {
       self.asking = false;
-      var now = self.ticks();
+      var now = self.ticks();  // may ask again, for a view that moved while this answer was on its way
       if (now !== self.ticksDrawn) self.draw();
+      if (!self.asking) self.q("panels").removeAttribute("aria-busy");
     });
   };
 

@@ -15,6 +15,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from labs.api import time_ticks
 from tests.browser.conftest import SHOTS, SIZES, screenshot
 from tests.browser.seed import Seeder
 from tests.browser.test_lesson_quality import serious_violations
@@ -89,6 +90,21 @@ def _px_per_ms(viewer) -> float:
     return (x1 - x0) / (t1 - t0)
 
 
+def _settled(viewer) -> None:
+    """Wait for the axis the server chose for the view: while its answer is on the way the timelines are aria-busy
+    and still show the ticks held before (static/timeline.js)."""
+    expect(viewer.locator("[data-role=panels]")).not_to_have_attribute("aria-busy", "true")
+
+
+def _tick_x(viewer) -> dict[str, float]:
+    """Each tick label of the first timeline and the x of its mark (the label's centre)."""
+    return {
+        t.inner_text(): b["x"] + b["width"] / 2
+        for t in viewer.locator(".tlv-panel").first.locator(".tlv-tick").all()
+        if (b := t.bounding_box())
+    }
+
+
 def _pick_trace(viewer, label: str) -> None:
     viewer.get_by_label("Trace", exact=True).select_option(label=label)
     expect(viewer.locator(".tlv-title").first).to_contain_text(label)
@@ -128,6 +144,7 @@ def test_the_viewer_fits_its_box_and_answers_hover(open_page, live_server, plant
     # zoom in with the button: a millisecond takes 1.5 times the pixels it took
     before = _px_per_ms(viewer)
     viewer.get_by_role("button", name="Zoom in").click()
+    _settled(viewer)
     assert _px_per_ms(viewer) == pytest.approx(1.5 * before, rel=0.02)
     viewer.get_by_role("button", name="Fit").click()
     screenshot(page, f"timeline-viewer-{size}")
@@ -142,14 +159,28 @@ def test_keyboard_alone_zooms_pans_and_reads_every_span(open_page, live_server, 
     page.keyboard.press("Tab")  # from the last control to the timeline itself
     plot = viewer.locator(".tlv-plot")
     expect(plot).to_be_focused()
-    ticks = viewer.locator(".tlv-tick").all_inner_texts()
+    _settled(viewer)
+    ticks, scale = viewer.locator(".tlv-tick").all_inner_texts(), _px_per_ms(viewer)
     page.keyboard.press("+")
     expect(plot).to_be_focused()
-    assert viewer.locator(".tlv-tick").all_inner_texts() != ticks  # the window narrowed
-    zoomed = viewer.locator(".tlv-tick").all_inner_texts()
+    _settled(viewer)
+    assert _px_per_ms(viewer) == pytest.approx(1.5 * scale, rel=0.02)  # the window narrowed
+    # to the ticks the server chose for it (the middle two thirds of the step, asked for with a width either side)
+    dur = page.context.request.get(f"{live_server.url}/jobs/{planted}/artifacts/trace_windowed?as=timeline").json()
+    dur = dur["steps"][-1]["dur_ms"]
+    v0, v1 = dur / 6, dur * 5 / 6
+    wanted = [t.label for t in time_ticks(0.0, v1 + (v1 - v0), width=v1 - v0).ticks if v0 <= t.at <= v1]
+    assert viewer.locator(".tlv-tick").all_inner_texts() == wanted != ticks
+    zoomed, track = _tick_x(viewer), viewer.locator(".tlv-track").first.bounding_box()["width"]
     page.keyboard.press("ArrowRight")
-    assert viewer.locator(".tlv-tick").all_inner_texts() != zoomed  # and moved later
+    _settled(viewer)
+    panned = _tick_x(viewer)
+    both = zoomed.keys() & panned.keys()
+    assert both, (zoomed, panned)
+    for label in both:  # and moved later by a fifth of its width: each time shown is drawn that much further left
+        assert panned[label] - zoomed[label] == pytest.approx(-0.2 * track, abs=1.5), label
     page.keyboard.press("0")
+    _settled(viewer)
     assert viewer.locator(".tlv-tick").all_inner_texts() == ticks  # fit again
     page.keyboard.press("Tab")  # into the spans: one tab stop
     focused = page.locator(".tlv-span:focus")
@@ -175,6 +206,7 @@ def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size)
     _pick_trace(viewer, "windowed")
     viewer.get_by_label("Compare with", exact=True).select_option(label="immediate")
     expect(viewer.locator(".tlv-panel")).to_have_count(2)
+    _settled(viewer)
     tracks = [p.locator(".tlv-track").first.bounding_box() for p in viewer.locator(".tlv-panel").all()]
     assert abs(tracks[0]["x"] - tracks[1]["x"]) < 0.5 and abs(tracks[0]["width"] - tracks[1]["width"]) < 0.5
     axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
@@ -182,8 +214,9 @@ def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size)
     screenshot(page, f"timeline-compare-{size}")
     viewer.screenshot(path=str(SHOTS / f"timeline-compare-{size}-box.png"))
     viewer.get_by_role("button", name="Zoom in").click()
+    _settled(viewer)
     axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
-    assert axes[0] == axes[1]
+    assert axes[0] == axes[1] and len(axes[0]) >= 2
 
 
 def test_download_is_a_named_json_file(open_page, live_server, planted):
