@@ -235,6 +235,7 @@
     this.spanEls = [];
     this.keys();
     this.shown.forEach(function (data, p) { panels.appendChild(self.panel(data, p, set)); });
+    this.labelsInside();
     if (focusedPlot !== null) {
       var plot = panels.querySelector('.tlv-plot[data-panel="' + focusedPlot + '"]');
       if (plot) plot.focus({ preventScroll: true });
@@ -292,6 +293,19 @@
       var now = self.ticks();  // may ask again, for a view that moved while this answer was on its way
       if (now !== self.ticksDrawn) self.draw();
       if (!self.asking) self.q("panels").removeAttribute("aria-busy");
+    });
+  };
+
+  // A label centred on a tick near the plot's edge would be cut off: it is moved just inside, its mark is not.
+  Viewer.prototype.labelsInside = function () {
+    this.q("panels").querySelectorAll(".tlv-plot").forEach(function (plot) {
+      var box = plot.getBoundingClientRect();
+      var left = box.left + plot.clientLeft, right = left + plot.clientWidth;
+      plot.querySelectorAll(".tlv-tick").forEach(function (tick) {
+        var r = tick.getBoundingClientRect();
+        var shift = r.right > right ? right - r.right : r.left < left ? left - r.left : 0;
+        if (shift) tick.style.setProperty("--shift", shift + "px");
+      });
     });
   };
 

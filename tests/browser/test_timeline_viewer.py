@@ -80,13 +80,22 @@ def _open(open_page, live_server, planted, size):
     return page, viewer
 
 
+# Each tick of the first timeline: its label and the x of its mark (a label near the plot's edge is moved by --shift,
+# its mark is not), and the label's box.
+READ_TICKS = """(plot) => [...plot.querySelectorAll('.tlv-tick')].map(t => {
+  const b = t.getBoundingClientRect(), shift = parseFloat(t.style.getPropertyValue('--shift')) || 0;
+  return {label: t.textContent, mark: b.left + b.width / 2 - shift, left: b.left, right: b.right};
+})"""
+
+
+def _ticks(viewer) -> list[dict]:
+    return viewer.locator(".tlv-plot").first.evaluate(READ_TICKS)
+
+
 def _px_per_ms(viewer) -> float:
     """The axis scale, from two tick marks' positions and labels ("0.25 ms")."""
-    ticks = viewer.locator(".tlv-tick").all()[:2]
-    (x0, x1), (t0, t1) = (
-        [t.bounding_box()["x"] + t.bounding_box()["width"] / 2 for t in ticks],
-        [float(t.inner_text().split()[0].replace(",", "")) for t in ticks],
-    )
+    a, b = _ticks(viewer)[:2]
+    (x0, x1), (t0, t1) = (a["mark"], b["mark"]), [float(t["label"].split()[0].replace(",", "")) for t in (a, b)]
     return (x1 - x0) / (t1 - t0)
 
 
@@ -97,12 +106,8 @@ def _settled(viewer) -> None:
 
 
 def _tick_x(viewer) -> dict[str, float]:
-    """Each tick label of the first timeline and the x of its mark (the label's centre)."""
-    return {
-        t.inner_text(): b["x"] + b["width"] / 2
-        for t in viewer.locator(".tlv-panel").first.locator(".tlv-tick").all()
-        if (b := t.bounding_box())
-    }
+    """Each tick label of the first timeline and the x of its mark."""
+    return {t["label"]: t["mark"] for t in _ticks(viewer)}
 
 
 def _pick_trace(viewer, label: str) -> None:
@@ -217,6 +222,42 @@ def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size)
     _settled(viewer)
     axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
     assert axes[0] == axes[1] and len(axes[0]) >= 2
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_tick_labels_stay_apart_and_inside_the_plot(open_page, live_server, planted, size):
+    """However far the learner zooms, the axis's labels neither overlap nor run past the plot's edges: the server's
+    tick rule leaves them room on the narrowest axis, and the page moves an edge label inside."""
+    page, viewer = _open(open_page, live_server, planted, size)
+    _pick_trace(viewer, "windowed")
+    plot = viewer.locator(".tlv-plot").first
+    seen: set[str] = set()
+
+    def check(view: str) -> None:
+        _settled(viewer)
+        inner = plot.evaluate(
+            "p => { const b = p.getBoundingClientRect(); return [b.left + p.clientLeft, "
+            "b.left + p.clientLeft + p.clientWidth]; }"
+        )
+        ticks = _ticks(viewer)
+        assert len(ticks) >= 2, (view, ticks)
+        for a, b in zip(ticks, ticks[1:]):
+            assert a["right"] + 4 <= b["left"], (view, a, b)  # a gap of a few px between neighbours
+        assert inner[0] - 0.5 <= ticks[0]["left"] and ticks[-1]["right"] <= inner[1] + 0.5, (view, inner, ticks)
+        seen.update(t["label"] for t in ticks)
+
+    for step in ("last", "all"):
+        if step == "all":
+            viewer.get_by_label("Step", exact=True).select_option(value="all")
+        plot.focus()
+        page.keyboard.press("0")
+        check(f"{step}, fitted")
+        for k in range(1, 13):
+            page.keyboard.press("+")
+            page.keyboard.press("ArrowRight" if k % 2 else "ArrowLeft")
+            check(f"{step}, zoomed {k} times")
+    assert any("." in label for label in seen)  # windows narrow enough for decimals were among them
+    screenshot(page, f"timeline-zoomed-{size}", full_page=False)
 
 
 def test_download_is_a_named_json_file(open_page, live_server, planted):
