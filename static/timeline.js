@@ -235,6 +235,7 @@
     this.spanEls = [];
     this.keys();
     this.shown.forEach(function (data, p) { panels.appendChild(self.panel(data, p, set)); });
+    this.labelsInside();
     if (focusedPlot !== null) {
       var plot = panels.querySelector('.tlv-plot[data-panel="' + focusedPlot + '"]');
       if (plot) plot.focus({ preventScroll: true });
@@ -273,11 +274,13 @@
   };
 
   // Ask the server for the view's ticks; one request at a time, and the answer redraws if it is still wanted.
+  // Until then the timelines are aria-busy: their axis still shows the ticks held, which may not suit the view.
   Viewer.prototype.ask = function () {
     var self = this, v0 = this.view[0], v1 = this.view[1], key = v0 + "," + v1;
     if (this.asking || this.asked === key) return;  // an answer that did not suit is not asked for again
     this.asking = true;
     this.asked = key;
+    this.q("panels").setAttribute("aria-busy", "true");
     fetch(TICKS + "?lo=" + encodeURIComponent(v0) + "&hi=" + encodeURIComponent(v1), {
       credentials: "same-origin", headers: { Accept: "application/json" },
     }).then(function (r) {
@@ -287,8 +290,22 @@
       self.fetched = [t].concat(self.fetched).slice(0, HELD_TICKS);
     }).catch(function () { /* the ticks held stay on the axis */ }).then(function () {
       self.asking = false;
-      var now = self.ticks();
+      var now = self.ticks();  // may ask again, for a view that moved while this answer was on its way
       if (now !== self.ticksDrawn) self.draw();
+      if (!self.asking) self.q("panels").removeAttribute("aria-busy");
+    });
+  };
+
+  // A label centred on a tick near the plot's edge would be cut off: it is moved just inside, its mark is not.
+  Viewer.prototype.labelsInside = function () {
+    this.q("panels").querySelectorAll(".tlv-plot").forEach(function (plot) {
+      var box = plot.getBoundingClientRect();
+      var left = box.left + plot.clientLeft, right = left + plot.clientWidth;
+      plot.querySelectorAll(".tlv-tick").forEach(function (tick) {
+        var r = tick.getBoundingClientRect();
+        var shift = r.right > right ? right - r.right : r.left < left ? left - r.left : 0;
+        if (shift) tick.style.setProperty("--shift", shift + "px");
+      });
     });
   };
 

@@ -62,7 +62,17 @@ RING = {"colour": "#c00", "r": 6.0, "stroke_width": 2.0}
 
 # Tick steps are 1, 2, 2.5 or 5 times a power of ten, so every label is a round number.
 NICE = (1.0, 2.0, 2.5, 5.0)
-TIME_TICKS = 6  # a timeline's axis has about this many ticks across the window
+TIME_TICKS = 6  # a timeline's axis has at most about this many tick intervals across the window
+# A timeline's tick labels must not overlap where the axis is narrowest: the page's viewer on a 390 px phone, whose
+# axis is 261 px of .72rem (11.5 px) labels, 22.7 em; the drawn SVG's is wider, and both show the same ticks. Label
+# widths are estimated per character in em, at DejaVu Sans's widths (the widest of the common sans faces), rounded up.
+TICK_AXIS_EM = 22.5
+TICK_GAP_EM = 0.6  # the least space between two labels
+# Room right of the axis's end (the viewer's plot padding, static/timeline.css), into which the last label may reach:
+# a label that would pass it is drawn ending there, up to half a label further left than its tick (static/timeline.js).
+TICK_END_EM = 1.3
+TICK_UNIT = " ms"  # what the page's labels carry and the fit is measured with, whatever `unit` a drawing asks for
+_CHAR_EM = {**dict.fromkeys("0123456789µ", 0.64), **dict.fromkeys(".,: ", 0.32), "m": 0.98, "s": 0.53}
 
 
 # ---- what both drawings share ----------------------------------------------------------------------------
@@ -167,6 +177,11 @@ def _step_below(step: float) -> float:
     return max(c for c in candidates if c < step * (1 - 1e-9))
 
 
+def _step_above(step: float) -> float:
+    """The round step just larger than `step` (itself round)."""
+    return nice_step(step * (1 + 1e-6))
+
+
 def _multiples(lo: float, hi: float, step: float) -> list[float]:
     first = math.ceil(lo / step - 1e-9)
     last = math.floor(hi / step + 1e-9)
@@ -227,14 +242,49 @@ class TickSet:
         return asdict(self)
 
 
+def label_em(text: str) -> float:
+    """About how wide `text` is, in em of its font (_CHAR_EM; other characters count as a full em)."""
+    return sum(_CHAR_EM.get(c, 1.0) for c in text)
+
+
+def time_label(t: float, step: float) -> str:
+    """Time `t` (ms) on an axis ticked `step` apart, with every decimal the step needs and no more: ticks 0.025
+    apart read "1.025", "1.05", "1.075", each its own time ("2.5" steps need one decimal more than the power of ten)."""
+    exponent = math.floor(math.log10(step) + 1e-12)
+    places = max(0, 1 - exponent if round(step / 10.0**exponent, 9) == 2.5 else -exponent)
+    text = f"{t:,.{places}f}"
+    return text.rstrip("0").rstrip(".") if places else text
+
+
+def _room(lo: float, hi: float, step: float) -> float:
+    """The widest window whose ticks `step` apart, from `lo` to `hi`, TIME_TICKS at most, keep their labels apart on
+    the narrowest axis: each takes the widest one's width and a gap, and the last up to half a label more
+    (pulled back inside the plot) than the room past the axis's end."""
+    times = _multiples(lo, hi, step) or [hi]
+    widest = max(label_em(time_label(t, step) + TICK_UNIT) for t in times)
+    need = max(widest, 1.5 * widest - TICK_END_EM) + TICK_GAP_EM
+    return step * min(TIME_TICKS, TICK_AXIS_EM / need)
+
+
 def time_ticks(lo: float, hi: float, *, width: float | None = None, unit: str = " ms") -> TickSet:
-    """The ticks a timeline window `width` ms wide shows (about TIME_TICKS of them), for every tick time from `lo`
-    to `hi`; `width` defaults to hi - lo. Labels are the time and `unit` ("2.5 ms")."""
+    """The ticks a timeline window `width` ms wide shows, for every tick time from `lo` to `hi`; `width` defaults to
+    hi - lo. The step is the finest round one that puts at most TIME_TICKS intervals across the window and whose
+    labels, the time and `unit` ("2.5 ms"), do not overlap on the narrowest axis (TICK_AXIS_EM). The set suits the
+    windows for which this rule, over this range, gives its step: wider than any finer step has room for, and no
+    wider than its own has."""
     span = (hi - lo) if width is None else width
-    step = nice_step((span if span > 0 else 1.0) / TIME_TICKS)
-    ticks = [Tick(t, f"{number(t, 3)}{unit}") for t in _multiples(lo, hi, step)]
+    span = span if span > 0 else 1.0
     slack = 1 + 1e-9  # nice_step's own tolerance, so a window exactly at a band's edge is inside it
-    return TickSet(lo, hi, step, TIME_TICKS * _step_below(step) * slack, TIME_TICKS * step * slack, ticks)
+    step = nice_step(span / (TIME_TICKS * slack))
+    for _ in range(64):  # each step up gains room; a few always suffice
+        if span <= _room(lo, hi, step) * slack:
+            break
+        step = _step_above(step)
+    widest_finer, finer = 0.0, step
+    while TIME_TICKS * (finer := _step_below(finer)) > widest_finer:  # finer steps have at most this much room
+        widest_finer = max(widest_finer, _room(lo, hi, finer))
+    ticks = [Tick(t, f"{time_label(t, step)}{unit}") for t in _multiples(lo, hi, step)]
+    return TickSet(lo, hi, step, widest_finer * slack, _room(lo, hi, step) * slack, ticks)
 
 
 # ---- line charts ---------------------------------------------------------------------------------------

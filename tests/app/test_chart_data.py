@@ -101,6 +101,11 @@ def test_a_zoomed_window_asks_for_its_ticks(client):
     assert ticks["step"] == 0.2 and ticks["min_width"] < 0.74 <= ticks["max_width"]
     assert ticks["lo"] <= 1.13 and ticks["hi"] >= 1.87  # and a window's width either side, for panning
     assert "1.4 ms" in [t["label"] for t in ticks["ticks"]]
+    # short of 10 ms the answer stops there: its labels, one digit each, are spaced as the window's own need (with
+    # the two-digit "10.5 ms" in it, they would be a whole millisecond apart)
+    near = client.get("/api/v1/charts/time-ticks?lo=5.5&hi=8").json()
+    assert near == time_ticks(3.0, 10.0, width=2.5).to_json() and near["step"] == 0.5
+    assert [t["label"] for t in near["ticks"] if 5.5 <= t["at"] <= 8] == [t.label for t in time_ticks(5.5, 8).ticks]
     for query, field in [("lo=2&hi=1", "hi"), ("lo=-1&hi=1", "lo"), ("lo=0&hi=nan", "hi"), ("lo=0", "hi")]:
         r = client.get(f"/api/v1/charts/time-ticks?{query}", headers={"Accept": "application/json"})
         assert r.status_code == 422 and field in r.text, (query, r.text)

@@ -15,6 +15,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
+from labs.api import time_ticks
 from tests.browser.conftest import SHOTS, SIZES, screenshot
 from tests.browser.seed import Seeder
 from tests.browser.test_lesson_quality import serious_violations
@@ -79,14 +80,34 @@ def _open(open_page, live_server, planted, size):
     return page, viewer
 
 
+# Each tick of the first timeline: its label and the x of its mark (a label near the plot's edge is moved by --shift,
+# its mark is not), and the label's box.
+READ_TICKS = """(plot) => [...plot.querySelectorAll('.tlv-tick')].map(t => {
+  const b = t.getBoundingClientRect(), shift = parseFloat(t.style.getPropertyValue('--shift')) || 0;
+  return {label: t.textContent, mark: b.left + b.width / 2 - shift, left: b.left, right: b.right};
+})"""
+
+
+def _ticks(viewer) -> list[dict]:
+    return viewer.locator(".tlv-plot").first.evaluate(READ_TICKS)
+
+
 def _px_per_ms(viewer) -> float:
     """The axis scale, from two tick marks' positions and labels ("0.25 ms")."""
-    ticks = viewer.locator(".tlv-tick").all()[:2]
-    (x0, x1), (t0, t1) = (
-        [t.bounding_box()["x"] + t.bounding_box()["width"] / 2 for t in ticks],
-        [float(t.inner_text().split()[0].replace(",", "")) for t in ticks],
-    )
+    a, b = _ticks(viewer)[:2]
+    (x0, x1), (t0, t1) = (a["mark"], b["mark"]), [float(t["label"].split()[0].replace(",", "")) for t in (a, b)]
     return (x1 - x0) / (t1 - t0)
+
+
+def _settled(viewer) -> None:
+    """Wait for the axis the server chose for the view: while its answer is on the way the timelines are aria-busy
+    and still show the ticks held before (static/timeline.js)."""
+    expect(viewer.locator("[data-role=panels]")).not_to_have_attribute("aria-busy", "true")
+
+
+def _tick_x(viewer) -> dict[str, float]:
+    """Each tick label of the first timeline and the x of its mark."""
+    return {t["label"]: t["mark"] for t in _ticks(viewer)}
 
 
 def _pick_trace(viewer, label: str) -> None:
@@ -128,6 +149,7 @@ def test_the_viewer_fits_its_box_and_answers_hover(open_page, live_server, plant
     # zoom in with the button: a millisecond takes 1.5 times the pixels it took
     before = _px_per_ms(viewer)
     viewer.get_by_role("button", name="Zoom in").click()
+    _settled(viewer)
     assert _px_per_ms(viewer) == pytest.approx(1.5 * before, rel=0.02)
     viewer.get_by_role("button", name="Fit").click()
     screenshot(page, f"timeline-viewer-{size}")
@@ -142,14 +164,28 @@ def test_keyboard_alone_zooms_pans_and_reads_every_span(open_page, live_server, 
     page.keyboard.press("Tab")  # from the last control to the timeline itself
     plot = viewer.locator(".tlv-plot")
     expect(plot).to_be_focused()
-    ticks = viewer.locator(".tlv-tick").all_inner_texts()
+    _settled(viewer)
+    ticks, scale = viewer.locator(".tlv-tick").all_inner_texts(), _px_per_ms(viewer)
     page.keyboard.press("+")
     expect(plot).to_be_focused()
-    assert viewer.locator(".tlv-tick").all_inner_texts() != ticks  # the window narrowed
-    zoomed = viewer.locator(".tlv-tick").all_inner_texts()
+    _settled(viewer)
+    assert _px_per_ms(viewer) == pytest.approx(1.5 * scale, rel=0.02)  # the window narrowed
+    # to the ticks the server chose for it (the middle two thirds of the step, asked for with a width either side)
+    dur = page.context.request.get(f"{live_server.url}/jobs/{planted}/artifacts/trace_windowed?as=timeline").json()
+    dur = dur["steps"][-1]["dur_ms"]
+    v0, v1 = dur / 6, dur * 5 / 6
+    wanted = [t.label for t in time_ticks(0.0, v1 + (v1 - v0), width=v1 - v0).ticks if v0 <= t.at <= v1]
+    assert viewer.locator(".tlv-tick").all_inner_texts() == wanted != ticks
+    zoomed, track = _tick_x(viewer), viewer.locator(".tlv-track").first.bounding_box()["width"]
     page.keyboard.press("ArrowRight")
-    assert viewer.locator(".tlv-tick").all_inner_texts() != zoomed  # and moved later
+    _settled(viewer)
+    panned = _tick_x(viewer)
+    both = zoomed.keys() & panned.keys()
+    assert both, (zoomed, panned)
+    for label in both:  # and moved later by a fifth of its width: each time shown is drawn that much further left
+        assert panned[label] - zoomed[label] == pytest.approx(-0.2 * track, abs=1.5), label
     page.keyboard.press("0")
+    _settled(viewer)
     assert viewer.locator(".tlv-tick").all_inner_texts() == ticks  # fit again
     page.keyboard.press("Tab")  # into the spans: one tab stop
     focused = page.locator(".tlv-span:focus")
@@ -175,6 +211,7 @@ def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size)
     _pick_trace(viewer, "windowed")
     viewer.get_by_label("Compare with", exact=True).select_option(label="immediate")
     expect(viewer.locator(".tlv-panel")).to_have_count(2)
+    _settled(viewer)
     tracks = [p.locator(".tlv-track").first.bounding_box() for p in viewer.locator(".tlv-panel").all()]
     assert abs(tracks[0]["x"] - tracks[1]["x"]) < 0.5 and abs(tracks[0]["width"] - tracks[1]["width"]) < 0.5
     axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
@@ -182,8 +219,45 @@ def test_two_traces_stack_on_aligned_axes(open_page, live_server, planted, size)
     screenshot(page, f"timeline-compare-{size}")
     viewer.screenshot(path=str(SHOTS / f"timeline-compare-{size}-box.png"))
     viewer.get_by_role("button", name="Zoom in").click()
+    _settled(viewer)
     axes = [p.locator(".tlv-tick").all_inner_texts() for p in viewer.locator(".tlv-panel").all()]
-    assert axes[0] == axes[1]
+    assert axes[0] == axes[1] and len(axes[0]) >= 2
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_tick_labels_stay_apart_and_inside_the_plot(open_page, live_server, planted, size):
+    """However far the learner zooms, the axis's labels neither overlap nor run past the plot's edges: the server's
+    tick rule leaves them room on the narrowest axis, and the page moves an edge label inside."""
+    page, viewer = _open(open_page, live_server, planted, size)
+    _pick_trace(viewer, "windowed")
+    plot = viewer.locator(".tlv-plot").first
+    seen: set[str] = set()
+
+    def check(view: str) -> None:
+        _settled(viewer)
+        inner = plot.evaluate(
+            "p => { const b = p.getBoundingClientRect(); return [b.left + p.clientLeft, "
+            "b.left + p.clientLeft + p.clientWidth]; }"
+        )
+        ticks = _ticks(viewer)
+        assert len(ticks) >= 2, (view, ticks)
+        for a, b in zip(ticks, ticks[1:]):
+            assert a["right"] + 4 <= b["left"], (view, a, b)  # a gap of a few px between neighbours
+        assert inner[0] - 0.5 <= ticks[0]["left"] and ticks[-1]["right"] <= inner[1] + 0.5, (view, inner, ticks)
+        seen.update(t["label"] for t in ticks)
+
+    for step in ("last", "all"):
+        if step == "all":
+            viewer.get_by_label("Step", exact=True).select_option(value="all")
+        plot.focus()
+        page.keyboard.press("0")
+        check(f"{step}, fitted")
+        for k in range(1, 13):
+            page.keyboard.press("+")
+            page.keyboard.press("ArrowRight" if k % 2 else "ArrowLeft")
+            check(f"{step}, zoomed {k} times")
+    assert any("." in label for label in seen)  # windows narrow enough for decimals were among them
+    screenshot(page, f"timeline-zoomed-{size}", full_page=False)
 
 
 def test_download_is_a_named_json_file(open_page, live_server, planted):

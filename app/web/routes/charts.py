@@ -4,12 +4,16 @@
                                                  static/timeline.js when a zoom or pan leaves the tick sets it holds
 
 The answer covers a window's width either side of it, so panning on needs no new request, and says the
-range of window widths it suits (`min_width`, `max_width`), so zooming within that band needs none either.
+range of window widths it suits (`min_width`, `max_width`), so zooming within that band needs none either. It
+stops at the next power of ten above the window, though: times past it take a digit more, and the tick rule spaces
+every label of a set for its widest (labs/trace/chart.py), so a window short of it would get sparser ticks than
+its own labels need.
 It depends on nothing but the two numbers: no login, and a browser may keep it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query
@@ -36,5 +40,6 @@ def time_ticks(
         raise HTTPException(
             422, f"hi: must be at least lo + {MIN_WINDOW_MS} ms (lo={lo:g}, hi={hi:g}); the window is too narrow"
         )
-    ticks = labs_api.time_ticks(max(0.0, lo - width), hi + width, width=width)
+    decade = 10.0 ** math.ceil(math.log10(hi))
+    ticks = labs_api.time_ticks(max(0.0, lo - width), max(hi, min(hi + width, decade)), width=width)
     return JSONResponse(ticks.to_json(), headers={"Cache-Control": "public, max-age=86400"})

@@ -13,19 +13,50 @@ from labs.trace.chart import ChartSpec, Series
 
 @pytest.mark.parametrize("width", [0.0013, 0.02, 0.7, 3.0, 12.5, 250.0, 4096.0, 86_400_000.0])
 def test_a_tick_set_suits_exactly_the_windows_whose_ticks_it_holds(width):
-    """time_ticks' band of widths is where the step it chose is the step a window of that width gets, so the page
-    may keep a set while its window stays in the band and ask again only outside it."""
+    """time_ticks' band of widths is where the step it chose is the step a window of that width gets over the same
+    times, so the page may keep a set while its window stays in the band and inside the set, and ask again only
+    outside it."""
     ts = chart.time_ticks(0.0, width)
     assert ts.min_width < width <= ts.max_width
     for w in (ts.min_width * 1.001, ts.max_width * 0.999, ts.max_width / 1.0000001):
-        assert chart.time_ticks(0.0, w).step == ts.step, w
+        assert chart.time_ticks(0.0, width, width=w).step == ts.step, w
     for w in (ts.min_width * 0.999, ts.max_width * 1.001):
-        assert chart.time_ticks(0.0, w).step != ts.step, w
-    # round steps, about six ticks, each labelled with its time
+        assert chart.time_ticks(0.0, width, width=w).step != ts.step, w
+    # round steps, at most TIME_TICKS intervals and never fewer than one across the window
     mantissa = ts.step / 10 ** math.floor(math.log10(ts.step) + 1e-12)
     assert round(mantissa, 9) in chart.NICE
-    assert 4 <= len(ts.ticks) <= 8
+    assert width / chart.TIME_TICKS <= ts.step * (1 + 1e-9) and ts.step <= width
+    _labels_are_their_times_and_fit(ts)
+
+
+def _labels_are_their_times_and_fit(ts: chart.TickSet) -> None:
+    """Each label is its tick's time to the last digit the step needs, and in the widest window the set suits,
+    neighbouring labels keep a gap on the narrowest axis, the last one pulled back inside the plot included."""
     assert all(t.label.endswith(" ms") for t in ts.ticks)
+    assert [float(t.label.removesuffix(" ms").replace(",", "")) for t in ts.ticks] == pytest.approx(
+        [t.at for t in ts.ticks], rel=1e-12, abs=1e-12
+    )
+    assert len({t.label for t in ts.ticks}) == len(ts.ticks)
+    widest = max(chart.label_em(t.label) for t in ts.ticks)
+    apart = chart.TICK_AXIS_EM * ts.step / ts.max_width * (1 + 1e-6)  # em between neighbouring ticks
+    assert apart >= widest + chart.TICK_GAP_EM
+    assert apart >= 1.5 * widest - chart.TICK_END_EM + chart.TICK_GAP_EM
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "labels"),
+    [
+        (1.0, 1.15, ["1 ms", "1.05 ms", "1.1 ms", "1.15 ms"]),
+        (3.0, 3.0015, ["3 ms", "3.0005 ms", "3.001 ms", "3.0015 ms"]),
+        (4.0, 5.5, ["4 ms", "4.5 ms", "5 ms", "5.5 ms"]),
+        (1000.0, 1010.0, ["1,000 ms", "1,005 ms", "1,010 ms"]),
+    ],
+)
+def test_a_zoomed_window_far_from_zero_keeps_each_tick_its_own_time(lo, hi, labels):
+    """Three significant digits would label ticks 0.0005 apart at 3 ms all "3 ms"; the step's decimals are kept."""
+    ts = chart.time_ticks(lo, hi)
+    assert [t.label for t in ts.ticks] == labels
+    _labels_are_their_times_and_fit(ts)
 
 
 def test_a_zoomed_window_gets_ticks_round_in_time_not_in_the_window():
