@@ -81,8 +81,16 @@ def percent(fraction: float, decimals: int | None = None) -> str:
 
 
 def whole_percent(fraction: float | None) -> str:
-    """A fraction as a sentence says it, to the whole percent: 0.3083 -> "31%"; None (not measured) -> "—"."""
-    return "—" if fraction is None else percent(fraction, 0)
+    """A fraction as a sentence says it, to the whole percent: 0.3083 -> "31%"; None (not measured) -> "—". A
+    fraction that is not 0 or 1 never reads as one: 0.004 -> "under 1%", 0.996 -> "over 99%", so a sentence agrees
+    with the table beside it that shows the decimals."""
+    if fraction is None:
+        return "—"
+    if 0 < fraction < 0.005:
+        return "under 1%"
+    if 0.995 <= fraction < 1:
+        return "over 99%"
+    return percent(fraction, 0)
 
 
 def ms(value: float | None) -> str:

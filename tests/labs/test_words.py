@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from labs.words import byte_size, count, duration, number, percent
+from labs.words import byte_size, count, duration, number, percent, whole_percent
 
 
 def test_count_uses_the_singular_only_for_one():
@@ -51,6 +51,15 @@ def test_percent_byte_size_and_duration():
         "1.235%",
         "1.6%",
         "100%",
+    ]
+    # a sentence's percent never rounds a small or near-whole fraction to 0% or 100% beside a table that shows it
+    assert [whole_percent(f) for f in (0.0, 0.004, 0.3083, 0.996, 1.0, None)] == [
+        "0%",
+        "under 1%",
+        "31%",
+        "over 99%",
+        "100%",
+        "—",
     ]
     assert [byte_size(512), byte_size(1536), byte_size(4194304), byte_size(20 * 2**20)] == [
         "512 B",
