@@ -16,6 +16,7 @@ from app.core.models import User
 from app.services.jobs import lifecycle as jobs
 from app.services.jobs import own_runs
 from labs.api import number
+from labs.words import whole_percent
 from tests.app import labruns
 from tests.app.reporting import LOCAL, failed_job, finished_job
 
@@ -144,7 +145,7 @@ def test_own_runs_appear_beside_the_worked_examples(client, db, settings):
 
     w = trace.result["results"]["schedules"]["windowed"]
     aside = _aside(page, "overlap-trace")
-    assert f"Your windowed schedule hid {w['overlap_ratio']:.0%} of the all-gather" in aside
+    assert f"Your windowed schedule hid {whole_percent(w['overlap_ratio'])} of the all-gather" in aside
     assert f'href="/jobs/{trace.id}"' in aside
 
     aside = _aside(page, "tp-sweep")
