@@ -43,6 +43,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import datetime
+import gc
 import json
 import os
 import random
@@ -69,6 +71,7 @@ from class_load import PARTS, ROOT, course_server, postgres_cluster  # noqa: E40
 LESSON = "transformer-scaling"
 ANSWER_S, PART_S, HOME_S = 60.0, 180.0, 420.0  # the learner's own pace (means)
 MAX_CONNECTIONS = 6  # a browser's connections to one host over HTTP/1.1
+SLOW_S = 0.25  # the target's p99: slower requests are placed on the window's timeline
 METRICS_TOKEN = secrets.token_urlsafe(16)
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -98,6 +101,9 @@ class Tally:
     end: float = 0.0
     asked: Counter = field(default_factory=Counter)  # kind -> ticks (dropped ones too)
     dropped: Counter = field(default_factory=Counter)  # kind -> ticks skipped: that poll was still waiting
+    retried: Counter = field(default_factory=Counter)  # kind -> sent again after the connection closed under it
+    lag: dict[int, float] = field(default_factory=lambda: collections.defaultdict(float))  # second -> longest stall (s)
+    slow: Counter = field(default_factory=Counter)  # second of the window -> requests sent then that took >= SLOW_S
     served: Counter = field(default_factory=Counter)  # kind -> answered inside the window
     took: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     statuses: Counter = field(default_factory=Counter)  # (kind, status)
@@ -134,6 +140,8 @@ class Browser:
         self.read_since = 0.0  # the new beacon: when the time not yet reported started
         self.polls: dict[str, Poll] = {}  # tab:name -> what that tab polls
         self.leaving: set[asyncio.Task] = set()  # the time of a part just left, on its way
+        self.wake = asyncio.Event()  # set when a timer changed while the tab's loop slept
+        self.due: dict[str, float] = {}  # the learner's own timers (answer, part, home, beacon)
 
     # ------------------------------------------------------------ one request
 
@@ -145,7 +153,15 @@ class Browser:
         if counted:
             tally.asked[kind] += 1
         try:
-            r = await self.client.request(method, path, **kw)
+            try:
+                r = await self.client.request(method, path, **kw)
+            except (httpx2.ReadError, httpx2.RemoteProtocolError):
+                # The server closed a kept-alive connection as this request went out on it. A browser sends
+                # the request again on a new one (Chromium: HttpNetworkTransaction::ShouldResendRequest), so
+                # does this learner, once; the retry is counted and its time is in the request's.
+                if counted:
+                    tally.retried[kind] += 1
+                r = await self.client.request(method, path, **kw)
         except httpx2.HTTPError as exc:
             if counted:
                 tally.error(kind, type(exc).__name__)
@@ -160,6 +176,8 @@ class Browser:
             if done < tally.end:
                 tally.served[kind] += 1
                 tally.took[kind].append(done - tick)
+                if done - tick >= SLOW_S:
+                    tally.slow[int(tick - tally.start)] += 1
         if r.status_code not in expect:
             return None
         return r
@@ -229,6 +247,8 @@ class Browser:
     # ------------------------------------------------------------ the learner at work
 
     async def run(self, stop: float) -> None:
+        """The tab's timers. Each fires on its own schedule; the loop wakes early when a poll's answer or a new
+        part changed the schedule, so a tick is never sent later than a browser would send it."""
         now = time.perf_counter()
         rng = self.rng
         due = {
@@ -241,13 +261,19 @@ class Browser:
         for poll in self.polls.values():
             poll.due = now + rng.uniform(0, poll.every)
         pending: set[asyncio.Task] = set()
+        self.due = due
         while True:
             events = [(t, name) for name, t in due.items()]
             events += [(p.due, key) for key, p in self.polls.items() if not p.in_flight]
             t, name = min(events)
             if t >= stop:
                 break
-            await asyncio.sleep(max(0.0, t - time.perf_counter()))
+            self.wake.clear()
+            try:
+                await asyncio.wait_for(self.wake.wait(), max(0.0, t - time.perf_counter()))
+                continue  # a poll answered or a part arrived: its timers changed, look again
+            except TimeoutError:
+                pass
             if name in self.polls:
                 poll = self.polls[name]
                 poll.due = t + poll.every
@@ -264,11 +290,8 @@ class Browser:
                 task = asyncio.create_task(self.send("home", "GET", "/", (200,), t))
             else:  # a new part: the rest of this one's time first (the new beacon), then the next part
                 due[name] = t + PART_S * rng.uniform(0.5, 1.5)
-                await self.next_part(t)
-                due.pop("beacon", None)
-                if self.beacon:
-                    due["beacon"] = time.perf_counter() + self.beacon[1]
-                continue
+                due.pop("beacon", None)  # the old part's timer goes with it; the new part's starts when it arrives
+                task = asyncio.create_task(self.next_part(t))
             pending.add(task)
             task.add_done_callback(pending.discard)
         if pending:
@@ -303,6 +326,9 @@ class Browser:
         r = await self.send("part", "GET", f"/lessons/{LESSON}/{PARTS[self.part]}", (200,), tick, headers=headers)
         if r is not None:
             self.read_page(r.text, whole=False)
+        if self.beacon:
+            self.due["beacon"] = time.perf_counter() + self.beacon[1]
+        self.wake.set()
 
     async def poll(self, key: str, poll: Poll, tick: float) -> None:
         poll.in_flight = True
@@ -314,6 +340,13 @@ class Browser:
             r = await self.send(poll.kind, "GET", poll.path, expect, tick, headers=headers, params=poll.params)
         finally:
             poll.in_flight = False
+            now = time.perf_counter()
+            while poll.due <= now:  # ticks that came while it waited: htmx drops them
+                if self.tally.measuring(poll.due):
+                    self.tally.asked[poll.kind] += 1
+                    self.tally.dropped[poll.kind] += 1
+                poll.due += poll.every
+            self.wake.set()
         if r is None or r.status_code != 200:
             return
         tab = key.split(":")[0]
@@ -322,7 +355,7 @@ class Browser:
             if fresh is None:
                 self.polls.pop(key, None)
             else:
-                fresh.due = tick + fresh.every
+                fresh.due = time.perf_counter() + fresh.every  # the swapped-in element's timer starts now
                 self.polls[key] = fresh
         elif poll.kind == "status":
             m = CARD_POLL.search(r.text)
@@ -371,7 +404,9 @@ def live_poll(html: str) -> Poll | None:
 def scrape(base: str) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """{(route, status class): [(le, cumulative count)]} of the request-duration histogram, /metrics left out."""
     req = urllib.request.Request(base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    t0 = time.perf_counter()
     text = urllib.request.urlopen(req, timeout=30).read().decode()
+    print(f"  /metrics answered in {(time.perf_counter() - t0) * 1000:.0f} ms ({len(text)} bytes)")
     out: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     pattern = re.compile(r"^course_http_request_duration_seconds_bucket\{(.*?)\} ([0-9.e+]+)$", re.M)
     for labels, value in pattern.findall(text):
@@ -512,6 +547,8 @@ async def drive(base: str, args: argparse.Namespace, tally: Tally, pids: dict[st
         f"  registered {args.learners} learners ({len(queued)} with a queued run) in {time.perf_counter() - t0:.0f} s"
     )
 
+    gc.collect()
+    gc.freeze()  # 2,000 browsers' clients and cookie jars: out of the full collections that stalled this loop
     start = time.perf_counter() + 1.0
     ramp_end = start + args.ramp
     tally.start = ramp_end + args.settle
@@ -524,19 +561,58 @@ async def drive(base: str, args: argparse.Namespace, tally: Tally, pids: dict[st
         await b.run(stop)
 
     tasks = [asyncio.create_task(browse(b, start + args.ramp * k / args.learners)) for k, b in enumerate(browsers)]
+    watch = asyncio.create_task(own_lag(tally))
     await asyncio.sleep(max(0.0, tally.start - time.perf_counter()))
-    measured: dict = {"before": scrape(base), "cpu0": {k: cpu_seconds(v) for k, v in pids.items()}}
+    # In a thread: a scrape takes a while, and this loop's stalls would count as the learners' waiting.
+    measured: dict = {
+        "before": await asyncio.to_thread(scrape, base),
+        "cpu0": {k: cpu_seconds(v) for k, v in pids.items()},
+    }
     measured["bench0"] = time.process_time()
     profilers = start_profilers(args.profile_dir, args.window, pids["web"]) if args.profile else []
     await asyncio.sleep(max(0.0, tally.end - time.perf_counter()))
-    measured["after"] = scrape(base)
+    measured["after"] = await asyncio.to_thread(scrape, base)
     measured["cpu1"] = {k: cpu_seconds(v) for k, v in pids.items()}
     measured["bench1"] = time.process_time()
     await asyncio.wait(tasks, timeout=90)
+    watch.cancel()
     for p in profilers:
         p.wait(timeout=60)
     await asyncio.gather(*(b.close() for b in browsers))
     return measured
+
+
+def slow_statements(log: Path, window: tuple[float, float]) -> str:
+    """PostgreSQL's statements over 250 ms and its checkpoints inside the window (bench/class_load.py logs them),
+    by second of the window: a database wait shows here, a web process's own stall does not."""
+    start, end = window
+    seconds: Counter = Counter()
+    checkpoints = []
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        m = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) UTC", line)
+        if m is None:
+            continue
+        at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.UTC).timestamp()
+        if not start <= at < end:
+            continue
+        if "duration:" in line:
+            seconds[int(at - start)] += 1
+        elif "checkpoint starting" in line:
+            checkpoints.append(int(at - start))
+    slow = " ".join(f"{t}s:{n}" for t, n in sorted(seconds.items())) or "none"
+    return f"statements over 250 ms in PostgreSQL: {slow}; checkpoints started: {checkpoints or 'none'}"
+
+
+async def own_lag(tally: Tally) -> None:
+    """This script's own stalls: how late a 10 ms sleep wakes, by second of the window. A late wake-up delays
+    every tick and answer this process handles, so its time is in the client-side figures, not the server's."""
+    while True:
+        before = time.perf_counter()
+        await asyncio.sleep(0.01)
+        late = time.perf_counter() - before - 0.01
+        if tally.measuring(before) and late >= 0.05:
+            second = int(before - tally.start)
+            tally.lag[second] = max(tally.lag[second], late)
 
 
 def start_profilers(out: Path, window: float, pids: list[int]) -> list[subprocess.Popen]:
@@ -601,6 +677,10 @@ def one_run(label: str, root: Path, kind: str, args: argparse.Namespace) -> Resu
             args.profile_dir = Path(args.profile or ".") / re.sub(r"\W+", "-", label)
             measured = asyncio.run(drive(base, args, tally, pids))
     finally:
+        wall = time.time() - time.perf_counter()  # the window on PostgreSQL's clock
+        db_waits = (
+            slow_statements(tmp / "pg" / "log", (tally.start + wall, tally.end + wall)) if kind == "postgres" else ""
+        )
         shutil.rmtree(tmp, ignore_errors=True)
     window = tally.end - tally.start
     took = [t for ts in tally.took.values() for t in ts]
@@ -615,6 +695,8 @@ def one_run(label: str, root: Path, kind: str, args: argparse.Namespace) -> Resu
         kinds.append(
             f"{kind_name:8s} asked {tally.asked[kind_name] / window:6.1f}/s served {tally.served[kind_name] / window:6.1f}/s"
             f"  p50 {_pct(ts, 0.5) * 1000:6.0f} ms  p99 {_pct(ts, 0.99) * 1000:6.0f} ms  ({st})"
+            + (f" dropped {tally.dropped[kind_name]}" if tally.dropped[kind_name] else "")
+            + (f" resent {tally.retried[kind_name]}" if tally.retried[kind_name] else "")
         )
     result = Result(
         label=label,
@@ -639,6 +721,14 @@ def one_run(label: str, root: Path, kind: str, args: argparse.Namespace) -> Resu
         print(f"  ERROR {n} x {what} on {k}")
     for line in tally.samples[:5]:
         print(f"    e.g. {line}")
+    if tally.slow:
+        seconds = " ".join(f"{t}s:{n}" for t, n in sorted(tally.slow.items()))
+        print(f"  requests over {SLOW_S * 1000:.0f} ms by the second of the window they were sent in: {seconds}")
+    if db_waits:
+        print(f"  {db_waits}")
+    if tally.lag:
+        stalls = " ".join(f"{t}s:{ms * 1000:.0f}ms" for t, ms in sorted(tally.lag.items()))
+        print(f"  this script's own event-loop stalls over 50 ms: {stalls}")
     if args.profile:
         where_time_went(args.profile_dir)
     return result

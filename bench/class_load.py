@@ -100,8 +100,10 @@ def postgres_cluster(tmp: Path) -> Iterator[str]:
         capture_output=True,
     )
     # Durability as shipped (fsync on): the writes this run counts are real commits. Enough connections for
-    # every web process's pool plus the worker and this script.
+    # every web process's pool plus the worker and this script. Statements over 250 ms and checkpoints are
+    # logged (base/log), for a bench to say whether slow requests waited on the database.
     opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c max_connections=200"
+    opts += " -c log_min_duration_statement=250 -c log_checkpoints=on"
     subprocess.run(
         [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(base / "log"), "-o", opts, "start"],
         check=True,
