@@ -136,12 +136,15 @@ def _new_pg_database(base_url: str, template: str | None = None) -> str:
     return f"{base_url}/{name}"
 
 
-def _prepare_once(db_url: str, data_dir: Path) -> None:
-    """Migrate and publish as the app's start-up does, then close every connection (a PostgreSQL template must
+def _prepare_once(db_url: str, data_dir: Path, *, publish: bool = True) -> None:
+    """Migrate, and publish as the app's start-up does, then close every connection (a PostgreSQL template must
     have none; a SQLite file is copied whole, so its write-ahead log is folded into it first)."""
     from app.services import startup
 
-    startup.prepare(Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url))
+    if publish:
+        startup.prepare(Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url))
+    else:
+        migrate.upgrade(db_url)
     if db_url.startswith("sqlite"):
         engine = make_engine(db_url)
         with engine.connect() as conn:
@@ -162,6 +165,22 @@ def published_postgres(postgres_server, tmp_path_factory) -> str:
     """The name of a PostgreSQL database migrated and published once per session; tests get copies."""
     url = _new_pg_database(postgres_server)
     _prepare_once(url, tmp_path_factory.mktemp("published-postgres"))
+    return make_url(url).database or ""
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite file migrated to the latest revision once per session, nothing published; `db` tests get copies."""
+    base = tmp_path_factory.mktemp("migrated-sqlite")
+    _prepare_once(f"sqlite:///{base / 'course.db'}", base / "data", publish=False)
+    return base / "course.db"
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres(postgres_server, tmp_path_factory) -> str:
+    """The name of a PostgreSQL database migrated once per session, nothing published; `db` tests get copies."""
+    url = _new_pg_database(postgres_server)
+    _prepare_once(url, tmp_path_factory.mktemp("migrated-postgres"), publish=False)
     return make_url(url).database or ""
 
 
@@ -199,16 +218,18 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture
 def db_url(request, tmp_path) -> str:
     """A database of the kind the test is parametrized with: migrated and published when the test starts the
-    app (`app` among its fixtures), empty otherwise."""
+    app (`app` among its fixtures), migrated when it opens a session (`db`), empty otherwise (the migration and
+    publishing tests'). Each is a copy of a template made once per session: migrating an empty database took
+    about a third of a test process's time."""
     kind = getattr(request, "param", "sqlite")
-    published = "app" in request.fixturenames
+    template = "published" if "app" in request.fixturenames else "migrated" if "db" in request.fixturenames else None
     if kind == "sqlite":
         path = tmp_path / "course.db"
-        if published:
-            shutil.copyfile(request.getfixturevalue("published_sqlite"), path)
+        if template:
+            shutil.copyfile(request.getfixturevalue(f"{template}_sqlite"), path)
         return f"sqlite:///{path}"
-    template = request.getfixturevalue("published_postgres") if published else None
-    return _new_pg_database(request.getfixturevalue("postgres_server"), template)
+    name = request.getfixturevalue(f"{template}_postgres") if template else None
+    return _new_pg_database(request.getfixturevalue("postgres_server"), name)
 
 
 @pytest.fixture
@@ -224,7 +245,7 @@ def settings(db_url, tmp_path) -> Settings:
 
 @pytest.fixture
 def db(settings):
-    migrate.upgrade(settings.db_url)
+    """A session on the test's database, at the latest migration (db_url copied it from a template)."""
     engine = make_engine(settings.db_url)
     with make_sessionmaker(engine)() as session:
         yield session
