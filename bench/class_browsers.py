@@ -34,7 +34,7 @@ processes, PostgreSQL and this script used. --baseline REV runs the same class a
 (`git archive`, nothing checked out) and prints both rows with their ratio. --profile DIR records each web process
 with py-spy during the window and prints where its time went.
 
-Target (docs/operating.md, sizing): served >= 90 % of asked, 0 errors, p99 < 250 ms client- and server-side.
+Target (docs/operating.md, "Sizing the web tier"): served >= 90 % of asked, 0 errors, p99 < 250 ms client- and server-side.
 Exit 1 when the last run (the candidate) misses it. Nothing here is timed inside a test.
 """
 

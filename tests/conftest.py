@@ -142,7 +142,9 @@ def _prepare_once(db_url: str, data_dir: Path, *, publish: bool = True) -> None:
     from app.services import startup
 
     if publish:
-        startup.prepare(Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url))
+        startup.prepare(
+            Settings.from_env({"COURSE_ENV": "test", "COURSE_DATA_DIR": str(data_dir)}, database_url=db_url)
+        )
     else:
         migrate.upgrade(db_url)
     if db_url.startswith("sqlite"):
