@@ -12,7 +12,7 @@ from labs.result_common import SummaryItem, Table, table_number
 from labs.trace.chrome import chrome_trace_json
 from labs.trace.svgplot import svg_timeline
 from labs.trace.timeline import Span
-from labs.words import number, percent
+from labs.words import number, whole_percent
 
 if TYPE_CHECKING:
     from labs.runtime import LabContext
@@ -85,7 +85,7 @@ def answer(schedules: dict, device: str) -> str:
     parts = []
     w, i = schedules.get("windowed"), schedules.get("immediate")
     if w is not None and w["overlap_ratio"] is not None:
-        hid = f"Independent work in the window hid {percent(w['overlap_ratio'], 0)} of the all-gather {where} (mean over ranks)"
+        hid = f"Independent work in the window hid {whole_percent(w['overlap_ratio'])} of the all-gather {where} (mean over ranks)"
         if i is not None:
             hid += (
                 f", leaving {number(w['exposed_comm_ms'], 3)} ms exposed against {number(i['exposed_comm_ms'], 3)} ms when wait() "

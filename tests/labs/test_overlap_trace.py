@@ -109,3 +109,13 @@ def test_the_dependent_schedules_why_reads_its_count_and_fits_one_table_cell():
     why = safety("dependent", [{"unwritten_at_read": 1048576}, {"unwritten_at_read": biggest}], "cpu")["explanation"]
     assert "up to 1,073,741,824 of its elements" in why
     assert len(why) <= MAX_TEXT  # the page cuts a longer cell mid-sentence
+
+
+@pytest.mark.parametrize(("ratio", "said"), [(0.0039, "under 1%"), (0.0, "0%"), (0.31, "31%"), (0.997, "over 99%")])
+def test_the_answer_never_rounds_a_small_overlap_to_nothing(ratio, said):
+    """The headline and the table beside it (which shows 0.4%) agree: a windowed overlap of 0.39% is "under 1%"."""
+    from labs.overlap_trace.report import answer
+
+    windowed = {"overlap_ratio": ratio, "exposed_comm_ms": 4.72}
+    headline = answer({"windowed": windowed, "immediate": {"overlap_ratio": 0.0, "exposed_comm_ms": 4.57}}, "cpu")
+    assert f"Independent work in the window hid {said} of the all-gather on this CPU" in headline
