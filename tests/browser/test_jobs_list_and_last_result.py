@@ -130,3 +130,36 @@ def test_the_jobs_list_cancels_a_running_job_and_refreshes_itself_until_it_stops
     expect(row.get_by_role("button")).to_have_count(0)
     screenshot(page, f"jobs-list-cancelled-{name}")
     ctx.close()
+
+
+@pytest.mark.parametrize("width,height,name", [(1280, 800, "laptop"), (390, 844, "phone390")])
+@pytest.mark.parametrize("before", ["first-run", "again"])
+def test_a_submitted_run_comes_into_view_where_the_form_was(browser, live_server, width, height, name, before):
+    """Before a first run the form comes first and "Latest run" below it; after one, the result comes first and the
+    form folds under it. Either way the learner is at the Run button when they press it, and the new run's card is
+    what the screen shows next, not something below or above the fold."""
+    s = Seeder(live_server.data)
+    email = f"submit-{before}-{name}@example.org"
+    uid = s.user(email, name="Sam")
+    if before == "again":
+        s.job(uid, "env-check")
+    ctx = browser.new_context(viewport={"width": width, "height": height})
+    page = ctx.new_page()
+    login(page, live_server.url, email)
+    page.goto(f"{live_server.url}/labs/env-check")
+    if before == "again":
+        page.locator("#params-fold > summary").click()
+    page.locator("#lab-run").scroll_into_view_if_needed()
+    page.locator("#lab-run").click()
+    card = page.locator("#job-list article.job")
+    expect(card).to_have_count(1)
+    expect(card).to_have_attribute("data-status", re.compile("queued|running|succeeded"))
+    in_view = "e => { const t = e.getBoundingClientRect().top; return t >= 0 && t < innerHeight / 2; }"
+    for _ in range(20):  # htmx scrolls right after the swap; give it a few frames
+        if card.evaluate(in_view):
+            break
+        page.wait_for_timeout(50)
+    top = card.evaluate("e => e.getBoundingClientRect().top")
+    assert 0 <= top < height / 2, f"the new run's card starts at {top:.0f}px of a {height}px screen"
+    screenshot(page, f"jobs-submitted-{before}-{name}", full_page=False)
+    ctx.close()
